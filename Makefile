@@ -1,0 +1,32 @@
+# Two commands matter: `make demo` (set up, then run the main job on bundled inputs)
+# and `make test` (set up, then run the whole test suite). Both work on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PLUGIN_PYPROJECTS := $(sort $(wildcard magpie_*/pyproject.toml plugins/*/pyproject.toml))
+PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
+STAMP := $(VENV)/.magpie-installed
+DEMO_OUT ?= magpie_runs/demo
+
+.PHONY: setup demo test lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade "pip>=24"
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,mcp]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) magpie_runs

@@ -1,0 +1,141 @@
+"""The typer app, global options and exit codes shared by every command.
+
+Exit codes: 0 ok; 1 a kernel or benchmark failed its checks; 2 usage or
+config error (including a missing plugin).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from magpie_core import __version__
+from magpie_core.config import ConfigError, ConfigErrors, FrameworkConfig, load_config
+from magpie_core.plugins import PluginConflictError, UnknownComponentError
+
+EXIT_OK = 0
+EXIT_CHECKS_FAILED = 1
+EXIT_USAGE = 2
+
+console = Console(stderr=False, highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+app = typer.Typer(
+    name="magpie",
+    help="Tell the truth about GPU kernel and LLM-inference performance.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+class NotAvailable(RuntimeError):
+    """A command needs a plugin or pipeline that is not installed."""
+
+
+class UsageError(ValueError):
+    """Bad command-line input that typer cannot catch by itself."""
+
+
+@dataclass
+class GlobalOptions:
+    config_path: Path | None = None
+    verbose: bool = False
+    environment: str | None = None
+    workers: int | None = None
+    output_dir: Path | None = None
+    docker_image: str | None = None
+
+    _framework: FrameworkConfig | None = None
+
+    @property
+    def framework(self) -> FrameworkConfig:
+        """The framework config: ``--config`` if given, else defaults."""
+        if self._framework is None:
+            self._framework = (
+                load_config(FrameworkConfig, self.config_path) if self.config_path else FrameworkConfig()
+            )
+        return self._framework
+
+    def resolve_output_dir(self, local: Path | None) -> Path:
+        return local or self.output_dir or Path(self.framework.output.directory)
+
+    def resolve_environment(self, from_file: str | None = None) -> str:
+        return self.environment or from_file or self.framework.scheduler.environment
+
+    def resolve_workers(self, from_file: int | None = None) -> int:
+        return self.workers or from_file or self.framework.scheduler.max_workers
+
+
+STATE = GlobalOptions()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handle_errors(fn: F) -> F:
+    """Turn magpie's expected errors into one clear line and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ConfigError, ConfigErrors) as exc:
+            err_console.print(f"[red]config error[/red]\n{exc}", markup=True, soft_wrap=True)
+        except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError) as exc:
+            err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("magpie").setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        console.print(f"magpie {__version__}")
+        raise typer.Exit()
+
+
+def _gpu_info_callback(value: bool) -> None:
+    if value:
+        from magpie_core.cli.gpu_info import print_gpu_info
+
+        print_gpu_info(as_json=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    config: Path | None = typer.Option(None, "--config", "-c", help="framework config.yaml"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging"),
+    environment: str | None = typer.Option(None, "--environment", "-e", help="local | container | ray"),
+    workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="parallel workers"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="where run workspaces go"),
+    docker_image: str | None = typer.Option(None, "--docker-image", help="image for -e container"),
+    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True),
+    gpu_info: bool = typer.Option(False, "--gpu-info", callback=_gpu_info_callback, help="same as gpu-info"),
+) -> None:
+    STATE.config_path = config
+    STATE.verbose = verbose
+    STATE.environment = environment
+    STATE.workers = workers
+    STATE.output_dir = output_dir
+    STATE.docker_image = docker_image
+    STATE._framework = None
+    setup_logging(verbose)

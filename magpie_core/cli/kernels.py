@@ -1,0 +1,1 @@
+"""``magpie analyze`` and ``magpie compare`` (filled in by the kernel pipeline)."""

@@ -1,0 +1,197 @@
+"""Benchmark configs for ``magpie benchmark`` (a ``benchmark:`` block).
+
+AMD Magpie's benchmark YAML loads unchanged: ``framework, model, precision,
+run_mode, envs {TP, CONC, ISL, OSL, RANDOM_RANGE_RATIO, ...}, profiler
+{torch_profiler, tracelens, ...}, gap_analysis {...}`` and the rest. magpie
+adds a typed load description (dataset, rate, concurrency, SLOs, sweeps).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+
+from magpie_core.config.common import StrictModel
+
+DEFAULT_ENVS: dict[str, Any] = {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "RANDOM_RANGE_RATIO": 0.5}
+
+
+class TorchProfilerConfig(StrictModel):
+    enabled: bool = True
+
+
+class SystemProfilerConfig(StrictModel):
+    enabled: bool = False
+    profile_args: list[str] = Field(default_factory=list)
+
+
+class TraceLensConfig(StrictModel):
+    enabled: bool = False
+    analysis_mode: Literal["inference", "pytorch"] = "inference"
+    analysis_stages: Literal["all", "prefilldecode", "decode", "prefill"] = "all"
+    export_format: Literal["csv", "excel"] = "csv"
+    perf_report_enabled: bool = True
+    multi_rank_report_enabled: bool = True
+    gpu_arch_config: str | None = None
+    auto_patch_runtime: bool = True
+    tracelens_repo_path: str | None = None
+    extension_wheel_path: str | None = None
+    cli_timeout_seconds: float = 1800
+
+
+class GpuMonitorConfig(StrictModel):
+    enabled: bool = True
+    interval_sec: float = 2.0
+    device_id: int | None = None
+
+
+class ProfilerConfig(StrictModel):
+    torch_profiler: TorchProfilerConfig = Field(default_factory=TorchProfilerConfig)
+    system_profiler: SystemProfilerConfig = Field(default_factory=SystemProfilerConfig)
+    tracelens: TraceLensConfig = Field(default_factory=TraceLensConfig)
+    gpu_monitor: GpuMonitorConfig = Field(default_factory=GpuMonitorConfig)
+    targeted_trace: dict[str, Any] | None = None
+
+
+class GapAnalysisConfig(StrictModel):
+    enabled: bool = False
+    trace_start_pct: float = Field(0.0, ge=0, le=100)
+    trace_end_pct: float = Field(100.0, ge=0, le=100)
+    top_k: int = Field(20, ge=1)
+    min_duration_us: float = Field(0.0, ge=0)
+    categories: list[str] = Field(default_factory=lambda: ["kernel", "gpu"])
+    ignore_categories: list[str] = Field(default_factory=lambda: ["gpu_user_annotation", "user_annotation"])
+    find_kernel_sources: bool = False
+    kernel_source_repos: list[str] | None = None
+    auto_clone_repos: bool = Field(True, description="accepted for AMD Magpie files; magpie clones only with --clone")
+    repos_base_dir: str | None = None
+    no_rank_csv: bool = False
+
+    @model_validator(mode="after")
+    def _window(self) -> GapAnalysisConfig:
+        if self.trace_start_pct >= self.trace_end_pct:
+            raise ValueError("trace_start_pct must be below trace_end_pct")
+        return self
+
+
+class GpuSelectionConfig(StrictModel):
+    auto: bool = True
+    min_free_memory_gb: float = 8.0
+    count: int | None = None
+    candidates: list[int] | None = None
+    devices: list[int] | None = Field(None, description="pin these GPU indices (disables auto)")
+
+
+class BenchmarkRayConfig(StrictModel):
+    cluster_address: str = "auto"
+    shared_storage_path: str = "/shared_nfs/magpie"
+    entrypoint_num_gpus: float = 0
+    entrypoint_num_cpus: float = 16
+    multi_node: bool = False
+    total_num_gpus: int = 8
+    num_nodes: int = 1
+    gpus_per_node: int = 8
+    pip_packages: list[str] = Field(default_factory=list)
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    install_magpie: bool = True
+    magpie_install_path: str | None = None
+
+
+class SweepCase(StrictModel):
+    CONC: int | None = None
+    ISL: int | None = None
+    OSL: int | None = None
+    NUM_PROMPTS: int | None = None
+    RANDOM_RANGE_RATIO: float | None = None
+    request_rate: float | None = None
+
+
+class SweepMatrixConfig(StrictModel):
+    cases: list[SweepCase] = Field(default_factory=list)
+    on_failure: Literal["continue", "abort"] = "continue"
+    inter_client_sleep_s: float = 5
+    per_client_timeout_s: float = 1800
+    server_ready_timeout_s: float = 2700
+
+
+class DatasetConfig(StrictModel):
+    name: Literal["random", "sharegpt", "jsonl"] = "random"
+    path: str | None = None
+    input_len: int | None = Field(None, description="default: envs.ISL")
+    output_len: int | None = Field(None, description="default: envs.OSL")
+    range_ratio: float | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
+    prefix_len: int = 0
+    seed: int = 0
+
+
+class LoadConfig(StrictModel):
+    endpoint: Literal["completions", "chat"] = "completions"
+    num_prompts: int | None = Field(None, description="default: envs.NUM_PROMPTS or 10 x concurrency")
+    request_rate: float | None = Field(None, description="requests/s; None: unlimited")
+    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1.0 is Poisson")
+    max_concurrency: int | None = Field(None, description="default: envs.CONC")
+    warmup_requests: int = 0
+    concurrencies: list[int] | None = Field(None, description="sweep: one point per concurrency")
+    request_rates: list[float] | None = Field(None, description="sweep: one point per rate")
+    ignore_eos: bool = True
+    save_requests: bool = False
+
+
+class SloConfig(StrictModel):
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+class BenchmarkConfig(StrictModel):
+    framework: str = "sglang"
+    model: str = ""
+    precision: str = "fp8"
+    run_mode: Literal["docker", "local", "ray", "external"] = "docker"
+    run_kind: Literal["measurement", "diagnostic", "auto"] = "auto"
+    envs: dict[str, Any] = Field(default_factory=dict)
+    profiler: ProfilerConfig = Field(default_factory=ProfilerConfig)
+    gap_analysis: GapAnalysisConfig = Field(default_factory=GapAnalysisConfig)
+    docker_image: str | None = None
+    gpu_arch: str | None = None
+    timeout_seconds: float = 3600.0
+    inferencex_path: str | None = Field(None, validation_alias=AliasChoices("inferencex_path", "inferencemax_path"))
+    hf_cache_path: str | None = None
+    runner_type: str | None = None
+    benchmark_script: str | None = None
+    gpu_selection: GpuSelectionConfig = Field(default_factory=GpuSelectionConfig)
+    ray_config: BenchmarkRayConfig | None = None
+    sweep_matrix: SweepMatrixConfig | None = None
+    lm_eval_runtime: dict[str, Any] | None = None
+    # magpie's own
+    base_url: str | None = Field(None, description="external server: client only")
+    host: str = "127.0.0.1"
+    port: int | None = None
+    server_args: list[str] = Field(default_factory=list, description="extra server arguments")
+    server_env: dict[str, str] = Field(default_factory=dict)
+    tokenizer: str | None = None
+    served_model_name: str | None = None
+    dtype: str | None = None
+    max_model_len: int | None = None
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    load: LoadConfig = Field(default_factory=LoadConfig)
+    slo: SloConfig = Field(default_factory=SloConfig)
+
+    @field_validator("envs", mode="after")
+    @classmethod
+    def _default_envs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {**DEFAULT_ENVS, **{str(k).upper(): v for k, v in value.items()}} if value else dict(DEFAULT_ENVS)
+
+    def env_int(self, key: str) -> int | None:
+        value = self.envs.get(key)
+        return None if value is None else int(value)
+
+    def env_float(self, key: str) -> float | None:
+        value = self.envs.get(key)
+        return None if value is None else float(value)
+
+
+class BenchmarkConfigFile(StrictModel):
+    benchmark: BenchmarkConfig

@@ -1,0 +1,247 @@
+"""Kernel configs for ``magpie analyze`` and ``magpie compare``.
+
+AMD Magpie kernel YAML loads unchanged: ``kernel:``/``kernels:`` entries with
+``id, type, source_files, working_dir, env, testcase_command, compile_command``
+and the ``performance:``, ``correctness:``, ``scheduler:``, ``latency:`` blocks.
+magpie adds the built-in harness (``entry``, ``reference``, ``get_inputs``),
+per-kernel tolerances and timing settings, and an explicit ``baseline``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from magpie_core.config.common import CommandSpec, StrictModel, as_argv_list
+
+
+class BenchTarget(StrictModel):
+    """AMD Magpie's ``bench_target``: a Python callable to time."""
+
+    module: str
+    callable: str
+    get_inputs: str = "get_inputs"
+
+
+class AccordoConfig(StrictModel):
+    atol: float = 1e-6
+    rtol: float = 1e-5
+    equal_nan: bool = False
+    timeout_seconds: float = 30
+
+
+class CorrectnessConfig(StrictModel):
+    """How a kernel proves it is correct."""
+
+    backend: str = Field(
+        "auto",
+        description="auto | testcase | harness | accordo (accordo is accepted for AMD Magpie files; "
+        "its tolerances are used by the harness)",
+    )
+    atol: float | None = Field(None, description="absolute tolerance; default per output dtype")
+    rtol: float | None = Field(None, description="relative tolerance; default per output dtype")
+    equal_nan: bool = False
+    trials: int = Field(3, ge=1, description="freshly seeded input sets to check")
+    seed: int = 0
+    poison_outputs: bool = Field(True, description="NaN-fill outputs before each run so unwritten elements fail")
+    timeout_seconds: float = Field(300, gt=0)
+    accordo: AccordoConfig | None = None
+
+
+class PerformanceConfig(StrictModel):
+    """How a kernel is timed, and which profiler (if any) collects counters.
+
+    Keys whose values are mappings and that are not fields below are option
+    blocks for profiler plugins (AMD Magpie's ``ncu:``, ``rocprof_compute:``,
+    ``metrix:``); they are checked by the profiler that is selected.
+    """
+
+    model_config = StrictModel.model_config | {"extra": "allow"}
+
+    backend: str = Field("events", description="events | none | the name of a profiler plugin")
+    timeout_seconds: float = Field(300, gt=0)
+    warmup_ms: float = Field(25, ge=0, description="warm-up time before sampling")
+    min_samples: int = Field(10, ge=3)
+    max_samples: int = Field(1000, ge=3)
+    target_rse: float = Field(0.01, gt=0, description="stop when the relative standard error of the median is below this")
+    budget_seconds: float = Field(10, gt=0, description="time budget for sampling one kernel")
+    min_batch_us: float = Field(
+        1000, gt=0, description="launches are batched between two timestamps until a batch lasts this long"
+    )
+    flush_cache: bool = Field(True, description="flush the last-level cache between samples")
+    graph_replay: bool = Field(False, description="capture the launches in a device graph and time replays")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _profiler_blocks_are_mappings(self) -> PerformanceConfig:
+        for key, value in (self.model_extra or {}).items():
+            if not isinstance(value, dict):
+                fields = ", ".join(type(self).model_fields)
+                raise ValueError(f"unknown key {key!r} (fields: {fields}; profiler option blocks are mappings)")
+        return self
+
+    def profiler_options(self, name: str) -> dict[str, Any]:
+        """Options for profiler ``name`` (``rocprof-compute`` also finds ``rocprof_compute``)."""
+        extra = self.model_extra or {}
+        return dict(extra.get(name) or extra.get(name.replace("-", "_")) or {})
+
+
+class LatencyConfig(StrictModel):
+    """AMD Magpie's ``latency:`` block; mapped onto the performance settings."""
+
+    enabled: bool = True
+    method: str = "auto"
+    primary_metric: str = "wall_median_ms"
+    rep_ms: float = 20
+    n_retries: int = 5
+    estimate_reps: int = 5
+    warmup_iters: int = 5
+    seed: int = 42
+    kernel_filter: str | None = None
+    bench_target: BenchTarget | None = None
+    pythonpath: list[str] = Field(default_factory=list)
+    timeout_seconds: float = 120
+    output_dir: str | None = None
+
+
+class RayConfig(StrictModel):
+    cluster_address: str | None = None
+    shared_storage_path: str | None = None
+    num_gpus_per_task: float | None = None
+
+
+class SchedulerConfig(StrictModel):
+    max_workers: int | None = Field(None, ge=1)
+    gpu_devices: list[int] | None = None
+    docker_image: str | None = None
+    environment: str | None = None
+    ray_config: RayConfig | None = None
+
+
+class KernelConfig(StrictModel):
+    """One kernel (or one variant in a comparison)."""
+
+    id: str = "kernel"
+    type: str = "hip"
+    description: str | None = None
+    source_files: list[str] = Field(default_factory=list)
+    working_dir: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    compile_command: CommandSpec | None = None
+    testcase_command: CommandSpec | None = None
+    prof_command: CommandSpec | None = None
+    # Built-in harness (KernelBench style)
+    entry: str | None = Field(None, description="'module:function' or 'file.py:function' (or a class)")
+    reference: str | None = Field(None, description="reference implementation, same forms as entry")
+    get_inputs: str | None = Field(None, description="function returning the inputs (default get_inputs)")
+    get_init_inputs: str | None = Field(None, description="function returning constructor args")
+    get_inputs_func: str | None = None  # AMD Magpie spelling
+    get_init_inputs_func: str | None = None  # AMD Magpie spelling
+    bench_target: BenchTarget | None = None
+    device: str | None = Field(None, description="cpu, cuda, cuda:1, ... (default: the backend's)")
+    options: dict[str, Any] = Field(default_factory=dict, description="backend-specific options")
+    correctness: CorrectnessConfig | None = None
+    performance: PerformanceConfig | None = None
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_values_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("type")
+    @classmethod
+    def _normalize_type(cls, value: str) -> str:
+        return value.strip().lower()
+
+    def compile_commands(self) -> list[list[str]]:
+        return as_argv_list(self.compile_command)
+
+    def testcase_commands(self) -> list[list[str]]:
+        return as_argv_list(self.testcase_command)
+
+    @property
+    def inputs_function(self) -> str:
+        return self.get_inputs or self.get_inputs_func or "get_inputs"
+
+    @property
+    def init_inputs_function(self) -> str:
+        return self.get_init_inputs or self.get_init_inputs_func or "get_init_inputs"
+
+    @property
+    def uses_harness(self) -> bool:
+        return bool(self.entry or self.bench_target)
+
+    def resolved_working_dir(self, config_dir: Path) -> Path:
+        """``working_dir`` relative to the config file's folder (AMD Magpie used the CWD;
+        we try the config folder first, then the CWD)."""
+        if not self.working_dir:
+            return config_dir
+        path = Path(self.working_dir)
+        if path.is_absolute():
+            return path
+        for base in (config_dir, Path.cwd()):
+            if (base / path).is_dir():
+                return (base / path).resolve()
+        return (config_dir / path).resolve()
+
+
+class KernelConfigFile(StrictModel):
+    """A kernel YAML file: one ``kernel:`` or a list of ``kernels:``, plus shared blocks."""
+
+    kernel: KernelConfig | None = None
+    kernels: list[KernelConfig] = Field(default_factory=list)
+    baseline: str | int | None = Field(None, description="compare: id or index of the baseline (default 0)")
+    performance: PerformanceConfig | None = None
+    correctness: CorrectnessConfig | None = None
+    scheduler: SchedulerConfig | None = None
+    ray_config: RayConfig | None = None
+    latency: LatencyConfig | None = None
+    gpu: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _has_kernels(self) -> KernelConfigFile:
+        if self.kernel is None and not self.kernels:
+            raise ValueError("no kernels: give 'kernel:' or 'kernels:'")
+        ids = [k.id for k in self.all_kernels()]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"kernel ids must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def all_kernels(self) -> list[KernelConfig]:
+        return ([self.kernel] if self.kernel else []) + list(self.kernels)
+
+    def effective_correctness(self, kernel: KernelConfig) -> CorrectnessConfig:
+        """The file-level block overlaid by the kernel's own (kernel wins)."""
+        return _overlay(CorrectnessConfig, self.correctness, kernel.correctness)
+
+    def effective_performance(self, kernel: KernelConfig) -> PerformanceConfig:
+        merged = _overlay(PerformanceConfig, self.performance, kernel.performance)
+        if self.latency is not None and kernel.performance is None and self.performance is None:
+            merged = merged.model_copy(update={"warmup_ms": self.latency.rep_ms})
+        return merged
+
+    def baseline_index(self) -> int:
+        kernels = self.all_kernels()
+        if self.baseline is None:
+            return 0
+        if isinstance(self.baseline, int):
+            if not 0 <= self.baseline < len(kernels):
+                raise ValueError(f"baseline index {self.baseline} is out of range (0..{len(kernels) - 1})")
+            return self.baseline
+        for i, k in enumerate(kernels):
+            if k.id == self.baseline:
+                return i
+        raise ValueError(f"baseline {self.baseline!r} is not a kernel id ({', '.join(k.id for k in kernels)})")
+
+
+def _overlay(model: type[StrictModel], *layers: StrictModel | None) -> Any:
+    data: dict[str, Any] = {}
+    for layer in layers:
+        if layer is not None:
+            data.update(layer.model_dump(exclude_unset=True))
+    return model.model_validate(data)

@@ -1,0 +1,139 @@
+"""What each plugin kind must provide.
+
+Components are plain objects; subclassing these ABCs is the easy way to get
+the defaults, and :func:`component_names` is how the registry names them.
+Methods that run inside an isolated worker process say so: they may crash or
+hang without harming the run, because the core runs them in a subprocess.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from magpie_core.config.models import BenchmarkConfig, KernelConfig
+    from magpie_core.reports import (
+        CompileResult,
+        EvaluationOutcome,
+        EvaluationTask,
+        KernelCounters,
+        ParsedKernelName,
+        ToolInfo,
+    )
+
+
+class Component(ABC):
+    """Shared by every kind: a unique ``name`` and a one-line ``description``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def tools(self) -> list[ToolInfo]:
+        """External programs this component relies on, and whether they were found."""
+        return []
+
+
+class KernelBackend(Component):
+    """Compiles, checks and times kernels of one or more ``type`` values."""
+
+    kernel_types: ClassVar[tuple[str, ...]] = ()
+
+    def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
+        """Build the kernel's sources in the parent process; ``None``: nothing to build.
+
+        Called only when the kernel config gives no ``compile_command`` of its own.
+        """
+        return None
+
+    @abstractmethod
+    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
+        """Correctness, then timing, of one kernel. Runs in an isolated worker process."""
+
+
+class Timer(Component):
+    """Times a callable on one kind of device (``cpu``, ``cuda``, ...)."""
+
+    device_kinds: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
+        """Return per-launch samples in nanoseconds plus how sampling stopped."""
+
+
+class ServingFramework(Component):
+    """An LLM serving engine that ``magpie benchmark`` can start and drive."""
+
+    @abstractmethod
+    def server_command(self, config: BenchmarkConfig, host: str, port: int) -> list[str]:
+        """The argv that starts an OpenAI-compatible server (never a shell string)."""
+
+    def server_env(self, config: BenchmarkConfig, profile_dir: Path | None) -> dict[str, str]:
+        """Environment variables the server needs (profiler output folder, ...)."""
+        return {}
+
+    readiness_path: ClassVar[str] = "/health"
+    start_profile_path: ClassVar[str | None] = None
+    stop_profile_path: ClassVar[str | None] = None
+
+    def default_image(self, gpu_arch: str | None) -> str | None:
+        """Default container image for a GPU arch (``sm_90``, ``gfx942``), if any."""
+        return None
+
+
+class Profiler(Component):
+    """Collects per-kernel hardware counters or kernel times for a command."""
+
+    @abstractmethod
+    def profile(
+        self, argv: Sequence[str], cwd: Path, env: dict[str, str], out_dir: Path
+    ) -> list[KernelCounters]:
+        """Run ``argv`` under the profiler and return one row per kernel launch group."""
+
+
+class TraceAnalyzer(Component):
+    """Turns loaded profiler traces into tables and a JSON summary."""
+
+    @abstractmethod
+    def analyze(self, traces: Any, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+        """Analyze and write outputs under ``out_dir``; return the summary."""
+
+
+class KernelNameParser(Component):
+    """Recognises one family of kernel names."""
+
+    #: Parsers are tried in ascending priority; the first non-None answer wins.
+    priority: ClassVar[int] = 100
+
+    @abstractmethod
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        """Describe ``name``, or return ``None`` when it is not of this family."""
+
+
+class ExecutionEnvironment(Component):
+    """Where work runs. ``map`` keeps input order and never raises for one item."""
+
+    @abstractmethod
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        workers: int = 1,
+        gpus_per_item: float = 0,
+    ) -> list[Any]:
+        """Apply the picklable top-level ``fn`` to each item; results in input order."""
+
+
+def component_names(kind: str, component: Any) -> tuple[str, ...]:
+    """The names a component claims in the registry of its kind."""
+    if kind == "kernel_backend" and getattr(component, "kernel_types", ()):
+        return tuple(component.kernel_types)
+    if kind == "timer" and getattr(component, "device_kinds", ()):
+        return tuple(component.device_kinds)
+    name = getattr(component, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{type(component).__name__} has no 'name'")
+    return (name,)

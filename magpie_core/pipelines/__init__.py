@@ -1,0 +1,1 @@
+"""Pipelines: the engine-neutral flows behind each CLI command and MCP tool."""
