@@ -122,7 +122,9 @@ class ParsedKernelName(Model):
 
     name: str
     family: str  # which parser family: cublas, ck_tile, triton, ...
-    category: str = "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
+    category: str = (
+        "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
+    )
     function: str | None = None
     dtype: str | None = None
     tile: str | None = None
