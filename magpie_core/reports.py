@@ -115,6 +115,8 @@ class PerformanceResult(Model):
     counters: list[KernelCounters] = Field(default_factory=list)
     message: str | None = None
     notes: list[str] = Field(default_factory=list)
+    timing_meaningful: bool = True  # False e.g. under an interpreter: reported, never ranked
+    batch_size: int | None = None  # launches between two timestamps
 
 
 class ParsedKernelName(Model):

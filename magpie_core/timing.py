@@ -1,17 +1,19 @@
-"""The timing method shared by every device: batches, flushes, warm-up, adaptive stopping.
+"""The timing method shared by every device: batches, cold caches, warm-up, adaptive stopping.
 
 A timer plugin provides one primitive, :meth:`BatchClock.time_batch`: the
-device time of ``n`` back-to-back launches taken between two timestamps (for
-GPUs: device events). The core decides batch sizes, cache handling and when
-to stop, so "a sample" means the same thing on every device.
+time of ``n`` back-to-back launches taken between two timestamps (for GPUs:
+device events). The core decides batch sizes and when to stop, so "a sample"
+means the same thing on every device.
 
 Why batches: with one launch between two events, host launch latency lands
 inside the interval (on an H200 a 14 µs Triton kernel read as 27 µs). A batch
-lasting at least ``min_batch_us`` amortises the event overhead.
+lasting at least ``min_batch_us`` amortises event overhead and resolution.
 
-Why paired flush batches: a cold-cache time needs a flush before *each*
-launch. A sample is then ``(T[n×(flush, fn)] − T[n×flush]) / n``, the flush-only
-batch taken right next to it so drift cancels.
+Why rotating inputs instead of a flush kernel: a cold-cache time needs the
+inputs out of cache before *each* launch. Launch ``i`` of a batch uses input
+copy ``i mod k``, with ``k`` copies together at least twice the last-level
+cache, so every launch reads its inputs from memory — no flush kernel inside
+the interval and nothing to subtract.
 """
 
 from __future__ import annotations
@@ -25,13 +27,18 @@ from typing import Any, Protocol
 from magpie_core.stats import SamplingSettings, sample_until_stable
 
 MAX_BATCH = 100_000
+#: launch(i): run the kernel on rotating input copy ``i mod k``
+Launch = Callable[[int], Any]
 
 
 class BatchClock(Protocol):
     """What a timer plugin must provide."""
 
-    def time_batch(self, fn: Callable[[], Any] | None, n: int, flush: bool) -> float:
-        """Microseconds for ``n`` × (flush if asked, then ``fn`` if given), between two timestamps."""
+    #: bytes of the cache that cold-cache timing must defeat (LLC / L2)
+    cache_bytes: int
+
+    def time_batch(self, launch: Launch, n: int) -> float:
+        """Microseconds for ``launch(0) … launch(n-1)`` between two timestamps."""
         ...
 
     def host_overhead_us(self) -> float | None:
@@ -44,12 +51,16 @@ class TimingSettings:
     warmup_ms: float = 25.0
     min_batch_us: float = 1000.0
     flush_cache: bool = True
+    max_input_copies: int = 1024
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
     @classmethod
     def from_performance(cls, perf: Any) -> TimingSettings:
         """Build from a :class:`~magpie_core.config.kernel.PerformanceConfig` (or its dict)."""
-        get = perf.get if isinstance(perf, dict) else lambda k, d=None: getattr(perf, k, d)
+
+        def get(key: str, default: Any) -> Any:
+            return perf.get(key, default) if isinstance(perf, dict) else getattr(perf, key, default)
+
         return cls(
             warmup_ms=float(get("warmup_ms", 25.0)),
             min_batch_us=float(get("min_batch_us", 1000.0)),
@@ -63,6 +74,13 @@ class TimingSettings:
         )
 
 
+def input_copies(input_bytes: int, cache_bytes: int, settings: TimingSettings) -> int:
+    """How many rotating input copies make every launch cold (1 for warm-cache timing)."""
+    if not settings.flush_cache or input_bytes <= 0:
+        return 1
+    return int(min(settings.max_input_copies, max(2, math.ceil(2 * cache_bytes / input_bytes))))
+
+
 @dataclass
 class TimingRun:
     samples_us: list[float]
@@ -71,33 +89,24 @@ class TimingRun:
     notes: list[str]
 
 
-def measure(clock: BatchClock, fn: Callable[[], Any], settings: TimingSettings) -> TimingRun:
+def measure(clock: BatchClock, launch: Launch, settings: TimingSettings, copies: int = 1) -> TimingRun:
     """Warm up, pick a batch size, then sample per-launch times until stable."""
     notes: list[str] = []
-    # Warm-up: compile caches, clocks ramping, allocator growth.
     deadline = time.perf_counter() + settings.warmup_ms / 1000
-    single = clock.time_batch(fn, 1, False)
+    clock.time_batch(launch, max(1, copies))
     while time.perf_counter() < deadline:
-        single = clock.time_batch(fn, 1, False)
-    per_launch = max(clock.time_batch(fn, 4, False) / 4, 1e-3)
+        clock.time_batch(launch, 1)
+    per_launch = max(clock.time_batch(launch, 4) / 4, 1e-3)
     batch = int(min(MAX_BATCH, max(1, math.ceil(settings.min_batch_us / per_launch))))
 
-    if settings.flush_cache:
-
-        def take() -> float:
-            with_fn = clock.time_batch(fn, batch, True)
-            flush_only = clock.time_batch(None, batch, True)
-            return max((with_fn - flush_only) / batch, 0.0)
-
-        notes.append(f"cold cache: flush before every launch, flush time subtracted (batches of {batch})")
-    else:
-
-        def take() -> float:
-            return clock.time_batch(fn, batch, False) / batch
-
-        notes.append(f"warm cache: {batch} back-to-back launches per sample")
+    def take() -> float:
+        return clock.time_batch(launch, batch) / batch
 
     samples, reason = sample_until_stable(take, settings.sampling)
+    if copies > 1:
+        notes.append(f"cold cache: {copies} rotating input copies (>= 2x the {clock.cache_bytes >> 20} MiB cache)")
+    else:
+        notes.append("warm cache: the same inputs every launch")
     host = clock.host_overhead_us()
     if host is not None and samples:
         device = sorted(samples)[len(samples) // 2]
@@ -106,5 +115,5 @@ def measure(clock: BatchClock, fn: Callable[[], Any], settings: TimingSettings) 
                 f"launch-bound: the host needs {host:.1f} us per launch, the device {device:.1f} us; "
                 "device time is reported, end-to-end calls will be slower"
             )
-    del single
+    notes.append(f"{batch} launches per sample between two timestamps")
     return TimingRun(samples_us=samples, stop_reason=reason, batch_size=batch, notes=notes)

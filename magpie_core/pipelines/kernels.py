@@ -388,7 +388,7 @@ def rank(
 ) -> CompareReport:
     """Rank correct, timed candidates by median; speedups and verdicts vs the baseline."""
     base = results[base_index]
-    timed = [(i, r) for i, r in enumerate(results) if r.passed and r.performance.timing and r.performance.samples_us]
+    timed = [(i, r) for i, r in enumerate(results) if _rankable(r)]
     timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
     base_ok = any(i == base_index for i, _ in timed)
     entries: list[RankEntry] = []
@@ -450,6 +450,11 @@ def rank(
     )
 
 
+def _rankable(result: KernelResult) -> bool:
+    perf = result.performance
+    return result.passed and perf.timing is not None and bool(perf.samples_us) and perf.timing_meaningful
+
+
 def _winner(timed: list[tuple[int, KernelResult]], min_effect: float) -> tuple[int | None, str]:
     if not timed:
         return None, "No winner: no candidate is both correct and timed"
@@ -475,4 +480,6 @@ def _unranked_reason(result: KernelResult) -> str:
     if result.correctness.status != StageStatus.PASSED:
         first_line = (result.correctness.message or "").splitlines()[:1]
         return f"correctness {result.correctness.status.value}: {' '.join(first_line)}"
+    if result.performance.timing and not result.performance.timing_meaningful:
+        return "timings not meaningful here: " + "; ".join(result.performance.notes[:1])
     return f"performance {result.performance.status.value}: {result.performance.message or 'no timing'}"
