@@ -42,7 +42,7 @@ def kernels() -> dict[str, tuple]:
         return [torch.randn(1 << 22), torch.randn(1 << 22)]
 
     return {
-        "softmax_eager_8192x4096": (softmax.softmax_eager, softmax.get_inputs_large, "regex:softmax"),
+        "softmax_eager_8192x4096": (softmax.softmax_eager, softmax.get_inputs_large, "regex:(?i)softmax"),
         "softmax_triton_8192x4096": (softmax_triton.softmax_triton, softmax.get_inputs_large, "regex:softmax_kernel"),
         "gemm_cublas_fp16_4096": (gemm.matmul_torch, gemm.get_inputs, "regex:gemm|nvjet|sm90|cutlass"),
         "gemm_triton_fp16_4096": (gemm_triton.matmul_triton, gemm.get_inputs, "regex:matmul_kernel"),

@@ -212,6 +212,7 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
             performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: correctness did not pass")
         else:
             performance = _time(prepared, fn, first_inputs, device, perf, options)
+    env.update(clock_info(device))  # read after timing, so the clocks are those under load
     return EvaluationOutcome(correctness=correctness, performance=performance, environment=env)
 
 
@@ -356,9 +357,7 @@ def environment_info(device: torch.device) -> dict[str, Any]:
         info["hip_runtime"] = getattr(torch.version, "hip", None)
         info["sm_count"] = props.multi_processor_count
         info["l2_cache_bytes"] = getattr(props, "L2_cache_size", None)
-        arch = getattr(props, "gcnArchName", None) or f"sm_{props.major}{props.minor}"
-        info["arch"] = arch
+        info["arch"] = props.gcnArchName if torch.version.hip else f"sm_{props.major}{props.minor}"
     else:
         info["device_name"] = platform.processor() or platform.machine()
-    info.update(clock_info(device))
     return info
