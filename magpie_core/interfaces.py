@@ -54,13 +54,17 @@ class KernelBackend(Component):
 
 
 class Timer(Component):
-    """Times a callable on one kind of device (``cpu``, ``cuda``, ...)."""
+    """Times launches on one kind of device (``cpu``, ``cuda``, ...).
+
+    A timer only supplies a clock (:class:`magpie_core.timing.BatchClock`); batch sizes,
+    cold caches, warm-up and stopping are the core's (:func:`magpie_core.timing.measure`).
+    """
 
     device_kinds: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
-        """Return per-launch samples in nanoseconds plus how sampling stopped."""
+    def clock(self, device: Any, graph_replay: bool = False) -> Any:
+        """A clock whose ``time_batch(launch, n)`` times ``n`` launches between two timestamps."""
 
 
 class ServingFramework(Component):
