@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernels import analyze
 from magpie_core.reports import StageStatus
@@ -187,7 +185,8 @@ def test_analyze_cli_exit_codes(run_magpie, tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text(
         "performance:\n  enabled: false\n"
-        f"kernel:\n  id: g\n  type: pytorch\n  entry: {KERNELS}/faulty.py:good\n  reference: {KERNELS}/faulty.py:reference\n"
+        f"kernel:\n  id: g\n  type: pytorch\n  entry: {KERNELS}/faulty.py:good\n"
+        f"  reference: {KERNELS}/faulty.py:reference\n"
     )
     assert run_magpie(["-o", str(tmp_path), "analyze", "-k", str(good)]).returncode == 0
     bad = tmp_path / "bad.yaml"
