@@ -125,8 +125,13 @@ class ExecutionEnvironment(Component):
         *,
         workers: int = 1,
         gpus_per_item: float = 0,
+        on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """Apply the picklable top-level ``fn`` to each item; results in input order."""
+        """Apply the picklable top-level ``fn`` to each item; results in input order.
+
+        An item whose call raised yields the exception object instead of a result.
+        ``on_result(index, result)`` is called as each item finishes (for progress).
+        """
 
 
 def component_names(kind: str, component: Any) -> tuple[str, ...]:

@@ -257,10 +257,29 @@ def check_backends(file: KernelConfigFile) -> None:
 
 def _run(jobs: list[KernelJob], environment: str, workers: int, progress: Progress | None) -> list[KernelResult]:
     env = get_plugin_manager().get("environment", environment)
+    done = 0
+
+    def report_progress(index: int, result: Any) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {_one_line(result)}")
+
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
-    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs))
+    results = env.map(
+        evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs), on_result=report_progress
+    )
     return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
+
+
+def _one_line(result: Any) -> str:
+    if not isinstance(result, KernelResult):
+        return f"could not run ({type(result).__name__})"
+    text = f"compile {result.compile.status.value}, correctness {result.correctness.status.value}"
+    if result.median_us is not None:
+        text += f", median {result.median_us:,.2f} us"
+    return text
 
 
 def _gpus_for(jobs: list[KernelJob]) -> float:
