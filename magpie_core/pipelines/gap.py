@@ -390,7 +390,7 @@ def gap_analysis(
     options = _options(config, window_annotation, window_us)
     n_workers = max(1, min(workers or config.workers or os.cpu_count() or 1, len(files)))
     result.workers = n_workers
-    log.info("gap analysis of %d trace file(s) with %d worker(s)", len(files), n_workers)
+    log.debug("gap analysis of %d trace file(s) with %d worker(s)", len(files), n_workers)
     ranks = _run_ranks(files, options, n_workers)
     _settle_ranks(ranks)
 
@@ -486,7 +486,10 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
 
     table = Table(title=f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))")
     for col in ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy"):
-        table.add_column(col, justify="right" if col not in ("kernel", "category") else "left")
+        if col == "kernel":
+            table.add_column(col, no_wrap=True, overflow="ellipsis", min_width=20, max_width=40)
+        else:
+            table.add_column(col, justify="left" if col == "category" else "right", no_wrap=True)
     for i, k in enumerate(result.top_kernels[:top_k], 1):
         label = k.function or k.name
         table.add_row(str(i), _short(label), k.category, str(k.calls), _fmt(k.self_cuda_total_us),

@@ -340,16 +340,32 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
         span = t_max - t_min
         intervals = [(t_min + span * win.start_pct / 100.0, t_min + span * win.end_pct / 100.0)]
     full = not ann_pattern and intervals == [(t_min, t_max)]
+    # CPU-side ranges (no GPU-side copy of the annotation): a GPU event belongs to the
+    # range in which it was *launched*, since it runs later than the host code around it.
+    by_launch = bool(ann_pattern) and bool(intervals) and result.window_note is not None and "CPU-side" in result.window_note
     if intervals:
         result.window_us = (intervals[0][0] - t_min, intervals[-1][1] - t_min)
     iv_starts = [a for a, _ in intervals]
 
-    def in_window(ts: float, end: float) -> bool:
+    def group_of(ts: float, end: float) -> int:
+        """Index of the window range an event falls in (inclusive overlap, as AMD Magpie); -1 outside."""
         if full:
-            return True
+            return 0
         i = bisect.bisect_right(iv_starts, end) - 1
-        return i >= 0 and ts <= intervals[i][1] and end >= intervals[i][0]
-        # (inclusive overlap, as AMD Magpie: ts + dur >= start and ts <= end)
+        return i if i >= 0 and ts <= intervals[i][1] and end >= intervals[i][0] else -1
+
+    def in_window(ts: float, end: float) -> bool:
+        return group_of(ts, end) >= 0
+
+    def member_group(e: Event) -> int:
+        if by_launch:
+            a = e.args
+            call = launches.get(a.correlation) if a is not None and a.correlation is not None else None
+            t = call.ts if call is not None else (flow_starts.get(a.correlation) if a is not None else None)
+            if t is None:
+                t = e.ts
+            return group_of(t, t)  # type: ignore[arg-type]
+        return group_of(e.ts, e.ts + e.dur)  # type: ignore[operator]
 
     # -- kernel statistics ----------------------------------------------------------
     need_shape: dict[int, list[KernelStat]] = {}
@@ -358,7 +374,7 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
     first_seen: dict[str, Event] = {}
     for e in sel:
         d = e.dur
-        if d < min_dur or not in_window(e.ts, e.ts + d):  # type: ignore[operator]
+        if d < min_dur or (not full and member_group(e) < 0):
             continue
         name = e.name
         ks = stats.get(name)
@@ -439,27 +455,30 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
         by_dev.setdefault(str(dev), []).append(e)
     wall = sum(b - a for a, b in intervals)
     for dev, evs in sorted(by_dev.items()):
-        evs = [e for e in evs if in_window(e.ts, e.ts + e.dur)]  # type: ignore[operator]
+        groups_all = [member_group(e) for e in evs]
+        evs = [e for e, g in zip(evs, groups_all, strict=True) if g >= 0]
         if not evs:
             continue
+        grp = np.array([g for g in groups_all if g >= 0], dtype=np.int64)
         starts = np.fromiter((e.ts - t_min for e in evs), float, len(evs))  # type: ignore[operator]
         durs = np.fromiter((e.dur for e in evs), float, len(evs))
         ends = starts + durs
-        rel = [(a - t_min, b - t_min) for a, b in intervals]
-        lo, hi = rel[0][0], rel[-1][1]
-        starts_c, ends_c = np.clip(starts, lo, hi), np.clip(ends, lo, hi)
-        ms, me, opener = _merge_intervals(starts_c, ends_c)
-        if ann_pattern and len(intervals) > 1:
-            busy = _intersect_total(ms, me, rel)
-            span = _intersect_total(np.array([ms[0]]), np.array([me[-1]]), rel)
+        if by_launch:
+            starts_c, ends_c = starts, ends
         else:
-            busy = float(np.sum(me - ms))
-            span = float(me[-1] - ms[0])
+            rel_lo = np.array([a - t_min for a, _ in intervals])[grp]
+            rel_hi = np.array([b - t_min for _, b in intervals])[grp]
+            starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
+        ms, me, opener = _merge_intervals(starts_c, ends_c)
+        busy = float(np.sum(me - ms))
+        span = 0.0
+        for g in np.unique(grp):
+            sel_g = grp == g
+            span += float(ends_c[sel_g].max() - starts_c[sel_g].min())
         gap_len = ms[1:] - me[:-1]
-        if ann_pattern and len(intervals) > 1:
-            # only holes that lie inside one annotated range count as gaps
-            inside = [any(a >= x and b <= y for x, y in rel) for a, b in zip(me[:-1], ms[1:], strict=True)]
-            gap_len = np.where(np.array(inside, dtype=bool), gap_len, 0.0) if len(gap_len) else gap_len
+        if len(gap_len) and len(intervals) > 1:
+            # a hole between two window ranges is not a gap
+            gap_len = np.where(grp[opener[1:]] == grp[opener[:-1]], gap_len, 0.0)
         # launch records
         launch_ts = np.full(len(evs), np.nan)
         launch_dur = np.full(len(evs), np.nan)
