@@ -131,6 +131,8 @@ class FlashInferParser(KernelNameParser):
             cat = "sampling"
         elif "norm" in ns:
             cat = "norm"
+        elif re.search(r"decode|prefill|attention|mla|pod|merge_state", func, re.I):
+            cat = "attention"
         else:
             cat = category_from_words(func, "attention")
         return _result(name, "flashinfer", "flashinfer", cat, function=func, dtype=dtype_in(name),

@@ -80,7 +80,7 @@ class VllmParser(KernelNameParser):
         m = _OUTER.match(text)
         ns, fn = (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
         if ns == "vllm" or ns.startswith("vllm::"):
-            return _make(name, "vllm", "cuda_cpp", category_from_words(fn), function=fn, dtype=dtype_in(text),
+            return _make(name, "vllm", "cuda_cpp", category_from_words(f"{ns}::{fn}"), function=fn, dtype=dtype_in(text),
                          config={"namespace": ns}, confidence=conf)
         if fn in VLLM_BARE and (ns == "" or ns == "(anonymous namespace)"):
             return _make(name, "vllm", "hip_cpp" if "__hip" in text else "cuda_cpp", VLLM_BARE[fn], function=fn,

@@ -356,8 +356,9 @@ def resolve(parsed: dict[str, Any], checkouts: list[Checkout]) -> dict[str, Any]
         if hint:
             by_ns = [(co, s) for co, s in hits if s.namespace.split("::")[0] == hint or co.name.startswith(hint)]
             narrowed = by_ns or hits
-        if len(narrowed) > 1 and family:
-            by_repo = [(co, s) for co, s in narrowed if co.name.split("-")[0] == family.split("_")[0]]
+        if len(narrowed) > 1 and family in {u.name for u in UPSTREAMS if u.name != "triton"}:
+            # a family named after a project (vllm, sglang, aiter...) says where it lives; "triton" does not
+            by_repo = [(co, s) for co, s in narrowed if co.name == family]
             narrowed = by_repo or narrowed
         files = {(co.path, s.file) for co, s in narrowed}
         if len(files) > 1:
