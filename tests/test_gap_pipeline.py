@@ -10,11 +10,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from magpie_source_finder.finder import SOURCE_COLUMNS
 
 from magpie_core.cli import run
 from magpie_core.cli.gap import expand_multi_value_options
 from magpie_core.config.benchmark import GapAnalysisConfig
-from magpie_core.pipelines.gap import AMD_COLUMNS, SOURCE_COLUMNS, gap_analysis, run_gap_analysis
+from magpie_core.pipelines.gap import AMD_COLUMNS, gap_analysis, run_gap_analysis
 
 TRACES = Path(__file__).parent / "data" / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
@@ -91,8 +92,14 @@ def test_csv_columns_and_json_keys(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "gap_analysis.json").read_text())
     for key in ("config", "total_duration_us", "num_ranks", "top_kernels", "errors", "csv_path", "output_dir"):
         assert key in data
-    assert set(data["top_kernels"][0]) >= {"name", "calls", "self_cuda_total_us", "avg_time_us", "pct_total",
-                                           "input_shapes"}
+    assert set(data["top_kernels"][0]) >= {
+        "name",
+        "calls",
+        "self_cuda_total_us",
+        "avg_time_us",
+        "pct_total",
+        "input_shapes",
+    }
     assert (tmp_path / "gap_analysis_rank0.csv").is_file() and (tmp_path / "gpu_gaps.csv").is_file()
     dev = data["ranks"][0]["devices"][0]
     assert dev["largest_gaps"] and dev["largest_gaps"][0]["duration_us"] >= dev["largest_gaps"][-1]["duration_us"]
@@ -136,8 +143,11 @@ def test_annotation_window_by_launch_time_for_cpu_ranges(tmp_path: Path) -> None
     path = TRACES / "inference" / "sglang_decode"
     events = plain_events(next(path.glob("*.gz")))
     steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("step")]
-    launches = {e["args"]["correlation"]: e["ts"] for e in events
-                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
     expected = 0.0
     for e in events:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
@@ -182,17 +192,44 @@ def test_multi_rank_with_broken_ranks(tmp_path: Path) -> None:
 def test_argv_rewrite_for_list_flags() -> None:
     argv = ["gap", "t", "--categories", "kernel", "gpu", "--top-k", "3", "--kernel-source-repos", "/a", "/b"]
     assert expand_multi_value_options(argv) == [
-        "gap", "t", "--categories", "kernel", "--categories", "gpu", "--top-k", "3",
-        "--kernel-source-repos", "/a", "--kernel-source-repos", "/b",
+        "gap",
+        "t",
+        "--categories",
+        "kernel",
+        "--categories",
+        "gpu",
+        "--top-k",
+        "3",
+        "--kernel-source-repos",
+        "/a",
+        "--kernel-source-repos",
+        "/b",
     ]
     assert expand_multi_value_options(["--categories=kernel", "--", "--categories", "a", "b"]) == [
-        "--categories=kernel", "--", "--categories", "a", "b"]
+        "--categories=kernel",
+        "--",
+        "--categories",
+        "a",
+        "b",
+    ]
 
 
 def test_cli_gap_json_with_amd_style_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        run(["gap", str(TRACES / "h100"), "-o", str(tmp_path), "--top-k", "4", "--categories", "kernel",
-             "gpu_memset", "--json"])
+        run(
+            [
+                "gap",
+                str(TRACES / "h100"),
+                "-o",
+                str(tmp_path),
+                "--top-k",
+                "4",
+                "--categories",
+                "kernel",
+                "gpu_memset",
+                "--json",
+            ]
+        )
     assert info.value.code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["categories"] == ["kernel", "gpu_memset"] and len(out["top_kernels"]) == 4
@@ -206,13 +243,18 @@ def test_cli_gap_json_with_amd_style_flags(tmp_path: Path, capsys: pytest.Captur
 
 def test_source_columns_present_when_finder_requested(tmp_path: Path) -> None:
     repos = Path(__file__).parent / "data" / "kernel_sources"
-    config = GapAnalysisConfig(find_kernel_sources=True, kernel_source_repos=[str(repos / "vllm")],
-                               repos_base_dir=str(tmp_path / "cache"), top_k=50)
+    config = GapAnalysisConfig(
+        find_kernel_sources=True,
+        kernel_source_repos=[str(repos / "vllm")],
+        repos_base_dir=str(tmp_path / "cache"),
+        top_k=50,
+    )
     result = gap_analysis(TRACES / "inference" / "vllm_decode_full", config, tmp_path / "o")
-    lines = [line for line in open(tmp_path / "o" / "gap_analysis.csv") if not line.startswith("#")]
+    text = (tmp_path / "o" / "gap_analysis.csv").read_text()
+    lines = [line for line in text.splitlines(keepends=True) if not line.startswith("#")]
     header = next(csv.reader(lines))
     assert header[6:21] == SOURCE_COLUMNS
-    rows = {r[0]: dict(zip(header, r)) for r in csv.reader(lines[1:])}
+    rows = {r[0]: dict(zip(header, r, strict=True)) for r in csv.reader(lines[1:])}
     rotary = next(v for k, v in rows.items() if "vllm::rotary_embedding_kernel" in k)
     assert rotary["source_resolution"] == "exact" and rotary["source_file"] == "$VLLM_DIR/csrc/pos_encoding_kernels.cu"
     assert all(v["source_resolution"] in ("exact", "probable", "ambiguous", "unresolved") for v in rows.values())

@@ -29,7 +29,12 @@ def test_real_kernel_names(row: dict) -> None:
 # Families the four traces do not contain; names spelled as those libraries emit them.
 EXTRA = [
     ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_NNT", None, "cublaslt", "gemm"),
-    ("sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4", None, "cudnn", "gemm"),
+    (
+        "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4",
+        None,
+        "cudnn",
+        "gemm",
+    ),
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "cuda", "nccl", "communication"),
     ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "rocm", "rccl", "communication"),
     ("__amd_rocclr_copyBuffer.kd", "rocm", "rocclr", "copy/memset"),
@@ -37,8 +42,12 @@ EXTRA = [
     ("void flashinfer::BatchDecodeWithPagedKVCacheKernel<true, 128u>(...)", None, "flashinfer", "attention"),
     ("void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u>(float*, int*)", None, "flashinfer", "sampling"),
     ("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*)", None, "flashinfer", "norm"),
-    ("void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, int, __hip_bfloat16 const*)", "rocm",
-     "hip_cpp", "gemm"),
+    (
+        "void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, int, __hip_bfloat16 const*)",
+        "rocm",
+        "hip_cpp",
+        "gemm",
+    ),
     ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<int>, true>(int)", "rocm", "ck", "gemm"),
     ("_attn_fwd.kd", "rocm", "triton", "attention"),
     ("triton_red_fused__softmax_3", None, "inductor", "reduce"),
@@ -57,8 +66,9 @@ def test_other_families(name: str, platform: str | None, family: str, category: 
 
 def test_triton_confidence_uses_launch_context() -> None:
     bare = parse_kernel_name("_my_fused_kernel")
-    ctx = parse_kernel_name("_my_fused_kernel", {"launch_api": "cuLaunchKernel",
-                                                  "python_frames": ["triton/runtime/jit.py(580): run"]})
+    ctx = parse_kernel_name(
+        "_my_fused_kernel", {"launch_api": "cuLaunchKernel", "python_frames": ["triton/runtime/jit.py(580): run"]}
+    )
     assert bare.family == ctx.family == "triton" and ctx.confidence > bare.confidence
 
 

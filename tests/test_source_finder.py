@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from magpie_source_finder.finder import clone_upstreams, find_sources, load_checkout
 
 from magpie_core.trace.kernel_names import parse_kernel_name
-from magpie_source_finder.finder import clone_upstreams, find_sources, load_checkout
 
 TREE = Path(__file__).parent / "data" / "kernel_sources"
 ROTARY_VLLM = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*)"
@@ -34,9 +34,17 @@ def repos(tmp_path: Path) -> list[str]:
 
 
 def test_resolutions(repos: list[str], tmp_path: Path) -> None:
-    names = [ROTARY_VLLM, ROTARY_SGL, AITER, "kernel_unified_attention_2d", "_topk_forward",
-             "triton_poi_fused__to_copy_1", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN",
-             "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1", "Memcpy DtoH (Device -> Host)"]
+    names = [
+        ROTARY_VLLM,
+        ROTARY_SGL,
+        AITER,
+        "kernel_unified_attention_2d",
+        "_topk_forward",
+        "triton_poi_fused__to_copy_1",
+        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN",
+        "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+        "Memcpy DtoH (Device -> Host)",
+    ]
     out = find_sources(_kernels(*names), repos, str(tmp_path / "cache"))
     src = out["sources"]
     commit = subprocess.run(["git", "-C", repos[0], "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -66,7 +74,9 @@ def test_resolutions(repos: list[str], tmp_path: Path) -> None:
     assert {c["repo"] for c in amb["candidates"]} == {"sglang", "triton"}
 
     assert "TorchInductor" in src["triton_poi_fused__to_copy_1"]["source_error"]
-    assert "library logic" in src["Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN"]["source_error"]
+    assert (
+        "library logic" in src["Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN"]["source_error"]
+    )
     assert src["_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1"]["source_resolution"] == "unresolved"
     assert "no source symbol" in src["Memcpy DtoH (Device -> Host)"]["source_error"]
     for row in src.values():  # a resolved row always names an existing file, never a directory

@@ -47,8 +47,16 @@ def test_bare_list_and_plain_json(tmp_path: Path) -> None:
 
 def test_hex_stream_ids_and_string_pids(tmp_path: Path) -> None:
     events = [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 0x7f00", "ts": 10.0, "dur": 2.0,
-         "args": {"stream": "0x7f00", "device": 0, "correlation": 5}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": "GPU 0",
+            "tid": "stream 0x7f00",
+            "ts": 10.0,
+            "dur": 2.0,
+            "args": {"stream": "0x7f00", "device": 0, "correlation": 5},
+        },
     ]
     p = tmp_path / "t.json"
     p.write_text(json.dumps({"traceEvents": events}))
@@ -111,7 +119,9 @@ def test_rank_discovery(tmp_path: Path, names: list[str], expected: list[int]) -
 
 
 def test_demangling_uses_a_library() -> None:
-    text = demangle("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib")
+    text = demangle(
+        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
+    )
     assert text is not None and text.startswith("void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t")
     # a mangling no installed library reads (C++20 'Tn'): the nested name is still recovered
     odd = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i"

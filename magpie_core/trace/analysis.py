@@ -342,7 +342,9 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
     full = not ann_pattern and intervals == [(t_min, t_max)]
     # CPU-side ranges (no GPU-side copy of the annotation): a GPU event belongs to the
     # range in which it was *launched*, since it runs later than the host code around it.
-    by_launch = bool(ann_pattern) and bool(intervals) and result.window_note is not None and "CPU-side" in result.window_note
+    by_launch = (
+        bool(ann_pattern) and bool(intervals) and result.window_note is not None and "CPU-side" in result.window_note
+    )
     if intervals:
         result.window_us = (intervals[0][0] - t_min, intervals[-1][1] - t_min)
     iv_starts = [a for a, _ in intervals]
@@ -391,14 +393,18 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
         if e.args is not None and e.args.external_id is not None and len(ks.shapes) < MAX_SHAPES:
             need_shape.setdefault(e.args.external_id, []).append(ks)
     if need_shape:
+        formatted: dict[bytes, str] = {}  # the same Input Dims text repeats: format it once
         for c in cpu_ops:
             a = c.args
             if a is None or a.external_id is None or not a.input_dims:
                 continue
             wanted = need_shape.get(a.external_id)
-            if wanted is None:
+            if wanted is None or all(len(ks.shapes) >= MAX_SHAPES for ks in wanted):
                 continue
-            shape = _format_dims(a.input_dims)
+            key = bytes(a.input_dims)
+            shape = formatted.get(key)
+            if shape is None:
+                shape = formatted[key] = _format_dims(a.input_dims)
             if shape:
                 for ks in wanted:
                     if shape not in ks.shapes and len(ks.shapes) < MAX_SHAPES:
@@ -439,8 +445,11 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
                 if tid not in py_by_tid:
                     group = [p for p in python_fns if tid is None or p.tid == tid]
                     ps = np.fromiter((p.ts - t_min for p in group), float, len(group))  # type: ignore[operator]
-                    py_by_tid[tid] = (ps, ps + np.fromiter((p.dur for p in group), float, len(group)),
-                                      [p.name for p in group])
+                    py_by_tid[tid] = (
+                        ps,
+                        ps + np.fromiter((p.dur for p in group), float, len(group)),
+                        [p.name for p in group],
+                    )
                 ps, pe, pn = py_by_tid[tid]
                 ctx["python_frames"] = _frames_at(ps, pe, pn, ts_launch)
             result.contexts[name] = ctx

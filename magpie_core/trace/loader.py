@@ -62,7 +62,7 @@ class DistributedInfo(Struct):
 
 
 class _TraceObject(Struct):
-    traceEvents: list[Event] = []  # noqa: RUF012  (msgspec copies defaults)
+    traceEvents: list[Event] = []
     distributedInfo: DistributedInfo | None = None
     deviceProperties: list[dict[str, Any]] | None = None
     roctracer_version: Any = None
@@ -183,7 +183,7 @@ def load_trace(path: Path | str) -> LoadedTrace:
             obj = _OBJECT_DECODER.decode(buf)
             events = obj.traceEvents
         else:
-            raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start:start + 16]!r})", offset=start)
+            raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start : start + 16]!r})", offset=start)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise _decode_error(path, buf, exc) from None
     dist = obj.distributedInfo if obj is not None else None

@@ -57,8 +57,17 @@ class CkTileParser(KernelNameParser):
         shape = re.search(r"Generic2dBlockShape<ck_tile::sequence<(\d+), (\d+)>", text)
         tile = f"{shape.group(1)}x{shape.group(2)}" if shape else None
         cat = category_from_words(op, "other")
-        return _result(name, "ck_tile", "ck_tile", cat, function=op, dtype=dtype_in(text), tile=tile,
-                       config={"entry": func}, confidence=0.95 * conf if m else 0.6 * conf)
+        return _result(
+            name,
+            "ck_tile",
+            "ck_tile",
+            cat,
+            function=op,
+            dtype=dtype_in(text),
+            tile=tile,
+            config={"entry": func},
+            confidence=0.95 * conf if m else 0.6 * conf,
+        )
 
 
 class CkParser(KernelNameParser):
@@ -72,12 +81,32 @@ class CkParser(KernelNameParser):
         if not (ns == "ck" or ns.startswith("ck::")):
             return None
         tile = re.search(r"(\d+x\d+x\d+)", text)
-        return _result(name, "ck", "ck", category_from_words(func, "other"), function=func, dtype=dtype_in(text),
-                       tile=tile.group(1) if tile else None, config={"namespace": ns}, confidence=0.9 * conf)
+        return _result(
+            name,
+            "ck",
+            "ck",
+            category_from_words(func, "other"),
+            function=func,
+            dtype=dtype_in(text),
+            tile=tile.group(1) if tile else None,
+            config={"namespace": ns},
+            confidence=0.9 * conf,
+        )
 
 
-_TENSILE_TYPES = (("F8B8", "fp8/bf8"), ("B8F8", "bf8/fp8"), ("F8", "fp8"), ("B8", "bf8"), ("I8", "int8"),
-                  ("H", "fp16"), ("B", "bf16"), ("S", "fp32"), ("D", "fp64"), ("C", "complex64"), ("Z", "complex128"))
+_TENSILE_TYPES = (
+    ("F8B8", "fp8/bf8"),
+    ("B8F8", "bf8/fp8"),
+    ("F8", "fp8"),
+    ("B8", "bf8"),
+    ("I8", "int8"),
+    ("H", "fp16"),
+    ("B", "bf16"),
+    ("S", "fp32"),
+    ("D", "fp64"),
+    ("C", "complex64"),
+    ("Z", "complex128"),
+)
 
 
 class TensileParser(KernelNameParser):
@@ -89,13 +118,15 @@ class TensileParser(KernelNameParser):
         base = strip_code_object_suffix(name)
         custom = base.startswith("Custom_")
         if custom:
-            base = base[len("Custom_"):]
+            base = base[len("Custom_") :]
         if not base.startswith("Cijk_"):
             return None
         parts = base.split("_")
         a = next((p for p in parts[1:3] if p.startswith("A")), "")
         b = next((p for p in parts[1:3] if p.startswith("B")), "")
-        layout = ("N" if a == "Ailk" else "T" if a == "Alik" else "?") + ("N" if b == "Bljk" else "T" if b == "Bjlk" else "?")
+        layout = ("N" if a == "Ailk" else "T" if a == "Alik" else "?") + (
+            "N" if b == "Bljk" else "T" if b == "Bjlk" else "?"
+        )
         type_token = parts[3] if len(parts) > 3 else ""
         dtype = next((short for code, short in _TENSILE_TYPES if type_token.startswith(code)), None)
         tokens = set(parts)
@@ -114,8 +145,17 @@ class TensileParser(KernelNameParser):
             "user_args": "UserArgs" in tokens,
             "batched": "BBS" in type_token or "BH" in tokens,
         }
-        return _result(name, "hipblaslt" if hipblaslt else "tensile", "tensile_gemm", "gemm", function="gemm",
-                       dtype=dtype, tile=mt.group(1) if mt else None, config=config, confidence=1.0)
+        return _result(
+            name,
+            "hipblaslt" if hipblaslt else "tensile",
+            "tensile_gemm",
+            "gemm",
+            function="gemm",
+            dtype=dtype,
+            tile=mt.group(1) if mt else None,
+            config=config,
+            confidence=1.0,
+        )
 
 
 class AiterParser(KernelNameParser):
@@ -127,12 +167,28 @@ class AiterParser(KernelNameParser):
         text, conf = readable(name)
         ns, func = outer_function(text)
         if ns == "aiter" or ns.startswith("aiter::"):
-            return _result(name, "aiter", "aiter", category_from_words(func, "other"), function=func,
-                           dtype=dtype_in(text), config={"namespace": ns}, confidence=0.95 * conf)
+            return _result(
+                name,
+                "aiter",
+                "aiter",
+                category_from_words(func, "other"),
+                function=func,
+                dtype=dtype_in(text),
+                config={"namespace": ns},
+                confidence=0.95 * conf,
+            )
         base = strip_code_object_suffix(name)
         if re.match(r"(_ZN\d+)?(fmoe_|mla_(dec|pfl|a8w8|a16w16)|pa_(bf16|fp8|a8w8|a16w16)|asm_)", base):
-            return _result(name, "aiter", "aiter", category_from_words(base, "other"), function=base.split(".")[0],
-                           dtype=dtype_in(base), config={"assembly": True}, confidence=0.7)
+            return _result(
+                name,
+                "aiter",
+                "aiter",
+                category_from_words(base, "other"),
+                function=base.split(".")[0],
+                dtype=dtype_in(base),
+                config={"assembly": True},
+                confidence=0.7,
+            )
         return None
 
 
@@ -145,7 +201,7 @@ class RocclrBlitParser(KernelNameParser):
         base = strip_code_object_suffix(name)
         if not base.startswith("__amd_rocclr_"):
             return None
-        func = base[len("__amd_rocclr_"):]
+        func = base[len("__amd_rocclr_") :]
         return _result(name, "rocclr", "blit", "copy/memset", function=func, confidence=1.0)
 
 
@@ -155,8 +211,10 @@ class HipCppParser(KernelNameParser):
     priority = 35
 
     _GEMM = re.compile(r"^(?:void\s+)?(wvSplitK\w*|LLGemm\w*|LLMM\w*|wv_splitk\w*)")
-    _MIOPEN = re.compile(r"^(Im2d2Col\w*|Im3d2Col\w*|Col2Im\w*|naive_conv\w*|MIOpen\w*|miopen\w*|SubTensorOp\w*|"
-                         r"gcnAsm\w*|igemm\w*)")
+    _MIOPEN = re.compile(
+        r"^(Im2d2Col\w*|Im3d2Col\w*|Col2Im\w*|naive_conv\w*|MIOpen\w*|miopen\w*|SubTensorOp\w*|"
+        r"gcnAsm\w*|igemm\w*)"
+    )
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
         text, conf = readable(name)
@@ -164,19 +222,36 @@ class HipCppParser(KernelNameParser):
         if m:
             fn = m.group(1)
             tmpl = re.search(r"<([^<>]*)>", text)
-            return _result(name, "hip_cpp", "hip_cpp", "gemm", function=fn, dtype=dtype_in(text),
-                           config={"template_args": tmpl.group(1)} if tmpl else {}, confidence=0.95 * conf)
+            return _result(
+                name,
+                "hip_cpp",
+                "hip_cpp",
+                "gemm",
+                function=fn,
+                dtype=dtype_in(text),
+                config={"template_args": tmpl.group(1)} if tmpl else {},
+                confidence=0.95 * conf,
+            )
         m = self._MIOPEN.match(text)
         if m:
             fn = m.group(1)
-            cat = "copy/memset" if "2col" in fn.lower() or "col2im" in fn.lower() or "subtensor" in fn.lower() else "gemm"
+            cat = (
+                "copy/memset" if "2col" in fn.lower() or "col2im" in fn.lower() or "subtensor" in fn.lower() else "gemm"
+            )
             return _result(name, "miopen", "hip_cpp", cat, function=fn, confidence=0.8 * conf)
         ns, fn = outer_function(text)
         if ns.startswith(("rocprim", "hipcub")):
             op = re.search(r"(scan|reduce|sort|select|histogram|transform|partition)", text)
             cat = "reduce" if op and op.group(1) in ("scan", "reduce", "histogram") else "other"
-            return _result(name, ns.split("::")[0], "hip_cpp", cat, function=op.group(1) if op else fn,
-                           dtype=dtype_in(text), confidence=0.8)
+            return _result(
+                name,
+                ns.split("::")[0],
+                "hip_cpp",
+                cat,
+                function=op.group(1) if op else fn,
+                dtype=dtype_in(text),
+                confidence=0.8,
+            )
         return None
 
 
@@ -192,8 +267,16 @@ class HipCppFallbackParser(KernelNameParser):
         if "__hip_" not in text and "hip::" not in text:
             return None
         ns, fn = outer_function(text)
-        return _result(name, "hip_cpp", "hip_cpp", category_from_words(fn, "other"), function=fn,
-                       dtype=dtype_in(text), config={"namespace": ns} if ns else {}, confidence=0.5 * conf)
+        return _result(
+            name,
+            "hip_cpp",
+            "hip_cpp",
+            category_from_words(fn, "other"),
+            function=fn,
+            dtype=dtype_in(text),
+            config={"namespace": ns} if ns else {},
+            confidence=0.5 * conf,
+        )
 
 
 class RcclParser(KernelNameParser):
@@ -217,12 +300,28 @@ class RcclParser(KernelNameParser):
                 config["protocol"] = p
             elif p in ("Sum", "Prod", "Min", "Max", "Avg", "PreMulSum", "SumPostDiv"):
                 config["redop"] = p
-        return _result(name, "rccl", "rccl", "communication", function=parts[0],
-                       dtype=dtype_in("_".join(parts[1:])), config=config, confidence=1.0)
+        return _result(
+            name,
+            "rccl",
+            "rccl",
+            "communication",
+            function=parts[0],
+            dtype=dtype_in("_".join(parts[1:])),
+            config=config,
+            confidence=1.0,
+        )
 
 
-PARSERS = [CkTileParser(), CkParser(), TensileParser(), AiterParser(), RocclrBlitParser(), HipCppParser(),
-           HipCppFallbackParser(), RcclParser()]
+PARSERS = [
+    CkTileParser(),
+    CkParser(),
+    TensileParser(),
+    AiterParser(),
+    RocclrBlitParser(),
+    HipCppParser(),
+    HipCppFallbackParser(),
+    RcclParser(),
+]
 
 
 @hookimpl

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
@@ -31,10 +31,22 @@ class CudnnParser(KernelNameParser):
         conv = re.search(r"xmma_(fprop|dgrad|wgrad)_(implicit_gemm|\w+?)_", low)
         if "cudnn" not in low and conv is None:
             return None
-        func = f"{conv.group(1)}_{conv.group(2)}" if conv else (re.search(r"cudnn::(?:\w+::)*(\w+)", name) or [None, name])[1]
+        func = (
+            f"{conv.group(1)}_{conv.group(2)}"
+            if conv
+            else (re.search(r"cudnn::(?:\w+::)*(\w+)", name) or [None, name])[1]
+        )
         tile = _TILE3.search(name)
-        return _result(name, "cudnn", "cudnn", "gemm" if conv or "gemm" in low else category_from_words(low),
-                       function=func, dtype=dtype_in(name), tile=tile.group(1) if tile else None, confidence=0.9)
+        return _result(
+            name,
+            "cudnn",
+            "cudnn",
+            "gemm" if conv or "gemm" in low else category_from_words(low),
+            function=func,
+            dtype=dtype_in(name),
+            tile=tile.group(1) if tile else None,
+            confidence=0.9,
+        )
 
 
 class CublasParser(KernelNameParser):
@@ -47,23 +59,49 @@ class CublasParser(KernelNameParser):
             parts = name.split("_")
             tiles = [p for p in parts if re.fullmatch(r"\d+x\d+", p)]
             layout = parts[-1] if re.fullmatch(r"[NT]{2,3}", parts[-1]) else None
-            return _result(name, "cublaslt", "library_gemm", "gemm", function="nvjet", tile=tiles[0] if tiles else None,
-                           config={"variant": parts[1] if len(parts) > 1 else "", "layout": layout, "tiles": tiles},
-                           confidence=0.9)
+            return _result(
+                name,
+                "cublaslt",
+                "library_gemm",
+                "gemm",
+                function="nvjet",
+                tile=tiles[0] if tiles else None,
+                config={"variant": parts[1] if len(parts) > 1 else "", "layout": layout, "tiles": tiles},
+                confidence=0.9,
+            )
         m = _XMMA.match(name)
         if m and ("cublas" in name or "gemm" in m.group(2)):
             tile = re.search(r"tilesize(\d+x\d+x\d+)", name)
             layout = re.search(r"_(tn|nt|nn|tt)_", name)
-            return _result(name, "cublas", "library_gemm", "gemm", function=f"xmma_{m.group(2)}",
-                           dtype=dtype_in(m.group(3)), tile=tile.group(1) if tile else None,
-                           config={"arch": m.group(1), "types": f"{m.group(3)}_{m.group(4)}",
-                                   "layout": layout.group(1) if layout else None},
-                           confidence=1.0)
+            return _result(
+                name,
+                "cublas",
+                "library_gemm",
+                "gemm",
+                function=f"xmma_{m.group(2)}",
+                dtype=dtype_in(m.group(3)),
+                tile=tile.group(1) if tile else None,
+                config={
+                    "arch": m.group(1),
+                    "types": f"{m.group(3)}_{m.group(4)}",
+                    "layout": layout.group(1) if layout else None,
+                },
+                confidence=1.0,
+            )
         low = name.lower()
-        if "cublas" in low or re.match(r"(void )?(gemv2[NT]_kernel|gemvx|gemv_kernel|splitKreduce_kernel|gemmSN_|gemmk1_)", name):
+        if "cublas" in low or re.match(
+            r"(void )?(gemv2[NT]_kernel|gemvx|gemv_kernel|splitKreduce_kernel|gemmSN_|gemmk1_)", name
+        ):
             fn = re.search(r"(gemv\w*|splitKreduce_kernel|gemmSN\w*|gemmk1\w*|\w*gemm\w*)", name)
-            return _result(name, "cublas", "library_gemm", "gemm", function=fn.group(1) if fn else None,
-                           dtype=dtype_in(name), confidence=0.8)
+            return _result(
+                name,
+                "cublas",
+                "library_gemm",
+                "gemm",
+                function=fn.group(1) if fn else None,
+                dtype=dtype_in(name),
+                confidence=0.8,
+            )
         return None
 
 
@@ -76,15 +114,31 @@ class CutlassParser(KernelNameParser):
         m = _CUTLASS_INNER.search(name)
         if m:
             op = m.group(3).rstrip("_")
-            dtype = {"sgemm": "fp32", "hgemm": "fp16", "dgemm": "fp64"}.get(op.split("_")[-1]) or dtype_in(m.group(2) + "_" + op)
-            return _result(name, "cutlass", "cutlass", category_from_words(op, "gemm"), function=f"{m.group(2)}_{op}",
-                           dtype=dtype, tile=f"{m.group(4)}_{m.group(5)}",
-                           config={"arch": f"sm{m.group(1)}", "layout": m.group(6), "align": int(m.group(7))},
-                           confidence=1.0)
+            dtype = {"sgemm": "fp32", "hgemm": "fp16", "dgemm": "fp64"}.get(op.split("_")[-1]) or dtype_in(
+                m.group(2) + "_" + op
+            )
+            return _result(
+                name,
+                "cutlass",
+                "cutlass",
+                category_from_words(op, "gemm"),
+                function=f"{m.group(2)}_{op}",
+                dtype=dtype,
+                tile=f"{m.group(4)}_{m.group(5)}",
+                config={"arch": f"sm{m.group(1)}", "layout": m.group(6), "align": int(m.group(7))},
+                confidence=1.0,
+            )
         if name.removeprefix("void ").startswith("cutlass::") or name.startswith("cutlass_"):
             inner = re.search(r"cutlass::(?:\w+::)*(\w+)<", name)
-            return _result(name, "cutlass", "cutlass", category_from_words(name, "gemm"),
-                           function=inner.group(1) if inner else None, dtype=dtype_in(name), confidence=0.7)
+            return _result(
+                name,
+                "cutlass",
+                "cutlass",
+                category_from_words(name, "gemm"),
+                function=inner.group(1) if inner else None,
+                dtype=dtype_in(name),
+                confidence=0.7,
+            )
         return None
 
 
@@ -109,8 +163,17 @@ class FlashAttentionParser(KernelNameParser):
             tile = f"{bm}x{bn}"
         if "pytorch_flash::" in name:
             config["vendor"] = "pytorch (flash-attention v2 copy)"
-        return _result(name, "flash_attention", "flash_attention", "attention", function=m.group(1),
-                       dtype=dtype_in(name), tile=tile, config=config, confidence=1.0 if traits else 0.8)
+        return _result(
+            name,
+            "flash_attention",
+            "flash_attention",
+            "attention",
+            function=m.group(1),
+            dtype=dtype_in(name),
+            tile=tile,
+            config=config,
+            confidence=1.0 if traits else 0.8,
+        )
 
 
 class FlashInferParser(KernelNameParser):
@@ -124,8 +187,15 @@ class FlashInferParser(KernelNameParser):
             m2 = re.match(r"(?:void )?((?:Batch|Single)(?:Decode|Prefill)With\w+Kernel\w*)", name)
             if m2 is None:
                 return None
-            return _result(name, "flashinfer", "flashinfer", "attention", function=m2.group(1),
-                           dtype=dtype_in(name), confidence=0.8)
+            return _result(
+                name,
+                "flashinfer",
+                "flashinfer",
+                "attention",
+                function=m2.group(1),
+                dtype=dtype_in(name),
+                confidence=0.8,
+            )
         ns, func = m.group(1), m.group(2)
         if "sampling" in ns:
             cat = "sampling"
@@ -135,8 +205,16 @@ class FlashInferParser(KernelNameParser):
             cat = "attention"
         else:
             cat = category_from_words(func, "attention")
-        return _result(name, "flashinfer", "flashinfer", cat, function=func, dtype=dtype_in(name),
-                       config={"namespace": "flashinfer::" + ns}, confidence=1.0)
+        return _result(
+            name,
+            "flashinfer",
+            "flashinfer",
+            cat,
+            function=func,
+            dtype=dtype_in(name),
+            config={"namespace": "flashinfer::" + ns},
+            confidence=1.0,
+        )
 
 
 class NcclParser(KernelNameParser):
@@ -165,8 +243,16 @@ def parse_nccl_name(name: str, family: str, make: Callable[..., ParsedKernelName
             config["protocol"] = p
         elif p in ("Sum", "Prod", "Min", "Max", "Avg", "PreMulSum", "SumPostDiv"):
             config["redop"] = p
-    return make(name, family, family, "communication", function=op, dtype=dtype_in("_".join(parts[1:])),
-                config=config, confidence=1.0)
+    return make(
+        name,
+        family,
+        family,
+        "communication",
+        function=op,
+        dtype=dtype_in("_".join(parts[1:])),
+        config=config,
+        confidence=1.0,
+    )
 
 
 PARSERS = [CudnnParser(), CublasParser(), CutlassParser(), FlashAttentionParser(), FlashInferParser(), NcclParser()]

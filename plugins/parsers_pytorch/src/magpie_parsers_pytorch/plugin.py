@@ -15,19 +15,59 @@ _INDUCTOR = re.compile(r"^triton_(poi|red|per|tem|for|mm|bmm|sort|scan|cat|split
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ATEN_OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_]\w*)")
 #: ATen kernels that carry no at:: namespace in their outer name
-_ATEN_BARE = ("softmax_warp_forward", "softmax_warp_backward", "cunn_SoftMax", "cunn_SpatialSoftMax",
-              "elementwise_kernel_with_index", "indexSelect", "CatArrayBatchedCopy", "vectorized_layer_norm_kernel",
-              "RowwiseMomentsCUDAKernel", "LayerNormForwardCUDAKernel", "kernelHistogram", "embedding_backward",
-              "multi_tensor_apply_kernel", "distribution_elementwise_grid_stride_kernel", "reduce_kernel",
-              "sort_postprocess_kernel", "radixSortKVInPlace", "gatherTopK", "bitonicSortKVInPlace")
+_ATEN_BARE = (
+    "softmax_warp_forward",
+    "softmax_warp_backward",
+    "cunn_SoftMax",
+    "cunn_SpatialSoftMax",
+    "elementwise_kernel_with_index",
+    "indexSelect",
+    "CatArrayBatchedCopy",
+    "vectorized_layer_norm_kernel",
+    "RowwiseMomentsCUDAKernel",
+    "LayerNormForwardCUDAKernel",
+    "kernelHistogram",
+    "embedding_backward",
+    "multi_tensor_apply_kernel",
+    "distribution_elementwise_grid_stride_kernel",
+    "reduce_kernel",
+    "sort_postprocess_kernel",
+    "radixSortKVInPlace",
+    "gatherTopK",
+    "bitonicSortKVInPlace",
+)
 #: generic ATen building blocks that do not say what the kernel computes
 _ATEN_GENERIC = {
-    "vectorized_elementwise_kernel", "elementwise_kernel", "unrolled_elementwise_kernel", "gpu_kernel_impl",
-    "gpu_kernel_impl_nocast", "elementwise_kernel_manual_unroll", "elementwise_kernel_with_index", "memory",
-    "binary_internal", "BinaryFunctor", "AUnaryFunctor", "BUnaryFunctor", "TensorIteratorBase", "TensorIterator",
-    "detail", "cuda", "native", "ReduceOp", "func_wrapper_t", "OpaqueType", "TensorListMetadata", "UnaryOpFunctor",
-    "LoadWithoutCast", "StoreWithoutCast", "LoadWithCast", "StoreWithCast", "multi_tensor_apply_kernel",
-    "index_elementwise_kernel", "CatArrInputTensorMetadata", "TensorInfo",
+    "vectorized_elementwise_kernel",
+    "elementwise_kernel",
+    "unrolled_elementwise_kernel",
+    "gpu_kernel_impl",
+    "gpu_kernel_impl_nocast",
+    "elementwise_kernel_manual_unroll",
+    "elementwise_kernel_with_index",
+    "memory",
+    "binary_internal",
+    "BinaryFunctor",
+    "AUnaryFunctor",
+    "BUnaryFunctor",
+    "TensorIteratorBase",
+    "TensorIterator",
+    "detail",
+    "cuda",
+    "native",
+    "ReduceOp",
+    "func_wrapper_t",
+    "OpaqueType",
+    "TensorListMetadata",
+    "UnaryOpFunctor",
+    "LoadWithoutCast",
+    "StoreWithoutCast",
+    "LoadWithCast",
+    "StoreWithCast",
+    "multi_tensor_apply_kernel",
+    "index_elementwise_kernel",
+    "CatArrInputTensorMetadata",
+    "TensorInfo",
 }
 
 
@@ -55,11 +95,24 @@ class InductorParser(KernelNameParser):
             cat = "copy/memset"
         else:
             cat = "elementwise"
-        return _result(name, "inductor", "inductor", cat, function=base if not ops or ops.isdigit() else ops,
-                       config={"kernel_type": {"poi": "pointwise", "red": "reduction", "per": "persistent_reduction",
-                                               "tem": "template", "for": "foreach"}.get(kind, kind),
-                               "index": int(m.group(4)) if m.group(4) else None},
-                       confidence=1.0)
+        return _result(
+            name,
+            "inductor",
+            "inductor",
+            cat,
+            function=base if not ops or ops.isdigit() else ops,
+            config={
+                "kernel_type": {
+                    "poi": "pointwise",
+                    "red": "reduction",
+                    "per": "persistent_reduction",
+                    "tem": "template",
+                    "for": "foreach",
+                }.get(kind, kind),
+                "index": int(m.group(4)) if m.group(4) else None,
+            },
+            confidence=1.0,
+        )
 
 
 class AtenParser(KernelNameParser):
@@ -72,8 +125,11 @@ class AtenParser(KernelNameParser):
         outer = m.group(2) if m else ""
         if "at::native::" not in name and "at::cuda::" not in name and not any(outer.startswith(b) for b in _ATEN_BARE):
             return None
-        ops = [o for o in re.findall(r"at::native::(?:\(anonymous namespace\)::)?(?:\w+::)*?(\w+)", name)
-               if o not in _ATEN_GENERIC and o != outer]
+        ops = [
+            o
+            for o in re.findall(r"at::native::(?:\(anonymous namespace\)::)?(?:\w+::)*?(\w+)", name)
+            if o not in _ATEN_GENERIC and o != outer
+        ]
         ops += [o for o in re.findall(r"\b(\w+(?:Functor\w*|Ops))\b", name) if o not in _ATEN_GENERIC]
         op = next(iter(ops), None)
         words = f"{outer} {op or ''}".lower()
@@ -87,8 +143,16 @@ class AtenParser(KernelNameParser):
             cat = "reduce" if "argmax" not in words else "sampling"
         else:
             cat = "elementwise"
-        return _result(name, "aten", "aten_native", cat, function=outer or None, dtype=dtype_in(name),
-                       config={"op": op} if op else {}, confidence=0.95 if "at::native" in name else 0.85)
+        return _result(
+            name,
+            "aten",
+            "aten_native",
+            cat,
+            function=outer or None,
+            dtype=dtype_in(name),
+            config={"op": op} if op else {},
+            confidence=0.95 if "at::native" in name else 0.85,
+        )
 
 
 #: kernels of the triton_kernels library (github.com/triton-lang/triton, python/triton_kernels)
@@ -127,15 +191,26 @@ class TritonParser(KernelNameParser):
         signal = _triton_signal(context)
         confidence = 0.9 if signal else (0.7 if name.endswith(".kd") else 0.5)
         lib = next((k for k in TRITON_KERNELS_LIB if base == k or base.startswith(k + "_")), None)
-        config: dict[str, Any] = {"evidence": signal or ("AMD code-object symbol" if name.endswith(".kd") else
-                                                           "plain identifier, no other family matched")}
+        config: dict[str, Any] = {
+            "evidence": signal
+            or ("AMD code-object symbol" if name.endswith(".kd") else "plain identifier, no other family matched")
+        }
         if lib:
             config["library"] = "triton_kernels"
             confidence = max(confidence, 0.8)
         tile = re.search(r"(\d+x\d+x\d+)", base)
         cat = TRITON_KERNELS_LIB[lib] if lib else category_from_words(base, "other")
-        return _result(name, "triton", "triton_jit", cat, function=lib or base, dtype=dtype_in(base),
-                       tile=tile.group(1) if tile else None, config=config, confidence=confidence)
+        return _result(
+            name,
+            "triton",
+            "triton_jit",
+            cat,
+            function=lib or base,
+            dtype=dtype_in(base),
+            tile=tile.group(1) if tile else None,
+            config=config,
+            confidence=confidence,
+        )
 
 
 PARSERS = [InductorParser(), AtenParser(), TritonParser()]

@@ -51,8 +51,14 @@ SGLANG_BARE = {
     "_fwd_kernel_stage1": "attention",
     "fused_softcap_kernel": "elementwise",
 }
-_TRITON_NAMES = {"create_flashinfer_kv_indices_triton", "write_req_to_token_pool_triton", "get_num_kv_splits_triton",
-                 "_decode_att_m_fwd", "_fwd_kernel_stage1", "fused_softcap_kernel"}
+_TRITON_NAMES = {
+    "create_flashinfer_kv_indices_triton",
+    "write_req_to_token_pool_triton",
+    "get_num_kv_splits_triton",
+    "_decode_att_m_fwd",
+    "_fwd_kernel_stage1",
+    "fused_softcap_kernel",
+}
 
 
 def _text(name: str) -> tuple[str, float]:
@@ -80,11 +86,26 @@ class VllmParser(KernelNameParser):
         m = _OUTER.match(text)
         ns, fn = (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
         if ns == "vllm" or ns.startswith("vllm::"):
-            return _make(name, "vllm", "cuda_cpp", category_from_words(f"{ns}::{fn}"), function=fn, dtype=dtype_in(text),
-                         config={"namespace": ns}, confidence=conf)
+            return _make(
+                name,
+                "vllm",
+                "cuda_cpp",
+                category_from_words(f"{ns}::{fn}"),
+                function=fn,
+                dtype=dtype_in(text),
+                config={"namespace": ns},
+                confidence=conf,
+            )
         if fn in VLLM_BARE and (ns == "" or ns == "(anonymous namespace)"):
-            return _make(name, "vllm", "hip_cpp" if "__hip" in text else "cuda_cpp", VLLM_BARE[fn], function=fn,
-                         dtype=dtype_in(text), confidence=0.9 * conf if "vllm::" in text else 0.8 * conf)
+            return _make(
+                name,
+                "vllm",
+                "hip_cpp" if "__hip" in text else "cuda_cpp",
+                VLLM_BARE[fn],
+                function=fn,
+                dtype=dtype_in(text),
+                confidence=0.9 * conf if "vllm::" in text else 0.8 * conf,
+            )
         base = strip_code_object_suffix(name)
         if base in VLLM_TRITON:
             return _make(name, "vllm", "triton_jit", VLLM_TRITON[base], function=base, confidence=0.85)
@@ -102,19 +123,35 @@ class SglangParser(KernelNameParser):
         ns, fn = (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
         root = ns.split("::")[0]
         if root in ("sgl_hip", "sglang", "sgl_kernel", "sgl", "flashinfer_sgl"):
-            return _make(name, "sglang", "hip_cpp" if root == "sgl_hip" else "cuda_cpp", category_from_words(fn),
-                         function=fn, dtype=dtype_in(text) or dtype_in(strip_code_object_suffix(name)), config={"namespace": ns}, confidence=conf)
+            return _make(
+                name,
+                "sglang",
+                "hip_cpp" if root == "sgl_hip" else "cuda_cpp",
+                category_from_words(fn),
+                function=fn,
+                dtype=dtype_in(text) or dtype_in(strip_code_object_suffix(name)),
+                config={"namespace": ns},
+                confidence=conf,
+            )
         base = strip_code_object_suffix(name)
         key = fn if fn in SGLANG_BARE else base
         if key in SGLANG_BARE and ns in ("", "(anonymous namespace)"):
             kind = "triton_jit" if key in _TRITON_NAMES else "cuda_cpp"
-            return _make(name, "sglang", kind, SGLANG_BARE[key], function=key, dtype=dtype_in(text),
-                         confidence=0.8 * conf)
+            return _make(
+                name, "sglang", kind, SGLANG_BARE[key], function=key, dtype=dtype_in(text), confidence=0.8 * conf
+            )
         if fn == "rotary_embedding_kernel" and ns == "":
             # sgl-kernel's copy of vLLM's rotary kernel is the one without a namespace
-            return _make(name, "sglang", "cuda_cpp", "elementwise", function=fn, dtype=dtype_in(text),
-                         config={"note": "un-namespaced copy (vLLM's is vllm::rotary_embedding_kernel)"},
-                         confidence=0.6)
+            return _make(
+                name,
+                "sglang",
+                "cuda_cpp",
+                "elementwise",
+                function=fn,
+                dtype=dtype_in(text),
+                config={"note": "un-namespaced copy (vLLM's is vllm::rotary_embedding_kernel)"},
+                confidence=0.6,
+            )
         return None
 
 

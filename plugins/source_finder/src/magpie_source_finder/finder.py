@@ -26,9 +26,39 @@ from pathlib import Path
 from typing import Any
 
 INDEX_VERSION = 2
+#: AMD Magpie's source columns, in its CSV order
+SOURCE_COLUMNS = [
+    "kind",
+    "category",
+    "source_repo",
+    "source_file",
+    "upstream_url",
+    "test_file",
+    "test_cmd",
+    "baseline_ref_file",
+    "baseline_ref_symbol",
+    "baseline_ref_kind",
+    "triton_ref_file",
+    "triton_ref_symbol",
+    "notes",
+    "source_resolution",
+    "source_error",
+]
 SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".hpp", ".h", ".inl"}
-SKIP_DIRS = {".git", "build", "dist", "node_modules", "__pycache__", ".venv", "venv", "third_party", "3rdparty",
-             ".tox", ".mypy_cache", "site-packages"}
+SKIP_DIRS = {
+    ".git",
+    "build",
+    "dist",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "third_party",
+    "3rdparty",
+    ".tox",
+    ".mypy_cache",
+    "site-packages",
+}
 MAX_FILE_BYTES = 2_000_000
 
 
@@ -48,29 +78,55 @@ UPSTREAMS: tuple[Upstream, ...] = (
     Upstream("aiter", "$AITER_DIR", "https://github.com/ROCm/aiter", ("aiter/__init__.py", "csrc")),
     Upstream("pytorch", "$PYTORCH_DIR", "https://github.com/pytorch/pytorch", ("aten/src/ATen", "torch")),
     Upstream("triton", "$TRITON_DIR", "https://github.com/triton-lang/triton", ("python/triton",)),
-    Upstream("rocm-libraries", "$ROCM_LIBRARIES_DIR", "https://github.com/ROCm/rocm-libraries",
-             ("projects/composablekernel",), test_cmd=""),
-    Upstream("composable_kernel", "$CK_DIR", "https://github.com/ROCm/composable_kernel", ("include/ck_tile",),
-             test_cmd=""),
-    Upstream("flashinfer", "$FLASHINFER_DIR", "https://github.com/flashinfer-ai/flashinfer", ("flashinfer", "include/flashinfer")),
-    Upstream("flash-attention", "$FLASH_ATTN_DIR", "https://github.com/Dao-AILab/flash-attention", ("flash_attn", "csrc")),
+    Upstream(
+        "rocm-libraries",
+        "$ROCM_LIBRARIES_DIR",
+        "https://github.com/ROCm/rocm-libraries",
+        ("projects/composablekernel",),
+        test_cmd="",
+    ),
+    Upstream(
+        "composable_kernel", "$CK_DIR", "https://github.com/ROCm/composable_kernel", ("include/ck_tile",), test_cmd=""
+    ),
+    Upstream(
+        "flashinfer",
+        "$FLASHINFER_DIR",
+        "https://github.com/flashinfer-ai/flashinfer",
+        ("flashinfer", "include/flashinfer"),
+    ),
+    Upstream(
+        "flash-attention", "$FLASH_ATTN_DIR", "https://github.com/Dao-AILab/flash-attention", ("flash_attn", "csrc")
+    ),
     Upstream("cutlass", "$CUTLASS_DIR", "https://github.com/NVIDIA/cutlass", ("include/cutlass",), test_cmd=""),
 )
 #: kernel families -> the projects worth cloning for them (used only with clone=True)
 FAMILY_UPSTREAMS = {
-    "vllm": ["vllm"], "sglang": ["sglang"], "aiter": ["aiter"], "aten": ["pytorch"], "inductor": [],
-    "triton": ["triton", "vllm", "sglang", "aiter"], "ck_tile": ["composable_kernel"], "ck": ["composable_kernel"],
-    "flashinfer": ["flashinfer"], "flash_attention": ["flash-attention"], "cutlass": ["cutlass"],
+    "vllm": ["vllm"],
+    "sglang": ["sglang"],
+    "aiter": ["aiter"],
+    "aten": ["pytorch"],
+    "inductor": [],
+    "triton": ["triton", "vllm", "sglang", "aiter"],
+    "ck_tile": ["composable_kernel"],
+    "ck": ["composable_kernel"],
+    "flashinfer": ["flashinfer"],
+    "flash_attention": ["flash-attention"],
+    "cutlass": ["cutlass"],
     "hip_cpp": ["vllm", "aiter"],
 }
 
 _TRITON_DEF = re.compile(r"^[ \t]*@(?:triton\.|tl\.)?jit\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*def[ \t]+(\w+)", re.M)
 _TRITON_DEC = re.compile(r"^[ \t]*@(?:triton\.)(?:jit|autotune|heuristics)\b", re.M)
 _PY_DEF = re.compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
-_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?(?:[\w:<>,\s*&]+?\s+)?"
-                     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-_TYPE_DEF = re.compile(r"^[ \t]*(?:template\s*<[^;{]*?>\s*)?(?:struct|class)\s+(?:CK_TILE_\w+\s+|alignas\(\d+\)\s+)?"
-                       r"(\w+)\b[^;{]*\{", re.M)
+_GLOBAL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?(?:[\w:<>,\s*&]+?\s+)?"
+    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\("
+)
+_TYPE_DEF = re.compile(
+    r"^[ \t]*(?:template\s*<[^;{]*?>\s*)?(?:struct|class)\s+(?:CK_TILE_\w+\s+|alignas\(\d+\)\s+)?"
+    r"(\w+)\b[^;{]*\{",
+    re.M,
+)
 _NAMESPACE = re.compile(r"\bnamespace\s+(\w+)\s*\{")
 
 
@@ -95,8 +151,14 @@ class Checkout:
     test_files: list[str] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "var": self.var, "path": str(self.path), "commit": self.commit,
-                "upstream": self.url, "symbols": sum(len(v) for v in self.symbols.values())}
+        return {
+            "name": self.name,
+            "var": self.var,
+            "path": str(self.path),
+            "commit": self.commit,
+            "upstream": self.url,
+            "symbols": sum(len(v) for v in self.symbols.values()),
+        }
 
 
 def _git(path: Path, *args: str) -> str | None:
@@ -125,8 +187,10 @@ def identify(path: Path) -> Upstream | None:
 def _is_test(rel: str) -> bool:
     parts = rel.split("/")
     base = parts[-1]
-    return base.startswith("test_") or base.endswith(("_test.py", "_test.cpp", "_test.cu")) or any(
-        p in ("tests", "test", "op_tests") for p in parts[:-1]
+    return (
+        base.startswith("test_")
+        or base.endswith(("_test.py", "_test.cpp", "_test.cu"))
+        or any(p in ("tests", "test", "op_tests") for p in parts[:-1])
     )
 
 
@@ -185,8 +249,14 @@ def load_checkout(path: Path, cache_dir: Path) -> Checkout:
     commit = checkout_commit(path)
     name = up.name if up else path.name
     var = up.var if up else "$" + re.sub(r"\W+", "_", path.name).upper().strip("_") + "_DIR"
-    co = Checkout(path=path, name=name, var=var, url=up.url if up else None, commit=commit,
-                  test_cmd=up.test_cmd if up else "pytest {test_file} -q -k {symbol}")
+    co = Checkout(
+        path=path,
+        name=name,
+        var=var,
+        url=up.url if up else None,
+        commit=commit,
+        test_cmd=up.test_cmd if up else "pytest {test_file} -q -k {symbol}",
+    )
     files = None
     key = commit
     if key is None:
@@ -216,9 +286,17 @@ def load_checkout(path: Path, cache_dir: Path) -> Checkout:
             co.symbols.setdefault(sym.name, []).append(sym)
     index_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = index_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"version": INDEX_VERSION, "path": str(path), "commit": commit,
-                               "symbols": {k: [s.__dict__ for s in v] for k, v in co.symbols.items()},
-                               "test_files": co.test_files}))
+    tmp.write_text(
+        json.dumps(
+            {
+                "version": INDEX_VERSION,
+                "path": str(path),
+                "commit": commit,
+                "symbols": {k: [s.__dict__ for s in v] for k, v in co.symbols.items()},
+                "test_files": co.test_files,
+            }
+        )
+    )
     tmp.replace(index_file)
     return co
 
@@ -249,13 +327,21 @@ def clone_upstreams(names: list[str], cache_dir: Path) -> tuple[list[Path], list
         url = f"{url_override.rstrip('/')}/{name}" if url_override else up.url
         cache_dir.mkdir(parents=True, exist_ok=True)
         try:
-            proc = subprocess.run(["git", "clone", "--depth", "1", "--quiet", url, str(dest)], capture_output=True,
-                                  text=True, timeout=900, check=False)
+            proc = subprocess.run(
+                ["git", "clone", "--depth", "1", "--quiet", url, str(dest)],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             errors.append(f"clone of {url} failed: {exc}")
             continue
         if proc.returncode != 0:
-            errors.append(f"clone of {url} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+            errors.append(
+                f"clone of {url} failed: "
+                + (proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else str(proc.returncode))
+            )
             continue
         paths.append(dest)
     return paths, errors
@@ -299,8 +385,13 @@ def _namespace_hint(parsed: dict[str, Any]) -> str:
 
 
 def _unresolved(parsed: dict[str, Any], reason: str, notes: str = "") -> dict[str, Any]:
-    return {"kind": parsed.get("kind") or parsed.get("family") or "", "category": parsed.get("category") or "",
-            "source_resolution": "unresolved", "source_error": reason, "notes": notes}
+    return {
+        "kind": parsed.get("kind") or parsed.get("family") or "",
+        "category": parsed.get("category") or "",
+        "source_resolution": "unresolved",
+        "source_error": reason,
+        "notes": notes,
+    }
 
 
 def _display(co: Checkout, sym: Symbol) -> str:
@@ -336,8 +427,11 @@ def resolve(parsed: dict[str, Any], checkouts: list[Checkout]) -> dict[str, Any]
     if not checkouts:
         return _unresolved(parsed, "no source checkouts: pass --kernel-source-repos PATH... or --clone")
     if kind == "inductor":
-        return _unresolved(parsed, "generated by TorchInductor at run time; its source is in the run's inductor "
-                                   "cache (TORCHINDUCTOR_CACHE_DIR), not in a checkout")
+        return _unresolved(
+            parsed,
+            "generated by TorchInductor at run time; its source is in the run's inductor "
+            "cache (TORCHINDUCTOR_CACHE_DIR), not in a checkout",
+        )
     if kind == "tensile_gemm":
         return _unresolved(parsed, "Tensile/hipBLASLt solution generated from library logic files; no source symbol")
     if kind in ("library_gemm", "cudnn", "blit") or parsed.get("family") in ("cublas", "cublaslt", "cudnn", "nccl"):
@@ -363,9 +457,12 @@ def resolve(parsed: dict[str, Any], checkouts: list[Checkout]) -> dict[str, Any]
         files = {(co.path, s.file) for co, s in narrowed}
         if len(files) > 1:
             cands = "; ".join(f"{_display(co, s)}:{s.line}" for co, s in narrowed[:8])
-            return {**_unresolved(parsed, f"{len(narrowed)} definitions of {symbol!r}"),
-                    "source_resolution": "ambiguous", "notes": f"candidates: {cands}",
-                    "candidates": [{"file": _display(co, s), "line": s.line, "repo": co.name} for co, s in narrowed]}
+            return {
+                **_unresolved(parsed, f"{len(narrowed)} definitions of {symbol!r}"),
+                "source_resolution": "ambiguous",
+                "notes": f"candidates: {cands}",
+                "candidates": [{"file": _display(co, s), "line": s.line, "repo": co.name} for co, s in narrowed],
+            }
         co, sym = narrowed[0]
         resolution = "exact" if exact_name and (len(hits) == len(narrowed) or hint) else "probable"
         row = {
@@ -389,13 +486,22 @@ def resolve(parsed: dict[str, Any], checkouts: list[Checkout]) -> dict[str, Any]
             text = (co.path / test).read_text(errors="replace")
             ref = _REF_DEF.search(text)
             if ref:
-                row.update(baseline_ref_file=f"{co.var}/{test}", baseline_ref_symbol=ref.group(1),
-                           baseline_ref_kind="inline_in_test")
+                row.update(
+                    baseline_ref_file=f"{co.var}/{test}",
+                    baseline_ref_symbol=ref.group(1),
+                    baseline_ref_kind="inline_in_test",
+                )
         row.setdefault("baseline_ref_kind", "none")
         if sym.kind != "triton_jit":
             stem = (parsed.get("function") or sym.name).strip("_").removesuffix("_kernel")
-            tri = [(c, s) for c in checkouts for name, ss in c.symbols.items() if stem and stem in name
-                   for s in ss if s.kind == "triton_jit"]
+            tri = [
+                (c, s)
+                for c in checkouts
+                for name, ss in c.symbols.items()
+                if stem and stem in name
+                for s in ss
+                if s.kind == "triton_jit"
+            ]
             if len(tri) == 1:
                 row.update(triton_ref_file=f"{tri[0][0].var}/{tri[0][1].file}", triton_ref_symbol=tri[0][1].name)
         return row
@@ -434,4 +540,9 @@ def find_sources(
         seen.add(p.resolve())
         checkouts.append(load_checkout(p, cache))
     sources = {k["name"]: resolve(k["parsed"], checkouts) for k in kernels}
-    return {"sources": sources, "repos": [c.describe() for c in checkouts], "errors": errors}
+    return {
+        "sources": sources,
+        "repos": [c.describe() for c in checkouts],
+        "errors": errors,
+        "columns": list(SOURCE_COLUMNS),
+    }

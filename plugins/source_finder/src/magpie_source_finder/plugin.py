@@ -19,8 +19,9 @@ class KernelSourceFinder(TraceAnalyzer):
     description = "map kernel names to source files in local checkouts (offline; clones only with --clone)"
 
     def analyze(self, traces: Any, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-        return find_sources(list(traces), list(options.get("repos") or []), options.get("cache_dir"),
-                            bool(options.get("clone")))
+        return find_sources(
+            list(traces), list(options.get("repos") or []), options.get("cache_dir"), bool(options.get("clone"))
+        )
 
 
 @hookimpl
