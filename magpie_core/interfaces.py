@@ -87,9 +87,7 @@ class Profiler(Component):
     """Collects per-kernel hardware counters or kernel times for a command."""
 
     @abstractmethod
-    def profile(
-        self, argv: Sequence[str], cwd: Path, env: dict[str, str], out_dir: Path
-    ) -> list[KernelCounters]:
+    def profile(self, argv: Sequence[str], cwd: Path, env: dict[str, str], out_dir: Path) -> list[KernelCounters]:
         """Run ``argv`` under the profiler and return one row per kernel launch group."""
 
 

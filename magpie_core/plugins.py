@@ -125,9 +125,7 @@ class PluginManager:
             )
             if ep.name in self.plugins:
                 other = self.plugins[ep.name].distribution
-                raise PluginConflictError(
-                    f"plugin name {ep.name!r} is declared by both {other!r} and {dist!r}"
-                )
+                raise PluginConflictError(f"plugin name {ep.name!r} is declared by both {other!r} and {dist!r}")
             self.plugins[ep.name] = info
             if allowed is not None and ep.name not in allowed and dist not in allowed:
                 info.status = "disabled"
@@ -166,7 +164,7 @@ class PluginManager:
                     continue
                 staged: list[tuple[str, Any]] = []
                 try:
-                    impl.function(register=lambda c, _s=staged: _s.append((kind, c)))
+                    impl.function(register=lambda c, _s=staged, _k=kind: _s.append((_k, c)))
                     for _, component in staged:
                         self._add(kind, component, info)
                 except PluginConflictError:

@@ -115,6 +115,8 @@ class PerformanceResult(Model):
     counters: list[KernelCounters] = Field(default_factory=list)
     message: str | None = None
     notes: list[str] = Field(default_factory=list)
+    timing_meaningful: bool = True  # False e.g. under an interpreter: reported, never ranked
+    batch_size: int | None = None  # launches between two timestamps
 
 
 class ParsedKernelName(Model):
@@ -123,7 +125,9 @@ class ParsedKernelName(Model):
     name: str
     family: str  # which parser family: cublas, ck_tile, triton, ...
     kind: str | None = None  # how it was built: triton_jit, inductor, aten_native, tensile_gemm, hip_cpp, ...
-    category: str = "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
+    category: str = (
+        "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
+    )
     function: str | None = None
     dtype: str | None = None
     tile: str | None = None

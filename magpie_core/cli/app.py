@@ -61,9 +61,7 @@ class GlobalOptions:
     def framework(self) -> FrameworkConfig:
         """The framework config: ``--config`` if given, else defaults."""
         if self._framework is None:
-            self._framework = (
-                load_config(FrameworkConfig, self.config_path) if self.config_path else FrameworkConfig()
-            )
+            self._framework = load_config(FrameworkConfig, self.config_path) if self.config_path else FrameworkConfig()
         return self._framework
 
     def resolve_output_dir(self, local: Path | None) -> Path:

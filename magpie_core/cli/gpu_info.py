@@ -38,7 +38,14 @@ def print_gpu_info(as_json: bool) -> None:
     if info["gpus"]:
         table = Table("#", "vendor", "name", "arch", "memory (MiB)", "driver")
         for g in info["gpus"]:
-            table.add_row(str(g["index"]), g["vendor"], g["name"], g["arch"] or "?", str(g["memory_total_mib"] or "?"), g["driver"] or "?")
+            table.add_row(
+                str(g["index"]),
+                g["vendor"],
+                g["name"],
+                g["arch"] or "?",
+                str(g["memory_total_mib"] or "?"),
+                g["driver"] or "?",
+            )
         console.print(table)
     else:
         console.print("No GPU found on this machine.")

@@ -1,1 +1,190 @@
-"""``magpie analyze`` and ``magpie compare`` (filled in by the kernel pipeline)."""
+"""``magpie analyze`` and ``magpie compare``.
+
+A kernel YAML (``-k``) is the usual input; AMD Magpie's flag form also works:
+``magpie analyze vector_add.hip --testcase "./vector_add" --type hip``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from magpie_core.cli.app import (
+    EXIT_CHECKS_FAILED,
+    EXIT_OK,
+    STATE,
+    UsageError,
+    app,
+    console,
+    err_console,
+    handle_errors,
+)
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
+from magpie_core.pipelines.kernels import analyze, compare, load_kernel_file
+
+
+def _kernel_file(
+    kernel_config: Path | None,
+    sources: list[str],
+    testcase: str | None,
+    kernel_type: str,
+    compile_cmd: str | None,
+) -> tuple[KernelConfigFile, Path]:
+    if kernel_config is not None:
+        if sources:
+            raise UsageError("give either --kernel-config or kernel source files, not both")
+        return load_kernel_file(kernel_config), kernel_config.resolve().parent
+    if not sources:
+        raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
+    if not testcase:
+        raise UsageError("--testcase is required when kernels are given as source files")
+    kernels = [
+        KernelConfig(
+            id=Path(src).stem,
+            type=kernel_type,
+            source_files=[src],
+            testcase_command=testcase,
+            compile_command=compile_cmd,
+        )
+        for src in sources
+    ]
+    return KernelConfigFile(kernels=kernels), Path.cwd()
+
+
+def _status(result: KernelResult) -> str:
+    c = result.correctness.status.value
+    color = {"passed": "green", "failed": "red", "error": "red"}.get(c, "yellow")
+    return f"[{color}]{c}[/{color}]"
+
+
+def _timing_cell(result: KernelResult) -> tuple[str, str]:
+    t = result.performance.timing
+    if t is None:
+        return result.performance.status.value, ""
+    flag = "" if result.performance.timing_meaningful else " (not meaningful)"
+    return f"{t.median:,.2f}{flag}", f"{t.ci95_low:,.2f}–{t.ci95_high:,.2f} (n={t.samples}, {t.stop_reason})"
+
+
+def _print_analyze(report: AnalyzeReport) -> None:
+    table = Table("kernel", "type", "compile", "correctness", "median µs", "95% CI µs", title="magpie analyze")
+    for r in report.results:
+        median, ci = _timing_cell(r)
+        table.add_row(r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci)
+    console.print(table)
+    for r in report.results:
+        for msg in r.errors[:2]:
+            console.print(f"  [red]{r.kernel_id}[/red]: {msg}", soft_wrap=True)
+        for note in r.performance.notes:
+            if "not meaningful" in note or "launch-bound" in note:
+                console.print(f"  [yellow]{r.kernel_id}[/yellow]: {note}", soft_wrap=True)
+    console.print(f"report: {report.workspace}/analyze_report.json")
+
+
+def _print_compare(report: CompareReport) -> None:
+    table = Table(
+        "rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict", title="magpie compare"
+    )
+    for e in report.ranking:
+        ci = f"{e.speedup_ci95[0]:.3f}–{e.speedup_ci95[1]:.3f}" if e.speedup_ci95 else ""
+        speed = f"{e.speedup:.3f}x" if e.speedup is not None else ""
+        table.add_row(
+            str(e.rank),
+            e.kernel_id,
+            f"{e.median_us:,.2f}",
+            f"{e.ci95_low_us:,.2f}–{e.ci95_high_us:,.2f}",
+            speed,
+            ci,
+            e.verdict or "",
+        )
+    console.print(table)
+    for u in report.unranked:
+        console.print(f"  not ranked: [red]{u['kernel_id']}[/red]: {u['reason']}", soft_wrap=True)
+    console.print(f"[bold]{report.verdict}[/bold]", soft_wrap=True)
+    console.print(f"report: {report.workspace}/compare_report.json")
+
+
+class KernelFlags:
+    kernels = typer.Argument(None, help="kernel source files (AMD Magpie form; needs --testcase)")
+    kernel_config = typer.Option(None, "--kernel-config", "-k", help="kernel YAML")
+    testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
+    kernel_type = typer.Option("hip", "--type", help="kernel type for source files")
+    no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
+    output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
+    as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
+
+
+def _progress(message: str) -> None:
+    err_console.print(f"[dim]… {message}[/dim]")
+
+
+@app.command("analyze")
+@handle_errors
+def analyze_command(
+    kernels: list[str] | None = KernelFlags.kernels,
+    kernel_config: Path | None = KernelFlags.kernel_config,
+    testcase: str | None = KernelFlags.testcase,
+    kernel_type: str = KernelFlags.kernel_type,
+    compile_cmd: str | None = typer.Option(None, "--compile-cmd", help="compile command (source-file form)"),
+    no_perf: bool = KernelFlags.no_perf,
+    output_dir: Path | None = KernelFlags.output_dir,
+    as_json: bool = KernelFlags.as_json,
+) -> None:
+    """Compile, check and time one or more independent kernels."""
+    file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
+    scheduler = file.scheduler
+    report = analyze(
+        file,
+        config_dir=config_dir,
+        output_dir=STATE.resolve_output_dir(output_dir),
+        environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
+        workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        measure_performance=not no_perf,
+        progress=None if as_json else _progress,
+    )
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _print_analyze(report)
+    raise typer.Exit(EXIT_OK if all(r.passed for r in report.results) else EXIT_CHECKS_FAILED)
+
+
+@app.command("compare")
+@handle_errors
+def compare_command(
+    kernels: list[str] | None = KernelFlags.kernels,
+    kernel_config: Path | None = KernelFlags.kernel_config,
+    testcase: str | None = KernelFlags.testcase,
+    kernel_type: str = KernelFlags.kernel_type,
+    baseline: str | None = typer.Option(None, "--baseline", help="baseline kernel: index or id (default 0)"),
+    min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="smallest speedup called FASTER/SLOWER"),
+    no_perf: bool = KernelFlags.no_perf,
+    output_dir: Path | None = KernelFlags.output_dir,
+    as_json: bool = KernelFlags.as_json,
+) -> None:
+    """Compare two or more variants under identical inputs and settings; rank the correct ones."""
+    file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
+    scheduler = file.scheduler
+    base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
+    try:
+        report = compare(
+            file,
+            config_dir=config_dir,
+            output_dir=STATE.resolve_output_dir(output_dir),
+            environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
+            workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+            baseline=base,
+            measure_performance=not no_perf,
+            min_effect=min_effect,
+            progress=None if as_json else _progress,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _print_compare(report)
+    failed = any(not r.passed for r in report.results.kernel_results)
+    raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)

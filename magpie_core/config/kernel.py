@@ -10,7 +10,7 @@ per-kernel tolerances and timing settings, and an explicit ``baseline``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -65,7 +65,9 @@ class PerformanceConfig(StrictModel):
     warmup_ms: float = Field(25, ge=0, description="warm-up time before sampling")
     min_samples: int = Field(10, ge=3)
     max_samples: int = Field(1000, ge=3)
-    target_rse: float = Field(0.01, gt=0, description="stop when the relative standard error of the median is below this")
+    target_rse: float = Field(
+        0.01, gt=0, description="stop when the relative standard error of the median is below this"
+    )
     budget_seconds: float = Field(10, gt=0, description="time budget for sampling one kernel")
     min_batch_us: float = Field(
         1000, gt=0, description="launches are batched between two timestamps until a batch lasts this long"

@@ -1,0 +1,485 @@
+"""``analyze`` and ``compare``: compile → correctness → performance, per kernel, isolated.
+
+Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level
+function, so any execution environment (local threads, Ray tasks) can run it.
+The backend's correctness harness and timer run in a separate worker process
+with a timeout: a crash or hang fails that kernel alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from magpie_core.config.common import dump
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.config.loader import load_config
+from magpie_core.pipelines.kernel_reports import (
+    AnalyzeReport,
+    CompareReport,
+    ComparisonResults,
+    KernelResult,
+    RankEntry,
+)
+from magpie_core.plugins import get_plugin_manager
+from magpie_core.processes import run_command, run_commands, tail
+from magpie_core.reports import (
+    CompileResult,
+    CorrectnessResult,
+    EvaluationOutcome,
+    EvaluationTask,
+    Model,
+    PerformanceResult,
+    StageStatus,
+)
+from magpie_core.stats import speedup
+from magpie_core.workspace import Workspace, create_workspace
+
+log = logging.getLogger("magpie.kernels")
+
+Progress = Callable[[str], None]
+BUILT_IN_TIMING = ("events", "none")
+
+
+class KernelJob(Model):
+    """One kernel to evaluate, with the settings it runs under (picklable, JSON-able)."""
+
+    kernel: dict[str, Any]
+    correctness: dict[str, Any]
+    performance: dict[str, Any]
+    config_dir: str
+    workdir: str
+    measure_performance: bool = True
+    baseline_outputs: str | None = None
+    save_outputs: str | None = None
+    extra_env: dict[str, str] = Field(default_factory=dict)
+
+
+# --- one kernel ----------------------------------------------------------------
+
+
+def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeout: float) -> CompileResult:
+    commands = kernel.compile_commands()
+    if commands:
+        start = time.perf_counter()
+        outcomes = run_commands(commands, cwd=cwd, env=kernel.env, timeout_s=timeout, log_path=workdir / "compile.log")
+        failed = next((o for o in outcomes if not o.ok), None)
+        return CompileResult(
+            status=StageStatus.FAILED if failed else StageStatus.PASSED,
+            command=commands[-1] if not failed else failed.argv,
+            log=tail("\n".join(o.output for o in outcomes), 60),
+            duration_s=time.perf_counter() - start,
+            message=failed.describe() if failed else None,
+        )
+    result = backend.compile(kernel, workdir)
+    if result is None:
+        return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile")
+    return result
+
+
+def _run_testcases(kernel: KernelConfig, cwd: Path, workdir: Path, timeout: float) -> CorrectnessResult:
+    outcomes = run_commands(
+        kernel.testcase_commands(), cwd=cwd, env=kernel.env, timeout_s=timeout, log_path=workdir / "testcase.log"
+    )
+    failed = next((o for o in outcomes if not o.ok), None)
+    return CorrectnessResult(
+        status=StageStatus.FAILED if failed else StageStatus.PASSED,
+        method="testcase_command",
+        trials=len(outcomes),
+        message=(f"{failed.describe()}\n{tail(failed.output, 15)}" if failed else "all testcase commands exited 0"),
+    )
+
+
+def _run_worker(
+    task: EvaluationTask, cwd: Path, workdir: Path, env: dict[str, str], timeout: float
+) -> EvaluationOutcome:
+    task_path = workdir / "task.json"
+    outcome_path = workdir / "outcome.json"
+    task_path.write_text(task.model_dump_json(indent=2))
+    outcome_path.unlink(missing_ok=True)
+    result = run_command(
+        [sys.executable, "-m", "magpie_core.worker", str(task_path), str(outcome_path)],
+        cwd=cwd,
+        env=env,
+        timeout_s=timeout,
+        log_path=workdir / "worker.log",
+    )
+    if outcome_path.exists() and not result.timed_out:
+        try:
+            return EvaluationOutcome.model_validate_json(outcome_path.read_text())
+        except ValueError:
+            pass
+    reason = result.describe() if not result.ok else "worker exited without writing a result"
+    return EvaluationOutcome(
+        correctness=CorrectnessResult(status=StageStatus.ERROR, message=f"{reason}\n{tail(result.output, 20)}"),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message="worker did not finish"),
+    )
+
+
+def evaluate_kernel(job: KernelJob) -> KernelResult:
+    """Compile, check and time one kernel. Never raises for a kernel's own failure."""
+    kernel = KernelConfig.model_validate(job.kernel)
+    workdir = Path(job.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    backend = get_plugin_manager().get("kernel_backend", kernel.type)
+    cwd = kernel.resolved_working_dir(Path(job.config_dir))
+    timeout = float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
+    errors: list[str] = []
+
+    compiled = _compile(kernel, backend, cwd, workdir, timeout)
+    skipped = PerformanceResult(status=StageStatus.SKIPPED, message="not measured")
+    if compiled.status == StageStatus.FAILED:
+        errors.append(compiled.message or "compile failed")
+        return KernelResult(
+            kernel_id=kernel.id,
+            kernel_type=kernel.type,
+            compile=compiled,
+            correctness=CorrectnessResult(status=StageStatus.SKIPPED, message="compile failed"),
+            performance=skipped,
+            errors=errors,
+            workdir=str(workdir),
+        )
+
+    correctness: CorrectnessResult | None = None
+    performance = skipped
+    environment: dict[str, Any] = {}
+    if kernel.testcase_commands() and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
+        correctness = _run_testcases(kernel, cwd, workdir, timeout)
+
+    if kernel.uses_harness:
+        perf_settings = dict(job.performance)
+        perf_settings["enabled"] = job.measure_performance and perf_settings.get("backend", "events") != "none"
+        task = EvaluationTask(
+            kernel=job.kernel,
+            kernel_type=kernel.type,
+            config_dir=job.config_dir,
+            workspace=str(workdir),
+            build_artifacts=compiled.artifacts,
+            baseline_outputs=job.baseline_outputs,
+            save_outputs=job.save_outputs,
+            seed=int(job.correctness.get("seed", 0)),
+            settings={"correctness": job.correctness, "performance": perf_settings},
+        )
+        outcome = _run_worker(task, cwd, workdir, {**kernel.env, **job.extra_env}, timeout)
+        environment = outcome.environment
+        performance = outcome.performance
+        if correctness is None or correctness.status == StageStatus.PASSED:
+            if correctness is not None:  # both gates ran: report the harness, mention the testcase
+                outcome.correctness.message = f"{outcome.correctness.message or ''} (testcase_command also passed)"
+            correctness = outcome.correctness
+        if correctness.status != StageStatus.PASSED and performance.status == StageStatus.PASSED:
+            performance.notes.append("timed, but not ranked: correctness did not pass")
+    elif correctness is None:
+        correctness = CorrectnessResult(
+            status=StageStatus.NOT_RUN,
+            message="no correctness check configured: give testcase_command, or entry with reference/get_inputs",
+        )
+    if not kernel.uses_harness and job.measure_performance:
+        performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
+
+    for stage in (correctness, performance):
+        if stage.status in (StageStatus.FAILED, StageStatus.ERROR) and stage.message:
+            errors.append(stage.message.splitlines()[0])
+    return KernelResult(
+        kernel_id=kernel.id,
+        kernel_type=kernel.type,
+        compile=compiled,
+        correctness=correctness,
+        performance=performance,
+        environment=environment,
+        errors=errors,
+        workdir=str(workdir),
+    )
+
+
+def _profile_or_explain(
+    kernel: KernelConfig, job: KernelJob, cwd: Path, workdir: Path, timeout: float
+) -> PerformanceResult:
+    """Testcase-only kernels: a profiler plugin can time them; device events cannot."""
+    name = job.performance.get("backend", "events")
+    if name in BUILT_IN_TIMING:
+        return PerformanceResult(
+            status=StageStatus.NOT_RUN,
+            message="testcase-only kernel: give 'entry' for device-event timing, "
+            "or set performance.backend to a profiler plugin",
+        )
+    profiler = get_plugin_manager().get("profiler", name)
+    argv = (kernel.prof_command and KernelConfig(prof_command=kernel.prof_command).testcase_commands()) or None
+    commands = argv or kernel.testcase_commands()
+    if not commands:
+        return PerformanceResult(status=StageStatus.NOT_RUN, message="nothing to profile: no testcase_command")
+    try:
+        counters = profiler.profile(commands[0], cwd, dict(kernel.env), workdir / f"profile_{name}")
+    except Exception as exc:
+        return PerformanceResult(status=StageStatus.ERROR, timer=name, message=f"{type(exc).__name__}: {exc}")
+    return PerformanceResult(status=StageStatus.PASSED, timer=name, counters=counters)
+
+
+# --- many kernels ----------------------------------------------------------------
+
+
+def load_kernel_file(path: Path) -> KernelConfigFile:
+    return load_config(KernelConfigFile, path)
+
+
+def _jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure_performance: bool) -> list[KernelJob]:
+    jobs = []
+    for kernel in file.all_kernels():
+        jobs.append(
+            KernelJob(
+                kernel=dump_kernel(kernel),
+                correctness=file.effective_correctness(kernel).model_dump(mode="json"),
+                performance=file.effective_performance(kernel).model_dump(mode="json"),
+                config_dir=str(config_dir.resolve()),
+                workdir=str(ws.path / kernel.id),
+                measure_performance=measure_performance,
+            )
+        )
+    return jobs
+
+
+def dump_kernel(kernel: KernelConfig) -> dict[str, Any]:
+    return kernel.model_dump(mode="json", exclude_none=True)
+
+
+def check_backends(file: KernelConfigFile) -> None:
+    """Fail before running anything if a kernel type has no installed backend."""
+    manager = get_plugin_manager()
+    for kernel in file.all_kernels():
+        manager.get("kernel_backend", kernel.type)
+
+
+def _run(jobs: list[KernelJob], environment: str, workers: int, progress: Progress | None) -> list[KernelResult]:
+    env = get_plugin_manager().get("environment", environment)
+    if progress:
+        progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
+    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs))
+    return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
+
+
+def _gpus_for(jobs: list[KernelJob]) -> float:
+    devices = {str(j.kernel.get("device") or "") for j in jobs}
+    return 0 if devices <= {"cpu"} else 1
+
+
+def _failed_job(job: KernelJob, error: Any) -> KernelResult:
+    """An environment returns an exception object for a job it could not run."""
+    message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+    return KernelResult(
+        kernel_id=str(job.kernel.get("id")),
+        kernel_type=str(job.kernel.get("type")),
+        compile=CompileResult(status=StageStatus.ERROR, message=message),
+        correctness=CorrectnessResult(status=StageStatus.SKIPPED, message="job did not run"),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message="job did not run"),
+        errors=[message],
+    )
+
+
+def summary_row(result: KernelResult) -> dict[str, Any]:
+    timing = result.performance.timing
+    return {
+        "kernel_id": result.kernel_id,
+        "kernel_type": result.kernel_type,
+        "compiling_state": result.compiling_state,
+        "correctness_state": result.correctness_state,
+        "performance_state": result.performance_state,
+        "correctness": result.correctness.status.value,
+        "median_us": timing.median if timing else None,
+        "ci95_us": [timing.ci95_low, timing.ci95_high] if timing else None,
+        "samples": timing.samples if timing else None,
+        "timer": result.performance.timer,
+        "message": (result.errors[0] if result.errors else None),
+    }
+
+
+def analyze(
+    file: KernelConfigFile,
+    *,
+    config_dir: Path,
+    output_dir: Path,
+    environment: str = "local",
+    workers: int = 1,
+    measure_performance: bool = True,
+    progress: Progress | None = None,
+) -> AnalyzeReport:
+    check_backends(file)
+    label = file.all_kernels()[0].id
+    ws = create_workspace(output_dir, "analyze", label)
+    handler = ws.attach_log()
+    try:
+        ws.snapshot_config(dump(file))
+        results = _run(_jobs(file, config_dir, ws, measure_performance), environment, workers, progress)
+        report = AnalyzeReport(
+            workspace=str(ws.path),
+            results=results,
+            summary=[summary_row(r) for r in results],
+            settings={"environment": environment, "workers": workers, "measure_performance": measure_performance},
+        )
+        report.write(ws.report_path)
+        return report
+    finally:
+        logging.getLogger("magpie").removeHandler(handler)
+
+
+def compare(
+    file: KernelConfigFile,
+    *,
+    config_dir: Path,
+    output_dir: Path,
+    environment: str = "local",
+    workers: int = 1,
+    baseline: int | str | None = None,
+    measure_performance: bool = True,
+    min_effect: float = 0.02,
+    progress: Progress | None = None,
+) -> CompareReport:
+    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones."""
+    kernels = file.all_kernels()
+    if len(kernels) < 2:
+        raise ValueError("compare needs at least two kernels")
+    for k in kernels:
+        if k.correctness is not None or k.performance is not None:
+            raise ValueError(
+                f"kernel {k.id!r}: compare runs every variant under the same correctness and performance "
+                "settings; move its 'correctness'/'performance' block to the top level of the file"
+            )
+    check_backends(file)
+    if baseline is not None:
+        file = file.model_copy(update={"baseline": baseline})
+    base_index = file.baseline_index()
+    ws = create_workspace(output_dir, "compare", kernels[base_index].id)
+    handler = ws.attach_log()
+    try:
+        ws.snapshot_config(dump(file))
+        jobs = _jobs(file, config_dir, ws, measure_performance)
+        expected = ws.path / "expected_outputs.pt"
+        jobs[base_index].save_outputs = str(expected)
+        if progress:
+            progress(f"baseline {kernels[base_index].id}")
+        results: list[KernelResult | None] = [None] * len(jobs)
+        results[base_index] = _run([jobs[base_index]], environment, 1, None)[0]
+        others = [i for i in range(len(jobs)) if i != base_index]
+        for i in others:
+            jobs[i].baseline_outputs = str(expected)
+        for i, result in zip(others, _run([jobs[i] for i in others], environment, workers, progress), strict=True):
+            results[i] = result
+        report = rank([r for r in results if r is not None], base_index, min_effect=min_effect, workspace=str(ws.path))
+        report.settings = {
+            "environment": environment,
+            "workers": workers,
+            "correctness": jobs[base_index].correctness,
+            "performance": jobs[base_index].performance,
+            "min_effect": min_effect,
+        }
+        report.write(ws.report_path)
+        return report
+    finally:
+        logging.getLogger("magpie").removeHandler(handler)
+
+
+def rank(
+    results: list[KernelResult], base_index: int, *, min_effect: float = 0.02, workspace: str | None = None
+) -> CompareReport:
+    """Rank correct, timed candidates by median; speedups and verdicts vs the baseline."""
+    base = results[base_index]
+    timed = [(i, r) for i, r in enumerate(results) if _rankable(r)]
+    timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
+    base_ok = any(i == base_index for i, _ in timed)
+    entries: list[RankEntry] = []
+    for position, (i, r) in enumerate(timed, start=1):
+        timing = r.performance.timing
+        assert timing is not None
+        entry = RankEntry(
+            rank=position,
+            index=i,
+            kernel_id=r.kernel_id,
+            median_us=timing.median,
+            ci95_low_us=timing.ci95_low,
+            ci95_high_us=timing.ci95_high,
+        )
+        if i == base_index:
+            entry.speedup, entry.speedup_ci95, entry.verdict = 1.0, (1.0, 1.0), "BASELINE"
+        elif base_ok:
+            s = speedup(base.performance.samples_us or [], r.performance.samples_us or [], min_effect=min_effect)
+            entry.speedup, entry.speedup_ci95, entry.verdict = s.value, (s.ci_low, s.ci_high), s.verdict.value
+        entries.append(entry)
+
+    winner_index, verdict = _winner(timed, min_effect)
+    unranked = [
+        {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
+        for i, r in enumerate(results)
+        if all(i != j for j, _ in timed)
+    ]
+    correct = [r.correctness.status == StageStatus.PASSED for r in results]
+    summary_lines = [
+        f"Compared {len(results)} kernel implementations (baseline: {base.kernel_id})",
+        f"Correctness: {sum(correct)}/{len(results)} passed",
+        *[
+            f"  {'✓' if ok else '✗'} Kernel {i}: {r.kernel_id}"
+            for i, (ok, r) in enumerate(zip(correct, results, strict=True))
+        ],
+        verdict,
+    ]
+    return CompareReport(
+        workspace=workspace,
+        baseline=base_index,
+        baseline_id=base.kernel_id,
+        results=ComparisonResults(
+            kernel_results=results,
+            comparison_metrics={
+                "correctness": correct,
+                "all_correct": all(correct),
+                "perf_scores": [next((e.speedup for e in entries if e.index == i), None) for i in range(len(results))],
+                "median_us": [r.median_us for r in results],
+            },
+            winner=winner_index,
+            rankings=[(e.index, e.median_us) for e in entries],
+            summary="\n".join(summary_lines),
+        ),
+        ranking=entries,
+        winner_id=results[winner_index].kernel_id if winner_index is not None else None,
+        verdict=verdict,
+        unranked=unranked,
+        summary_rows=[summary_row(r) for r in results],
+    )
+
+
+def _rankable(result: KernelResult) -> bool:
+    perf = result.performance
+    return result.passed and perf.timing is not None and bool(perf.samples_us) and perf.timing_meaningful
+
+
+def _winner(timed: list[tuple[int, KernelResult]], min_effect: float) -> tuple[int | None, str]:
+    if not timed:
+        return None, "No winner: no candidate is both correct and timed"
+    if len(timed) == 1:
+        i, r = timed[0]
+        return i, f"Winner: Kernel {i} ({r.kernel_id}), the only correct and timed candidate"
+    (i1, first), (_, second) = timed[0], timed[1]
+    s = speedup(second.performance.samples_us or [], first.performance.samples_us or [], min_effect=min_effect)
+    if s.verdict.value == "FASTER":
+        return i1, (
+            f"Winner: Kernel {i1} ({first.kernel_id}), {s.value:.3f}x faster than the runner-up "
+            f"{second.kernel_id} (95% CI {s.ci_low:.3f}-{s.ci_high:.3f})"
+        )
+    return None, (
+        f"No significant winner: {first.kernel_id} and {second.kernel_id} are within noise "
+        f"({s.value:.3f}x, 95% CI {s.ci_low:.3f}-{s.ci_high:.3f})"
+    )
+
+
+def _unranked_reason(result: KernelResult) -> str:
+    if result.compile.status in (StageStatus.FAILED, StageStatus.ERROR):
+        return f"compile: {result.compile.message}"
+    if result.correctness.status != StageStatus.PASSED:
+        first_line = (result.correctness.message or "").splitlines()[:1]
+        return f"correctness {result.correctness.status.value}: {' '.join(first_line)}"
+    if result.performance.timing and not result.performance.timing_meaningful:
+        return "timings not meaningful here: " + "; ".join(result.performance.notes[:1])
+    return f"performance {result.performance.status.value}: {result.performance.message or 'no timing'}"

@@ -1,0 +1,1 @@
+"""PyTorch kernels for magpie, plus the harness other Python-callable backends reuse."""

@@ -1,0 +1,363 @@
+"""The built-in correctness harness and timing driver for Python-callable kernels.
+
+KernelBench style: ``entry`` is a function or an ``nn.Module`` class,
+``get_inputs()``/``get_init_inputs()`` make inputs, ``reference`` gives the
+expected outputs. Several freshly seeded input sets are checked, with outputs
+poisoned before each run. In ``compare`` the baseline's worker saves its
+inputs and expected outputs, and every candidate is checked on exactly those.
+
+Other backends (Triton, CUDA) reuse :func:`evaluate_python_kernel` and only
+say how to prepare the callable and what to add to the report.
+"""
+
+from __future__ import annotations
+
+import inspect
+import platform
+import random
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from magpie_core.config.kernel import CorrectnessConfig, KernelConfig, PerformanceConfig
+from magpie_core.plugins import get_plugin_manager
+from magpie_core.reports import (
+    CorrectnessResult,
+    EvaluationOutcome,
+    EvaluationTask,
+    PerformanceResult,
+    StageStatus,
+)
+from magpie_core.stats import summarize
+from magpie_core.timing import TimingSettings, input_copies, measure
+from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
+from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
+from magpie_kernels_pytorch.timers import clock_info
+
+
+@dataclass
+class HarnessOptions:
+    """What a backend adds to the shared harness."""
+
+    backend: str
+    default_device: str | None = None
+    #: turn the loaded callable into the one to run (e.g. torch.compile)
+    wrap: Callable[[Callable[..., Any], KernelConfig], Callable[..., Any]] | None = None
+    #: False when timings cannot mean anything (e.g. an interpreter)
+    timing_meaningful: bool = True
+    timing_notes: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
+
+
+def clone(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(clone(v) for v in value)
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    return value
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def nonfinite_problems(value: Any, where: str = "output") -> list[str]:
+    """For a baseline without a reference: outputs must at least be fully written and finite."""
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        bad = ~torch.isfinite(value.detach().cpu())
+        if bool(bad.any()):
+            flat = int(torch.nonzero(bad.reshape(-1))[0])
+            return [
+                f"{where}: {int(bad.sum())} non-finite elements, first at flat index {flat} (unwritten or overflow)"
+            ]
+        return []
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in nonfinite_problems(v, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in nonfinite_problems(v, f"{where}[{k!r}]")]
+    return []
+
+
+class _Prepared:
+    """The callables of one kernel, loaded and instantiated."""
+
+    def __init__(self, kernel: KernelConfig, search_dirs: list[Path], device: torch.device, seed: int) -> None:
+        if kernel.entry:
+            entry_ref = kernel.entry
+            inputs_ref = kernel.inputs_function
+        elif kernel.bench_target:
+            entry_ref = f"{kernel.bench_target.module}:{kernel.bench_target.callable}"
+            inputs_ref = kernel.get_inputs or kernel.bench_target.get_inputs
+        else:
+            raise LoadError("no 'entry' (or 'bench_target') to run")
+        self.module = module_of(entry_ref, search_dirs)
+        self.get_inputs = resolve(inputs_ref, search_dirs, self.module)
+        init_fn = self._optional(kernel.init_inputs_function, search_dirs)
+        self.init_inputs = list(init_fn()) if init_fn else []
+        self.fn = self._instantiate(resolve(entry_ref, search_dirs), device, seed)
+        self.reference = (
+            self._instantiate(resolve(kernel.reference, search_dirs, self.module), device, seed)
+            if kernel.reference
+            else None
+        )
+        self.output_args: list[int] = list(kernel.options.get("output_args", []))
+
+    def _optional(self, ref: str, search_dirs: list[Path]) -> Callable[..., Any] | None:
+        try:
+            return resolve(ref, search_dirs, self.module)
+        except LoadError:
+            return None
+
+    def _instantiate(self, obj: Any, device: torch.device, seed: int) -> Callable[..., Any]:
+        if inspect.isclass(obj):
+            seed_everything(seed)  # same weights for the kernel and its reference
+            instance = obj(*to_device(self.init_inputs, device))
+            if isinstance(instance, torch.nn.Module):
+                instance = instance.to(device).eval()
+            return instance
+        return obj
+
+
+def _call(fn: Callable[..., Any], args: Sequence[Any], output_args: list[int]) -> Any:
+    result = fn(*args)
+    if output_args:
+        outs = [args[i] for i in output_args]
+        return outs[0] if len(outs) == 1 else outs
+    return result
+
+
+def _run_candidate(prepared: _Prepared, fn: Callable[..., Any], inputs: Any, device: torch.device, poison: bool) -> Any:
+    args = list(clone(inputs))
+    for i in prepared.output_args:
+        if poison:
+            poison_(args[i])
+    with poisoned_outputs(device, poison):
+        out = _call(fn, args, prepared.output_args)
+    synchronize(device)
+    return out
+
+
+def _error_text(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
+    kernel = KernelConfig.model_validate(task.kernel)
+    corr = CorrectnessConfig.model_validate(task.settings.get("correctness", {}))
+    perf = PerformanceConfig.model_validate(task.settings.get("performance", {}))
+    device = torch.device(kernel.device or options.default_device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    env = environment_info(device) | options.environment
+    search_dirs = [Path.cwd(), Path(task.config_dir)]
+    tol = Tolerance(
+        atol=corr.atol if corr.atol is not None else (corr.accordo.atol if corr.accordo else None),
+        rtol=corr.rtol if corr.rtol is not None else (corr.accordo.rtol if corr.accordo else None),
+        equal_nan=corr.equal_nan,
+    )
+
+    with torch.inference_mode():
+        try:
+            prepared = _Prepared(kernel, search_dirs, device, task.seed)
+            fn = options.wrap(prepared.fn, kernel) if options.wrap else prepared.fn
+        except Exception as exc:
+            return _failed(f"could not load the kernel: {_error_text(exc)}", env)
+
+        baseline: dict[str, Any] | None = None
+        if task.baseline_outputs and prepared.reference is None:
+            path = Path(task.baseline_outputs)
+            if not path.exists():
+                return EvaluationOutcome(
+                    correctness=CorrectnessResult(
+                        status=StageStatus.NOT_RUN,
+                        method="baseline",
+                        message="the baseline produced no expected outputs, so this candidate cannot be checked",
+                    ),
+                    performance=PerformanceResult(status=StageStatus.SKIPPED, message="correctness not established"),
+                    environment=env,
+                )
+            baseline = torch.load(path, weights_only=False)
+
+        correctness, first_inputs, saved = _check(task, corr, prepared, fn, device, tol, baseline)
+        if task.save_outputs and saved:
+            torch.save({"trials": saved}, task.save_outputs)
+
+        if not perf.enabled:
+            performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
+        elif correctness.status != StageStatus.PASSED:
+            performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: correctness did not pass")
+        else:
+            performance = _time(prepared, fn, first_inputs, device, perf, options)
+    env.update(clock_info(device))  # read after timing, so the clocks are those under load
+    return EvaluationOutcome(correctness=correctness, performance=performance, environment=env)
+
+
+def _check(
+    task: EvaluationTask,
+    corr: CorrectnessConfig,
+    prepared: _Prepared,
+    fn: Callable[..., Any],
+    device: torch.device,
+    tol: Tolerance,
+    baseline: dict[str, Any] | None,
+) -> tuple[CorrectnessResult, Any, list[dict[str, Any]]]:
+    trials = baseline["trials"] if baseline else [None] * corr.trials
+    if prepared.reference is not None:
+        method = "reference"
+    elif baseline is not None:
+        method = "baseline outputs"
+    else:
+        method = "self (no reference: outputs must be fully written and finite)"
+    details: list[dict[str, Any]] = []
+    saved: list[dict[str, Any]] = []
+    first_inputs: Any = None
+    for t, stored in enumerate(trials):
+        seed = corr.seed + t
+        seed_everything(seed)
+        if stored is not None:
+            inputs = to_device(stored["inputs"], device)
+        else:
+            inputs = to_device(list(prepared.get_inputs()), device)
+        if first_inputs is None:
+            first_inputs = inputs
+        expected = None
+        if prepared.reference is not None:
+            expected = _call(prepared.reference, list(clone(inputs)), prepared.output_args)
+            synchronize(device)
+        elif stored is not None:
+            expected = to_device(stored["expected"], device)
+        try:
+            actual = _run_candidate(prepared, fn, inputs, device, corr.poison_outputs)
+        except Exception as exc:
+            msg = f"trial {t} (seed {seed}): the kernel raised {_error_text(exc)}"
+            return (
+                CorrectnessResult(status=StageStatus.FAILED, method=method, trials=t + 1, message=msg, details=details),
+                first_inputs,
+                [],
+            )
+        problems = compare_outputs(expected, actual, tol) if expected is not None else nonfinite_problems(actual)
+        details.append({"trial": t, "seed": seed, "ok": not problems, "problems": problems[:5]})
+        if problems:
+            msg = f"trial {t} (seed {seed}): {problems[0]}"
+            return (
+                CorrectnessResult(status=StageStatus.FAILED, method=method, trials=t + 1, message=msg, details=details),
+                first_inputs,
+                [],
+            )
+        saved.append(
+            {
+                "inputs": to_device(inputs, torch.device("cpu")),
+                "expected": to_device(expected if expected is not None else actual, torch.device("cpu")),
+            }
+        )
+    atol, rtol = tol.atol, tol.rtol
+    tol_text = "per-dtype default tolerances" if atol is None and rtol is None else f"atol={atol} rtol={rtol}"
+    return (
+        CorrectnessResult(
+            status=StageStatus.PASSED,
+            method=method,
+            trials=len(trials),
+            message=f"{len(trials)} input sets matched ({method}; {tol_text}; outputs poisoned: {corr.poison_outputs})",
+            details=details,
+        ),
+        first_inputs,
+        saved,
+    )
+
+
+def _tensor_bytes(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_tensor_bytes(v) for v in value.values())
+    return 0
+
+
+def _time(
+    prepared: _Prepared,
+    fn: Callable[..., Any],
+    inputs: Any,
+    device: torch.device,
+    perf: PerformanceConfig,
+    options: HarnessOptions,
+) -> PerformanceResult:
+    timer = get_plugin_manager().get("timer", device.type)
+    settings = TimingSettings.from_performance(perf)
+    try:
+        clock = timer.clock(device, graph_replay=perf.graph_replay)
+        copies = input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings)
+        input_sets = [list(clone(inputs)) for _ in range(copies)]
+
+        def launch(i: int) -> None:
+            fn(*input_sets[i % copies])
+
+        run = measure(clock, launch, settings, copies)
+    except Exception as exc:
+        return PerformanceResult(
+            status=StageStatus.ERROR, timer=timer.name, message=f"timing failed: {_error_text(exc)}"
+        )
+    notes = [*options.timing_notes, *run.notes]
+    if perf.graph_replay and device.type == "cuda":
+        notes.append("graph replay: launches captured in a device graph")
+    return PerformanceResult(
+        status=StageStatus.PASSED,
+        timer=timer.name,
+        timing=summarize(run.samples_us, run.stop_reason),
+        samples_us=run.samples_us,
+        notes=notes,
+        timing_meaningful=options.timing_meaningful,
+        batch_size=run.batch_size,
+    )
+
+
+def _failed(message: str, env: dict[str, Any]) -> EvaluationOutcome:
+    return EvaluationOutcome(
+        correctness=CorrectnessResult(status=StageStatus.FAILED, message=message),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message="kernel could not be loaded"),
+        environment=env,
+    )
+
+
+def environment_info(device: torch.device) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "device": str(device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info["device_name"] = props.name
+        info["cuda_runtime"] = torch.version.cuda
+        info["hip_runtime"] = getattr(torch.version, "hip", None)
+        info["sm_count"] = props.multi_processor_count
+        info["l2_cache_bytes"] = getattr(props, "L2_cache_size", None)
+        info["arch"] = props.gcnArchName if torch.version.hip else f"sm_{props.major}{props.minor}"
+    else:
+        info["device_name"] = platform.processor() or platform.machine()
+    return info

@@ -1,0 +1,53 @@
+"""Registers the PyTorch kernel backend and the CPU and CUDA/ROCm timers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from magpie_core import hookimpl
+from magpie_core.config.kernel import KernelConfig
+from magpie_core.interfaces import KernelBackend
+from magpie_core.reports import EvaluationOutcome, EvaluationTask
+from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+from magpie_kernels_pytorch.timers import CpuTimer, CudaEventTimer
+
+
+def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..., Any]:
+    """``options.torch_compile: true`` or ``{mode: max-autotune, ...}``; type ``torch_compile`` implies it."""
+    setting = kernel.options.get("torch_compile", kernel.type == "torch_compile")
+    if not setting:
+        return fn
+    kwargs = setting if isinstance(setting, dict) else {}
+    return torch.compile(fn, **kwargs)
+
+
+class PyTorchBackend(KernelBackend):
+    name = "pytorch"
+    kernel_types = ("pytorch", "torch", "py", "torch_compile")
+    description = "PyTorch callables or nn.Modules, eager or torch.compile, on CPU, CUDA or ROCm"
+
+    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
+        kernel = KernelConfig.model_validate(task.kernel)
+        compiled = bool(kernel.options.get("torch_compile", kernel.type == "torch_compile"))
+        return evaluate_python_kernel(
+            task,
+            HarnessOptions(
+                backend=self.name,
+                wrap=compile_wrapper,
+                environment={"variant": "torch.compile" if compiled else "eager"},
+            ),
+        )
+
+
+@hookimpl
+def magpie_register_kernel_backends(register: Callable[[Any], None]) -> None:
+    register(PyTorchBackend())
+
+
+@hookimpl
+def magpie_register_timers(register: Callable[[Any], None]) -> None:
+    register(CpuTimer())
+    register(CudaEventTimer())

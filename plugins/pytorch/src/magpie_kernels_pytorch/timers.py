@@ -1,0 +1,165 @@
+"""Batch clocks for CPU and CUDA/ROCm devices (the primitive the core's timing method uses).
+
+CUDA/ROCm: device events around a batch of launches. Before the start event a
+short spin kernel (``torch.cuda._sleep``) holds the GPU while the host
+enqueues the whole batch, so host launch latency never lands inside the
+interval; its length adapts to the host enqueue time seen so far.
+Cold caches come from the core's rotating input copies, sized from
+``cache_bytes`` (the L2 size the device reports; the largest CPU cache).
+Optional graph replay captures the batch in a CUDA/HIP graph.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from magpie_core.interfaces import Timer
+from magpie_core.timing import Launch, measure
+
+_DEFAULT_LLC_BYTES = 32 * 1024 * 1024
+
+
+def _cpu_llc_bytes() -> int:
+    """Largest CPU cache size from sysfs (Linux), else 32 MiB."""
+    best = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best or _DEFAULT_LLC_BYTES
+
+
+class CpuClock:
+    """``perf_counter_ns`` around a batch of calls."""
+
+    def __init__(self) -> None:
+        self.cache_bytes = _cpu_llc_bytes()
+
+    def time_batch(self, launch: Launch, n: int) -> float:
+        start = time.perf_counter_ns()
+        for i in range(n):
+            launch(i)
+        return (time.perf_counter_ns() - start) / 1000
+
+    def host_overhead_us(self) -> float | None:
+        return None  # on the CPU, host time is the measurement
+
+
+class CudaClock:
+    """Device events around a batch, behind a spin guard; works for CUDA and ROCm builds."""
+
+    def __init__(self, device: torch.device, graph_replay: bool = False) -> None:
+        self.device = device
+        props = torch.cuda.get_device_properties(device)
+        self.cache_bytes = int(getattr(props, "L2_cache_size", 0) or 0) or 64 * 1024 * 1024
+        self.graph_replay = graph_replay
+        self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self._host_per_launch_us = 20.0
+        self._cycles_per_us = self._calibrate_sleep()
+
+    def _calibrate_sleep(self) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        cycles = 1_000_000
+        torch.cuda._sleep(cycles)  # warm
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        us = start.elapsed_time(end) * 1000
+        return cycles / max(us, 1.0)
+
+    def _guard(self, n: int) -> None:
+        guard_us = min(self._host_per_launch_us * n * 1.25 + 50.0, 200_000.0)
+        torch.cuda._sleep(int(guard_us * self._cycles_per_us))
+
+    def time_batch(self, launch: Launch, n: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if self.graph_replay:
+            graph = self._graph(launch, n)
+            self._guard(1)
+            start.record()
+            graph.replay()
+            end.record()
+        else:
+            self._guard(n)
+            host_start = time.perf_counter_ns()
+            start.record()
+            for i in range(n):
+                launch(i)
+            end.record()
+            self._host_per_launch_us = (time.perf_counter_ns() - host_start) / 1000 / n
+        end.synchronize()
+        return start.elapsed_time(end) * 1000
+
+    def _graph(self, launch: Launch, n: int) -> torch.cuda.CUDAGraph:
+        if n not in self._graphs:
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for i in range(2):  # warm-up on the capture stream
+                    launch(i)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(n):
+                    launch(i)
+            self._graphs[n] = graph
+        return self._graphs[n]
+
+    def host_overhead_us(self) -> float | None:
+        return None if self.graph_replay else self._host_per_launch_us
+
+
+class CpuTimer(Timer):
+    name = "cpu"
+    device_kinds = ("cpu",)
+    description = "perf_counter_ns around batches of launches"
+
+    def clock(self, device: torch.device, graph_replay: bool = False) -> CpuClock:
+        return CpuClock()
+
+    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
+        return measure(self.clock(torch.device("cpu")), lambda i: fn(), settings)
+
+
+class CudaEventTimer(Timer):
+    name = "cuda-events"
+    device_kinds = ("cuda",)
+    description = "device events around batches behind a spin guard; optional graph replay"
+
+    def clock(self, device: torch.device, graph_replay: bool = False) -> CudaClock:
+        return CudaClock(device, graph_replay)
+
+    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
+        return measure(self.clock(torch.device("cuda")), lambda i: fn(), settings)
+
+
+def clock_info(device: torch.device) -> dict[str, Any]:
+    """Clocks and driver, where readable (NVML through pynvml if installed)."""
+    info: dict[str, Any] = {}
+    if device.type != "cuda":
+        info["cpu_count"] = os.cpu_count()
+        return info
+    try:
+        import pynvml  # type: ignore[import-not-found]
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        info["sm_clock_mhz"] = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        info["mem_clock_mhz"] = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+        info["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        info["driver"] = pynvml.nvmlSystemGetDriverVersion()
+    except Exception as exc:  # NVML missing or not an NVIDIA GPU
+        info["clocks"] = f"not readable ({type(exc).__name__})"
+    return info

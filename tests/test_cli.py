@@ -1,0 +1,58 @@
+"""The CLI surface: version, gpu-info without a GPU, exit codes, workspaces."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+
+def test_version_both_ways(run_magpie):
+    result = run_magpie(["--version"])
+    assert result.returncode == 0 and result.stdout.startswith("magpie ")
+    console_script = shutil.which("magpie")
+    assert console_script, "the magpie console script is installed"
+
+
+def test_gpu_info_without_a_gpu_exits_zero(run_magpie):
+    result = run_magpie(["gpu-info", "--json"])
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert set(info) == {"gpus", "tools", "message"}
+    if not info["gpus"]:
+        assert info["message"] == "no GPU found on this machine"
+    tools = {t["name"] for t in info["tools"]}
+    assert "triton" in tools
+    text = run_magpie(["--gpu-info"])
+    assert text.returncode == 0
+
+
+def test_usage_errors_exit_2(run_magpie, tmp_path):
+    assert run_magpie(["analyze"]).returncode == 2
+    assert run_magpie(["analyze", "k.hip"]).returncode == 2  # source files need --testcase
+    missing = run_magpie(["analyze", "-k", str(tmp_path / "nope.yaml")])
+    assert missing.returncode == 2 and "nope.yaml: cannot read" in missing.stderr
+    assert run_magpie(["no-such-command"]).returncode == 2
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare", "benchmark", "gap", "plugins", "mcp", "gpu-info"])
+def test_every_command_has_help(run_magpie, command):
+    result = run_magpie([command, "--help"])
+    assert result.returncode == 0, result.stderr
+
+
+def test_workspace_holds_config_snapshot_report_and_logs(run_magpie, tmp_path):
+    import sys
+
+    cfg = tmp_path / "k.yaml"
+    cfg.write_text(f"kernel:\n  id: tc\n  type: pytorch\n  testcase_command: [{sys.executable}, -c, 'print(1)']\n")
+    result = run_magpie(["-o", str(tmp_path / "out"), "analyze", "-k", str(cfg), "--no-perf"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    (ws,) = (tmp_path / "out").iterdir()
+    assert ws.name.startswith("analyze_tc_")
+    assert {p.name for p in ws.iterdir()} >= {"config.yaml", "analyze_report.json", "logs", "tc"}
+    report = json.loads((ws / "analyze_report.json").read_text())
+    assert report["schema_version"] == "1.0" and report["mode"] == "analyze"
+    assert report["results"][0]["correctness_state"] == "SUCCESS"
+    assert (ws / "tc" / "testcase.log").read_text().strip().endswith("1")

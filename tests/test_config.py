@@ -1,0 +1,130 @@
+"""Configs: AMD Magpie files load unchanged; bad files get file, line, key path and a hint."""
+
+from __future__ import annotations
+
+import pytest
+
+from magpie_core.config import (
+    BenchmarkConfigFile,
+    ConfigError,
+    ConfigErrors,
+    FrameworkConfig,
+    KernelConfigFile,
+    load_config,
+)
+
+from .conftest import DATA
+
+AMD = DATA / "amd_magpie"
+
+
+def test_amd_analyze_yaml_loads():
+    cfg = load_config(KernelConfigFile, AMD / "analyze_latency.yaml")
+    (kernel,) = cfg.all_kernels()
+    assert (kernel.id, kernel.type, kernel.testcase_commands()) == ("vector_add", "hip", [["./vector_add"]])
+    assert cfg.latency is not None and cfg.latency.method == "kernel_trace"
+
+
+def test_amd_compare_yaml_with_bench_target_loads():
+    cfg = load_config(KernelConfigFile, AMD / "compare_triton_blocksize.yaml")
+    kernels = cfg.all_kernels()
+    assert [k.id for k in kernels] == ["triton_vector_add_block256", "triton_vector_add_block1024"]
+    assert kernels[1].bench_target.callable == "triton_vector_add_block1024"
+    assert kernels[0].uses_harness
+    assert kernels[0].testcase_commands() == [["python", "-m", "triton_vector_add", "--check"]]
+
+
+def test_amd_kernel_config_example_commands_and_blocks():
+    cfg = load_config(KernelConfigFile, AMD / "kernel_config_example.yaml")
+    base, v1 = cfg.all_kernels()
+    assert base.compile_commands() == [["hipcc", "-O3", "--offload-arch=gfx942", "gemm.hip", "-o", "gemm_baseline"]]
+    assert v1.compile_commands()[1] == ["strip", "gemm_v1"]
+    assert base.env == {"HIP_VISIBLE_DEVICES": "0"}
+    perf = cfg.effective_performance(base)
+    assert perf.backend == "rocprof_compute"
+    assert perf.profiler_options("rocprof-compute")["metric_blocks"] == ["1", "2", "5"]
+    assert perf.profiler_options("ncu")["args"] == ["--target-processes", "all"]
+    assert cfg.effective_correctness(base).accordo.atol == 1e-6
+    assert cfg.scheduler.environment == "ray"
+
+
+def test_amd_benchmark_yamls_load():
+    dsr1 = load_config(BenchmarkConfigFile, AMD / "benchmark_vllm_dsr1.yaml").benchmark
+    assert dsr1.framework == "vllm" and dsr1.envs["TP"] == 8 and dsr1.envs["RANDOM_RANGE_RATIO"] == 0.8
+    assert dsr1.gap_analysis.top_k == 100 and dsr1.profiler.torch_profiler.enabled is False
+    tl = load_config(BenchmarkConfigFile, AMD / "benchmark_vllm_tracelens.yaml").benchmark
+    assert tl.profiler.tracelens.enabled and tl.profiler.tracelens.analysis_stages == "all"
+    assert tl.gap_analysis.trace_start_pct == 10
+
+
+def test_benchmark_envs_default_like_amd_magpie(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text("benchmark:\n  framework: sglang\n  model: m\n")
+    envs = load_config(BenchmarkConfigFile, path).benchmark.envs
+    assert envs == {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "RANDOM_RANGE_RATIO": 0.5}
+
+
+def test_amd_framework_config_loads():
+    cfg = load_config(FrameworkConfig, AMD / "config.yaml")
+    assert cfg.scheduler.max_workers == 8
+    assert cfg.performance.profiler_options("ncu")["args"] == ["--target-processes", "all"]
+
+
+def test_unknown_key_names_file_line_path_and_suggestion(tmp_path):
+    path = tmp_path / "k.yaml"
+    path.write_text("kernels:\n  - id: a\n    type: pytorch\n  - id: b\n    type: pytorch\n    testcase_comand: ./x\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(KernelConfigFile, path)
+    err = info.value
+    assert (err.file, err.line, err.path) == (str(path), 6, ("kernels", 1, "testcase_comand"))
+    assert str(err) == f"{path}:6: kernels[1].testcase_comand: unknown key 'testcase_comand' (did you mean 'testcase_command'?)"
+
+
+def test_wrong_type_is_located(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text("benchmark:\n  framework: vllm\n  gap_analysis:\n    top_k: lots\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(BenchmarkConfigFile, path)
+    assert info.value.line == 4 and info.value.path == ("benchmark", "gap_analysis", "top_k")
+    assert "valid integer" in info.value.problem
+
+
+def test_several_errors_are_all_reported(tmp_path):
+    path = tmp_path / "k.yaml"
+    path.write_text("kernel:\n  id: a\n  typo_one: 1\ncorrectness:\n  trials: 0\n")
+    with pytest.raises(ConfigErrors) as info:
+        load_config(KernelConfigFile, path)
+    text = str(info.value)
+    assert f"{path}:3: kernel.typo_one: unknown key" in text
+    assert f"{path}:5: correctness.trials: Input should be greater than or equal to 1" in text
+
+
+def test_env_expansion_and_missing_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAGPIE_TEST_MODEL", "/models/llama")
+    path = tmp_path / "b.yaml"
+    path.write_text("benchmark:\n  framework: vllm\n  model: ${MAGPIE_TEST_MODEL}\n  docker_image: ${NO_SUCH_VAR_X:-rocm/vllm}\n")
+    cfg = load_config(BenchmarkConfigFile, path).benchmark
+    assert cfg.model == "/models/llama" and cfg.docker_image == "rocm/vllm"
+    path.write_text("benchmark:\n  framework: vllm\n\n  model: ${NO_SUCH_VAR_X}\n")
+    with pytest.raises(ConfigError, match=r"b.yaml:4: benchmark.model: environment variable NO_SUCH_VAR_X is not set"):
+        load_config(BenchmarkConfigFile, path)
+
+
+def test_broken_yaml_and_duplicates_are_located(tmp_path):
+    path = tmp_path / "k.yaml"
+    path.write_text("kernel:\n  id: a\n  env: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"k.yaml:4: invalid YAML"):
+        load_config(KernelConfigFile, path)
+    path.write_text("kernel:\n  id: a\n  id: b\n")
+    with pytest.raises(ConfigError, match=r"k.yaml:3: kernel: duplicate key 'id'"):
+        load_config(KernelConfigFile, path)
+
+
+def test_semantic_checks(tmp_path):
+    path = tmp_path / "k.yaml"
+    path.write_text("kernels:\n  - id: a\n  - id: a\n")
+    with pytest.raises(ConfigError, match="kernel ids must be unique; repeated: a"):
+        load_config(KernelConfigFile, path)
+    path.write_text("performance:\n  backend: events\n")
+    with pytest.raises(ConfigError, match="no kernels"):
+        load_config(KernelConfigFile, path)

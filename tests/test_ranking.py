@@ -1,0 +1,94 @@
+"""compare: identical inputs, baseline outputs as the check, speedup intervals and verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.pipelines.kernels import compare
+from magpie_core.stats import Verdict, median_ci, sample_until_stable, speedup, summarize, SamplingSettings
+
+from .conftest import DATA
+
+KERNELS = DATA / "kernels"
+PERF = {"budget_seconds": 4, "warmup_ms": 20, "min_samples": 20, "target_rse": 0.005}
+
+
+def _variant(kid: str, fn: str, **extra) -> KernelConfig:
+    return KernelConfig(id=kid, type="pytorch", entry=f"costs.py:{fn}", **extra)
+
+
+def test_verdicts_on_known_relative_costs(tmp_path):
+    file = KernelConfigFile(
+        kernels=[
+            _variant("single", "single_work"),
+            _variant("double", "double_work"),
+            _variant("single_again", "single_work_again"),
+        ],
+        performance=PERF,
+    )
+    report = compare(file, config_dir=KERNELS, output_dir=tmp_path, baseline="single", min_effect=0.25)
+    by_id = {e.kernel_id: e for e in report.ranking}
+    assert by_id["single"].verdict == "BASELINE"
+    assert by_id["double"].verdict == "SLOWER"
+    assert by_id["double"].speedup < 0.8 and by_id["double"].speedup_ci95[1] < 1
+    assert by_id["single_again"].verdict == "SAME"
+    assert report.ranking[-1].kernel_id == "double"
+    # no reference given: every candidate was checked against the baseline's outputs on the baseline's inputs
+    for result in report.results.kernel_results:
+        assert result.correctness.status.value == "passed"
+    methods = {r.kernel_id: r.correctness.method for r in report.results.kernel_results}
+    assert methods["double"] == "baseline outputs" and methods["single_again"] == "baseline outputs"
+    saved = json.loads((tmp_path / report.workspace / "compare_report.json").read_text())
+    assert saved["results"]["winner"] in (0, 2, None)  # the two single-work variants are within noise
+    assert saved["results"]["comparison_metrics"]["all_correct"] is True
+    assert "SAME" not in saved["verdict"] and (saved["winner_id"] is None or "faster" in saved["verdict"])
+
+
+def test_a_wrong_candidate_is_never_ranked(tmp_path):
+    file = KernelConfigFile(
+        kernels=[
+            KernelConfig(id="base", type="pytorch", entry="faulty.py:good", get_inputs="get_inputs"),
+            KernelConfig(id="wrong", type="pytorch", entry="faulty.py:wrong_values"),
+            KernelConfig(id="partial", type="pytorch", entry="faulty.py:partial_write"),
+        ],
+        performance={"budget_seconds": 1, "min_samples": 5},
+    )
+    report = compare(file, config_dir=KERNELS, output_dir=tmp_path)
+    assert [e.kernel_id for e in report.ranking] == ["base"]
+    reasons = {u["kernel_id"]: u["reason"] for u in report.unranked}
+    assert "mismatch at index (3, 7)" in reasons["wrong"]
+    assert "non-finite" in reasons["partial"]
+    assert report.winner_id == "base"
+
+
+def test_median_ci_covers_the_true_median():
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(400):
+        samples = np.sort(rng.lognormal(mean=0.0, sigma=0.5, size=60))
+        lo, hi = median_ci(samples)
+        hits += lo <= 1.0 <= hi  # the lognormal's median is exp(0) = 1
+    assert 0.92 <= hits / 400 <= 0.995
+
+
+def test_speedup_verdicts_on_synthetic_samples():
+    rng = np.random.default_rng(2)
+    base = rng.normal(100, 2, 200)
+    assert speedup(base, rng.normal(50, 1, 200)).verdict == Verdict.FASTER
+    assert speedup(base, rng.normal(200, 4, 200)).verdict == Verdict.SLOWER
+    assert speedup(base, rng.normal(100, 2, 200)).verdict == Verdict.SAME
+    tiny = speedup(base, rng.normal(99.5, 0.01, 200))  # "significant" but below min_effect
+    assert tiny.verdict == Verdict.SAME
+
+
+def test_sampling_stops_for_the_right_reason():
+    rng = np.random.default_rng(3)
+    samples, reason = sample_until_stable(lambda: float(rng.normal(10, 0.01)), SamplingSettings(min_samples=10))
+    assert reason == "converged" and len(samples) < 100
+    samples, reason = sample_until_stable(lambda: float(rng.lognormal(0, 2)), SamplingSettings(max_samples=50, budget_seconds=60))
+    assert reason == "max_samples" and len(samples) == 50
+    stats = summarize(samples, reason)
+    assert stats.p5 <= stats.median <= stats.p95 and stats.ci95_low <= stats.median <= stats.ci95_high
