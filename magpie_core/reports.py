@@ -124,6 +124,7 @@ class ParsedKernelName(Model):
 
     name: str
     family: str  # which parser family: cublas, ck_tile, triton, ...
+    kind: str | None = None  # how it was built: triton_jit, inductor, aten_native, tensile_gemm, hip_cpp, ...
     category: str = (
         "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
     )

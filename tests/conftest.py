@@ -64,3 +64,6 @@ def third_party_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
     )
     return target
+
+# tests/data holds fixture trees (e.g. miniature checkouts with their own tests/): never collect them
+collect_ignore_glob = ["data/*"]

@@ -67,11 +67,26 @@ class GapAnalysisConfig(StrictModel):
     auto_clone_repos: bool = Field(True, description="accepted for AMD Magpie files; magpie clones only with --clone")
     repos_base_dir: str | None = None
     no_rank_csv: bool = False
+    # magpie's own
+    window_annotation: str | None = Field(
+        None, description="analyze only inside record_function / user annotation ranges of this name (glob with *)"
+    )
+    window_start_us: float | None = Field(None, ge=0, description="window start, microseconds from trace start")
+    window_end_us: float | None = Field(None, gt=0, description="window end, microseconds from trace start")
+    clone_repos: bool = Field(False, description="let the source finder clone known upstreams (network)")
+    workers: int | None = Field(None, ge=1, description="ranks analyzed in parallel (default: CPU count)")
+    top_gaps: int = Field(10, ge=0, description="largest GPU idle gaps reported per device")
 
     @model_validator(mode="after")
     def _window(self) -> GapAnalysisConfig:
         if self.trace_start_pct >= self.trace_end_pct:
             raise ValueError("trace_start_pct must be below trace_end_pct")
+        if (
+            self.window_start_us is not None
+            and self.window_end_us is not None
+            and self.window_start_us >= self.window_end_us
+        ):
+            raise ValueError("window_start_us must be below window_end_us")
         return self
 
 
