@@ -161,7 +161,7 @@ class SloConfig(StrictModel):
 
 
 class BenchmarkConfig(StrictModel):
-    framework: str = "sglang"
+    framework: str | None = Field(None, description="serving framework plugin name")
     model: str = ""
     precision: str = "fp8"
     run_mode: Literal["docker", "local", "ray", "external"] = "docker"

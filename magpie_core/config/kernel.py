@@ -54,7 +54,7 @@ class PerformanceConfig(StrictModel):
     """How a kernel is timed, and which profiler (if any) collects counters.
 
     Keys whose values are mappings and that are not fields below are option
-    blocks for profiler plugins (AMD Magpie's ``ncu:``, ``rocprof_compute:``,
+    blocks for profiler plugins (AMD Magpie's per-profiler blocks such as
     ``metrix:``); they are checked by the profiler that is selected.
     """
 
@@ -85,7 +85,7 @@ class PerformanceConfig(StrictModel):
         return self
 
     def profiler_options(self, name: str) -> dict[str, Any]:
-        """Options for profiler ``name`` (``rocprof-compute`` also finds ``rocprof_compute``)."""
+        """Options for profiler ``name``; a dashed name also finds its underscored block."""
         extra = self.model_extra or {}
         return dict(extra.get(name) or extra.get(name.replace("-", "_")) or {})
 
