@@ -26,12 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 #: common short English words, each one token in most BPE vocabularies
-_WORDS = (
-    "the of and to in is was for on that with as by at from his her it an were are which this be or has had "
-    "not but one new first all their been also time two after can year more other its into people when city "
-    "than some would only there her most over such where made many known these she may during part later "
-    "team used while three world both between including under each then high well said school film state"
-).split()
+_WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his", "her", "it", "an", "were", "are", "which", "this", "be", "or", "has", "had", "not", "but", "one", "new", "first", "all", "their", "been", "also", "time", "two", "after", "can", "year", "more", "other", "its", "into", "people", "when", "city", "than", "some", "would", "only", "there", "her", "most", "over", "such", "where", "made", "many", "known", "these", "she", "may", "during", "part", "later", "team", "used", "while", "three", "world", "both", "between", "including", "under", "each", "then", "high", "well", "said", "school", "film", "state"]
 
 
 class Tokenizer(Protocol):
