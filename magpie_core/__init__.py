@@ -11,6 +11,6 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-from magpie_core.hookspecs import hookimpl
+from magpie_core.hookspecs import hookimpl  # noqa: E402
 
 __all__ = ["__version__", "hookimpl"]

@@ -10,7 +10,7 @@ per-kernel tolerances and timing settings, and an explicit ``baseline``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 

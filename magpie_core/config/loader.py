@@ -201,7 +201,10 @@ def _real_loc(data: Any, loc: Loc) -> Loc:
     kept: list[str | int] = []
     current = data
     for part in loc:
-        if (isinstance(current, dict) and part in current) or (isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)):
+        if isinstance(current, dict) and part in current:
+            kept.append(part)
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
             kept.append(part)
             current = current[part]
         elif isinstance(current, dict) and isinstance(part, str) and part == loc[-1]:
