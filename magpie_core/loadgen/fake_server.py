@@ -8,7 +8,7 @@ delays do not drift), then a usage chunk and ``[DONE]``. The server notes
 when it received each request and when it wrote each chunk, on the same
 monotonic clock as ``time.perf_counter`` in other processes on this machine;
 ``GET /fake/stats`` returns those records, keyed by the prompt's first 64
-characters. ``/health``, ``/v1/models``, ``/start_profile`` and
+characters. With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health``, ``/v1/models``, ``/start_profile`` and
 ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
+import os
+import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 perf_counter = time.perf_counter
@@ -37,6 +41,17 @@ class FakeSettings:
     records: list[dict[str, Any]] = field(default_factory=list)
     profiling: bool = False
     profile_calls: list[str] = field(default_factory=list)
+    profile_dir: str | None = None
+
+
+def _write_trace(folder: str) -> None:
+    """A minimal Chrome trace, as a torch profiler would leave one."""
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    events = [{"ph": "X", "cat": "kernel", "name": "fake_kernel", "ts": 10.0 * i, "dur": 5.0, "pid": 0, "tid": 7}
+              for i in range(10)]
+    with gzip.open(path / f"fake_{os.getpid()}.pt.trace.json.gz", "wt") as fh:
+        json.dump({"traceEvents": events}, fh)
 
 
 def _chunk(obj: dict[str, Any]) -> bytes:
@@ -119,6 +134,8 @@ def make_handler(s: FakeSettings) -> Any:
                 elif path in ("/start_profile", "/stop_profile"):
                     s.profiling = path == "/start_profile"
                     s.profile_calls.append(path)
+                    if path == "/stop_profile" and s.profile_dir:
+                        _write_trace(s.profile_dir)
                     writer.write(_simple(200, {}))
                 elif path == "/fake/stats":
                     writer.write(_simple(200, {"records": s.records, "profile_calls": s.profile_calls}))
@@ -153,11 +170,17 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--itl-ms", type=float, default=20.0)
     parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--profile-dir", default=os.environ.get("FAKE_PROFILE_DIR"),
+                        help="write a small trace here on /stop_profile")
+    parser.add_argument("--exit-after-s", type=float, default=None, help="crash on purpose after this long")
     args = parser.parse_args()
-    settings = FakeSettings(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, model=args.model)
+    settings = FakeSettings(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, model=args.model, profile_dir=args.profile_dir)
+    if args.exit_after_s is not None:
+        threading.Timer(args.exit_after_s, lambda: os._exit(3)).start()
     print(f"fake server on 127.0.0.1:{args.port}", flush=True)
     try:
-        asyncio.run(serve("127.0.0.1", args.port, settings))
+        asyncio.run(serve(args.host, args.port, settings))
     except KeyboardInterrupt:
         pass
 

@@ -215,8 +215,13 @@ class _ResponseStream(httpx.AsyncByteStream):
         self._stream = stream
 
     async def __aiter__(self) -> Any:
-        async for part in self._stream:
-            yield part
+        try:
+            async for part in self._stream:
+                yield part
+        except httpcore.TimeoutException as exc:
+            raise httpx.ReadTimeout(str(exc)) from exc
+        except (httpcore.NetworkError, httpcore.ProtocolError) as exc:
+            raise httpx.RemoteProtocolError(str(exc)) from exc
 
     async def aclose(self) -> None:
         if hasattr(self._stream, "aclose"):
@@ -250,8 +255,8 @@ class TimedTransport(httpx.AsyncBaseTransport):
             resp = await self._pool.handle_async_request(req)
         except httpcore.TimeoutException as exc:
             raise httpx.TimeoutException(str(exc), request=request) from exc
-        except httpcore.NetworkError as exc:
-            raise httpx.TransportError(str(exc)) from exc
+        except (httpcore.NetworkError, httpcore.ProtocolError) as exc:
+            raise httpx.ConnectError(str(exc)) from exc
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,

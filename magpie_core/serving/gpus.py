@@ -94,7 +94,7 @@ def select_gpus(
     lock_dir: Path | None = None,
 ) -> GpuLease:
     """Pin ``pinned`` or lock ``count`` idle GPUs among ``gpus``; a lease with nothing when none exist."""
-    lock_dir = lock_dir or state_dir() / "gpu-locks"
+    lock_dir = Path(lock_dir) if lock_dir else state_dir() / "gpu-locks"
     vendors = {getattr(g, "vendor", None) for g in gpus}
     vendor = next(iter(vendors)) if len(vendors) == 1 else None
     env_name = next((getattr(g, "visible_devices_env", None) for g in gpus if getattr(g, "visible_devices_env", None)),
