@@ -40,9 +40,20 @@ def free_port() -> int:
 def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, warmup: int) -> dict:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "magpie_core.loadgen.fake_server", "--port", str(port),
-         "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "magpie_core.loadgen.fake_server",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         for _ in range(100):
@@ -51,10 +62,18 @@ def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, w
                 break
             except OSError:
                 time.sleep(0.1)
-        reqs = [SampleRequest(prompt=f"request {i:06d} " + "x " * 8, prompt_len=10, expected_output_len=tokens)
-                for i in range(streams)]
-        spec = LoadSpec(base_url=f"http://127.0.0.1:{port}", model="fake-model", requests=reqs,
-                        request_rate=rate, max_concurrency=streams, warmup_requests=warmup)
+        reqs = [
+            SampleRequest(prompt=f"request {i:06d} " + "x " * 8, prompt_len=10, expected_output_len=tokens)
+            for i in range(streams)
+        ]
+        spec = LoadSpec(
+            base_url=f"http://127.0.0.1:{port}",
+            model="fake-model",
+            requests=reqs,
+            request_rate=rate,
+            max_concurrency=streams,
+            warmup_requests=warmup,
+        )
         load = run_load(spec)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/fake/stats", timeout=10) as resp:
             records = json.loads(resp.read())["records"]
@@ -63,7 +82,7 @@ def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, w
         server.wait(10)
     by_key = {r["key"]: r for r in records}
     ttft_err, itl_err, ttft_meas = [], [], []
-    for req, res in zip(reqs, load.results):
+    for req, res in zip(reqs, load.results, strict=True):
         rec = by_key[str(req.prompt)[:64]]
         sends = rec["sends"]
         first = res.start_time + res.ttft
@@ -71,14 +90,27 @@ def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, w
         ttft_meas.append(res.ttft * 1000)
         for k, gap in enumerate(res.itl, start=1):
             itl_err.append((gap - (sends[k] - sends[k - 1])) * 1000)
+
     def stats(xs):
         a = np.abs(np.asarray(xs))
-        return {"n": len(xs), "mean_abs_ms": float(a.mean()), "p50_abs_ms": float(np.percentile(a, 50)),
-                "p99_abs_ms": float(np.percentile(a, 99)), "max_abs_ms": float(a.max())}
+        return {
+            "n": len(xs),
+            "mean_abs_ms": float(a.mean()),
+            "p50_abs_ms": float(np.percentile(a, 50)),
+            "p99_abs_ms": float(np.percentile(a, 99)),
+            "max_abs_ms": float(a.max()),
+        }
+
     return {
-        "streams": streams, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "tokens": tokens,
-        "request_rate": rate, "clock": load.clock, "failed": sum(not r.success for r in load.results),
-        "ttft_error": stats(ttft_err), "itl_error": stats(itl_err),
+        "streams": streams,
+        "ttft_ms": ttft_ms,
+        "itl_ms": itl_ms,
+        "tokens": tokens,
+        "request_rate": rate,
+        "clock": load.clock,
+        "failed": sum(not r.success for r in load.results),
+        "ttft_error": stats(ttft_err),
+        "itl_error": stats(itl_err),
         "measured_ttft_mean_ms": float(np.mean(ttft_meas)),
     }
 
@@ -94,13 +126,18 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = [run(n, args.ttft_ms, args.itl_ms, args.tokens, args.rate, args.warmup) for n in args.streams]
-    print("| streams | rate | TTFT/ITL set (ms) | clock | failed | TTFT err p50/p99/max (ms) | ITL err p50/p99/max (ms) |")
+    print(
+        "| streams | rate | TTFT/ITL set (ms) | clock | failed | TTFT err p50/p99/max (ms) | ITL err p50/p99/max (ms) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         t, i = r["ttft_error"], r["itl_error"]
-        print(f"| {r['streams']} | {r['request_rate']} | {r['ttft_ms']:g}/{r['itl_ms']:g} | {r['clock']} | {r['failed']} "
-              f"| {t['p50_abs_ms']:.3f}/{t['p99_abs_ms']:.3f}/{t['max_abs_ms']:.3f} "
-              f"| {i['p50_abs_ms']:.3f}/{i['p99_abs_ms']:.3f}/{i['max_abs_ms']:.3f} |")
+        print(
+            f"| {r['streams']} | {r['request_rate']} | {r['ttft_ms']:g}/{r['itl_ms']:g} | {r['clock']} "
+            f"| {r['failed']} "
+            f"| {t['p50_abs_ms']:.3f}/{t['p99_abs_ms']:.3f}/{t['max_abs_ms']:.3f} "
+            f"| {i['p50_abs_ms']:.3f}/{i['p99_abs_ms']:.3f}/{i['max_abs_ms']:.3f} |"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -24,8 +24,19 @@ class FakeFramework(ServingFramework):
         self.exit_after_s = exit_after_s
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [sys.executable, "-m", "magpie_core.loadgen.fake_server", "--host", host, "--port", str(port),
-                "--ttft-ms", "20", "--itl-ms", "2"]
+        argv = [
+            sys.executable,
+            "-m",
+            "magpie_core.loadgen.fake_server",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            "2",
+        ]
         return argv + (["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else [])
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
@@ -33,10 +44,16 @@ class FakeFramework(ServingFramework):
 
 
 def config(**kw: Any) -> BenchmarkConfig:
-    base = {"framework": "fake", "model": "fake-model", "run_mode": "local", "precision": "bf16",
-            "envs": {"CONC": 4, "ISL": 16, "OSL": 8, "NUM_PROMPTS": 12, "RANDOM_RANGE_RATIO": 0},
-            "load": {"concurrencies": [1, 4], "warmup_requests": 1, "progress": False, "save_requests": True},
-            "gpu_selection": {"devices": None}, "stop_grace_s": 5}
+    base = {
+        "framework": "fake",
+        "model": "fake-model",
+        "run_mode": "local",
+        "precision": "bf16",
+        "envs": {"CONC": 4, "ISL": 16, "OSL": 8, "NUM_PROMPTS": 12, "RANDOM_RANGE_RATIO": 0},
+        "load": {"concurrencies": [1, 4], "warmup_requests": 1, "progress": False, "save_requests": True},
+        "gpu_selection": {"devices": None},
+        "stop_grace_s": 5,
+    }
     base.update(kw)
     return BenchmarkConfig.model_validate(base)
 
@@ -46,8 +63,20 @@ def test_measurement_and_diagnostic_in_one_report(tmp_path):
     ws = Path(report.workspace_dir)
     assert ws.name.startswith("benchmark_fake_") and (ws / "config.yaml").exists() and (ws / "server.log").exists()
     data = json.loads((ws / "benchmark_report.json").read_text())
-    for key in ("success", "framework", "model", "config", "throughput", "latency", "errors", "execution_time",
-                "workspace_dir", "profiling_enabled", "run_kind", "gap_analysis"):
+    for key in (
+        "success",
+        "framework",
+        "model",
+        "config",
+        "throughput",
+        "latency",
+        "errors",
+        "execution_time",
+        "workspace_dir",
+        "profiling_enabled",
+        "run_kind",
+        "gap_analysis",
+    ):
         assert key in data
     assert [p["concurrency"] for p in data["points"]] == [1, 4]
     assert data["summary_point"] == 1
@@ -74,16 +103,20 @@ def test_measurement_and_diagnostic_in_one_report(tmp_path):
 
 
 def test_measurement_only_has_no_profiler(tmp_path):
-    report = run_benchmark(config(run_kind="measurement", load={"progress": False}), tmp_path,
-                           framework_component=FakeFramework())
+    report = run_benchmark(
+        config(run_kind="measurement", load={"progress": False}), tmp_path, framework_component=FakeFramework()
+    )
     assert report.success, report.errors
     assert report.diagnostic is None and report.profiling_enabled is False
     assert "--profile-dir" not in report.server["argv"]
 
 
 def test_crashing_server_fails_clearly_and_keeps_measurements(tmp_path):
-    cfg = config(run_kind="measurement", envs={"CONC": 2, "ISL": 8, "OSL": 200, "NUM_PROMPTS": 6},
-                 load={"concurrencies": [2, 2, 2], "progress": False})
+    cfg = config(
+        run_kind="measurement",
+        envs={"CONC": 2, "ISL": 8, "OSL": 200, "NUM_PROMPTS": 6},
+        load={"concurrencies": [2, 2, 2], "progress": False},
+    )
     report = run_benchmark(cfg, tmp_path, framework_component=FakeFramework(exit_after_s=2.5))
     assert report.success is False
     assert any("exited" in e or "failed" in e for e in report.errors), report.errors
@@ -95,12 +128,26 @@ def test_external_mode(tmp_path):
     from magpie_core.serving.server import free_port
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "magpie_core.loadgen.fake_server", "--port", str(port),
-                               "--ttft-ms", "5", "--itl-ms", "1"], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "magpie_core.loadgen.fake_server",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            "5",
+            "--itl-ms",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         server.stdout.readline()
-        cfg = config(run_mode="external", base_url=f"http://127.0.0.1:{port}", run_kind="measurement",
-                     load={"progress": False})
+        cfg = config(
+            run_mode="external", base_url=f"http://127.0.0.1:{port}", run_kind="measurement", load={"progress": False}
+        )
         report = run_benchmark(cfg, tmp_path)
         assert report.success, report.errors
         assert report.throughput["completed_requests"] == 12 and report.server == {"external": True}
@@ -118,7 +165,9 @@ def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):
     cfg = load_benchmark_config(path)
     points = plan_points(cfg)
     assert [(p.concurrency, p.input_len, p.output_len, p.num_prompts) for p in points] == [
-        (4, 128, 32, 40), (16, 128, 512, 5)]
+        (4, 128, 32, 40),
+        (16, 128, 512, 5),
+    ]
     cfg = apply_overrides(cfg, "vllm", {"tp": 4, "concurrency": 2, "base_url": "http://h:1", "torch_profiler": False})
     assert cfg.framework == "vllm" and cfg.envs["TP"] == 4 and cfg.envs["CONC"] == 2
     assert cfg.run_mode == "external" and cfg.profiler.torch_profiler.enabled is False
@@ -132,8 +181,9 @@ def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):
 
 def test_cli_usage_errors(tmp_path):
     magpie = [sys.executable, "-m", "magpie_core"]
-    out = subprocess.run([*magpie, "benchmark", "nosuch", "-m", "x", "-o", str(tmp_path)], capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [*magpie, "benchmark", "nosuch", "-m", "x", "-o", str(tmp_path)], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "nosuch" in out.stderr
     out = subprocess.run([*magpie, "benchmark", "vllm", "-m", "x", "--run-mode", "ray"], capture_output=True, text=True)
     assert out.returncode == 2 and "ray" in out.stderr

@@ -41,7 +41,7 @@ class WordTok:
     """A toy tokenizer: token i is the word 'w<i>'; a BOS is added when asked."""
 
     vocab_size = 300
-    all_special_ids = [0, 1]
+    all_special_ids = (0, 1)
 
     def num_special_tokens_to_add(self) -> int:
         return 1

@@ -9,8 +9,15 @@ from magpie_core.loadgen.metrics import compute_metrics, summarize
 
 
 def ok(ttft: float, itl: list[float], out: int | None, prompt: int = 10, chunks: int | None = None) -> RequestResult:
-    return RequestResult(success=True, prompt_len=prompt, output_tokens=out, ttft=ttft, itl=itl,
-                         latency=ttft + sum(itl), chunks=chunks if chunks is not None else len(itl) + 1)
+    return RequestResult(
+        success=True,
+        prompt_len=prompt,
+        output_tokens=out,
+        ttft=ttft,
+        itl=itl,
+        latency=ttft + sum(itl),
+        chunks=chunks if chunks is not None else len(itl) + 1,
+    )
 
 
 def test_hand_computed():

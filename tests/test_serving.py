@@ -23,23 +23,48 @@ NVIDIA_SMI = """0, NVIDIA H200, GPU-5a1b, 143771, 1, 0, 570.133.20, 9.0
 1, NVIDIA H200, GPU-6c2d, 143771, 120000, 97, 570.133.20, 9.0
 2, NVIDIA H200, GPU-7e3f, 143771, 4, 0, 570.133.20, 9.0
 """
-AMD_SMI_STATIC = json.dumps({"gpu_data": [
-    {"gpu": 0, "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
-     "driver": {"name": "amdgpu", "version": "6.10.5"}},
-    {"gpu": 1, "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
-     "driver": {"name": "amdgpu", "version": "6.10.5"}},
-]})
-AMD_SMI_METRIC = json.dumps([
-    {"gpu": 0, "usage": {"gfx_activity": {"value": 0, "unit": "%"}},
-     "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 283, "unit": "MB"}}},
-    {"gpu": 1, "usage": {"gfx_activity": {"value": "N/A", "unit": "%"}},
-     "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 190000, "unit": "MB"}}},
-])
-ROCM_SMI = json.dumps({
-    "card0": {"GPU use (%)": "0", "VRAM Total Memory (B)": "206141652992", "VRAM Total Used Memory (B)": "296775680",
-              "Card Series": "AMD Instinct MI300X", "GFX Version": "gfx942"},
-    "system": {"Driver version": "6.10.5"},
-})
+AMD_SMI_STATIC = json.dumps(
+    {
+        "gpu_data": [
+            {
+                "gpu": 0,
+                "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
+                "driver": {"name": "amdgpu", "version": "6.10.5"},
+            },
+            {
+                "gpu": 1,
+                "asic": {"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"},
+                "driver": {"name": "amdgpu", "version": "6.10.5"},
+            },
+        ]
+    }
+)
+AMD_SMI_METRIC = json.dumps(
+    [
+        {
+            "gpu": 0,
+            "usage": {"gfx_activity": {"value": 0, "unit": "%"}},
+            "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 283, "unit": "MB"}},
+        },
+        {
+            "gpu": 1,
+            "usage": {"gfx_activity": {"value": "N/A", "unit": "%"}},
+            "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 190000, "unit": "MB"}},
+        },
+    ]
+)
+ROCM_SMI = json.dumps(
+    {
+        "card0": {
+            "GPU use (%)": "0",
+            "VRAM Total Memory (B)": "206141652992",
+            "VRAM Total Used Memory (B)": "296775680",
+            "Card Series": "AMD Instinct MI300X",
+            "GFX Version": "gfx942",
+        },
+        "system": {"Driver version": "6.10.5"},
+    }
+)
 
 
 def test_nvidia_parse_and_auto_selection_with_locks(tmp_path):
@@ -47,7 +72,10 @@ def test_nvidia_parse_and_auto_selection_with_locks(tmp_path):
 
     gpus = parse_query_csv(NVIDIA_SMI)
     assert [(g.index, g.arch, g.memory_total_mib, g.utilization_pct) for g in gpus] == [
-        (0, "sm_90", 143771, 0.0), (1, "sm_90", 143771, 97.0), (2, "sm_90", 143771, 0.0)]
+        (0, "sm_90", 143771, 0.0),
+        (1, "sm_90", 143771, 97.0),
+        (2, "sm_90", 143771, 0.0),
+    ]
     first = select_gpus(gpus, 1, lock_dir=tmp_path)
     assert first.indices == [0] and first.env() == {"CUDA_VISIBLE_DEVICES": "0"}
     second = select_gpus(gpus, 1, lock_dir=tmp_path)  # GPU 0 is locked, GPU 1 is busy
@@ -61,10 +89,12 @@ def test_nvidia_parse_and_auto_selection_with_locks(tmp_path):
 def test_lock_is_held_across_processes(tmp_path):
     from magpie_gpu_nvidia.plugin import parse_query_csv
 
-    code = ("import sys, time; from magpie_core.serving.gpus import select_gpus; "
-            "from magpie_gpu_nvidia.plugin import parse_query_csv; "
-            f"lease = select_gpus(parse_query_csv({NVIDIA_SMI!r}), 2, lock_dir={str(tmp_path)!r}); "
-            "print(lease.indices, flush=True); time.sleep(30)")
+    code = (
+        "import sys, time; from magpie_core.serving.gpus import select_gpus; "
+        "from magpie_gpu_nvidia.plugin import parse_query_csv; "
+        f"lease = select_gpus(parse_query_csv({NVIDIA_SMI!r}), 2, lock_dir={str(tmp_path)!r}); "
+        "print(lease.indices, flush=True); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "[0, 2]"
@@ -81,7 +111,9 @@ def test_amd_parsers_and_pinning(tmp_path):
 
     gpus = parse_amd_smi(AMD_SMI_STATIC, AMD_SMI_METRIC)
     assert [(g.index, g.arch, g.memory_used_mib, g.driver) for g in gpus] == [
-        (0, "gfx942", 283, "6.10.5"), (1, "gfx942", 190000, "6.10.5")]
+        (0, "gfx942", 283, "6.10.5"),
+        (1, "gfx942", 190000, "6.10.5"),
+    ]
     assert select_gpus(gpus, 1, lock_dir=tmp_path).env() == {"HIP_VISIBLE_DEVICES": "0"}
     pinned = select_gpus(gpus, 1, pinned=[1], lock_dir=tmp_path)
     assert pinned.how == "pinned" and pinned.env() == {"HIP_VISIBLE_DEVICES": "1"}
@@ -92,9 +124,16 @@ def test_amd_parsers_and_pinning(tmp_path):
 
 def test_docker_command_nvidia_and_amd(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_TOKEN", "secret-value")
-    argv = docker_command(image="img:1", inner_argv=["python3", "-m", "srv"], name="magpie-x", vendor="nvidia",
-                          devices=[0, 3], env={"A": "1", "HF_TOKEN": "secret-value"}, mounts=[tmp_path],
-                          hf_cache=str(tmp_path))
+    argv = docker_command(
+        image="img:1",
+        inner_argv=["python3", "-m", "srv"],
+        name="magpie-x",
+        vendor="nvidia",
+        devices=[0, 3],
+        env={"A": "1", "HF_TOKEN": "secret-value"},
+        mounts=[tmp_path],
+        hf_cache=str(tmp_path),
+    )
     assert argv[:4] == ["docker", "run", "--rm", "--name"]
     assert argv[argv.index("--gpus") + 1] == '"device=0,3"'
     assert "-e" in argv and "A=1" in argv and "HF_TOKEN" in argv
@@ -110,9 +149,11 @@ def test_docker_command_nvidia_and_amd(monkeypatch, tmp_path):
 
 
 def test_server_process_stops_its_whole_group(tmp_path):
-    code = ("import subprocess, sys, time; "
-            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-            "print(c.pid, flush=True); time.sleep(60)")
+    code = (
+        "import subprocess, sys, time; "
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(c.pid, flush=True); time.sleep(60)"
+    )
     proc = ServerProcess([sys.executable, "-c", code], dict(os.environ), tmp_path / "server.log")
     proc.start()
     for _ in range(100):
@@ -135,8 +176,9 @@ def alive(pid: int) -> bool:
 
 
 def test_server_crash_and_timeout_are_clear(tmp_path):
-    proc = ServerProcess([sys.executable, "-c", "print('boom'); raise SystemExit(7)"], dict(os.environ),
-                         tmp_path / "s.log")
+    proc = ServerProcess(
+        [sys.executable, "-c", "print('boom'); raise SystemExit(7)"], dict(os.environ), tmp_path / "s.log"
+    )
     proc.start()
     with pytest.raises(ServerError, match=r"exited with code 7[\s\S]*boom"):
         proc.wait_ready(f"http://127.0.0.1:{free_port()}/health", timeout_s=20, interval_s=0.1)
@@ -155,13 +197,22 @@ def test_vllm_command_and_profiler(tmp_path, monkeypatch):
     from magpie_vllm.plugin import Vllm
 
     monkeypatch.setenv("MAGPIE_VLLM_PYTHON", "/venv/bin/python")
-    c = cfg(envs={"TP": 2, "MAX_MODEL_LEN": 4096, "GPU_MEM_UTIL": 0.85, "EXTRA_VLLM_ARGS": "--max-num-seqs 64"},
-            framework_options={"enforce_eager": True})
+    c = cfg(
+        envs={"TP": 2, "MAX_MODEL_LEN": 4096, "GPU_MEM_UTIL": 0.85, "EXTRA_VLLM_ARGS": "--max-num-seqs 64"},
+        framework_options={"enforce_eager": True},
+    )
     argv = Vllm().server_command(c, "127.0.0.1", 8000)
     assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     joined = " ".join(argv)
-    for part in ("--tensor-parallel-size 2", "--dtype bfloat16", "--max-model-len 4096",
-                 "--gpu-memory-utilization 0.85", "--enforce-eager", "--max-num-seqs 64", "--port 8000"):
+    for part in (
+        "--tensor-parallel-size 2",
+        "--dtype bfloat16",
+        "--max-model-len 4096",
+        "--gpu-memory-utilization 0.85",
+        "--enforce-eager",
+        "--max-num-seqs 64",
+        "--port 8000",
+    ):
         assert part in joined
     prof = Vllm().profiler_args(c, tmp_path)
     assert prof[0] == "--profiler-config"

@@ -26,7 +26,92 @@ from typing import Any, Protocol
 import numpy as np
 
 #: common short English words, each one token in most BPE vocabularies
-_WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his", "her", "it", "an", "were", "are", "which", "this", "be", "or", "has", "had", "not", "but", "one", "new", "first", "all", "their", "been", "also", "time", "two", "after", "can", "year", "more", "other", "its", "into", "people", "when", "city", "than", "some", "would", "only", "there", "her", "most", "over", "such", "where", "made", "many", "known", "these", "she", "may", "during", "part", "later", "team", "used", "while", "three", "world", "both", "between", "including", "under", "each", "then", "high", "well", "said", "school", "film", "state"]
+_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "it",
+    "an",
+    "were",
+    "are",
+    "which",
+    "this",
+    "be",
+    "or",
+    "has",
+    "had",
+    "not",
+    "but",
+    "one",
+    "new",
+    "first",
+    "all",
+    "their",
+    "been",
+    "also",
+    "time",
+    "two",
+    "after",
+    "can",
+    "year",
+    "more",
+    "other",
+    "its",
+    "into",
+    "people",
+    "when",
+    "city",
+    "than",
+    "some",
+    "would",
+    "only",
+    "there",
+    "her",
+    "most",
+    "over",
+    "such",
+    "where",
+    "made",
+    "many",
+    "known",
+    "these",
+    "she",
+    "may",
+    "during",
+    "part",
+    "later",
+    "team",
+    "used",
+    "while",
+    "three",
+    "world",
+    "both",
+    "between",
+    "including",
+    "under",
+    "each",
+    "then",
+    "high",
+    "well",
+    "said",
+    "school",
+    "film",
+    "state",
+]
 
 
 class Tokenizer(Protocol):
@@ -140,7 +225,9 @@ def _random_word_requests(
     for i in range(num):
         n = int(input_lens[i])
         words = prefix + [_WORDS[(int(offsets[i]) + i + j) % len(_WORDS)] for j in range(n)]
-        out.append(SampleRequest(prompt=" ".join(words), prompt_len=len(words), expected_output_len=int(output_lens[i])))
+        out.append(
+            SampleRequest(prompt=" ".join(words), prompt_len=len(words), expected_output_len=int(output_lens[i]))
+        )
     return out
 
 

@@ -8,7 +8,8 @@ delays do not drift), then a usage chunk and ``[DONE]``. The server notes
 when it received each request and when it wrote each chunk, on the same
 monotonic clock as ``time.perf_counter`` in other processes on this machine;
 ``GET /fake/stats`` returns those records, keyed by the prompt's first 64
-characters. With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health``, ``/v1/models``, ``/start_profile`` and
+characters. With ``--profile-dir``, ``/stop_profile`` writes a small trace
+there. ``/health``, ``/v1/models``, ``/start_profile`` and
 ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
@@ -48,8 +49,10 @@ def _write_trace(folder: str) -> None:
     """A minimal Chrome trace, as a torch profiler would leave one."""
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
-    events = [{"ph": "X", "cat": "kernel", "name": "fake_kernel", "ts": 10.0 * i, "dur": 5.0, "pid": 0, "tid": 7}
-              for i in range(10)]
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "fake_kernel", "ts": 10.0 * i, "dur": 5.0, "pid": 0, "tid": 7}
+        for i in range(10)
+    ]
     with gzip.open(path / f"fake_{os.getpid()}.pt.trace.json.gz", "wt") as fh:
         json.dump({"traceEvents": events}, fh)
 
@@ -90,9 +93,7 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
     prompt = req.get("prompt") if not chat else req["messages"][-1]["content"]
     record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
     s.records.append(record)
-    writer.write(
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-    )
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
     chunks = max(1, (n + s.tokens_per_chunk - 1) // s.tokens_per_chunk)
     for k in range(chunks):
         if fail_after is not None and k >= int(fail_after):
@@ -171,8 +172,9 @@ def main() -> None:
     parser.add_argument("--itl-ms", type=float, default=20.0)
     parser.add_argument("--model", default="fake-model")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--profile-dir", default=os.environ.get("FAKE_PROFILE_DIR"),
-                        help="write a small trace here on /stop_profile")
+    parser.add_argument(
+        "--profile-dir", default=os.environ.get("FAKE_PROFILE_DIR"), help="write a small trace here on /stop_profile"
+    )
     parser.add_argument("--exit-after-s", type=float, default=None, help="crash on purpose after this long")
     args = parser.parse_args()
     settings = FakeSettings(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, model=args.model, profile_dir=args.profile_dir)

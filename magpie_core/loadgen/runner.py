@@ -122,8 +122,9 @@ async def run_load_async(spec: LoadSpec) -> LoadResult:
             async def warm(i: int) -> RequestResult:
                 req = spec.requests[i % len(spec.requests)]
                 async with sem:
-                    payload = build_payload(spec.endpoint, spec.model, req, ignore_eos=spec.ignore_eos,
-                                            extra_body=spec.extra_body)
+                    payload = build_payload(
+                        spec.endpoint, spec.model, req, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body
+                    )
                     return await send_request(client, spec.endpoint, payload, req, spec.headers)
 
             warm_results = await asyncio.gather(*(warm(i) for i in range(spec.warmup_requests)))

@@ -110,8 +110,15 @@ def apply_overrides(config: BenchmarkConfig, framework: str | None, overrides: d
     envs = dict(data["envs"])
     if framework:
         data["framework"] = framework
-    simple = {"model": "model", "precision": "precision", "run_mode": "run_mode", "run_kind": "run_kind",
-              "base_url": "base_url", "docker_image": "docker_image", "timeout": "timeout_seconds"}
+    simple = {
+        "model": "model",
+        "precision": "precision",
+        "run_mode": "run_mode",
+        "run_kind": "run_kind",
+        "base_url": "base_url",
+        "docker_image": "docker_image",
+        "timeout": "timeout_seconds",
+    }
     for key, field in simple.items():
         if overrides.get(key) is not None:
             data[field] = overrides[key]
@@ -143,9 +150,16 @@ def plan_points(config: BenchmarkConfig) -> list[Point]:
         out = []
         for case in config.sweep_matrix.cases:
             c = case.CONC or conc
-            out.append(Point(c, case.request_rate or rate, case.ISL or isl, case.OSL or osl,
-                             prompts(c, case.NUM_PROMPTS),
-                             case.RANDOM_RANGE_RATIO if case.RANDOM_RANGE_RATIO is not None else rrr))
+            out.append(
+                Point(
+                    c,
+                    case.request_rate or rate,
+                    case.ISL or isl,
+                    case.OSL or osl,
+                    prompts(c, case.NUM_PROMPTS),
+                    case.RANDOM_RANGE_RATIO if case.RANDOM_RANGE_RATIO is not None else rrr,
+                )
+            )
         return out
     concs: list[int | None] = list(load.concurrencies) if load.concurrencies else [conc]
     rates = list(load.request_rates) if load.request_rates else [rate]
@@ -155,8 +169,15 @@ def plan_points(config: BenchmarkConfig) -> list[Point]:
 def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: int, seed_shift: int = 0) -> list[Any]:
     dset = config.dataset
     if dset.name == "random":
-        return ds.random_requests(num, point.input_len, point.output_len, point.range_ratio, dset.prefix_len,
-                                  dset.seed + seed_shift, tokenizer)
+        return ds.random_requests(
+            num,
+            point.input_len,
+            point.output_len,
+            point.range_ratio,
+            dset.prefix_len,
+            dset.seed + seed_shift,
+            tokenizer,
+        )
     if not dset.path:
         raise ds.DatasetError(f"dataset.name {dset.name!r} needs dataset.path")
     fixed_out = dset.output_len
@@ -205,15 +226,23 @@ def start_server(
     if config.run_mode == "docker":
         image = config.docker_image or framework.default_image(config.gpu_arch)
         if not image:
-            raise ServerError(f"no docker_image given and {framework.name!r} has no default for gpu_arch "
-                              f"{config.gpu_arch!r}")
+            raise ServerError(
+                f"no docker_image given and {framework.name!r} has no default for gpu_arch {config.gpu_arch!r}"
+            )
         name = container_name(ws.path.name)
         mounts = [ws.path]
         if Path(config.model).exists():
             mounts.append(Path(config.model))
-        argv = docker_command(image=image, inner_argv=argv, name=name,
-                              vendor=vendor_for(config.gpu_arch, lease.vendor), devices=lease.indices,
-                              env=server_env, mounts=mounts, hf_cache=config.hf_cache_path)
+        argv = docker_command(
+            image=image,
+            inner_argv=argv,
+            name=name,
+            vendor=vendor_for(config.gpu_arch, lease.vendor),
+            devices=lease.indices,
+            env=server_env,
+            mounts=mounts,
+            hf_cache=config.hf_cache_path,
+        )
         stop_argv = stop_command(name, int(config.stop_grace_s))
         env = dict(os.environ)
     else:
@@ -252,18 +281,33 @@ def _client_checks(load: LoadResult) -> dict[str, Any]:
 
 
 def run_point(
-    config: BenchmarkConfig, base_url: str, model: str, point: Point, tokenizer: Any,
-    num_prompts: int | None = None, label: str = "", warmup: int | None = None,
+    config: BenchmarkConfig,
+    base_url: str,
+    model: str,
+    point: Point,
+    tokenizer: Any,
+    num_prompts: int | None = None,
+    label: str = "",
+    warmup: int | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
     requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts)
     timeout = config.sweep_matrix.per_client_timeout_s if config.sweep_matrix else config.timeout_seconds
     spec = LoadSpec(
-        base_url=base_url, model=model, requests=requests, endpoint=config.load.endpoint,
-        request_rate=point.request_rate, burstiness=config.load.burstiness, max_concurrency=point.concurrency,
+        base_url=base_url,
+        model=model,
+        requests=requests,
+        endpoint=config.load.endpoint,
+        request_rate=point.request_rate,
+        burstiness=config.load.burstiness,
+        max_concurrency=point.concurrency,
         warmup_requests=config.load.warmup_requests if warmup is None else warmup,
-        ignore_eos=config.load.ignore_eos, seed=config.dataset.seed,
-        request_timeout_s=config.load.request_timeout_s, point_timeout_s=timeout,
-        extra_body=config.load.extra_body or None, progress=config.load.progress, label=label or point.label(),
+        ignore_eos=config.load.ignore_eos,
+        seed=config.dataset.seed,
+        request_timeout_s=config.load.request_timeout_s,
+        point_timeout_s=timeout,
+        extra_body=config.load.extra_body or None,
+        progress=config.load.progress,
+        label=label or point.label(),
     )
     load = run_load(spec)
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
@@ -337,7 +381,12 @@ def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) ->
 
 
 def run_diagnostic(
-    config: BenchmarkConfig, framework: Any, handle: ServerHandle, model: str, point: Point, tokenizer: Any,
+    config: BenchmarkConfig,
+    framework: Any,
+    handle: ServerHandle,
+    model: str,
+    point: Point,
+    tokenizer: Any,
     ws: Workspace,
 ) -> dict[str, Any]:
     trace_dir = ws.path / "torch_trace"
@@ -352,8 +401,9 @@ def run_diagnostic(
         out["errors"].append(f"start_profile answered HTTP {status}: {text}")
         return out
     try:
-        row, _ = run_point(config, handle.base_url, model, point, tokenizer, num_prompts=num,
-                           label="diagnostic (profiled)", warmup=0)
+        row, _ = run_point(
+            config, handle.base_url, model, point, tokenizer, num_prompts=num, label="diagnostic (profiled)", warmup=0
+        )
         out["point"] = row
     finally:
         status, text = _http_post(handle.base_url + framework.stop_profile_path)
@@ -408,9 +458,14 @@ def run_benchmark(
     measure = config.run_kind in ("measurement", "auto")
     diagnose = config.run_kind == "diagnostic" or (config.run_kind == "auto" and config.profiler.torch_profiler.enabled)
     report = BenchmarkReport(
-        framework=config.framework, model=config.model, config=config.model_dump(mode="json"),
-        workspace_dir=str(ws.path), workspace=str(ws.path), run_kind=config.run_kind,
-        profiling_enabled=diagnose, run_mode=config.run_mode,
+        framework=config.framework,
+        model=config.model,
+        config=config.model_dump(mode="json"),
+        workspace_dir=str(ws.path),
+        workspace=str(ws.path),
+        run_kind=config.run_kind,
+        profiling_enabled=diagnose,
+        run_mode=config.run_mode,
     )
     lease: GpuLease | None = None
     handle: ServerHandle | None = None
@@ -431,8 +486,13 @@ def run_benchmark(
             tp = config.env_int("TP") or 1
             gs = config.gpu_selection
             gpus = [] if gs.devices else _detect_gpus()
-            lease = select_gpus(gpus, gs.count or tp, pinned=gs.devices, candidates=gs.candidates,
-                                min_free_memory_gb=gs.min_free_memory_gb)
+            lease = select_gpus(
+                gpus,
+                gs.count or tp,
+                pinned=gs.devices,
+                candidates=gs.candidates,
+                min_free_memory_gb=gs.min_free_memory_gb,
+            )
             report.gpus = lease.as_dict()
             handle = start_server(config, framework, ws, lease, ws.path / "torch_trace" if diagnose else None)
         report.server = handle.info
@@ -441,8 +501,10 @@ def run_benchmark(
         tokenizer = _tokenizer(config, report)
         if measure:
             for i, point in enumerate(points):
-                if i and (config.load.inter_point_sleep_s or (config.sweep_matrix and
-                                                            config.sweep_matrix.inter_client_sleep_s)):
+                if i and (
+                    config.load.inter_point_sleep_s
+                    or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
+                ):
                     time.sleep(config.load.inter_point_sleep_s or config.sweep_matrix.inter_client_sleep_s)
                 row, load = run_point(config, handle.base_url, model, point, tokenizer)
                 report.points.append(row)
@@ -452,8 +514,9 @@ def run_benchmark(
                     report.errors.append(f"point {point.label()} timed out; the server may hang")
                     break
                 if row["metrics"]["completed"] == 0:
-                    report.errors.append(f"point {point.label()}: every request failed "
-                                         f"({row['metrics']['failure_reasons']})")
+                    report.errors.append(
+                        f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})"
+                    )
                     if config.sweep_matrix and config.sweep_matrix.on_failure == "abort":
                         break
         if diagnose and handle.process is not None:

@@ -20,8 +20,16 @@ from pathlib import Path
 
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 AMD_DEVICE_FLAGS = [
-    "--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
-    "--security-opt", "seccomp=unconfined", "--cap-add", "SYS_PTRACE",
+    "--device",
+    "/dev/kfd",
+    "--device",
+    "/dev/dri",
+    "--group-add",
+    "video",
+    "--security-opt",
+    "seccomp=unconfined",
+    "--cap-add",
+    "SYS_PTRACE",
 ]
 
 

@@ -15,8 +15,16 @@ from typing import Any
 
 from magpie_core.interfaces import ServingFramework
 
-DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "half": "float16",
-          "fp32": "float32", "float32": "float32", "auto": "auto"}
+DTYPES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+    "auto": "auto",
+}
 
 
 class FrameworkBase(ServingFramework):

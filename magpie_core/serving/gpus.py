@@ -97,8 +97,9 @@ def select_gpus(
     lock_dir = Path(lock_dir) if lock_dir else state_dir() / "gpu-locks"
     vendors = {getattr(g, "vendor", None) for g in gpus}
     vendor = next(iter(vendors)) if len(vendors) == 1 else None
-    env_name = next((getattr(g, "visible_devices_env", None) for g in gpus if getattr(g, "visible_devices_env", None)),
-                    None) or VISIBLE_DEVICES_ENV.get(vendor or "")
+    env_name = next(
+        (getattr(g, "visible_devices_env", None) for g in gpus if getattr(g, "visible_devices_env", None)), None
+    ) or VISIBLE_DEVICES_ENV.get(vendor or "")
     if pinned:
         lease = GpuLease(vendor, list(pinned), "pinned", visible_env=env_name or "CUDA_VISIBLE_DEVICES")
         for index in pinned:  # pinned GPUs are locked too, so an auto run elsewhere skips them

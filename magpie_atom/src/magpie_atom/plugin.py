@@ -36,8 +36,19 @@ class Atom(FrameworkBase):
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [self.python(config), "-m", "atom.entrypoints.openai_server", "--model", config.model,
-                "--host", host, "--server-port", str(port), "--tensor-parallel-size", str(self.tp(config))]
+        argv = [
+            self.python(config),
+            "-m",
+            "atom.entrypoints.openai_server",
+            "--model",
+            config.model,
+            "--host",
+            host,
+            "--server-port",
+            str(port),
+            "--tensor-parallel-size",
+            str(self.tp(config)),
+        ]
         kv = config.framework_options.get("kv_cache_dtype") or ("fp8" if config.precision == "fp8" else None)
         if kv:
             argv += ["--kv_cache_dtype", str(kv)]

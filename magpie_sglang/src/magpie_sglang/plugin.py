@@ -37,8 +37,19 @@ class Sglang(FrameworkBase):
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [self.python(config), "-m", "sglang.launch_server", "--model-path", config.model,
-                "--host", host, "--port", str(port), "--tp", str(self.tp(config))]
+        argv = [
+            self.python(config),
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            config.model,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--tp",
+            str(self.tp(config)),
+        ]
         if config.served_model_name:
             argv += ["--served-model-name", config.served_model_name]
         dtype, quant = self.dtype_and_quantization(config)

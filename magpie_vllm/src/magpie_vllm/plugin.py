@@ -41,8 +41,19 @@ class Vllm(FrameworkBase):
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [self.python(config), "-m", "vllm.entrypoints.openai.api_server", "--model", config.model,
-                "--host", host, "--port", str(port), "--tensor-parallel-size", str(self.tp(config))]
+        argv = [
+            self.python(config),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            config.model,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--tensor-parallel-size",
+            str(self.tp(config)),
+        ]
         if config.served_model_name:
             argv += ["--served-model-name", config.served_model_name]
         dtype, quant = self.dtype_and_quantization(config)
@@ -79,8 +90,14 @@ class Vllm(FrameworkBase):
 
     def tools(self) -> list[ToolInfo]:
         path = shutil.which("vllm")
-        return [ToolInfo(name="vllm", path=path, found=path is not None,
-                         note=None if path else "or set server_python / MAGPIE_VLLM_PYTHON")]
+        return [
+            ToolInfo(
+                name="vllm",
+                path=path,
+                found=path is not None,
+                note=None if path else "or set server_python / MAGPIE_VLLM_PYTHON",
+            )
+        ]
 
 
 @hookimpl

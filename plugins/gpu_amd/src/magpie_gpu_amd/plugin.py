@@ -45,14 +45,20 @@ def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
         metric = metrics.get(row.get("gpu"), {})
         usage = metric.get("usage", {}) or {}
         mem = metric.get("mem_usage", {}) or {}
-        gpus.append(GpuInfo(
-            index=index, vendor="amd", name=str(asic.get("market_name") or "AMD GPU"),
-            arch=asic.get("target_graphics_version"),
-            memory_total_mib=_mib(mem.get("total_vram")), memory_used_mib=_mib(mem.get("used_vram")),
-            utilization_pct=_value(usage.get("gfx_activity")),
-            driver=(row.get("driver") or {}).get("version") if isinstance(row.get("driver"), dict) else None,
-            source="amd-smi", visible_devices_env="HIP_VISIBLE_DEVICES",
-        ))
+        gpus.append(
+            GpuInfo(
+                index=index,
+                vendor="amd",
+                name=str(asic.get("market_name") or "AMD GPU"),
+                arch=asic.get("target_graphics_version"),
+                memory_total_mib=_mib(mem.get("total_vram")),
+                memory_used_mib=_mib(mem.get("used_vram")),
+                utilization_pct=_value(usage.get("gfx_activity")),
+                driver=(row.get("driver") or {}).get("version") if isinstance(row.get("driver"), dict) else None,
+                source="amd-smi",
+                visible_devices_env="HIP_VISIBLE_DEVICES",
+            )
+        )
     return gpus
 
 
@@ -63,14 +69,19 @@ def parse_rocm_smi(text: str) -> list[GpuInfo]:
         if not card.startswith("card") or not isinstance(info, dict):
             continue
         total, used = info.get("VRAM Total Memory (B)"), info.get("VRAM Total Used Memory (B)")
-        gpus.append(GpuInfo(
-            index=int(card[4:]), vendor="amd", name=str(info.get("Card Series") or info.get("Card series") or "AMD GPU"),
-            arch=info.get("GFX Version"),
-            memory_total_mib=int(int(total) / 2**20) if total else None,
-            memory_used_mib=int(int(used) / 2**20) if used else None,
-            utilization_pct=_value(info.get("GPU use (%)")), source="rocm-smi",
-            visible_devices_env="HIP_VISIBLE_DEVICES",
-        ))
+        gpus.append(
+            GpuInfo(
+                index=int(card[4:]),
+                vendor="amd",
+                name=str(info.get("Card Series") or info.get("Card series") or "AMD GPU"),
+                arch=info.get("GFX Version"),
+                memory_total_mib=int(int(total) / 2**20) if total else None,
+                memory_used_mib=int(int(used) / 2**20) if used else None,
+                utilization_pct=_value(info.get("GPU use (%)")),
+                source="rocm-smi",
+                visible_devices_env="HIP_VISIBLE_DEVICES",
+            )
+        )
     return sorted(gpus, key=lambda g: g.index)
 
 

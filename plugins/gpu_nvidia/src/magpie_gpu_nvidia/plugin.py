@@ -28,14 +28,21 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
             continue
         index, name, uuid, total, used, util, driver, cap = cols[:8]
         total_n, used_n = _num(total), _num(used)
-        gpus.append(GpuInfo(
-            index=int(index), vendor="nvidia", name=name, uuid=uuid,
-            arch=f"sm_{cap.replace('.', '')}" if _num(cap) is not None else None,
-            memory_total_mib=int(total_n) if total_n is not None else None,
-            memory_used_mib=int(used_n) if used_n is not None else None,
-            utilization_pct=_num(util), driver=driver, source="nvidia-smi",
-            visible_devices_env="CUDA_VISIBLE_DEVICES",
-        ))
+        gpus.append(
+            GpuInfo(
+                index=int(index),
+                vendor="nvidia",
+                name=name,
+                uuid=uuid,
+                arch=f"sm_{cap.replace('.', '')}" if _num(cap) is not None else None,
+                memory_total_mib=int(total_n) if total_n is not None else None,
+                memory_used_mib=int(used_n) if used_n is not None else None,
+                utilization_pct=_num(util),
+                driver=driver,
+                source="nvidia-smi",
+                visible_devices_env="CUDA_VISIBLE_DEVICES",
+            )
+        )
     return gpus
 
 
@@ -45,8 +52,13 @@ def magpie_detect_gpus() -> list[Any]:
     if tool is None:
         return []
     try:
-        out = subprocess.run([tool, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run(
+            [tool, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_query_csv(out.stdout) if out.returncode == 0 else []
