@@ -162,8 +162,13 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         server.wait_ready(base + "/health", 600)
         for i in range(a.repeats):
-            rows["vllm_bench"].append(vllm_bench(base, model, a, tmp / f"vllm_{i}.json"))
-            rows["magpie"].append(magpie(base, model, a, tmp / f"magpie_{i}"))
+            # alternate which tool goes first, so neither always runs on a server the other just warmed
+            order = ("vllm_bench", "magpie") if i % 2 == 0 else ("magpie", "vllm_bench")
+            for tool in order:
+                if tool == "vllm_bench":
+                    rows[tool].append(vllm_bench(base, model, a, tmp / f"vllm_{i}.json"))
+                else:
+                    rows[tool].append(magpie(base, model, a, tmp / f"magpie_{i}"))
             print(f"repeat {i}: vllm {rows['vllm_bench'][-1]}\n          magpie {rows['magpie'][-1]}", flush=True)
     finally:
         server.stop(30)

@@ -110,7 +110,6 @@ def build_payload(
     else:
         payload["prompt"] = request.prompt
         payload["max_tokens"] = request.expected_output_len
-    payload["temperature"] = 0.0
     if ignore_eos:
         payload["ignore_eos"] = True
     if extra_body:

@@ -574,7 +574,7 @@ def run_benchmark_cli(
     from magpie_core.cli.app import NotAvailable, UsageError, console
 
     if benchmark_config is None and framework is None:
-        raise UsageError("give a framework (magpie benchmark vllm ...) or --benchmark-config")
+        raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
     config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
     config = apply_overrides(config, framework, overrides)
     if config.run_mode == "ray":
