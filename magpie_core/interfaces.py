@@ -78,9 +78,15 @@ class ServingFramework(Component):
         """Environment variables the server needs (profiler output folder, ...)."""
         return {}
 
+    def profiler_args(self, config: BenchmarkConfig, profile_dir: Path) -> list[str]:
+        """Extra server arguments that turn the torch profiler on, writing under ``profile_dir``."""
+        return []
+
     readiness_path: ClassVar[str] = "/health"
     start_profile_path: ClassVar[str | None] = None
     stop_profile_path: ClassVar[str | None] = None
+    #: file patterns of the traces the server writes into its profile folder
+    trace_patterns: ClassVar[tuple[str, ...]] = ("*.pt.trace.json.gz", "*.pt.trace.json", "*.trace.json.gz")
 
     def default_image(self, gpu_arch: str | None) -> str | None:
         """Default container image for a GPU arch (``sm_90``, ``gfx942``), if any."""

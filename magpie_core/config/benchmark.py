@@ -151,7 +151,14 @@ class LoadConfig(StrictModel):
     concurrencies: list[int] | None = Field(None, description="sweep: one point per concurrency")
     request_rates: list[float] | None = Field(None, description="sweep: one point per rate")
     ignore_eos: bool = True
-    save_requests: bool = False
+    save_requests: bool = Field(False, description="keep per-request details in the report")
+    request_timeout_s: float = Field(600.0, gt=0)
+    inter_point_sleep_s: float = Field(0.0, ge=0, description="pause between sweep points")
+    diagnostic_num_prompts: int | None = Field(
+        None, ge=1, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"
+    )
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields of every request")
+    progress: bool = True
 
 
 class SloConfig(StrictModel):
@@ -186,6 +193,10 @@ class BenchmarkConfig(StrictModel):
     port: int | None = None
     server_args: list[str] = Field(default_factory=list, description="extra server arguments")
     server_env: dict[str, str] = Field(default_factory=dict)
+    server_python: str | None = Field(None, description="python that runs a local server (default: the plugin's)")
+    server_ready_timeout_s: float = Field(1800.0, gt=0)
+    stop_grace_s: float = Field(30.0, ge=0)
+    framework_options: dict[str, Any] = Field(default_factory=dict, description="options for the framework plugin")
     tokenizer: str | None = None
     served_model_name: str | None = None
     dtype: str | None = None
