@@ -420,9 +420,13 @@ def run_diagnostic(
 # --- the run -----------------------------------------------------------------------------
 
 
-def _plugin(name: str) -> Any:
+def _plugin(name: str | None) -> Any:
     from magpie_core.plugins import get_plugin_manager
 
+    if not name:
+        from magpie_core.plugins import UnknownComponentError
+
+        raise UnknownComponentError("no framework given: set benchmark.framework or pass it as the FRAMEWORK argument")
     return get_plugin_manager().get("serving_framework", name)
 
 
