@@ -74,6 +74,12 @@ class PerformanceConfig(StrictModel):
     )
     flush_cache: bool = Field(True, description="flush the last-level cache between samples")
     graph_replay: bool = Field(False, description="capture the launches in a device graph and time replays")
+    rounds: int = Field(
+        3,
+        ge=1,
+        description="compare: timing is split into rounds run in turn over all candidates (A B C, B C A, ...), "
+        "so drift and background load hit every candidate alike; each round gets budget_seconds / rounds",
+    )
     enabled: bool = True
 
     @model_validator(mode="after")

@@ -267,9 +267,7 @@ def _run(jobs: list[KernelJob], environment: str, workers: int, progress: Progre
 
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
-    results = env.map(
-        evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs), on_result=report_progress
-    )
+    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs), on_result=report_progress)
     return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
 
 
