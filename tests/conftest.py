@@ -65,5 +65,6 @@ def third_party_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     return target
 
+
 # tests/data holds fixture trees (e.g. miniature checkouts with their own tests/): never collect them
 collect_ignore_glob = ["data/*"]
