@@ -59,14 +59,14 @@ def on_gpu(factory):
     return [t.cuda() for t in factory()]
 
 
-def magpie_median(fn, inputs) -> dict:
+def magpie_median(fn, inputs, graph_replay: bool = False) -> dict:
     from magpie_kernels_pytorch.timers import CudaClock
 
     from magpie_core.stats import summarize
     from magpie_core.timing import TimingSettings, input_copies, measure
 
     settings = TimingSettings()
-    clock = CudaClock(torch.device("cuda"))
+    clock = CudaClock(torch.device("cuda"), graph_replay=graph_replay)
     nbytes = sum(t.numel() * t.element_size() for t in inputs)
     copies = input_copies(nbytes, clock.cache_bytes, settings)
     sets = [[t.clone() for t in inputs] for _ in range(copies)]
@@ -170,6 +170,7 @@ def main() -> None:
     for name, (fn, factory, regex) in kernels().items():
         inputs = on_gpu(factory)
         row = {"magpie": magpie_median(fn, inputs), "magpie_repeat": magpie_median(fn, inputs)}
+        row["magpie_graph_replay"] = magpie_median(fn, inputs, graph_replay=True)
         row["do_bench_us"] = do_bench_median(fn, inputs)
         row["naive_single_launch_us"] = naive_median(fn, inputs)
         if not args.no_ncu:
