@@ -59,11 +59,14 @@ def docker_command(
     hf_cache: str | None = None,
     docker: str = "docker",
     environ: dict[str, str] | None = None,
+    gpus: bool = True,
 ) -> list[str]:
-    """``docker run`` argv that runs ``inner_argv`` in ``image`` with the given GPUs."""
+    """``docker run`` argv that runs ``inner_argv`` in ``image`` with the given GPUs (``gpus=False``: none)."""
     environ = os.environ if environ is None else environ
     argv = [docker, "run", "--rm", "--name", name, "--network", "host", "--ipc", "host", "--shm-size", "16g"]
-    if vendor == "nvidia":
+    if not gpus:
+        pass
+    elif vendor == "nvidia":
         argv += ["--gpus", f'"device={",".join(map(str, devices))}"' if devices else "all"]
     elif vendor == "amd":
         argv += AMD_DEVICE_FLAGS
