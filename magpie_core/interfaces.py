@@ -112,7 +112,7 @@ class Profiler(Component):
     ) -> list[KernelCounters]:
         """Run ``argv`` under the profiler and return one row per kernel (launches grouped by name).
 
-        ``options`` is the profiler's block of the performance settings (``performance.ncu: {...}``)
+        ``options`` is the profiler's block of the performance settings (``performance.<profiler name>: {...}``)
         plus ``profiler_ranges: true`` when ``argv`` marks its region of interest with the device
         runtime's profiler start/stop calls (the built-in harness does), so only that region
         needs profiling.
