@@ -75,7 +75,9 @@ def test_magpie_plugins_env_restricts_loading(run_magpie, third_party_site):
 
 
 def test_restricting_by_distribution_name(run_magpie, third_party_site):
-    plugins, _ = _plugins_json(run_magpie, {"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "magpie-broken-plugin"})
+    plugins, _ = _plugins_json(
+        run_magpie, {"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "magpie-broken-plugin"}
+    )
     assert plugins["broken_import"]["status"] == "failed"
     assert plugins["example"]["status"] == "disabled"
 
@@ -107,7 +109,10 @@ def test_two_plugins_claiming_one_name_is_a_clear_error(monkeypatch):
         md.EntryPoint(name="dup_one", value="magpie_dup_one", group="magpie"),
         md.EntryPoint(name="dup_two", value="magpie_dup_two", group="magpie"),
     ]
-    with pytest.raises(PluginConflictError, match=r"kernel backend 'same_type' is registered by plugin 'dup_one'.*and by plugin 'dup_two'"):
+    with pytest.raises(
+        PluginConflictError,
+        match=r"kernel backend 'same_type' is registered by plugin 'dup_one'.*and by plugin 'dup_two'",
+    ):
         PluginManager(entry_points=eps)
 
 
