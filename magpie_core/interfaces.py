@@ -48,6 +48,21 @@ class KernelBackend(Component):
         """
         return None
 
+    def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
+        """Read the output of the config's own ``compile_command`` (resources, error locations).
+
+        Called in the parent process after a ``compile_command`` ran; the default changes nothing.
+        """
+        return result
+
+    def cannot_run(self, kernel: KernelConfig) -> str | None:
+        """Why a compiled kernel cannot run on this machine (e.g. no device of its vendor), or ``None``.
+
+        When a reason is given, correctness and performance are reported as ``not_run`` with it:
+        neither a failure nor a pass.
+        """
+        return None
+
     @abstractmethod
     def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
         """Correctness, then timing, of one kernel. Runs in an isolated worker process."""
@@ -97,8 +112,25 @@ class Profiler(Component):
     """Collects per-kernel hardware counters or kernel times for a command."""
 
     @abstractmethod
-    def profile(self, argv: Sequence[str], cwd: Path, env: dict[str, str], out_dir: Path) -> list[KernelCounters]:
-        """Run ``argv`` under the profiler and return one row per kernel launch group."""
+    def profile(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: dict[str, str],
+        out_dir: Path,
+        options: dict[str, Any] | None = None,
+    ) -> list[KernelCounters]:
+        """Run ``argv`` under the profiler and return one row per kernel (launches grouped by name).
+
+        ``options`` is the profiler's block of the performance settings (``performance.<profiler name>: {...}``)
+        plus ``profiler_ranges: true`` when ``argv`` marks its region of interest with the device
+        runtime's profiler start/stop calls (the built-in harness does), so only that region
+        needs profiling.
+        """
+
+    def notes(self, options: dict[str, Any] | None = None) -> list[str]:
+        """What the reader of the numbers must know (clocks locked, caches flushed, ...)."""
+        return []
 
 
 class TraceAnalyzer(Component):

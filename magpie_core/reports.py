@@ -93,17 +93,25 @@ class TimingStats(Model):
 
 
 class KernelCounters(Model):
-    """One row of profiler output, normalized across profilers."""
+    """One row of profiler output, normalized across profilers.
+
+    One row per kernel name; every quantity is per launch (the mean over ``invocations``
+    launches), ``total_time_us`` is the sum. ``pct_of_peak`` keys: ``compute`` (SM / CU
+    throughput), ``memory`` (memory-system throughput), ``dram`` where the profiler has them.
+    ``arithmetic_intensity`` is FLOPs per DRAM byte (read + write).
+    """
 
     kernel_name: str
     invocations: int = 1
     time_us: float | None = None
+    total_time_us: float | None = None
     dram_read_bytes: float | None = None
     dram_write_bytes: float | None = None
     flops: float | None = None
     arithmetic_intensity: float | None = None
     pct_of_peak: dict[str, float] = Field(default_factory=dict)
     achieved_occupancy_pct: float | None = None
+    source: str | None = None  # which profiler produced the row
     raw: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -78,6 +78,8 @@ def _print_analyze(report: AnalyzeReport) -> None:
     for r in report.results:
         for msg in r.errors[:2]:
             console.print(f"  [red]{r.kernel_id}[/red]: {msg}", soft_wrap=True)
+        if r.correctness.status.value == "not_run" and r.correctness.message:
+            console.print(f"  [yellow]{r.kernel_id}[/yellow]: {r.correctness.message}", soft_wrap=True)
         for note in r.performance.notes:
             if "not meaningful" in note or "launch-bound" in note:
                 console.print(f"  [yellow]{r.kernel_id}[/yellow]: {note}", soft_wrap=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from magpie_core.config.common import dump
+from magpie_core.config.common import as_argv_list, dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
 from magpie_core.pipelines.kernel_reports import (
@@ -67,20 +67,41 @@ class KernelJob(Model):
 # --- one kernel ----------------------------------------------------------------
 
 
+BUILD_DIR_VAR = "MAGPIE_BUILD_DIR"
+
+
+def with_build_dir(commands: list[list[str]], workdir: Path) -> list[list[str]]:
+    """``$MAGPIE_BUILD_DIR`` / ``${MAGPIE_BUILD_DIR}`` in a command: the kernel's build folder
+    (commands never go through a shell, so magpie expands this one variable itself)."""
+    path = str(workdir)
+    return [
+        [arg.replace("${" + BUILD_DIR_VAR + "}", path).replace("$" + BUILD_DIR_VAR, path) for arg in argv]
+        for argv in commands
+    ]
+
+
+def _command_env(kernel: KernelConfig, workdir: Path) -> dict[str, str]:
+    return {BUILD_DIR_VAR: str(workdir), **kernel.env}
+
+
 def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeout: float) -> CompileResult:
-    commands = kernel.compile_commands()
+    commands = with_build_dir(kernel.compile_commands(), workdir)
     if commands:
         start = time.perf_counter()
-        outcomes = run_commands(commands, cwd=cwd, env=kernel.env, timeout_s=timeout, log_path=workdir / "compile.log")
+        outcomes = run_commands(
+            commands, cwd=cwd, env=_command_env(kernel, workdir), timeout_s=timeout, log_path=workdir / "compile.log"
+        )
         failed = next((o for o in outcomes if not o.ok), None)
-        return CompileResult(
+        result = CompileResult(
             status=StageStatus.FAILED if failed else StageStatus.PASSED,
             command=commands[-1] if not failed else failed.argv,
             log=tail("\n".join(o.output for o in outcomes), 60),
             duration_s=time.perf_counter() - start,
             message=failed.describe() if failed else None,
         )
-    result = backend.compile(kernel, workdir)
+        return backend.annotate_compile(kernel, result)
+    # Backends get the kernel with its working dir resolved, so relative source paths just work.
+    result = backend.compile(kernel.model_copy(update={"working_dir": str(cwd)}), workdir)
     if result is None:
         return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile")
     return result
@@ -88,7 +109,11 @@ def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeo
 
 def _run_testcases(kernel: KernelConfig, cwd: Path, workdir: Path, timeout: float) -> CorrectnessResult:
     outcomes = run_commands(
-        kernel.testcase_commands(), cwd=cwd, env=kernel.env, timeout_s=timeout, log_path=workdir / "testcase.log"
+        with_build_dir(kernel.testcase_commands(), workdir),
+        cwd=cwd,
+        env=_command_env(kernel, workdir),
+        timeout_s=timeout,
+        log_path=workdir / "testcase.log",
     )
     failed = next((o for o in outcomes if not o.ok), None)
     return CorrectnessResult(
@@ -99,6 +124,11 @@ def _run_testcases(kernel: KernelConfig, cwd: Path, workdir: Path, timeout: floa
     )
 
 
+def worker_argv(task_path: Path, outcome_path: Path) -> list[str]:
+    """The isolated worker's command line (a profiler can wrap exactly this)."""
+    return [sys.executable, "-m", "magpie_core.worker", str(task_path), str(outcome_path)]
+
+
 def _run_worker(
     task: EvaluationTask, cwd: Path, workdir: Path, env: dict[str, str], timeout: float
 ) -> EvaluationOutcome:
@@ -107,7 +137,7 @@ def _run_worker(
     task_path.write_text(task.model_dump_json(indent=2))
     outcome_path.unlink(missing_ok=True)
     result = run_command(
-        [sys.executable, "-m", "magpie_core.worker", str(task_path), str(outcome_path)],
+        worker_argv(task_path, outcome_path),
         cwd=cwd,
         env=env,
         timeout_s=timeout,
@@ -152,6 +182,18 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
             workdir=str(workdir),
         )
 
+    blocker = backend.cannot_run(kernel) if compiled.status == StageStatus.PASSED else None
+    if blocker:
+        return KernelResult(
+            kernel_id=kernel.id,
+            kernel_type=kernel.type,
+            compile=compiled,
+            correctness=CorrectnessResult(status=StageStatus.NOT_RUN, message=blocker),
+            performance=PerformanceResult(status=StageStatus.NOT_RUN, message=blocker),
+            errors=errors,
+            workdir=str(workdir),
+        )
+
     correctness: CorrectnessResult | None = None
     performance = skipped
     environment: dict[str, Any] = {}
@@ -173,9 +215,18 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
             seed=int(job.correctness.get("seed", 0)),
             settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
         )
-        outcome = _run_worker(task, cwd, workdir, {**kernel.env, **job.extra_env}, timeout)
+        worker_env = {**_command_env(kernel, workdir), **job.extra_env}
+        outcome = _run_worker(task, cwd, workdir, worker_env, timeout)
         environment = outcome.environment
         performance = outcome.performance
+        profiler_name = str(perf_settings.get("backend", "events"))
+        if (
+            job.measure_performance
+            and not job.timing_only  # counters once, from round 1
+            and profiler_name not in BUILT_IN_TIMING
+            and outcome.correctness.status == StageStatus.PASSED
+        ):
+            _profile_harness(task, profiler_name, job, cwd, workdir, worker_env, timeout, performance)
         if correctness is None or correctness.status == StageStatus.PASSED:
             if correctness is not None:  # both gates ran: report the harness, mention the testcase
                 outcome.correctness.message = f"{outcome.correctness.message or ''} (testcase_command also passed)"
@@ -205,6 +256,54 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     )
 
 
+PROFILE_LAUNCHES = 5
+
+
+def _profiler_options(job: KernelJob, name: str) -> dict[str, Any]:
+    block = job.performance.get(name) or job.performance.get(name.replace("-", "_")) or {}
+    return dict(block) if isinstance(block, dict) else {}
+
+
+def _profile_harness(
+    task: EvaluationTask,
+    name: str,
+    job: KernelJob,
+    cwd: Path,
+    workdir: Path,
+    env: dict[str, str],
+    timeout: float,
+    performance: PerformanceResult,
+) -> None:
+    """Run the harness once more under profiler ``name``: the kernel alone, a few launches, no timing.
+
+    The counters join the event-timed result (timing and ranking stay with the device timer).
+    A profiler failure is a note on the performance result, not a failed kernel.
+    """
+    profiler = get_plugin_manager().get("profiler", name)
+    options = _profiler_options(job, name)
+    launches = int(options.get("harness_launches", PROFILE_LAUNCHES))
+    profile_task = task.model_copy(deep=True)
+    profile_task.save_outputs = None
+    profile_task.baseline_outputs = None
+    profile_task.settings["profile"] = {"launches": launches}
+    task_path, outcome_path = workdir / f"task_profile_{name}.json", workdir / f"outcome_profile_{name}.json"
+    task_path.write_text(profile_task.model_dump_json(indent=2))
+    try:
+        counters = profiler.profile(
+            worker_argv(task_path, outcome_path),
+            cwd,
+            env,
+            workdir / f"profile_{name}",
+            {**options, "profiler_ranges": True},
+        )
+    except Exception as exc:
+        performance.notes.append(f"{name}: profiling failed: {type(exc).__name__}: {exc}")
+        return
+    performance.counters = counters
+    performance.notes.extend(profiler.notes(options))
+    performance.notes.append(f"{name}: counters from a separate run of {launches} launches (not the timed run)")
+
+
 def _profile_or_explain(
     kernel: KernelConfig, job: KernelJob, cwd: Path, workdir: Path, timeout: float
 ) -> PerformanceResult:
@@ -217,15 +316,17 @@ def _profile_or_explain(
             "or set performance.backend to a profiler plugin",
         )
     profiler = get_plugin_manager().get("profiler", name)
-    argv = (kernel.prof_command and KernelConfig(prof_command=kernel.prof_command).testcase_commands()) or None
-    commands = argv or kernel.testcase_commands()
+    commands = with_build_dir(as_argv_list(kernel.prof_command) or kernel.testcase_commands(), workdir)
     if not commands:
         return PerformanceResult(status=StageStatus.NOT_RUN, message="nothing to profile: no testcase_command")
+    options = _profiler_options(job, name)
     try:
-        counters = profiler.profile(commands[0], cwd, dict(kernel.env), workdir / f"profile_{name}")
+        counters = profiler.profile(
+            commands[0], cwd, _command_env(kernel, workdir), workdir / f"profile_{name}", options
+        )
     except Exception as exc:
         return PerformanceResult(status=StageStatus.ERROR, timer=name, message=f"{type(exc).__name__}: {exc}")
-    return PerformanceResult(status=StageStatus.PASSED, timer=name, counters=counters)
+    return PerformanceResult(status=StageStatus.PASSED, timer=name, counters=counters, notes=profiler.notes(options))
 
 
 # --- many kernels ----------------------------------------------------------------

@@ -52,6 +52,9 @@ class HarnessOptions:
     timing_meaningful: bool = True
     timing_notes: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    #: load ``entry`` yourself (e.g. a native launcher in a compiled library); ``get_inputs``
+    #: and ``reference`` must then name their Python file (``file.py:function``)
+    load_entry: Callable[[KernelConfig, EvaluationTask], Callable[..., Any]] | None = None
 
 
 def seed_everything(seed: int) -> None:
@@ -105,7 +108,31 @@ def nonfinite_problems(value: Any, where: str = "output") -> list[str]:
 class _Prepared:
     """The callables of one kernel, loaded and instantiated."""
 
-    def __init__(self, kernel: KernelConfig, search_dirs: list[Path], device: torch.device, seed: int) -> None:
+    def __init__(
+        self,
+        kernel: KernelConfig,
+        search_dirs: list[Path],
+        device: torch.device,
+        seed: int,
+        native_entry: Callable[[], Callable[..., Any]] | None = None,
+    ) -> None:
+        if native_entry is not None:
+            self.module = None
+            for what, ref in (("get_inputs", kernel.inputs_function), ("reference", kernel.reference)):
+                if ref and ":" not in ref:
+                    raise LoadError(
+                        f"{what}: {ref!r} must name its Python file ('file.py:{ref}'): the entry "
+                        f"{kernel.entry!r} is a compiled launcher, not a Python module"
+                    )
+            self.get_inputs = resolve(kernel.inputs_function, search_dirs)
+            init_fn = self._optional(kernel.init_inputs_function, search_dirs)
+            self.init_inputs = list(init_fn()) if init_fn else []
+            self.fn = native_entry()
+            self.reference = (
+                self._instantiate(resolve(kernel.reference, search_dirs), device, seed) if kernel.reference else None
+            )
+            self.output_args = list(kernel.options.get("output_args", []))
+            return
         if kernel.entry:
             entry_ref = kernel.entry
             inputs_ref = kernel.inputs_function
@@ -127,6 +154,8 @@ class _Prepared:
         self.output_args: list[int] = list(kernel.options.get("output_args", []))
 
     def _optional(self, ref: str, search_dirs: list[Path]) -> Callable[..., Any] | None:
+        if self.module is None and ":" not in ref:
+            return None
         try:
             return resolve(ref, search_dirs, self.module)
         except LoadError:
@@ -182,10 +211,15 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
 
     with torch.inference_mode():
         try:
-            prepared = _Prepared(kernel, search_dirs, device, task.seed)
+            load_entry = options.load_entry
+            native = (lambda: load_entry(kernel, task)) if load_entry else None
+            prepared = _Prepared(kernel, search_dirs, device, task.seed, native)
             fn = options.wrap(prepared.fn, kernel) if options.wrap else prepared.fn
         except Exception as exc:
             return _failed(f"could not load the kernel: {_error_text(exc)}", env)
+
+        if task.settings.get("profile"):
+            return _profile_only(task, prepared, fn, device, env)
 
         baseline: dict[str, Any] | None = None
         if task.baseline_outputs and prepared.reference is None:
@@ -219,6 +253,37 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
             performance = _time(prepared, fn, first_inputs, device, perf, options)
     env.update(clock_info(device))  # read after timing, so the clocks are those under load
     return EvaluationOutcome(correctness=correctness, performance=performance, environment=env)
+
+
+def _profile_only(
+    task: EvaluationTask, prepared: _Prepared, fn: Callable[..., Any], device: torch.device, env: dict[str, Any]
+) -> EvaluationOutcome:
+    """A run for an external profiler: the kernel alone, a few launches, inside the profiler range.
+
+    Inputs are made and moved before the range starts and no reference runs, so a profiler that
+    honours the range (``cudaProfilerStart``/``Stop``; ``ncu --profile-from-start off``) sees
+    only the kernel under test.
+    """
+    launches = int(task.settings["profile"].get("launches", 5))
+    seed_everything(task.seed)
+    inputs = to_device(list(prepared.get_inputs()), device)
+    args = list(clone(inputs))
+    fn(*args)  # warm-up outside the range (lazy init, autotuning, JIT)
+    synchronize(device)
+    ranged = device.type == "cuda"
+    if ranged:
+        torch.cuda.profiler.start()
+    for _ in range(launches):
+        fn(*args)
+    synchronize(device)
+    if ranged:
+        torch.cuda.profiler.stop()
+    message = f"profiling run: {launches} launches, not checked"
+    return EvaluationOutcome(
+        correctness=CorrectnessResult(status=StageStatus.NOT_RUN, message=message),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message=message),
+        environment=env,
+    )
 
 
 def _timing_inputs(

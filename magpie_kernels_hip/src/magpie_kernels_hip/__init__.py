@@ -1,0 +1,1 @@
+"""HIP kernels for magpie: hipcc builds, resource remarks, AMD GPU detection."""

@@ -1,0 +1,1 @@
+"""CUDA kernels for magpie: nvcc builds, ptxas resource reports, NVIDIA GPU detection."""

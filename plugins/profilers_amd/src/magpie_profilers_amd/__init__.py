@@ -1,0 +1,1 @@
+"""rocprofv3 and rocprof-compute for magpie."""

@@ -1,0 +1,1 @@
+"""Nsight Compute for magpie."""
