@@ -28,7 +28,7 @@ from magpie_kernels_pytorch.native import describe_failure, native_build
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
 from magpie_core.interfaces import KernelBackend
-from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, GpuInfo, StageStatus, ToolInfo
+from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_hip.gpus import amd_gpus, rocminfo_targets
 from magpie_kernels_hip.hipcc import (
     ARCH_ENV,
@@ -139,9 +139,3 @@ class HipBackend(KernelBackend):
 @hookimpl
 def magpie_register_kernel_backends(register: Callable[[Any], None]) -> None:
     register(HipBackend())
-
-
-@hookimpl(specname="magpie_detect_gpus")
-def detect_amd_gpus_with_amd_smi_or_rocm_smi() -> list[GpuInfo]:
-    """AMD GPUs from amd-smi, else rocm-smi (empty when neither is installed)."""
-    return amd_gpus()

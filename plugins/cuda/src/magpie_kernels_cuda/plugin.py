@@ -27,7 +27,7 @@ from magpie_kernels_pytorch.native import describe_failure, native_build
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
 from magpie_core.interfaces import KernelBackend
-from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, GpuInfo, StageStatus, ToolInfo
+from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_cuda.gpus import nvidia_gpus
 from magpie_kernels_cuda.nvcc import build_command, find_nvcc, nvcc_version, parse_ptxas, resources_summary, target_arch
 
@@ -97,9 +97,3 @@ class CudaBackend(KernelBackend):
 @hookimpl
 def magpie_register_kernel_backends(register: Callable[[Any], None]) -> None:
     register(CudaBackend())
-
-
-@hookimpl(specname="magpie_detect_gpus")
-def detect_nvidia_gpus_with_nvidia_smi() -> list[GpuInfo]:
-    """NVIDIA GPUs from nvidia-smi (``plugins/cuda``'s detector; empty without nvidia-smi)."""
-    return nvidia_gpus()

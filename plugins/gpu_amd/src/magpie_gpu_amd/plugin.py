@@ -11,6 +11,12 @@ from magpie_core import hookimpl
 from magpie_core.reports import GpuInfo
 
 
+def _json_document(text: str) -> Any:
+    """The JSON document in a tool's stdout (rocm-smi may print warnings before it)."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    return json.loads(text[min(starts) :] if starts else text)
+
+
 def _rows(data: Any) -> list[dict[str, Any]]:
     """amd-smi prints a list of per-GPU objects; newer releases wrap it in ``{"gpu_data": [...]}``."""
     if isinstance(data, dict):
@@ -37,9 +43,9 @@ def _mib(obj: Any) -> int | None:
 
 
 def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
-    metrics = {row.get("gpu"): row for row in _rows(json.loads(metric_json or "[]"))}
+    metrics = {row.get("gpu"): row for row in _rows(_json_document(metric_json or "[]"))}
     gpus = []
-    for row in _rows(json.loads(static_json)):
+    for row in _rows(_json_document(static_json)):
         index = int(row.get("gpu", len(gpus)))
         asic = row.get("asic", {}) or {}
         metric = metrics.get(row.get("gpu"), {})
@@ -65,7 +71,7 @@ def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
 def parse_rocm_smi(text: str) -> list[GpuInfo]:
     """``rocm-smi --showproductname --showmeminfo vram --showuse --json``."""
     gpus = []
-    for card, info in json.loads(text).items():
+    for card, info in _json_document(text).items():
         if not card.startswith("card") or not isinstance(info, dict):
             continue
         total, used = info.get("VRAM Total Memory (B)"), info.get("VRAM Total Used Memory (B)")
