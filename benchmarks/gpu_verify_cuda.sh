@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site \
-  ./ ./plugins/pytorch ./plugins/cuda ./plugins/profilers_nvidia || exit 1
+  ./ ./plugins/pytorch ./plugins/cuda ./plugins/profilers_nvidia ./plugins/gpu_nvidia || exit 1
 log() { echo "$*" | tee -a "$OUT/log.txt"; }
 {
   nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,clocks.mem --format=csv

@@ -95,3 +95,21 @@ def test_gpu_tool_outputs():
         "580.159.04",
     )
     assert parse_rocminfo("  Name:                    gfx942\n  Name:  AMD EPYC\n") == ["gfx942"]
+
+
+def test_ncu_recorded_on_h200():
+    """Real `ncu --csv --page raw --print-units base` exports, recorded on the lent H200 by
+    benchmarks/gpu_verify_cuda.sh (examples/cuda_matmul, fp32 2048^3, 5 profiled launches each;
+    docs/benchmarks/cuda_backend.md)."""
+    (naive,) = parse_ncu_csv((PROFILES / "ncu_raw_h200_matmul_naive.csv").read_text())
+    (tiled,) = parse_ncu_csv((PROFILES / "ncu_raw_h200_matmul_tiled.csv").read_text())
+    assert naive.kernel_name == "matmul_naive_kernel(const float *, const float *, float *, int)"
+    assert naive.invocations == 5 and tiled.invocations == 5
+    assert naive.time_us == pytest.approx(4221.2288) and tiled.time_us == pytest.approx(2451.776)
+    assert naive.dram_read_bytes == pytest.approx(33607168.0) and naive.dram_write_bytes == pytest.approx(13286860.8)
+    assert naive.flops >= 2 * 2048**3 and naive.flops == pytest.approx(2 * 2048**3, rel=1e-3)  # FMA counts 2
+    assert naive.pct_of_peak["compute"] == pytest.approx(64.294) and tiled.pct_of_peak["compute"] == pytest.approx(
+        76.148
+    )
+    assert naive.achieved_occupancy_pct == pytest.approx(97.786)
+    assert naive.raw["block_size"] == "(16, 16, 1)" and tiled.raw["grid_size"] == "(64, 64, 1)"
