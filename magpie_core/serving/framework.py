@@ -28,12 +28,56 @@ DTYPES = {
 
 
 class FrameworkBase(ServingFramework):
-    """Common reading of the benchmark config; plugins add their flags."""
+    """Common reading of the benchmark config; a plugin names its module and flags.
+
+    :meth:`server_command` builds ``python -m <module> <model> <host> <port> <tp>``
+    plus the optional flags below (a ``None`` flag is not supported by that
+    engine and never passed), then :meth:`framework_args`, then ``EXTRA_*_ARGS``.
+    """
 
     #: environment variable naming the python that runs a local server
     python_env_var: str = "MAGPIE_SERVER_PYTHON"
     #: the ``EXTRA_<NAME>_ARGS`` key this framework reads from ``envs``
     extra_args_env: str = "EXTRA_SERVER_ARGS"
+    #: ``python -m`` entry point of the OpenAI-compatible server
+    module: str = ""
+    model_flag: str = "--model"
+    port_flag: str = "--port"
+    tp_flag: str = "--tensor-parallel-size"
+    served_name_flag: str | None = "--served-model-name"
+    dtype_flag: str | None = "--dtype"
+    quantization_flag: str | None = "--quantization"
+    max_len_flag: str | None = "--max-model-len"
+    mem_fraction_flag: str | None = "--gpu-memory-utilization"
+    kv_cache_dtype_flag: str | None = "--kv-cache-dtype"
+    enforce_eager_flag: str | None = None
+
+    def server_command(self, config: Any, host: str, port: int) -> list[str]:
+        argv = [self.python(config), "-m", self.module, self.model_flag, config.model, "--host", host]
+        argv += [self.port_flag, str(port), self.tp_flag, str(self.tp(config))]
+        dtype, quant = self.dtype_and_quantization(config)
+        optional = [
+            (self.served_name_flag, config.served_model_name),
+            (self.dtype_flag, dtype),
+            (self.quantization_flag, quant),
+            (self.max_len_flag, self.max_model_len(config)),
+            (self.mem_fraction_flag, self.gpu_mem_util(config)),
+            (self.kv_cache_dtype_flag, self.kv_cache_dtype(config)),
+        ]
+        for flag, value in optional:
+            if flag and value is not None and value != "":
+                argv += [flag, str(value)]
+        if self.enforce_eager_flag and config.framework_options.get("enforce_eager"):
+            argv.append(self.enforce_eager_flag)
+        return argv + self.framework_args(config) + self.extra_args(config)
+
+    def framework_args(self, config: Any) -> list[str]:
+        """Engine-specific arguments beyond the shared ones."""
+        return []
+
+    def kv_cache_dtype(self, config: Any) -> str | None:
+        value = config.framework_options.get("kv_cache_dtype")
+        return str(value) if value else None
 
     def python(self, config: Any) -> str:
         if config.run_mode == "docker":

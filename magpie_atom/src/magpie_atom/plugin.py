@@ -35,30 +35,16 @@ class Atom(FrameworkBase):
     start_profile_path: ClassVar[str | None] = "/start_profile"
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
-    def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [
-            self.python(config),
-            "-m",
-            "atom.entrypoints.openai_server",
-            "--model",
-            config.model,
-            "--host",
-            host,
-            "--server-port",
-            str(port),
-            "--tensor-parallel-size",
-            str(self.tp(config)),
-        ]
-        kv = config.framework_options.get("kv_cache_dtype") or ("fp8" if config.precision == "fp8" else None)
-        if kv:
-            argv += ["--kv_cache_dtype", str(kv)]
-        if self.max_model_len(config):
-            argv += ["--max-model-len", str(self.max_model_len(config))]
-        if self.gpu_mem_util(config) is not None:
-            argv += ["--gpu-memory-utilization", str(self.gpu_mem_util(config))]
-        if config.framework_options.get("enforce_eager"):
-            argv.append("--enforce-eager")
-        return argv + self.extra_args(config)
+    module = "atom.entrypoints.openai_server"
+    port_flag = "--server-port"  # ATOM's --port is an internal engine port
+    served_name_flag = None
+    dtype_flag = None
+    quantization_flag = None
+    kv_cache_dtype_flag = "--kv_cache_dtype"
+    enforce_eager_flag = "--enforce-eager"
+
+    def kv_cache_dtype(self, config: Any) -> str | None:
+        return super().kv_cache_dtype(config) or ("fp8" if config.precision == "fp8" else None)
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         return ["--torch-profiler-dir", str(profile_dir)]

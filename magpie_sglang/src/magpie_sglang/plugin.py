@@ -36,34 +36,11 @@ class Sglang(FrameworkBase):
     start_profile_path: ClassVar[str | None] = "/start_profile"
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
-    def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [
-            self.python(config),
-            "-m",
-            "sglang.launch_server",
-            "--model-path",
-            config.model,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--tp",
-            str(self.tp(config)),
-        ]
-        if config.served_model_name:
-            argv += ["--served-model-name", config.served_model_name]
-        dtype, quant = self.dtype_and_quantization(config)
-        if dtype:
-            argv += ["--dtype", dtype]
-        if quant:
-            argv += ["--quantization", quant]
-        if self.max_model_len(config):
-            argv += ["--context-length", str(self.max_model_len(config))]
-        if self.gpu_mem_util(config) is not None:
-            argv += ["--mem-fraction-static", str(self.gpu_mem_util(config))]
-        if config.framework_options.get("kv_cache_dtype"):
-            argv += ["--kv-cache-dtype", str(config.framework_options["kv_cache_dtype"])]
-        return argv + self.extra_args(config)
+    module = "sglang.launch_server"
+    model_flag = "--model-path"
+    tp_flag = "--tp"
+    max_len_flag = "--context-length"
+    mem_fraction_flag = "--mem-fraction-static"
 
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
         return {"SGLANG_TORCH_PROFILER_DIR": str(profile_dir)} if profile_dir is not None else {}

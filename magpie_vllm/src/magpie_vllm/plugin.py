@@ -40,37 +40,8 @@ class Vllm(FrameworkBase):
     start_profile_path: ClassVar[str | None] = "/start_profile"
     stop_profile_path: ClassVar[str | None] = "/stop_profile"
 
-    def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [
-            self.python(config),
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            config.model,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--tensor-parallel-size",
-            str(self.tp(config)),
-        ]
-        if config.served_model_name:
-            argv += ["--served-model-name", config.served_model_name]
-        dtype, quant = self.dtype_and_quantization(config)
-        if dtype:
-            argv += ["--dtype", dtype]
-        if quant:
-            argv += ["--quantization", quant]
-        if self.max_model_len(config):
-            argv += ["--max-model-len", str(self.max_model_len(config))]
-        if self.gpu_mem_util(config) is not None:
-            argv += ["--gpu-memory-utilization", str(self.gpu_mem_util(config))]
-        opts = config.framework_options
-        if opts.get("kv_cache_dtype"):
-            argv += ["--kv-cache-dtype", str(opts["kv_cache_dtype"])]
-        if opts.get("enforce_eager"):
-            argv.append("--enforce-eager")
-        return argv + self.extra_args(config)
+    module = "vllm.entrypoints.openai.api_server"
+    enforce_eager_flag = "--enforce-eager"
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":

@@ -21,7 +21,6 @@ inner command directly (see tests/test_container_environment.py).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
 import pickle
 import shutil
@@ -37,6 +36,7 @@ from magpie_core import hookimpl
 from magpie_core.interfaces import ExecutionEnvironment
 from magpie_core.reports import ToolInfo
 from magpie_core.serving.docker import container_name, docker_command
+from magpie_core.threads import map_in_threads
 
 
 class ContainerError(RuntimeError):
@@ -120,18 +120,10 @@ class ContainerEnvironment(ExecutionEnvironment):
         gpus = _gpu_indices(vendor) if gpus_per_item else []
         vendor = vendor or (_detected_vendor() if gpus_per_item else None)
         slots = max(1, min(workers, len(gpus))) if gpus else max(1, workers)
-        results: list[Any] = [None] * len(items)
-        with cf.ThreadPoolExecutor(max_workers=slots) as pool:
-            futures = {
-                pool.submit(self._run_one, fn, item, gpus[i % len(gpus)] if gpus else None, vendor): i
-                for i, item in enumerate(items)
-            }
-            for future in cf.as_completed(futures):
-                index = futures[future]
-                results[index] = future.result()
-                if on_result:
-                    on_result(index, results[index])
-        return results
+        assigned = [(item, gpus[i % len(gpus)] if gpus else None) for i, item in enumerate(items)]
+        return map_in_threads(
+            lambda pair: self._run_one(fn, pair[0], pair[1], vendor), assigned, workers=slots, on_result=on_result
+        )
 
     def tools(self) -> list[ToolInfo]:
         docker = os.environ.get("MAGPIE_DOCKER", "docker")
