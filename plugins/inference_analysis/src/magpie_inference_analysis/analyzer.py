@@ -151,15 +151,24 @@ class TraceState:
             elif cat == "user_annotation":
                 anns.append(e)
         self.t0 = 0.0 if t0 is math.inf else t0
+        self.cpu_mode = not kernels and bool(cpu_ops)
+        if self.cpu_mode:
+            # a CPU-only trace: the leaf CPU ops are where the time goes; they stand in for kernels
+            kernels = _leaf_ops(cpu_ops)
+            self.notes.append(f"no GPU activity in the trace: {len(kernels)} leaf CPU ops stand in for kernels")
         kernels.sort(key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
         self.kernels = kernels
         self.cpu_ops = cpu_ops
         self.annotations = anns
-        # launch call per kernel
-        self.launch: list[ev_mod.Ev | None] = [
-            runtime.get(k.args.correlation) if k.args is not None and k.args.correlation is not None else None
-            for k in kernels
-        ]
+        # launch call per kernel (in CPU mode the op itself: its enclosing ops include itself)
+        self.launch: list[ev_mod.Ev | None] = (
+            list(kernels)
+            if self.cpu_mode
+            else [
+                runtime.get(k.args.correlation) if k.args is not None and k.args.correlation is not None else None
+                for k in kernels
+            ]
+        )
         calls = {id(c): c for c in self.launch if c is not None}
         call_list = list(calls.values())
         from magpie_inference_analysis.graphs import op_chains
@@ -223,6 +232,9 @@ class TraceState:
             items = sorted(best[1], key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
             self.notes.append(f"iterations inferred from the repeating annotation {best[0]!r} ({len(items)} ranges)")
             return [Iteration(i, a.ts, a.ts + a.dur, a.name, None, UNKNOWN, "inferred") for i, a in enumerate(items)]  # type: ignore[arg-type,operator]
+        its = self._top_level_pattern()
+        if its:
+            return its
         graph_calls = sorted(
             {id(c): c for c, g in zip(self.launch, self.graph, strict=True) if g and c is not None}.values(),
             key=lambda c: c.ts,  # type: ignore[arg-type,return-value]
@@ -238,6 +250,35 @@ class TraceState:
         hi = max((k.ts + k.dur for k in self.kernels), default=0.0)  # type: ignore[operator]
         first_launch = min((c.ts for c in self.launch if c is not None), default=lo)
         return [Iteration(0, min(lo, first_launch), hi, "(whole trace)", None, UNKNOWN, "inferred")]  # type: ignore[type-var]
+
+    def _top_level_pattern(self) -> list[Iteration]:
+        """Iterations from a repeating top-level op: each recurrence of the first top-level op starts one."""
+        by_tid: dict[Any, list[ev_mod.Ev]] = {}
+        for op in self.cpu_ops:
+            by_tid.setdefault(op.tid, []).append(op)
+        if not by_tid:
+            return []
+        ops = sorted(max(by_tid.values(), key=len), key=lambda e: (e.ts, -e.dur))  # type: ignore[arg-type,return-value,operator]
+        tops: list[ev_mod.Ev] = []
+        end = -math.inf
+        for op in ops:
+            if op.ts >= end:  # type: ignore[operator]
+                tops.append(op)
+                end = op.ts + op.dur  # type: ignore[operator]
+        if len(tops) < 4:
+            return []
+        first = tops[0].name
+        starts = [op for op in tops if op.name == first]
+        if len(starts) < 2 or len(starts) > len(tops) // 2:
+            return []
+        bounds = [op.ts for op in starts] + [tops[-1].ts + tops[-1].dur]  # type: ignore[operator]
+        self.notes.append(
+            f"iterations inferred from the repeating top-level op {first!r} ({len(starts)} occurrences)"
+        )
+        return [
+            Iteration(i, a, b, f"(from top-level {first})", None, UNKNOWN, "inferred")  # type: ignore[arg-type]
+            for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+        ]
 
     def _infer_phase(self, it: Iteration) -> tuple[str, str]:
         decode = prefill = 0
@@ -271,6 +312,20 @@ class TraceState:
             src = f"inferred from attention kernel variants ({prefill} prefill, {decode} decode kernels)"
             return (MIXED if decode and prefill else DECODE if decode else PREFILL), src
         return UNKNOWN, "not inferable: no attention op shapes or attention kernel variants"
+
+
+def _leaf_ops(cpu_ops: list[ev_mod.Ev]) -> list[ev_mod.Ev]:
+    """CPU ops with no CPU op nested inside them on their thread."""
+    by_tid: dict[Any, list[ev_mod.Ev]] = {}
+    for op in cpu_ops:
+        by_tid.setdefault(op.tid, []).append(op)
+    leaves = []
+    for ops in by_tid.values():
+        ops.sort(key=lambda e: (e.ts, -e.dur))  # type: ignore[arg-type,return-value,operator]
+        for a, b in zip(ops, [*ops[1:], None], strict=True):
+            if b is None or b.ts >= a.ts + a.dur:  # type: ignore[operator]
+                leaves.append(a)
+    return leaves
 
 
 def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration], str]:
