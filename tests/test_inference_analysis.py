@@ -295,6 +295,12 @@ def test_stage_filter_and_label_suffix(tmp_path: Path) -> None:
 # -- cross-check with TraceLens's published tables -------------------------------------------------
 
 
+def _types(text: str) -> list[str]:
+    import ast
+
+    return list(ast.literal_eval(text))
+
+
 def _crosscheck(ours: list[dict[str, str]], ref_rows: list[dict[str, str]]) -> int:
     """Every TraceLens row we model the same op for: FLOPs and bytes within 1%, kernel time within 0.1%."""
     by_key = {(_norm(r["op_name"]), r["input_dims"].replace(" ", "")): r for r in ours}
@@ -305,6 +311,12 @@ def _crosscheck(ours: list[dict[str, str]], ref_rows: list[dict[str, str]]) -> i
         dims = ref["Input Dims_first"].replace(" ", "")
         mine = by_key.get((_norm(ref["name"]), dims))
         if mine is None:
+            # an outer op whose kernels we attribute to the op inside it (aiter::gemm_a16w16 -> aten::mm):
+            # its model must still give TraceLens's numbers from the same recorded inputs
+            m = model_op(ref["name"], json.loads(ref["Input Dims_first"]), _types(ref["Input type_first"]), [])
+            assert m is not None, ref["name"]
+            assert m.flops / 1e9 == pytest.approx(float(ref["GFLOPS_first"]), rel=0.01), ref["name"]
+            assert m.bytes / 2**20 == pytest.approx(float(ref["Data Moved (MB)_first"]), rel=0.01), ref["name"]
             continue
         matched += 1
         calls = float(ref["name_count"])
@@ -337,9 +349,12 @@ def test_crosscheck_with_tracelens(tmp_path: Path, trace: Path, ref: str, attent
     assert gemm >= 1 and attn >= 1
     if captures:
         assert t["graph"]["mapped"] == t["graph"]["kernels"] > 0
-        # every kernel is in this one stage: the total equals TraceLens's sum over its op table
-        total = sum(float(r["Kernel Time (µs)_sum"] or 0) for r in _read(REF / ref / "unified_perf_summary.csv"))
-        assert stage["kernel_time_us"] == pytest.approx(total, rel=0.001)
+    # every kernel is in this one stage: the total equals TraceLens's sum over its op table, except that
+    # TraceLens drops kernels whose launch call the profiler did not record (509 of them in the H100 trace)
+    total = sum(float(r["Kernel Time (µs)_sum"] or 0) for r in _read(REF / ref / "unified_perf_summary.csv"))
+    linked = stage["kernel_time_us"] - stage["kernel_time_without_launch_record_us"]
+    assert linked == pytest.approx(total, rel=0.001)
+    assert t["kernels_outside_iterations"] == (8 if ref == "h100_qwen" else 0)
 
 
 # -- CLI and benchmark wiring ----------------------------------------------------------------------------

@@ -121,6 +121,11 @@ def _fmt(x: float | None, nd: int = 4) -> str:
     return f"{x:.{nd}f}"
 
 
+def _g(x: float) -> str:
+    """Nine significant digits: small ops keep their precision."""
+    return f"{x:.9g}"
+
+
 class TraceState:
     """Everything derived from one trace file that the stages share."""
 
@@ -609,10 +614,13 @@ def _write_stage(
     kop: dict[str, Counter[str]] = {}
     korigin: dict[str, str] = {}
     total = 0.0
+    no_launch = 0.0
     for i in sel:
         k = kernels[i]
         d = k.dur
         total += d
+        if st.launch[i] is None:
+            no_launch += d
         kt.setdefault(k.name, []).append(d)
         key = kernel_op[i]
         if key is not None:
@@ -679,8 +687,8 @@ def _write_stage(
             modelled_time += tsum
             flops, nbytes = m.flops, m.bytes
             row.update(
-                gflops=_fmt(flops / 1e9, 6),
-                data_moved_mb=_fmt(nbytes / MIB, 6),
+                gflops=_g(flops / 1e9),
+                data_moved_mb=_g(nbytes / MIB),
                 arithmetic_intensity_flops_per_byte=_fmt(flops / nbytes if nbytes else None, 4),
                 achieved_tflops_mean=_fmt(float(np.mean([flops / (t * 1e6) for t in times if t > 0] or [0])), 4),
                 achieved_tbps_mean=_fmt(float(np.mean([nbytes / (t * 1e6) for t in times if t > 0] or [0])), 4),
@@ -715,6 +723,7 @@ def _write_stage(
         "window_iterations": [it.index for it in window],
         "window_choice": how,
         "kernel_time_us": round(total, 3),
+        "kernel_time_without_launch_record_us": round(no_launch, 3),
         "kernels": len(sel),
         "modelled_kernel_time_pct": round(100.0 * modelled_time / total, 2) if total else 0.0,
         "bound_time_us": {k: round(v, 3) for k, v in bound_time.items()},
