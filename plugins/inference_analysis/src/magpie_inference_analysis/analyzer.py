@@ -84,8 +84,8 @@ class Iteration:
 class OpInstance:
     key: Any
     name: str
-    dims: list[Any]
-    types: list[Any]
+    dims_raw: bytes  # Input Dims / Input type as recorded (decoded once per roofline row)
+    types_raw: bytes
     model: OpModel | None
     kernel_us: float = 0.0
     kernels: int = 0
@@ -223,15 +223,16 @@ class TraceState:
         for a in self.annotations:
             groups.setdefault(_DIGITS.sub("#", a.name), []).append(a)
         best = None
+        # launch times of a sample of kernels: which repeating annotation holds the GPU work?
+        sample = np.array([(self.launch[i] or k).ts for i, k in enumerate(self.kernels[::97])])
         for key, items in groups.items():
             if len(items) < 2 and not key.startswith("ProfilerStep"):
                 continue
-            cover = sum(
-                1
-                for i, k in enumerate(self.kernels)
-                if i % 97 == 0 and any(x.ts <= (self.launch[i] or k).ts <= x.ts + x.dur for x in items[:2000])  # type: ignore[operator]
-            )
-            if best is None or (len(items), cover) > (len(best[1]), best[2]):
+            lo = np.sort(np.array([x.ts for x in items]))
+            hi = np.array([x.ts + x.dur for x in sorted(items, key=lambda e: e.ts)])  # type: ignore[arg-type,return-value,operator]
+            j = np.searchsorted(lo, sample, side="right") - 1
+            cover = int(np.count_nonzero((j >= 0) & (sample <= hi[np.maximum(j, 0)])))
+            if best is None or (cover, len(items)) > (best[2], len(best[1])):
                 best = (key, items, cover)
         if best is not None and best[2] > 0:
             items = sorted(best[1], key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
@@ -364,8 +365,8 @@ def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration
     )
 
 
-def _signature(dims: list[Any], types: list[Any]) -> str:
-    return json.dumps(dims, separators=(",", ":")) + "|" + json.dumps(types, separators=(",", ":"))
+def _signature(dims_raw: bytes, types_raw: bytes) -> str:
+    return dims_raw.decode(errors="replace").replace(" ", "") + "|" + types_raw.decode(errors="replace")
 
 
 def analyze_state(
@@ -467,14 +468,14 @@ def analyze_state(
                 key = ("graph",)
                 origin[i] = "graph"
                 if key not in instances:
-                    instances[key] = OpInstance(key, "graph", [], [], None)
+                    instances[key] = OpInstance(key, "graph", b"", b"", None)
             else:
                 g, ci, rid = hit
                 origin[i] = "graph+capture"
                 j = choose(g.chains[ci], g.ops, kc, step)
                 if j is None:
                     key = ("nokernelop", k.name, i)
-                    instances[key] = OpInstance(key, "(no op)", [], [], None)
+                    instances[key] = OpInstance(key, "(no op)", b"", b"", None)
                 else:
                     op = g.ops[j]
                     key = ("cap", id(g), j, rid)
@@ -483,8 +484,8 @@ def analyze_state(
                         instances[key] = OpInstance(
                             key,
                             op.name,
-                            _dec(a.input_dims) if a else [],
-                            _dec(a.input_type) if a else [],
+                            bytes(a.input_dims) if a else b"",
+                            bytes(a.input_type) if a else b"",
                             model_for(op, step),
                         )
         else:
@@ -493,7 +494,7 @@ def analyze_state(
             j = choose(chain, st.cpu_ops, kc, step)
             if j is None:  # no launch record (dropped by the profiler) or launched outside any op
                 key = ("nokernelop", k.name, i)
-                instances[key] = OpInstance(key, "(no op)", [], [], None)
+                instances[key] = OpInstance(key, "(no op)", b"", b"", None)
             else:
                 key = ("op", j)
                 if key not in instances:
@@ -502,8 +503,8 @@ def analyze_state(
                     instances[key] = OpInstance(
                         key,
                         op.name,
-                        _dec(a.input_dims) if a else [],
-                        _dec(a.input_type) if a else [],
+                        bytes(a.input_dims) if a else b"",
+                        bytes(a.input_type) if a else b"",
                         model_for(op, step),
                     )
         kernel_op[i] = key
@@ -654,7 +655,7 @@ def _write_stage(
             cat, sig = st.kcat.get(key[1], "other"), key[1]
         else:
             cat = m.category if m is not None else "other"
-            sig = _signature(inst.dims, inst.types)
+            sig = _signature(inst.dims_raw, inst.types_raw)
             if m is not None and m.category == "InferenceAttention_fwd":
                 sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
         groups.setdefault((cat, inst.name, sig), []).append(key)
@@ -678,8 +679,8 @@ def _write_stage(
             time_pct=_fmt(100.0 * tsum / total if total else 0.0, 3),
             kernel_time_us_mean=_fmt(tsum / len(keys), 3),
             has_perf_model=bool(m is not None and not math.isnan(m.flops)),
-            input_dims=json.dumps(inst0.dims),
-            input_type=json.dumps(inst0.types),
+            input_dims=json.dumps(_dec(inst0.dims_raw)),
+            input_type=json.dumps(_dec(inst0.types_raw)),
         )
         if m is not None:
             row["params_json"] = json.dumps(m.params, default=str)
