@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -59,14 +60,22 @@ def main() -> int:
     if not big.exists() or big.stat().st_size < args.target_mb * 1_000_000:
         t = time.perf_counter()
         copies, n_events = trace_gap.build_trace(big, args.target_mb)
-        print(f"built {big} ({big.stat().st_size / 1e6:.0f} MB, {copies} copies, {n_events} events) "
-              f"in {time.perf_counter() - t:.0f}s")
+        print(
+            f"built {big} ({big.stat().st_size / 1e6:.0f} MB, {copies} copies, {n_events} events) "
+            f"in {time.perf_counter() - t:.0f}s"
+        )
     size_mb = big.stat().st_size / 1e6
     res: dict[str, tuple[float, float, str]] = {}
-    res["analyzer"] = trace_gap.measure([py, "-c", ANALYZER, str(big), str(work / "out1")])
-    print("analyzer", res["analyzer"][:2])
+    load_before = os.getloadavg()[0]
+    runs = []
+    for _ in range(3):  # this machine is shared: report the median of three and the best
+        runs.append(trace_gap.measure([py, "-c", ANALYZER, str(big), str(work / "out1")]))
+        print("analyzer", runs[-1][:2])
+    runs.sort(key=lambda r: r[0])
+    res["analyzer"], best = runs[1], runs[0]
     res["cli"] = trace_gap.measure([magpie, "inference", str(big), "--spec", "MI300X", "-o", str(work / "out2")])
     print("cli", res["cli"][:2])
+    load_after = os.getloadavg()[0]
     tl = None
     if args.tracelens_python:
         tl = trace_gap.measure(
@@ -85,17 +94,23 @@ def main() -> int:
         f"Input: a {size_mb:.0f} MB Kineto trace ({info['events']:,} events) built by `benchmarks/trace_gap.py`'s "
         "builder: time-shifted copies of the real MI300 trace in `tests/data/traces/mi300/` (ids offset per copy). "
         f"The analyzer found {info['iterations']} iterations ({info['phases']}); notes: {'; '.join(info['notes'])}.",
-        "Each measurement runs in its own subprocess; peak memory is that process's `ru_maxrss`.",
+        "Each measurement runs in its own subprocess; peak memory is that process's `ru_maxrss`. "
+        f"The machine is shared with other jobs: 1-minute load average {load_before:.1f} before and "
+        f"{load_after:.1f} after the runs on its {os.cpu_count()} cores, so wall times are inflated.",
         "",
         "| what | wall (s) | peak RSS (MiB) |",
         "| --- | ---: | ---: |",
-        f"| `inference` analyzer: decode, stage split, steady state, roofline, all CSV/JSON (1 process) "
-        f"| {wall:.2f} | {rss:.0f} |",
-        f"| `magpie inference FILE --spec MI300X` (whole CLI, incl. start-up) | {res['cli'][0]:.2f} | {res['cli'][1]:.0f} |",
+        f"| `inference` analyzer: decode, stage split, steady state, roofline, all CSV/JSON (1 process; "
+        f"median of 3, best {best[0]:.2f} s) | {wall:.2f} | {rss:.0f} |",
+        f"| `magpie inference FILE --spec MI300X` (whole CLI, incl. start-up) "
+        f"| {res['cli'][0]:.2f} | {res['cli'][1]:.0f} |",
     ]
     if tl is not None:
         lines.append(f"| TraceLens `generate_perf_report_pytorch_inference`, same file | {tl[0]:.2f} | {tl[1]:.0f} |")
-        lines += ["", f"Speed-up vs TraceLens in the same run: **{tl[0] / wall:.1f}x**, memory {100 * rss / tl[1]:.0f}%."]
+        lines += [
+            "",
+            f"Speed-up vs TraceLens in the same run: **{tl[0] / wall:.1f}x**, memory {100 * rss / tl[1]:.0f}%.",
+        ]
     else:
         lo, hi = TRACELENS_RECORDED["wall_s"]
         glo, ghi = TRACELENS_RECORDED["rss_gb"]
@@ -105,7 +120,8 @@ def main() -> int:
             f"needs {glo}-{ghi} GB on such a trace. The comparison uses the TraceLens figures recorded on this "
             f"machine for the {TRACELENS_RECORDED['size_mb']} MB trace: {lo:.0f}-{hi:.0f} s, {glo}-{ghi} GB.",
             "",
-            f"Speed-up: **{lo / wall:.0f}x to {hi / wall:.0f}x** (goal: >= 20x); peak memory "
+            f"Speed-up (median run): **{lo / wall:.0f}x to {hi / wall:.0f}x**; best run {lo / best[0]:.0f}x to "
+            f"{hi / best[0]:.0f}x (goal: >= 20x); peak memory "
             f"{rss / 1024:.2f} GB, {100 * rss / 1024 / ghi:.0f}-{100 * rss / 1024 / glo:.0f}% of TraceLens's.",
         ]
     lines += [

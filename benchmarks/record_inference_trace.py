@@ -174,7 +174,8 @@ def main() -> int:
     with gzip.open(args.out, "rt") as f:
         n = len(json.load(f).get("traceEvents", []))
     size = args.out.stat().st_size
-    print(f"wrote {args.out} ({size / 1e6:.2f} MB, {n} events) on {dev} ({torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'})")
+    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    print(f"wrote {args.out} ({size / 1e6:.2f} MB, {n} events) on {dev} ({where})")
     if size > 16e6:
         print("warning: larger than 16 MB; use fewer --decode-steps or --layers")
     return 0

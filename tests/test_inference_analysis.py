@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("magpie_inference_analysis")
 
-from magpie_inference_analysis.analyzer import ROOFLINE_COLUMNS, InferenceAnalyzer, steady_state  # noqa: E402
-from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, parse_capture, parse_step  # noqa: E402
-from magpie_inference_analysis.models import model_op  # noqa: E402
-from magpie_inference_analysis.specs import SpecError, bundled, detect_spec, load_spec  # noqa: E402
+from magpie_inference_analysis.analyzer import ROOFLINE_COLUMNS, InferenceAnalyzer
+from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, parse_capture, parse_step
+from magpie_inference_analysis.models import model_op
+from magpie_inference_analysis.specs import SpecError, bundled, detect_spec, load_spec
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"

@@ -21,6 +21,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -278,12 +279,10 @@ class TraceState:
         if len(starts) < 2 or len(starts) > len(tops) // 2:
             return []
         bounds = [op.ts for op in starts] + [tops[-1].ts + tops[-1].dur]  # type: ignore[operator]
-        self.notes.append(
-            f"iterations inferred from the repeating top-level op {first!r} ({len(starts)} occurrences)"
-        )
+        self.notes.append(f"iterations inferred from the repeating top-level op {first!r} ({len(starts)} occurrences)")
         return [
             Iteration(i, a, b, f"(from top-level {first})", None, UNKNOWN, "inferred")  # type: ignore[arg-type]
-            for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+            for i, (a, b) in enumerate(pairwise(bounds))
         ]
 
     def _infer_phase(self, it: Iteration) -> tuple[str, str]:

@@ -36,7 +36,7 @@ class GpuSpec:
         """
         dtype = dtype or "fp32"
         table = self.matrix_tflops if kind == "matrix" else self.vector_tflops
-        if dtype in table and table[dtype]:
+        if table.get(dtype):
             return float(table[dtype]), f"{kind}_{dtype}"
         if kind == "vector":
             return float(self.vector_tflops.get("fp32") or 0.0) or None, "vector_fp32"
