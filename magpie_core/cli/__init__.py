@@ -4,6 +4,7 @@ from magpie_core.cli import (  # noqa: F401  (importing registers the commands)
     benchmark,
     gap,
     gpu_info,
+    inference,
     kernels,
     mcp,
     plugins_cmd,

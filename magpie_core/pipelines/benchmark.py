@@ -380,6 +380,48 @@ def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) ->
     return data
 
 
+TRACE_ANALYZER = "inference"
+
+
+def run_tracelens_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path, point: Point) -> dict[str, Any]:
+    """``profiler.tracelens``: stage split and roofline by the installed ``inference`` trace analyzer.
+
+    Writes ``<stage>_ISL<i>_OSL<o>_CONC<c>_kernel_roofline_simple.csv`` (AMD Magpie's names) and the rest
+    under ``out_dir``; returns the analyzer's summary with ``outputs`` and ``errors`` (never raises).
+    """
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
+    tl = config.profiler.tracelens
+    result: dict[str, Any] = {"trace_dir": str(trace_dir), "output_dir": str(out_dir), "outputs": [], "errors": []}
+    try:
+        analyzer = get_plugin_manager().get("trace_analyzer", TRACE_ANALYZER)
+    except UnknownComponentError as exc:
+        result["errors"].append(str(exc))
+        return result
+    options: dict[str, Any] = {
+        "stages": tl.analysis_stages,
+        "label_suffix": f"_ISL{point.input_len}_OSL{point.output_len}_CONC{point.concurrency}",
+    }
+    if tl.gpu_arch_config:
+        options["spec"] = tl.gpu_arch_config
+    notes = []
+    if tl.analysis_mode != "inference":
+        notes.append(f"analysis_mode {tl.analysis_mode!r}: magpie runs the inference analysis (use magpie gap too)")
+    if tl.export_format != "csv":
+        notes.append(f"export_format {tl.export_format!r}: tables are written as CSV")
+    try:
+        summary = analyzer.analyze(trace_dir, options, out_dir)
+    except Exception as exc:  # the measurement must survive a broken analysis
+        result["errors"].append(f"trace analysis failed: {type(exc).__name__}: {exc}")
+        return result
+    summary = dict(summary)
+    summary.setdefault("errors", [])
+    summary.setdefault("outputs", [])
+    summary["trace_dir"] = str(trace_dir)
+    summary["notes"] = notes
+    return summary
+
+
 def run_diagnostic(
     config: BenchmarkConfig,
     framework: Any,
@@ -530,6 +572,11 @@ def run_benchmark(
             if diag.get("traces"):
                 report.gap_analysis = run_gap_analysis(config, ws.path / "torch_trace", ws.path / "gap_analysis")
                 report.errors += [f"gap analysis: {e}" for e in report.gap_analysis.get("errors") or []]
+                if config.profiler.tracelens.enabled:
+                    report.tracelens_analysis = run_tracelens_analysis(
+                        config, ws.path / "torch_trace", ws.path / "tracelens", points[0]
+                    )
+                    report.errors += [f"trace analysis: {e}" for e in report.tracelens_analysis.get("errors") or []]
             report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
             report.diagnostic = diag
     except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError) as exc:

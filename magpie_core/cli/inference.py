@@ -1,0 +1,80 @@
+"""``magpie inference TRACE``: stage split and per-op roofline of an inference profiler trace.
+
+The core only forwards to the ``inference`` trace analyzer of the installed plugins; what a
+step annotation means, which ops have FLOPs models and the GPU specs all live there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+
+ANALYZER = "inference"
+
+
+def default_output_dir(trace: Path) -> Path:
+    if trace.is_dir() and (trace / "torch_trace").is_dir():
+        return trace / "tracelens"
+    base = trace if trace.is_dir() else trace.parent
+    return base.parent / "tracelens"
+
+
+def run_inference_analysis(trace: Path, options: dict[str, object], output_dir: Path) -> dict[str, object]:
+    """Call the installed ``inference`` analyzer; a missing plugin is :class:`NotAvailable`, bad input a UsageError."""
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
+    try:
+        analyzer = get_plugin_manager().get("trace_analyzer", ANALYZER)
+    except UnknownComponentError as exc:
+        raise NotAvailable(str(exc)) from exc
+    try:
+        return analyzer.analyze(trace, options, output_dir)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
+@app.command("inference")
+@handle_errors
+def inference_command(
+    trace: Path = typer.Argument(..., help="a trace file, a folder of traces, or a benchmark workspace"),
+    stages: str = typer.Option("all", "--stages", help="all | prefilldecode | decode | prefill"),
+    spec: str | None = typer.Option(None, "--spec", help="GPU spec name (MI300X, H200, ...) or a JSON file"),
+    capture_traces: Path | None = typer.Option(
+        None, "--capture-traces", help="folder of graph-capture traces (default: capture_traces/ next to the trace)"
+    ),
+    label_suffix: str = typer.Option("", "--label-suffix", help="appended to output names, e.g. _ISL1024_OSL512"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace folder>/../tracelens"),
+    as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+) -> None:
+    """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
+    if not trace.exists():
+        raise UsageError(f"{trace}: no such file or folder")
+    target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
+    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix}
+    if spec:
+        options["spec"] = spec
+    if capture_traces is not None:
+        options["capture_traces"] = str(capture_traces)
+    out = output_dir or STATE.output_dir or default_output_dir(trace)
+    summary = run_inference_analysis(target, options, Path(out))
+    if as_json:
+        console.print_json(json.dumps(summary, default=str))
+    else:
+        for tr in summary.get("traces", []):  # type: ignore[union-attr]
+            console.print(f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})")
+            for st in tr["stages"].values():
+                console.print(
+                    f"  {st['label']}: window {len(st['window_iterations'])}/{st['iterations']} iterations, "
+                    f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, modelled {st['modelled_kernel_time_pct']}%"
+                )
+                console.print(f"    {st['roofline_csv']}")
+            for note in tr["notes"]:
+                console.print(f"  note: {note}")
+        for err in summary.get("errors", []):  # type: ignore[union-attr]
+            console.print(f"[red]error:[/red] {err}")
+        console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
+    raise typer.Exit(1 if summary.get("errors") else 0)

@@ -1,0 +1,1 @@
+"""magpie trace analyzer ``inference``: stage split, steady-state window and per-op roofline."""

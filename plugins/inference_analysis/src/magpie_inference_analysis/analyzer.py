@@ -1,0 +1,835 @@
+"""The ``inference`` trace analyzer: stage split, steady-state window, kernel table, roofline.
+
+Pipeline per trace file (see docs/inference-analysis.md):
+
+1. decode (msgspec, only the fields used);
+2. link each kernel to its launch call (``correlation``) and the CPU ops enclosing that call;
+3. iterations: engine step annotations when present (vLLM / SGLang / ATOM formats, detailed
+   variants preferred), else inferred (a repeating top-level annotation, else each graph
+   launch, else the whole trace), with the phase inferred from attention shapes / kernel names;
+4. graph replays: mapped to captured ops with capture traces, else one ``graph`` group;
+5. per stage (``prefill_only``, ``decode_only``, ``prefilldecode``): the steady-state window of
+   iterations, then the kernel table, the roofline table and the per-iteration timeline.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from magpie_core.interfaces import TraceAnalyzer
+from magpie_inference_analysis import events as ev_mod
+from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
+from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
+from magpie_inference_analysis.models import SPECIFIC, OpModel, model_op
+from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
+
+UNKNOWN = "unclassified"
+STAGE_ORDER = (PREFILL, DECODE, MIXED, UNKNOWN)
+STAGES_FOR = {
+    "all": STAGE_ORDER,
+    "prefilldecode": (MIXED,),
+    "decode": (DECODE,),
+    "prefill": (PREFILL,),
+}
+GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
+ROOFLINE_COLUMNS = [
+    "source_category", "op_name", "param_signature", "operation_count", "num_kernels", "kernel_time_ms_sum",
+    "time_pct", "kernel_time_us_mean", "gflops", "data_moved_mb", "arithmetic_intensity_flops_per_byte",
+    "achieved_tflops_mean", "achieved_tbps_mean", "compute_spec", "roofline_bound", "pct_roofline_mean",
+    "roofline_time_us", "has_perf_model", "params_json", "input_dims", "input_type",
+]  # fmt: skip
+KERNEL_COLUMNS = [
+    "Name", "Calls", "Total (us)", "Avg (us)", "Min (us)", "Max (us)", "% Stage kernel time", "Kernel category",
+    "Op", "Origin",
+]  # fmt: skip
+ITER_COLUMNS = [
+    "iteration", "phase", "phase_source", "in_window", "annotation", "requests", "tokens", "start_us",
+    "step_time_us", "gpu_span_us", "gpu_busy_us", "gpu_idle_us", "kernels", "tokens_per_s",
+]  # fmt: skip
+MIB = 1024.0 * 1024.0
+_DIGITS = re.compile(r"\d+")
+_DECODE_WORDS = ("decode", "paged_attention", "splitkv", "split_kv", "fwd_kvcache", "flash_decoding", "mla_decode")
+_PREFILL_WORDS = ("prefill", "varlen", "context_attention", "fmha_fwd", "flash_fwd", "extend")
+
+
+class AnalysisError(ValueError):
+    """Bad options for the analyzer (unknown stage, bad spec...)."""
+
+
+@dataclass
+class Iteration:
+    index: int
+    ts: float
+    end: float
+    annotation: str
+    step: StepInfo | None
+    phase: str = UNKNOWN
+    phase_source: str = "annotation"
+    kernels: list[int] = field(default_factory=list)  # indices into the kernel list
+    in_window: bool = False
+
+
+@dataclass
+class OpInstance:
+    key: Any
+    name: str
+    dims_raw: bytes  # Input Dims / Input type as recorded (decoded once per roofline row)
+    types_raw: bytes
+    model: OpModel | None
+    kernel_us: float = 0.0
+    kernels: int = 0
+
+
+def _dec(raw: Any) -> list[Any]:
+    return ev_mod.decode_list(raw)
+
+
+def _kernel_categories(names: list[str]) -> dict[str, str]:
+    try:
+        from magpie_core.trace.kernel_names import parse_many
+
+        return {n: p.category for n, p in parse_many(names).items()}
+    except Exception:  # no parser plugins installed: categories stay unknown
+        return dict.fromkeys(names, "other")
+
+
+_MATRIX_OK = {"gemm", "other", "attention", "moe"}
+
+
+def _compatible(model: OpModel, kernel_cat: str) -> bool:
+    if model.category in ("GEMM", "MoE"):
+        return kernel_cat in _MATRIX_OK
+    if model.category in ("SDPA_fwd", "InferenceAttention_fwd"):
+        return kernel_cat in {"attention", "other", "gemm", "reduce", "sampling"}
+    return True
+
+
+def _fmt(x: float | None, nd: int = 4) -> str:
+    if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))):
+        return ""
+    return f"{x:.{nd}f}"
+
+
+def _g(x: float) -> str:
+    """Nine significant digits: small ops keep their precision."""
+    return f"{x:.9g}"
+
+
+class TraceState:
+    """Everything derived from one trace file that the stages share."""
+
+    def __init__(self, trace: ev_mod.Trace, options: dict[str, Any]) -> None:
+        self.trace = trace
+        self.options = options
+        self.notes: list[str] = []
+        evs = trace.events
+        kernels: list[ev_mod.Ev] = []
+        runtime: dict[int, ev_mod.Ev] = {}
+        cpu_ops: list[ev_mod.Ev] = []
+        anns: list[ev_mod.Ev] = []
+        t0 = math.inf
+        for e in evs:
+            if e.ph != "X" or e.ts is None:
+                continue
+            if e.ts < t0:
+                t0 = e.ts
+            cat = e.cat
+            if cat == "cpu_op":
+                cpu_ops.append(e)
+            elif cat in GPU_CATS:
+                kernels.append(e)
+            elif cat in RUNTIME_CATS:
+                a = e.args
+                if a is not None and a.correlation is not None:
+                    runtime[a.correlation] = e
+            elif cat == "user_annotation":
+                anns.append(e)
+        self.t0 = 0.0 if t0 is math.inf else t0
+        self.cpu_mode = not kernels and bool(cpu_ops)
+        if self.cpu_mode:
+            # a CPU-only trace: the leaf CPU ops are where the time goes; they stand in for kernels
+            kernels = _leaf_ops(cpu_ops)
+            self.notes.append(f"no GPU activity in the trace: {len(kernels)} leaf CPU ops stand in for kernels")
+        kernels.sort(key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
+        self.kernels = kernels
+        self.cpu_ops = cpu_ops
+        self.annotations = anns
+        # launch call per kernel (in CPU mode the op itself: its enclosing ops include itself)
+        self.launch: list[ev_mod.Ev | None] = (
+            list(kernels)
+            if self.cpu_mode
+            else [
+                runtime.get(k.args.correlation) if k.args is not None and k.args.correlation is not None else None
+                for k in kernels
+            ]
+        )
+        calls = {id(c): c for c in self.launch if c is not None}
+        call_list = list(calls.values())
+        from magpie_inference_analysis.graphs import op_chains
+
+        chains = op_chains(cpu_ops, call_list)
+        self.chain_of_call = {id(c): ch for c, ch in zip(call_list, chains, strict=True)}
+        self.graph = [c is not None and is_graph_launch(c.name) for c in self.launch]
+        names = sorted({k.name for k in kernels})
+        self.kcat = _kernel_categories(names)
+
+    # -- iterations --------------------------------------------------------------------------
+    def iterations(self) -> list[Iteration]:
+        steps = []
+        for a in self.annotations:
+            info = parse_step(a.name)
+            if info is not None:
+                steps.append((a, info))
+        its: list[Iteration] = []
+        if steps:
+            steps.sort(key=lambda p: (p[0].ts, -p[0].dur))
+            for a, info in steps:
+                end = a.ts + a.dur  # type: ignore[operator]
+                last = its[-1] if its else None
+                if last is not None and a.ts <= last.end and end <= last.end + 1e-3:
+                    # nested step annotations (an engine's own inside a detailed one): keep the richer
+                    if info.detailed and not (last.step and last.step.detailed):
+                        last.step, last.annotation = info, a.name
+                    continue
+                its.append(Iteration(len(its), a.ts, end, a.name, info, info.phase, "annotation"))  # type: ignore[arg-type]
+        else:
+            its = self._inferred_iterations()
+        starts = np.array([it.ts for it in its])
+        ends = np.array([it.end for it in its])
+        for i, k in enumerate(self.kernels):
+            call = self.launch[i]
+            t = call.ts if call is not None else k.ts
+            j = int(np.searchsorted(starts, t, side="right")) - 1
+            if j >= 0 and t <= ends[j]:
+                its[j].kernels.append(i)
+        if not steps:
+            for it in its:
+                it.phase, it.phase_source = self._infer_phase(it)
+        return its
+
+    def _inferred_iterations(self) -> list[Iteration]:
+        groups: dict[str, list[ev_mod.Ev]] = {}
+        for a in self.annotations:
+            groups.setdefault(_DIGITS.sub("#", a.name), []).append(a)
+        best = None
+        # launch times of a sample of kernels: which repeating annotation holds the GPU work?
+        sample = np.array([(self.launch[i] or k).ts for i, k in enumerate(self.kernels[::97])])
+        for key, items in groups.items():
+            if len(items) < 2 and not key.startswith("ProfilerStep"):
+                continue
+            lo = np.sort(np.array([x.ts for x in items]))
+            hi = np.array([x.ts + x.dur for x in sorted(items, key=lambda e: e.ts)])  # type: ignore[arg-type,return-value,operator]
+            j = np.searchsorted(lo, sample, side="right") - 1
+            cover = int(np.count_nonzero((j >= 0) & (sample <= hi[np.maximum(j, 0)])))
+            if best is None or (cover, len(items)) > (best[2], len(best[1])):
+                best = (key, items, cover)
+        if best is not None and best[2] > 0:
+            items = sorted(best[1], key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
+            self.notes.append(f"iterations inferred from the repeating annotation {best[0]!r} ({len(items)} ranges)")
+            return [Iteration(i, a.ts, a.ts + a.dur, a.name, None, UNKNOWN, "inferred") for i, a in enumerate(items)]  # type: ignore[arg-type,operator]
+        its = self._top_level_pattern()
+        if its:
+            return its
+        graph_calls = sorted(
+            {id(c): c for c, g in zip(self.launch, self.graph, strict=True) if g and c is not None}.values(),
+            key=lambda c: c.ts,  # type: ignore[arg-type,return-value]
+        )
+        if graph_calls:
+            self.notes.append(f"iterations inferred from graph launches ({len(graph_calls)})")
+            return [
+                Iteration(i, c.ts, c.ts + c.dur, c.name, None, UNKNOWN, "inferred")  # type: ignore[arg-type,operator]
+                for i, c in enumerate(graph_calls)
+            ]
+        self.notes.append("no step annotation, repeating annotation or graph launch: the whole trace is one iteration")
+        lo = min((k.ts for k in self.kernels), default=0.0)
+        hi = max((k.ts + k.dur for k in self.kernels), default=0.0)  # type: ignore[operator]
+        first_launch = min((c.ts for c in self.launch if c is not None), default=lo)
+        return [Iteration(0, min(lo, first_launch), hi, "(whole trace)", None, UNKNOWN, "inferred")]  # type: ignore[type-var]
+
+    def _top_level_pattern(self) -> list[Iteration]:
+        """Iterations from a repeating top-level op: each recurrence of the first top-level op starts one."""
+        by_tid: dict[Any, list[ev_mod.Ev]] = {}
+        for op in self.cpu_ops:
+            by_tid.setdefault(op.tid, []).append(op)
+        if not by_tid:
+            return []
+        ops = sorted(max(by_tid.values(), key=len), key=lambda e: (e.ts, -e.dur))  # type: ignore[arg-type,return-value,operator]
+        tops: list[ev_mod.Ev] = []
+        end = -math.inf
+        for op in ops:
+            if op.ts >= end:  # type: ignore[operator]
+                tops.append(op)
+                end = op.ts + op.dur  # type: ignore[operator]
+        if len(tops) < 4:
+            return []
+        first = tops[0].name
+        starts = [op for op in tops if op.name == first]
+        if len(starts) < 2 or len(starts) > len(tops) // 2:
+            return []
+        bounds = [op.ts for op in starts] + [tops[-1].ts + tops[-1].dur]  # type: ignore[operator]
+        self.notes.append(f"iterations inferred from the repeating top-level op {first!r} ({len(starts)} occurrences)")
+        return [
+            Iteration(i, a, b, f"(from top-level {first})", None, UNKNOWN, "inferred")  # type: ignore[arg-type]
+            for i, (a, b) in enumerate(pairwise(bounds))
+        ]
+
+    def _infer_phase(self, it: Iteration) -> tuple[str, str]:
+        decode = prefill = 0
+        for i in it.kernels:
+            call = self.launch[i]
+            if call is None:
+                continue
+            for j in self.chain_of_call.get(id(call), ()):
+                op = self.cpu_ops[j]
+                if "scaled_dot_product" in op.name or "flash_attention" in op.name:
+                    dims = _dec(op.args.input_dims) if op.args else []
+                    if len(dims) >= 2 and isinstance(dims[0], list) and len(dims[0]) == 4:
+                        n_q = dims[0][2]
+                        if n_q == 1:
+                            decode += 1
+                        else:
+                            prefill += 1
+                    break
+        if decode or prefill:
+            src = f"inferred from attention query lengths ({prefill} prefill-shaped, {decode} decode-shaped calls)"
+            return (MIXED if decode and prefill else DECODE if decode else PREFILL), src
+        for i in it.kernels:
+            low = self.kernels[i].name.lower()
+            if self.kcat.get(self.kernels[i].name) != "attention":
+                continue
+            if any(w in low for w in _DECODE_WORDS):
+                decode += 1
+            elif any(w in low for w in _PREFILL_WORDS):
+                prefill += 1
+        if decode or prefill:
+            src = f"inferred from attention kernel variants ({prefill} prefill, {decode} decode kernels)"
+            return (MIXED if decode and prefill else DECODE if decode else PREFILL), src
+        return UNKNOWN, "not inferable: no attention op shapes or attention kernel variants"
+
+
+def _leaf_ops(cpu_ops: list[ev_mod.Ev]) -> list[ev_mod.Ev]:
+    """CPU ops with no CPU op nested inside them on their thread."""
+    by_tid: dict[Any, list[ev_mod.Ev]] = {}
+    for op in cpu_ops:
+        by_tid.setdefault(op.tid, []).append(op)
+    leaves = []
+    for ops in by_tid.values():
+        ops.sort(key=lambda e: (e.ts, -e.dur))  # type: ignore[arg-type,return-value,operator]
+        for a, b in zip(ops, [*ops[1:], None], strict=True):
+            if b is None or b.ts >= a.ts + a.dur:  # type: ignore[operator]
+                leaves.append(a)
+    return leaves
+
+
+def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration], str]:
+    """The longest run of consecutive iterations at the peak request count (see docs)."""
+    if not its:
+        return [], "no iterations"
+    counts = [it.step.requests if it.step else 0 for it in its]
+    if not any(counts):
+        return its, f"all {len(its)} iterations (no request counts to choose a steady state from)"
+    peak = max(counts)
+    best = (0, 0)
+    start = None
+    for i, c in enumerate([*counts, -1]):
+        if c == peak and start is None:
+            start = i
+        elif c != peak and start is not None:
+            if i - start > best[1] - best[0]:
+                best = (start, i)
+            start = None
+    run = its[best[0] : best[1]]
+    if len(run) >= min_run or len(run) == sum(1 for c in counts if c == peak):
+        how = (
+            f"longest run of consecutive iterations at the peak of {peak} requests: iterations "
+            f"{run[0].index}..{run[-1].index} ({len(run)} of {len(its)})"
+        )
+        return run, how
+    stable = [it for it, c in zip(its, counts, strict=True) if c >= 0.9 * peak]
+    return stable, (
+        f"peak of {peak} requests held for fewer than {min_run} consecutive iterations: "
+        f"{len(stable)} of {len(its)} iterations within 10% of the peak"
+    )
+
+
+def _signature(dims_raw: bytes, types_raw: bytes) -> str:
+    return dims_raw.decode(errors="replace").replace(" ", "") + "|" + types_raw.decode(errors="replace")
+
+
+def analyze_state(
+    st: TraceState,
+    spec: GpuSpec | None,
+    stages: tuple[str, ...],
+    out_dir: Path,
+    prefix: str,
+    suffix: str,
+    captures: list[CapturedGraph],
+) -> dict[str, Any]:
+    its = st.iterations()
+    kernels = st.kernels
+    t0 = st.t0
+    # graph replays ------------------------------------------------------------------------------
+    graph_map: dict[int, tuple[CapturedGraph, int, int]] = {}  # kernel index -> (graph, launch idx, replay id)
+    graph_info: dict[str, Any] = {"replays": 0, "kernels": sum(st.graph), "mapped": 0, "captures": len(captures)}
+    iteration_of = {}
+    for it in its:
+        for i in it.kernels:
+            iteration_of[i] = it
+    if any(st.graph):
+        replays: dict[int, list[int]] = {}
+        for i, g in enumerate(st.graph):
+            if g:
+                replays.setdefault(id(st.launch[i]), []).append(i)
+        graph_info["replays"] = len(replays)
+        unmatched = 0
+        for rid, idxs in replays.items():
+            names = [kernels[i].name for i in idxs if kernels[i].cat == "kernel"]
+            kidx = [i for i in idxs if kernels[i].cat == "kernel"]
+            it = iteration_of.get(idxs[0])
+            want = it.step.tokens if it is not None and it.step is not None else None
+            cands = sorted(
+                captures,
+                key=lambda g: (
+                    want is not None and g.batch_size < want,
+                    abs(g.batch_size - want) if want is not None else 0,
+                    abs(len(g.kernel_names) - len(names)),
+                ),
+            )
+            done = False
+            for g in cands:
+                m = align(g.kernel_names, names)
+                if m is not None:
+                    for i, ci in zip(kidx, m, strict=True):
+                        if ci is not None:
+                            graph_map[i] = (g, ci, rid)
+                    done = True
+                    break
+            unmatched += not done
+        graph_info["mapped"] = len(graph_map)
+        if captures and unmatched:
+            st.notes.append(f"{unmatched} graph replay(s) could not be aligned with any capture trace")
+        if not captures:
+            st.notes.append(
+                f"{graph_info['kernels']} graph-replayed kernels in {len(replays)} replay(s) have no capture trace: "
+                "reported as one 'graph' group"
+            )
+    # op instances per kernel ---------------------------------------------------------------------
+    model_cache: dict[Any, OpModel | None] = {}
+
+    def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
+        a = op.args
+        if a is None or not a.input_dims:
+            return None
+        attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
+        key = (op.name, bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete), id(attn_key))
+        if key not in model_cache:
+            model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+        return model_cache[key]
+
+    def choose(chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+        innermost_model = None
+        for j in chain:
+            m = model_for(ops[j], step)
+            if m is None:
+                continue
+            if m.category in SPECIFIC and _compatible(m, kcat):
+                return j
+            if innermost_model is None and m.category not in SPECIFIC:
+                innermost_model = j
+        if innermost_model is not None:
+            return innermost_model
+        return chain[0] if chain else None
+
+    instances: dict[Any, OpInstance] = {}
+    kernel_op: list[Any] = [None] * len(kernels)
+    origin: list[str] = ["launch"] * len(kernels)
+    for i, k in enumerate(kernels):
+        it = iteration_of.get(i)
+        if it is None:
+            continue
+        step = it.step
+        kc = st.kcat.get(k.name, "other")
+        if st.graph[i]:
+            hit = graph_map.get(i)
+            if hit is None:
+                key = ("graph",)
+                origin[i] = "graph"
+                if key not in instances:
+                    instances[key] = OpInstance(key, "graph", b"", b"", None)
+            else:
+                g, ci, rid = hit
+                origin[i] = "graph+capture"
+                j = choose(g.chains[ci], g.ops, kc, step)
+                if j is None:
+                    key = ("nokernelop", k.name, i)
+                    instances[key] = OpInstance(key, "(no op)", b"", b"", None)
+                else:
+                    op = g.ops[j]
+                    key = ("cap", id(g), j, rid)
+                    if key not in instances:
+                        a = op.args
+                        instances[key] = OpInstance(
+                            key,
+                            op.name,
+                            bytes(a.input_dims) if a else b"",
+                            bytes(a.input_type) if a else b"",
+                            model_for(op, step),
+                        )
+        else:
+            call = st.launch[i]
+            chain = st.chain_of_call.get(id(call), ()) if call is not None else ()
+            j = choose(chain, st.cpu_ops, kc, step)
+            if j is None:  # no launch record (dropped by the profiler) or launched outside any op
+                key = ("nokernelop", k.name, i)
+                instances[key] = OpInstance(key, "(no op)", b"", b"", None)
+            else:
+                key = ("op", j)
+                if key not in instances:
+                    op = st.cpu_ops[j]
+                    a = op.args
+                    instances[key] = OpInstance(
+                        key,
+                        op.name,
+                        bytes(a.input_dims) if a else b"",
+                        bytes(a.input_type) if a else b"",
+                        model_for(op, step),
+                    )
+        kernel_op[i] = key
+    # stages ----------------------------------------------------------------------------------------
+    by_phase: dict[str, list[Iteration]] = {}
+    for it in its:
+        by_phase.setdefault(it.phase, []).append(it)
+    stage_results: dict[str, Any] = {}
+    for stage in STAGE_ORDER:
+        if stage not in stages or stage not in by_phase:
+            continue
+        stage_its = by_phase[stage]
+        window, how = steady_state(stage_its)
+        for it in window:
+            it.in_window = True
+        label = f"{prefix}{stage}{suffix}"
+        stage_results[stage] = _write_stage(
+            st, spec, label, stage_its, window, how, instances, kernel_op, origin, out_dir, t0
+        )
+    timeline_path = out_dir / f"{prefix}iterations{suffix}.csv"
+    _write_iterations(st, its, timeline_path, t0)
+    phases = Counter(it.phase for it in its)
+    return {
+        "trace_file": str(st.trace.path),
+        "size_bytes": st.trace.size_bytes,
+        "num_events": len(st.trace.events),
+        "platform": "rocm" if st.trace.rocm else "cuda/cpu",
+        "iterations": len(its),
+        "phases": dict(phases),
+        "phase_source": "annotation" if its and its[0].phase_source == "annotation" else "inferred",
+        "engine": its[0].step.engine if its and its[0].step else None,
+        "kernels": len(kernels),
+        "kernels_outside_iterations": len(kernels) - len(iteration_of),
+        "graph": graph_info,
+        "stages": stage_results,
+        "iterations_csv": str(timeline_path),
+        "notes": st.notes,
+    }
+
+
+def _union_busy(starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
+    if len(starts) == 0:
+        return 0.0, 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    busy = float(np.sum(run_end[last] - s[first]))
+    return busy, float(run_end[-1] - s[0])
+
+
+def _iter_row(st: TraceState, it: Iteration, t0: float) -> dict[str, Any]:
+    ks = [st.kernels[i] for i in it.kernels]
+    starts = np.fromiter((k.ts for k in ks), float, len(ks))  # type: ignore[arg-type]
+    ends = starts + np.fromiter((k.dur for k in ks), float, len(ks))
+    busy, span = _union_busy(starts, ends)
+    step_time = it.end - it.ts
+    tokens = it.step.tokens if it.step else None
+    return {
+        "iteration": it.index,
+        "phase": it.phase,
+        "phase_source": it.phase_source,
+        "in_window": it.in_window,
+        "annotation": it.annotation,
+        "requests": it.step.requests if it.step else "",
+        "tokens": tokens if tokens is not None else "",
+        "start_us": round(it.ts - t0, 3),
+        "step_time_us": round(step_time, 3),
+        "gpu_span_us": round(span, 3),
+        "gpu_busy_us": round(busy, 3),
+        "gpu_idle_us": round(max(0.0, span - busy), 3),
+        "kernels": len(ks),
+        "tokens_per_s": round(tokens / (step_time * 1e-6), 1) if tokens and step_time > 0 else "",
+    }
+
+
+def _write_iterations(st: TraceState, its: list[Iteration], path: Path, t0: float) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ITER_COLUMNS)
+        w.writeheader()
+        for it in its:
+            w.writerow(_iter_row(st, it, t0))
+
+
+def _write_stage(
+    st: TraceState,
+    spec: GpuSpec | None,
+    label: str,
+    stage_its: list[Iteration],
+    window: list[Iteration],
+    how: str,
+    instances: dict[Any, OpInstance],
+    kernel_op: list[Any],
+    origin: list[str],
+    out_dir: Path,
+    t0: float,
+) -> dict[str, Any]:
+    kernels = st.kernels
+    sel = [i for it in window for i in it.kernels]
+    # per instance kernel time within the window
+    inst_time: dict[Any, float] = {}
+    inst_kernels: dict[Any, int] = {}
+    kt: dict[str, list[float]] = {}
+    kop: dict[str, Counter[str]] = {}
+    korigin: dict[str, str] = {}
+    total = 0.0
+    no_launch = 0.0
+    for i in sel:
+        k = kernels[i]
+        d = k.dur
+        total += d
+        if st.launch[i] is None:
+            no_launch += d
+        kt.setdefault(k.name, []).append(d)
+        key = kernel_op[i]
+        if key is not None:
+            inst_time[key] = inst_time.get(key, 0.0) + d
+            inst_kernels[key] = inst_kernels.get(key, 0) + 1
+            kop.setdefault(k.name, Counter())[instances[key].name] += 1
+        korigin[k.name] = origin[i]
+    # kernel table
+    kpath = out_dir / f"{label}_kernels.csv"
+    rows = sorted(kt.items(), key=lambda kv: -sum(kv[1]))
+    with kpath.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(KERNEL_COLUMNS)
+        for name, ds in rows:
+            s = sum(ds)
+            w.writerow(
+                [
+                    name, len(ds), f"{s:.3f}", f"{s / len(ds):.3f}", f"{min(ds):.3f}", f"{max(ds):.3f}",
+                    f"{100 * s / total:.2f}" if total else "0.00", st.kcat.get(name, "other"),
+                    kop[name].most_common(1)[0][0] if name in kop else "", korigin.get(name, ""),
+                ]
+            )  # fmt: skip
+    # roofline rows: group instances by (category, op, signature)
+    groups: dict[tuple[str, str, str], list[Any]] = {}
+    for key in inst_time:
+        inst = instances[key]
+        m = inst.model
+        if inst.name == "graph":
+            cat, sig = "graph", "graph-replayed kernels without a capture trace"
+        elif inst.name == "(no op)":
+            cat, sig = st.kcat.get(key[1], "other"), key[1]
+        else:
+            cat = m.category if m is not None else "other"
+            sig = _signature(inst.dims_raw, inst.types_raw)
+            if m is not None and m.category == "InferenceAttention_fwd":
+                sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
+        groups.setdefault((cat, inst.name, sig), []).append(key)
+    out_rows: list[dict[str, Any]] = []
+    bound_time = {"compute": 0.0, "memory": 0.0}
+    modelled_time = 0.0
+    for (cat, name, sig), keys in groups.items():
+        inst0 = instances[keys[0]]
+        m = inst0.model
+        times = [inst_time[k] for k in keys]
+        tsum = sum(times)
+        nk = sum(inst_kernels[k] for k in keys)
+        row: dict[str, Any] = {c: "" for c in ROOFLINE_COLUMNS}
+        row.update(
+            source_category=cat,
+            op_name=name,
+            param_signature=sig,
+            operation_count=len(keys),
+            num_kernels=round(nk / len(keys), 3),
+            kernel_time_ms_sum=_fmt(tsum / 1000.0, 6),
+            time_pct=_fmt(100.0 * tsum / total if total else 0.0, 3),
+            kernel_time_us_mean=_fmt(tsum / len(keys), 3),
+            has_perf_model=bool(m is not None and not math.isnan(m.flops)),
+            input_dims=json.dumps(_dec(inst0.dims_raw)),
+            input_type=json.dumps(_dec(inst0.types_raw)),
+        )
+        if m is not None:
+            row["params_json"] = json.dumps(m.params, default=str)
+        if m is not None and not math.isnan(m.flops):
+            modelled_time += tsum
+            flops, nbytes = m.flops, m.bytes
+            row.update(
+                gflops=_g(flops / 1e9),
+                data_moved_mb=_g(nbytes / MIB),
+                arithmetic_intensity_flops_per_byte=_fmt(flops / nbytes if nbytes else None, 4),
+                achieved_tflops_mean=_fmt(float(np.mean([flops / (t * 1e6) for t in times if t > 0] or [0])), 4),
+                achieved_tbps_mean=_fmt(float(np.mean([nbytes / (t * 1e6) for t in times if t > 0] or [0])), 4),
+            )
+            if spec is not None:
+                peak, key = spec.peak_tflops(m.kind, m.dtype)
+                row["compute_spec"] = key
+                t_mem = nbytes / (spec.hbm_bandwidth_tbps * 1e6)  # us
+                t_cmp = flops / (peak * 1e6) if peak else math.nan
+                roof = max(t_mem, t_cmp) if not math.isnan(t_cmp) else t_mem
+                bound = "compute" if not math.isnan(t_cmp) and t_cmp >= t_mem else "memory"
+                bound_time[bound] += tsum
+                row.update(
+                    roofline_bound=bound,
+                    roofline_time_us=_fmt(roof, 4),
+                    pct_roofline_mean=_fmt(float(np.mean([100.0 * roof / t for t in times if t > 0] or [0])), 3),
+                )
+        out_rows.append(row)
+    out_rows.sort(key=lambda r: -float(r["kernel_time_ms_sum"] or 0))
+    rpath = out_dir / f"{label}_kernel_roofline_simple.csv"
+    with rpath.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ROOFLINE_COLUMNS)
+        w.writeheader()
+        w.writerows(out_rows)
+    iter_rows = [_iter_row(st, it, t0) for it in window]
+    n = len(iter_rows) or 1
+    mean = lambda key: sum(float(r[key] or 0) for r in iter_rows) / n  # noqa: E731
+    toks = [r["tokens"] for r in iter_rows if r["tokens"] != ""]
+    return {
+        "label": label,
+        "iterations": len(stage_its),
+        "window_iterations": [it.index for it in window],
+        "window_choice": how,
+        "kernel_time_us": round(total, 3),
+        "kernel_time_without_launch_record_us": round(no_launch, 3),
+        "kernels": len(sel),
+        "modelled_kernel_time_pct": round(100.0 * modelled_time / total, 2) if total else 0.0,
+        "bound_time_us": {k: round(v, 3) for k, v in bound_time.items()},
+        "timeline": {
+            "mean_step_time_us": round(mean("step_time_us"), 3),
+            "mean_gpu_busy_us": round(mean("gpu_busy_us"), 3),
+            "mean_gpu_idle_us": round(mean("gpu_idle_us"), 3),
+            "mean_gpu_span_us": round(mean("gpu_span_us"), 3),
+            "mean_tokens_per_step": round(sum(toks) / len(toks), 3) if toks else None,
+            "tokens_per_s": round(sum(toks) / (sum(float(r["step_time_us"]) for r in iter_rows) * 1e-6), 1)
+            if toks
+            else None,
+        },
+        "roofline_csv": str(rpath),
+        "kernels_csv": str(kpath),
+        "top_ops": [
+            {k: r[k] for k in ("source_category", "op_name", "kernel_time_ms_sum", "time_pct", "roofline_bound")}
+            for r in out_rows[:10]
+        ],
+    }
+
+
+def _trace_files(target: Path) -> list[Path]:
+    from magpie_core.trace.discover import find_trace_files
+
+    files = find_trace_files(target)
+    return [p for p in files if "capture_traces" not in p.parts[len(target.parts) - 1 :]]
+
+
+class InferenceAnalyzer(TraceAnalyzer):
+    """Stage split (prefill / decode / mixed), steady-state window and per-op roofline of inference traces."""
+
+    name: ClassVar[str] = "inference"
+    description: ClassVar[str] = (
+        "inference traces: prefill/decode stage split, steady-state window, per-op roofline (AMD and NVIDIA specs)"
+    )
+
+    def analyze(self, traces: Any, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+        """``traces``: a trace file, a folder of them, or a list of files. Options:
+
+        ``stages`` (all|prefilldecode|decode|prefill), ``spec`` (name or JSON path; default from the trace),
+        ``capture_traces`` (folder; default ``capture_traces/`` next to the trace), ``label_suffix``
+        (e.g. ``_ISL1024_OSL512_CONC32``).
+        """
+        t_start = time.perf_counter()
+        stages_opt = str(options.get("stages") or "all")
+        if stages_opt not in STAGES_FOR:
+            raise AnalysisError(f"stages must be one of {', '.join(STAGES_FOR)}, not {stages_opt!r}")
+        stages = STAGES_FOR[stages_opt]
+        user_spec = None
+        if options.get("spec"):
+            try:
+                user_spec = load_spec(str(options["spec"]))
+            except SpecError as exc:
+                raise AnalysisError(str(exc)) from None
+        if isinstance(traces, (str, Path)):
+            root = Path(traces)
+            if not root.exists():
+                raise AnalysisError(f"{root}: no such file or folder")
+            files = _trace_files(root)
+        else:
+            files = [Path(p) for p in traces]
+            root = files[0] if files else Path(".")
+        if not files:
+            raise AnalysisError(f"{root}: no trace files (.json, .json.gz) found")
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        suffix = str(options.get("label_suffix") or "")
+        summary: dict[str, Any] = {
+            "analyzer": self.name,
+            "stages_requested": stages_opt,
+            "output_dir": str(out_dir),
+            "traces": [],
+            "errors": [],
+            "outputs": [],
+        }
+        for n, path in enumerate(files):
+            cap_dir = options.get("capture_traces")
+            cap_path = Path(cap_dir) if cap_dir else path.parent / "capture_traces"
+            captures: list[CapturedGraph] = []
+            if cap_path.is_dir():
+                captures, cap_errors = load_captures(cap_path)
+                summary["errors"] += cap_errors
+            elif cap_dir:
+                summary["errors"].append(f"{cap_path}: capture_traces folder not found")
+            try:
+                trace = ev_mod.load(path)
+            except ev_mod.TraceLoadError as exc:
+                summary["errors"].append(str(exc))
+                continue
+            spec = user_spec or detect_spec(trace.device_properties)
+            st = TraceState(trace, options)
+            prefix = f"rank{n}_" if len(files) > 1 else ""
+            result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+            result["spec"] = spec.as_dict() if spec is not None else None
+            if spec is None:
+                result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")
+            if captures:
+                result["capture_traces"] = str(cap_path)
+            summary["traces"].append(result)
+            for s in result["stages"].values():
+                summary["outputs"] += [s["roofline_csv"], s["kernels_csv"]]
+            summary["outputs"].append(result["iterations_csv"])
+            del st, trace
+        summary["elapsed_s"] = round(time.perf_counter() - t_start, 3)
+        jpath = out_dir / "inference_summary.json"
+        summary["outputs"].append(str(jpath))
+        jpath.write_text(json.dumps(summary, indent=2, default=str))
+        return summary

@@ -1,0 +1,157 @@
+"""CUDA/HIP graph replays: map replayed kernels to the ops that launched them during capture.
+
+A graph replay shows up as one ``cudaGraphLaunch`` / ``hipGraphLaunch`` runtime call whose
+correlation id every replayed kernel carries: the kernels have no CPU op of their own. A
+graph-capture trace (TraceLens's ``capture_traces/`` layout: one trace per batch size, with
+``capture_<bs>_<mode>`` annotations and an optional ``execution_details.json``) records the
+launch calls made while capturing, each with its kernel name (``args.kernel``) under the
+CPU ops that issued it. Replayed kernels, in GPU order, are aligned with the captured launches:
+first position by position, then a greedy forward scan by kernel name (skipping captured
+launches that did not replay), then per kernel name in order (for multi-stream replays whose
+GPU order differs from the capture order).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magpie_inference_analysis import events as ev_mod
+from magpie_inference_analysis.annotations import parse_capture
+
+LAUNCH_WORDS = ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunchKernel")
+
+
+def is_kernel_launch(name: str) -> bool:
+    return any(w in name for w in LAUNCH_WORDS)
+
+
+def is_graph_launch(name: str) -> bool:
+    return "GraphLaunch" in name
+
+
+@dataclass
+class CapturedGraph:
+    batch_size: int
+    mode: str
+    file: str
+    kernel_names: list[str] = field(default_factory=list)
+    chains: list[tuple[int, ...]] = field(default_factory=list)  # enclosing op indices per launch, innermost first
+    ops: list[ev_mod.Ev] = field(default_factory=list)  # the capture file's cpu ops (indexed by chains)
+
+
+def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[int, ...]]:
+    """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first."""
+    by_tid: dict[Any, list[tuple[float, float, int, int]]] = {}
+    for i, op in enumerate(cpu_ops):
+        if op.ts is not None:
+            by_tid.setdefault(op.tid, []).append((op.ts, -op.dur, 0, i))
+    for j, c in enumerate(calls):
+        if c.ts is not None:
+            by_tid.setdefault(c.tid, []).append((c.ts, -c.dur, 1, j))
+    out: list[tuple[int, ...]] = [()] * len(calls)
+    for items in by_tid.values():
+        items.sort()
+        stack: list[tuple[float, int]] = []  # (end, op index)
+        for ts, neg_dur, kind, idx in items:
+            while stack and stack[-1][0] <= ts:
+                stack.pop()
+            if kind == 0:
+                stack.append((ts - neg_dur, idx))
+            elif stack:
+                out[idx] = tuple(s[1] for s in reversed(stack))
+    return out
+
+
+def load_captures(folder: Path) -> tuple[list[CapturedGraph], list[str]]:
+    """Every captured graph in a ``capture_traces`` folder, and the problems met (never raises for one file)."""
+    errors: list[str] = []
+    details: dict[str, dict[str, Any]] = {}
+    det = folder / "execution_details.json"
+    if det.is_file():
+        try:
+            for item in json.loads(det.read_text()):
+                details[str(item.get("file"))] = item
+        except (ValueError, TypeError, AttributeError) as exc:
+            errors.append(f"{det}: not a list of {{file, batch_size, mode}} ({exc})")
+    graphs: list[CapturedGraph] = []
+    for path in sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz")) and p != det):
+        try:
+            tr = ev_mod.load(path)
+        except ev_mod.TraceLoadError as exc:
+            errors.append(str(exc))
+            continue
+        cpu_ops = [e for e in tr.events if e.ph == "X" and e.cat == "cpu_op"]
+        runtime = [e for e in tr.events if e.ph == "X" and e.cat in ("cuda_runtime", "cuda_driver", "hip_runtime")]
+        runtime.sort(key=lambda e: e.ts or 0.0)
+        anns = [
+            (e, parse_capture(e.name))
+            for e in tr.events
+            if e.ph == "X" and e.cat == "user_annotation" and parse_capture(e.name)
+        ]
+        info = details.get(path.name, {})
+        if not anns:
+            bs = int(info.get("batch_size", 0) or 0)
+            anns = [(None, (bs, str(info.get("mode", ""))))]
+        for ann, (bs, mode) in anns:  # type: ignore[misc]
+            lo = ann.ts if ann is not None else -1e300
+            hi = ann.ts + ann.dur if ann is not None else 1e300
+            inside = [c for c in runtime if c.ts is not None and lo <= c.ts <= hi]
+            # one graph per stream capture (piecewise modes capture several graphs under one annotation)
+            segments: list[list[ev_mod.Ev]] = []
+            current: list[ev_mod.Ev] | None = None
+            for c in inside:
+                if "BeginCapture" in c.name:
+                    current = []
+                    segments.append(current)
+                elif "EndCapture" in c.name:
+                    current = None
+                elif is_kernel_launch(c.name) and c.args is not None and c.args.kernel:
+                    if current is None:
+                        current = []
+                        segments.append(current)
+                    current.append(c)
+            for seg in segments:
+                if not seg:
+                    continue
+                g = CapturedGraph(bs or int(info.get("batch_size", 0) or 0), mode, str(path))
+                g.kernel_names = [c.args.kernel for c in seg]  # type: ignore[union-attr,misc]
+                g.chains = op_chains(cpu_ops, seg)
+                g.ops = cpu_ops
+                graphs.append(g)
+        if not any(g.file == str(path) for g in graphs):
+            errors.append(f"{path}: no kernel launches with kernel names found inside a capture annotation")
+    return graphs, errors
+
+
+def align(captured: list[str], replayed: list[str]) -> list[int | None] | None:
+    """Index into ``captured`` for each replayed kernel, or None when they cannot be aligned."""
+    if len(captured) == len(replayed) and captured == replayed:
+        return list(range(len(replayed)))
+    out: list[int | None] = []
+    ci = 0
+    for name in replayed:  # greedy forward scan
+        while ci < len(captured) and captured[ci] != name:
+            ci += 1
+        if ci >= len(captured):
+            out = []
+            break
+        out.append(ci)
+        ci += 1
+    if len(out) == len(replayed):
+        return out
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(captured):
+        positions.setdefault(name, []).append(i)
+    seen: dict[str, int] = {}
+    res: list[int | None] = []
+    for name in replayed:  # per-name order
+        k = seen.get(name, 0)
+        pos = positions.get(name, [])
+        if k >= len(pos):
+            return None
+        res.append(pos[k])
+        seen[name] = k + 1
+    return res
