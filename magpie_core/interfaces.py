@@ -117,6 +117,14 @@ class KernelNameParser(Component):
 class ExecutionEnvironment(Component):
     """Where work runs. ``map`` keeps input order and never raises for one item."""
 
+    def with_options(self, options: dict[str, Any]) -> ExecutionEnvironment:
+        """This environment configured by the run's config blocks (e.g. ``{"ray_config": {...}}``).
+
+        The pipelines pass every block a kernel file or framework config gives for
+        environments; an environment reads the ones it knows and ignores the rest.
+        """
+        return self
+
     @abstractmethod
     def map(
         self,

@@ -7,6 +7,7 @@ A kernel YAML (``-k``) is the usual input; AMD Magpie's flag form also works:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -23,7 +24,14 @@ from magpie_core.cli.app import (
 )
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
-from magpie_core.pipelines.kernels import analyze, compare, load_kernel_file
+from magpie_core.pipelines.kernels import (
+    analyze,
+    compare,
+    environment_options,
+    file_environment,
+    load_kernel_file,
+    shared_output_dir,
+)
 
 
 def _kernel_file(
@@ -116,6 +124,21 @@ class KernelFlags:
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
 
 
+def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
+    """Environment, workers, output folder and environment config blocks for one run."""
+    framework = STATE.framework
+    defaults = {"ray_config": framework.ray_config.model_dump(exclude_none=True)} if framework.ray_config else {}
+    environment = STATE.resolve_environment(file_environment(file))
+    shared = shared_output_dir(environment_options(file, defaults)) if environment != "local" else None
+    scheduler = file.scheduler
+    return {
+        "environment": environment,
+        "workers": STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        "output_dir": output_dir or STATE.output_dir or (Path(shared) if shared else STATE.resolve_output_dir(None)),
+        "environment_defaults": defaults,
+    }
+
+
 def _progress(message: str) -> None:
     err_console.print(f"[dim]… {message}[/dim]")
 
@@ -134,13 +157,10 @@ def analyze_command(
 ) -> None:
     """Compile, check and time one or more independent kernels."""
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
-    scheduler = file.scheduler
     report = analyze(
         file,
         config_dir=config_dir,
-        output_dir=STATE.resolve_output_dir(output_dir),
-        environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
-        workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        **_run_settings(file, output_dir),
         measure_performance=not no_perf,
         progress=None if as_json else _progress,
     )
@@ -166,15 +186,12 @@ def compare_command(
 ) -> None:
     """Compare two or more variants under identical inputs and settings; rank the correct ones."""
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
-    scheduler = file.scheduler
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
         report = compare(
             file,
             config_dir=config_dir,
-            output_dir=STATE.resolve_output_dir(output_dir),
-            environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
-            workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+            **_run_settings(file, output_dir),
             baseline=base,
             measure_performance=not no_perf,
             min_effect=min_effect,
