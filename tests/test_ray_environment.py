@@ -99,7 +99,8 @@ def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster,
     saved = json.loads((Path(on_ray.workspace) / "compare_report.json").read_text())
     assert saved["settings"]["environment"] == "ray"
     assert saved["settings"]["performance"]["budget_seconds"] == 1  # settings travelled with the tasks
-    assert [r["kernel_id"] for r in saved["results"]["kernel_results"]] == ["single", "single_b", "quadruple_b", "wrong_b"]
+    ids = [r["kernel_id"] for r in saved["results"]["kernel_results"]]
+    assert ids == ["single", "single_b", "quadruple_b", "wrong_b"]
 
 
 def _crash_on_two(x: int) -> int:
