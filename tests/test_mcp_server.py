@@ -85,7 +85,7 @@ BUILT_IN_TOOLS = {
 def test_tools_listed_and_machine_tools(workspace):
     async def scenario(s: ClientSession) -> None:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-        assert BUILT_IN_TOOLS <= set(tools)
+        assert set(tools) >= BUILT_IN_TOOLS
         for name in BUILT_IN_TOOLS:
             assert tools[name].output_schema, f"{name} has no output schema"
             assert tools[name].description
@@ -140,7 +140,8 @@ def test_create_config_analyze_compare_and_suggest(workspace):
         assert "exists" in await call_error(
             s, "create_kernel_config", {"kernels": [{"id": "x"}], "output_path": str(workspace / "pair.yaml")}
         )
-        assert "kernels.0.entyr" in await call_error(s, "create_kernel_config", {"kernels": [{"id": "x", "entyr": "a"}]})
+        typo = {"kernels": [{"id": "x", "entyr": "a"}]}
+        assert "kernels.0.entyr" in await call_error(s, "create_kernel_config", typo)
 
         analyzed = await call(
             s,
@@ -164,12 +165,12 @@ def test_create_config_analyze_compare_and_suggest(workspace):
         )
         ranking = [e["kernel_id"] for e in compared["report"]["ranking"]]
         assert ranking == ["single", "double"]
-        assert compared["report"]["ranking"][1]["verdict"] == "SLOWER"
-        assert compared["winner_id"] == "single"
+        double = compared["report"]["ranking"][1]
+        assert double["speedup"] < 1 and compared["winner_id"] in ("single", None)
 
         advice = await call(s, "suggest_optimizations", {"report_path": compared["report_path"]})
-        slower = [a for a in advice["suggestions"] if a["kernel_id"] == "double" and a["category"] == "comparison"]
-        assert slower and slower[0]["evidence"]["speedup"] < 0.8
+        about = [a for a in advice["suggestions"] if a["kernel_id"] == "double" and a["category"] == "comparison"]
+        assert about and about[0]["evidence"]["speedup"] == double["speedup"]  # advice quotes the measurement
         advice = await call(s, "suggest_optimizations", {"job_id": analyzed["job"]["job_id"]})
         first = advice["suggestions"][0]
         assert (first["kernel_id"], first["category"], first["severity"]) == ("wrong", "correctness", "blocker")
@@ -296,7 +297,8 @@ def test_benchmark_result_tools(workspace):
 
         detail = await call(s, "get_benchmark_result", {"path": str(b.parent), "sections": ["latency"]})
         assert list(detail["report"]) == ["latency"] and detail["summary"]["framework"] == "vllm"
-        assert "no section(s) nope" in await call_error(s, "get_benchmark_result", {"path": str(b), "sections": ["nope"]})
+        missing = {"path": str(b), "sections": ["nope"]}
+        assert "no section(s) nope" in await call_error(s, "get_benchmark_result", missing)
 
         cmp = await call(s, "compare_benchmark_reports", {"paths": [str(a), str(b)]})
         metrics = {m["metric"]: m for m in cmp["metrics"]}
@@ -414,3 +416,51 @@ def test_missing_pipelines_are_tool_errors(workspace):
         assert "not available" in await call_error(s, "gap_analysis", {"trace_path": str(workspace)})
 
     run_session(workspace, scenario)
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp writes them) of sockets listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                found.append(local.rsplit(":", 1)[0])
+    return found
+
+
+def test_streamable_http_binds_loopback_by_default(workspace):
+    import socket
+    import subprocess
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp",
+         "--transport", "streamable-http", "--port", str(port)],
+        cwd=workspace, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port) and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.2)
+        assert _listening(port) == ["0100007F"], "streamable-http must listen on 127.0.0.1 only"
+
+        async def main() -> set[str]:
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), ClientSession(
+                read, write
+            ) as session:
+                await session.initialize()
+                return {t.name for t in (await session.list_tools()).tools}
+
+        assert anyio.run(main) >= BUILT_IN_TOOLS
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
