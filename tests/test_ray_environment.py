@@ -56,7 +56,7 @@ def _fanout_file(barrier: Path, n: int) -> KernelConfigFile:
         kernels=[
             k("single", "single"),
             k("single_b", "single_barrier"),
-            k("quadruple_b", "quadruple_barrier"),
+            k("heavy_b", "heavy_barrier"),
             k("wrong_b", "wrong_barrier"),
         ],
         performance=PERF,
@@ -79,7 +79,7 @@ def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster,
         min_effect=0.25,
     )
     # all three barrier candidates arrived: they ran at the same time, one per declared GPU
-    assert sorted(p.name for p in (tmp_path / "barrier_ray").iterdir()) == ["quadruple", "single", "wrong"]
+    assert sorted(p.name for p in (tmp_path / "barrier_ray").iterdir()) == ["heavy", "single", "wrong"]
 
     def verdicts(report):
         return {r.kernel_id: r.correctness.status.value for r in report.results.kernel_results}
@@ -87,20 +87,20 @@ def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster,
     assert verdicts(on_ray) == verdicts(local) == {
         "single": "passed",
         "single_b": "passed",
-        "quadruple_b": "passed",
+        "heavy_b": "passed",
         "wrong_b": "failed",
     }
     for report in (on_ray, local):
         order = [e.kernel_id for e in report.ranking]
-        assert order[-1] == "quadruple_b" and set(order) == {"single", "single_b", "quadruple_b"}
-        assert {e.kernel_id: e.verdict for e in report.ranking}["quadruple_b"] in ("SLOWER", "SAME")  # noise-bound
+        # the 8x-work candidate ranks below the 1x one measured in the same window (robust on a busy machine)
+        assert set(order) == {"single", "single_b", "heavy_b"} and order.index("heavy_b") > order.index("single_b")
         assert [u["kernel_id"] for u in report.unranked] == ["wrong_b"]
     # same report, written the same way
     saved = json.loads((Path(on_ray.workspace) / "compare_report.json").read_text())
     assert saved["settings"]["environment"] == "ray"
     assert saved["settings"]["performance"]["budget_seconds"] == 1  # settings travelled with the tasks
     ids = [r["kernel_id"] for r in saved["results"]["kernel_results"]]
-    assert ids == ["single", "single_b", "quadruple_b", "wrong_b"]
+    assert ids == ["single", "single_b", "heavy_b", "wrong_b"]
 
 
 def _crash_on_two(x: int) -> int:
@@ -133,7 +133,7 @@ performance: {json.dumps(PERF)}
 kernels:
   - {{id: base, type: pytorch, entry: {KERNELS}/fanout.py:single, working_dir: {KERNELS}}}
   - {{id: crashes, type: pytorch, entry: {KERNELS}/fanout.py:crashes, working_dir: {KERNELS}}}
-  - {{id: quad, type: pytorch, entry: {KERNELS}/fanout.py:quadruple, working_dir: {KERNELS}}}
+  - {{id: quad, type: pytorch, entry: {KERNELS}/fanout.py:heavy, working_dir: {KERNELS}}}
 """
     )
     proc = run_magpie(

@@ -44,12 +44,12 @@ def single_barrier(a, b):
     return a @ b
 
 
-def quadruple_barrier(a, b):
-    _barrier("quadruple")
+def heavy_barrier(a, b):
+    _barrier("heavy")
     c = a @ b
-    for _ in range(3):
+    for _ in range(7):
         c = c + a @ b
-    return c * 0.25
+    return c * 0.125
 
 
 def wrong_barrier(a, b):
@@ -61,8 +61,8 @@ def crashes(a, b):
     os.abort()
 
 
-def quadruple(a, b):
+def heavy(a, b):
     c = a @ b
-    for _ in range(3):
+    for _ in range(7):
         c = c + a @ b
-    return c * 0.25
+    return c * 0.125
