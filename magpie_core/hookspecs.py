@@ -47,7 +47,7 @@ def magpie_register_kernel_backends(register: Register) -> None:
     """Register kernel backends (:class:`~magpie_core.interfaces.KernelBackend`).
 
     A backend owns one or more kernel ``type`` values of the kernel config
-    (``type: triton``): it compiles sources, runs the correctness harness and
+    (``type: <name>``): it compiles sources, runs the correctness harness and
     times the kernel. It also contributes the timers its devices need.
     """
 
@@ -84,7 +84,7 @@ def magpie_register_kernel_name_parsers(register: Register) -> None:
     """Register kernel-name parsers (:class:`~magpie_core.interfaces.KernelNameParser`).
 
     A parser recognises a family of GPU kernel names (cuBLAS, CK Tile,
-    Triton, ...) and says what the kernel is: kind, category, dtype, tile.
+    Inductor, ...) and says what the kernel is: kind, category, dtype, tile.
     """
 
 

@@ -58,13 +58,17 @@ class KernelBackend(Component):
 
 
 class Timer(Component):
-    """Times a callable on one kind of device (``cpu``, ``cuda``, ...)."""
+    """Times launches on one kind of device (``cpu``, ``cuda``, ...).
+
+    A timer only supplies a clock (:class:`magpie_core.timing.BatchClock`); batch sizes,
+    cold caches, warm-up and stopping are the core's (:func:`magpie_core.timing.measure`).
+    """
 
     device_kinds: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
-        """Return per-launch samples in nanoseconds plus how sampling stopped."""
+    def clock(self, device: Any, graph_replay: bool = False) -> Any:
+        """A clock whose ``time_batch(launch, n)`` times ``n`` launches between two timestamps."""
 
 
 class ServingFramework(Component):
@@ -78,9 +82,15 @@ class ServingFramework(Component):
         """Environment variables the server needs (profiler output folder, ...)."""
         return {}
 
+    def profiler_args(self, config: BenchmarkConfig, profile_dir: Path) -> list[str]:
+        """Extra server arguments that turn the torch profiler on, writing under ``profile_dir``."""
+        return []
+
     readiness_path: ClassVar[str] = "/health"
     start_profile_path: ClassVar[str | None] = None
     stop_profile_path: ClassVar[str | None] = None
+    #: file patterns of the traces the server writes into its profile folder
+    trace_patterns: ClassVar[tuple[str, ...]] = ("*.pt.trace.json.gz", "*.pt.trace.json", "*.trace.json.gz")
 
     def default_image(self, gpu_arch: str | None) -> str | None:
         """Default container image for a GPU arch (``sm_90``, ``gfx942``), if any."""
@@ -133,8 +143,13 @@ class ExecutionEnvironment(Component):
         *,
         workers: int = 1,
         gpus_per_item: float = 0,
+        on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """Apply the picklable top-level ``fn`` to each item; results in input order."""
+        """Apply the picklable top-level ``fn`` to each item; results in input order.
+
+        An item whose call raised yields the exception object instead of a result.
+        ``on_result(index, result)`` is called as each item finishes (for progress).
+        """
 
 
 def component_names(kind: str, component: Any) -> tuple[str, ...]:

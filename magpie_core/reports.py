@@ -123,7 +123,8 @@ class ParsedKernelName(Model):
     """What a kernel-name parser says about one kernel name."""
 
     name: str
-    family: str  # which parser family: cublas, ck_tile, triton, ...
+    family: str  # which parser family: cublas, ck_tile, inductor, ...
+    kind: str | None = None  # how it was built: triton_jit, inductor, aten_native, tensile_gemm, hip_cpp, ...
     category: str = (
         "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
     )

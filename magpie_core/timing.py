@@ -6,7 +6,7 @@ device events). The core decides batch sizes and when to stop, so "a sample"
 means the same thing on every device.
 
 Why batches: with one launch between two events, host launch latency lands
-inside the interval (on an H200 a 14 µs Triton kernel read as 27 µs). A batch
+inside the interval (on an H200 a 14 µs kernel read as 27-31 µs). A batch
 lasting at least ``min_batch_us`` amortises event overhead and resolution.
 
 Why rotating inputs instead of a flush kernel: a cold-cache time needs the

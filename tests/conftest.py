@@ -17,7 +17,9 @@ TEST_PLUGINS = Path(__file__).resolve().parent / "plugins"
 RunMagpie = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _run(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "magpie_core", *args],
@@ -45,11 +47,24 @@ def third_party_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("third_party_site")
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-            "--target", str(target), str(TEST_PLUGINS / "example_plugin"), str(TEST_PLUGINS / "broken_plugin"),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(TEST_PLUGINS / "example_plugin"),
+            str(TEST_PLUGINS / "broken_plugin"),
         ],
         check=True,
         capture_output=True,
         text=True,
     )
     return target
+
+
+# tests/data holds fixture trees (e.g. miniature checkouts with their own tests/): never collect them
+collect_ignore_glob = ["data/*"]

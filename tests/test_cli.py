@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +13,10 @@ import pytest
 def test_version_both_ways(run_magpie):
     result = run_magpie(["--version"])
     assert result.returncode == 0 and result.stdout.startswith("magpie ")
-    console_script = shutil.which("magpie")
-    assert console_script, "the magpie console script is installed"
+    console_script = Path(sys.executable).parent / "magpie"
+    assert console_script.exists(), "the magpie console script is installed next to the interpreter"
+    direct = subprocess.run([str(console_script), "--version"], capture_output=True, text=True)
+    assert direct.returncode == 0 and direct.stdout == result.stdout
 
 
 def test_gpu_info_without_a_gpu_exits_zero(run_magpie):
@@ -43,8 +47,6 @@ def test_every_command_has_help(run_magpie, command):
 
 
 def test_workspace_holds_config_snapshot_report_and_logs(run_magpie, tmp_path):
-    import sys
-
     cfg = tmp_path / "k.yaml"
     cfg.write_text(f"kernel:\n  id: tc\n  type: pytorch\n  testcase_command: [{sys.executable}, -c, 'print(1)']\n")
     result = run_magpie(["-o", str(tmp_path / "out"), "analyze", "-k", str(cfg), "--no-perf"])

@@ -77,7 +77,10 @@ def test_unknown_key_names_file_line_path_and_suggestion(tmp_path):
         load_config(KernelConfigFile, path)
     err = info.value
     assert (err.file, err.line, err.path) == (str(path), 6, ("kernels", 1, "testcase_comand"))
-    assert str(err) == f"{path}:6: kernels[1].testcase_comand: unknown key 'testcase_comand' (did you mean 'testcase_command'?)"
+    assert (
+        str(err)
+        == f"{path}:6: kernels[1].testcase_comand: unknown key 'testcase_comand' (did you mean 'testcase_command'?)"
+    )
 
 
 def test_wrong_type_is_located(tmp_path):
@@ -102,7 +105,9 @@ def test_several_errors_are_all_reported(tmp_path):
 def test_env_expansion_and_missing_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("MAGPIE_TEST_MODEL", "/models/llama")
     path = tmp_path / "b.yaml"
-    path.write_text("benchmark:\n  framework: vllm\n  model: ${MAGPIE_TEST_MODEL}\n  docker_image: ${NO_SUCH_VAR_X:-rocm/vllm}\n")
+    path.write_text(
+        "benchmark:\n  framework: vllm\n  model: ${MAGPIE_TEST_MODEL}\n  docker_image: ${NO_SUCH_VAR_X:-rocm/vllm}\n"
+    )
     cfg = load_config(BenchmarkConfigFile, path).benchmark
     assert cfg.model == "/models/llama" and cfg.docker_image == "rocm/vllm"
     path.write_text("benchmark:\n  framework: vllm\n\n  model: ${NO_SUCH_VAR_X}\n")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernels import analyze
 from magpie_core.reports import StageStatus
@@ -17,13 +15,21 @@ KERNELS = DATA / "kernels"
 FAST_PERF = {"enabled": False}
 
 
-def _analyze(tmp_path: Path, kernels: list[dict], performance: dict | None = None, correctness: dict | None = None, workers: int = 1):
+def _analyze(
+    tmp_path: Path,
+    kernels: list[dict],
+    performance: dict | None = None,
+    correctness: dict | None = None,
+    workers: int = 1,
+):
     file = KernelConfigFile(
         kernels=[KernelConfig(**k) for k in kernels],
         performance=performance or FAST_PERF,
         correctness=correctness,
     )
-    report = analyze(file, config_dir=KERNELS, output_dir=tmp_path, workers=workers, measure_performance=bool(performance))
+    report = analyze(
+        file, config_dir=KERNELS, output_dir=tmp_path, workers=workers, measure_performance=bool(performance)
+    )
     return {r.kernel_id: r for r in report.results}
 
 
@@ -41,7 +47,10 @@ def test_correctness_gates_catch_each_fault(tmp_path):
         assert results[name].correctness.status == StageStatus.FAILED, name
         assert not results[name].passed
     assert "mismatch at index (3, 7)" in msg["wrong_values"] and "1 of 8192 elements" in msg["wrong_values"]
-    assert "non-finite at index (0, 100)" in msg["partial_write"] and "unwritten outputs read as NaN" in msg["partial_write"]
+    assert (
+        "non-finite at index (0, 100)" in msg["partial_write"]
+        and "unwritten outputs read as NaN" in msg["partial_write"]
+    )
     assert "non-finite at index (10, 10)" in msg["nan_output"] and "got nan" in msg["nan_output"]
     assert "shape mismatch: expected (64, 128), got (64, 64)" in msg["wrong_shape"]
     assert "dtype mismatch: expected torch.float32, got torch.float64" in msg["wrong_dtype"]
@@ -49,7 +58,11 @@ def test_correctness_gates_catch_each_fault(tmp_path):
 
 
 def test_inplace_output_arguments_are_poisoned(tmp_path):
-    common = {"get_inputs": "get_inplace_inputs", "reference": "faulty.py:inplace_reference", "options": {"output_args": [1]}}
+    common = {
+        "get_inputs": "get_inplace_inputs",
+        "reference": "faulty.py:inplace_reference",
+        "options": {"output_args": [1]},
+    }
     results = _analyze(
         tmp_path,
         [
@@ -77,7 +90,9 @@ def test_crash_and_hang_fail_alone(tmp_path):
 
 
 def test_execution_is_not_correctness_without_a_check(tmp_path):
-    results = _analyze(tmp_path, [{"id": "unchecked", "type": "pytorch", "entry": "faulty.py:good", "get_inputs": "get_inputs"}])
+    results = _analyze(
+        tmp_path, [{"id": "unchecked", "type": "pytorch", "entry": "faulty.py:good", "get_inputs": "get_inputs"}]
+    )
     r = results["unchecked"]
     # No reference: the kernel itself must still produce finite, fully written outputs, and the report says so.
     assert r.correctness.method.startswith("self")
@@ -94,22 +109,41 @@ def test_testcase_command_path(tmp_path):
         [
             {"id": "passes", "type": "pytorch", "testcase_command": [ok, ok]},
             {"id": "fails", "type": "pytorch", "testcase_command": [ok, bad]},
-            {"id": "env_and_dir", "type": "pytorch", "working_dir": str(KERNELS), "env": {"MAGPIE_T": "7"},
-             "testcase_command": [sys.executable, "-c", "import os,sys; sys.exit(0 if os.environ['MAGPIE_T']=='7' and os.path.exists('faulty.py') else 1)"]},
+            {
+                "id": "env_and_dir",
+                "type": "pytorch",
+                "working_dir": str(KERNELS),
+                "env": {"MAGPIE_T": "7"},
+                "testcase_command": [
+                    sys.executable,
+                    "-c",
+                    "import os,sys; sys.exit(0 if os.environ['MAGPIE_T']=='7' and os.path.exists('faulty.py') else 1)",
+                ],
+            },
         ],
     )
     assert results["passes"].correctness.status == StageStatus.PASSED
     assert results["passes"].correctness.method == "testcase_command"
     assert results["fails"].correctness.status == StageStatus.FAILED
-    assert "exit status 3" in results["fails"].correctness.message and "max error 0.3" in results["fails"].correctness.message
+    assert (
+        "exit status 3" in results["fails"].correctness.message
+        and "max error 0.3" in results["fails"].correctness.message
+    )
     assert results["env_and_dir"].correctness.status == StageStatus.PASSED
 
 
 def test_compile_command_failure_stops_the_kernel(tmp_path):
     results = _analyze(
         tmp_path,
-        [{"id": "broken_build", "type": "pytorch", "compile_command": [sys.executable, "-c", "raise SystemExit('error: x.cu:12: bad')"],
-          "entry": "faulty.py:good", "reference": "faulty.py:reference"}],
+        [
+            {
+                "id": "broken_build",
+                "type": "pytorch",
+                "compile_command": [sys.executable, "-c", "raise SystemExit('error: x.cu:12: bad')"],
+                "entry": "faulty.py:good",
+                "reference": "faulty.py:reference",
+            }
+        ],
     )
     r = results["broken_build"]
     assert r.compile.status == StageStatus.FAILED and "x.cu:12" in r.compile.log
@@ -120,8 +154,20 @@ def test_triton_interpreter_path(tmp_path):
     results = _analyze(
         tmp_path,
         [
-            {"id": "triton_ok", "type": "triton", "entry": "triton_relu.py:relu", "reference": "faulty.py:reference", "get_inputs": "faulty.py:get_inputs"},
-            {"id": "triton_tail_bug", "type": "triton", "entry": "triton_relu.py:relu_buggy", "reference": "faulty.py:reference", "get_inputs": "faulty.py:get_inputs"},
+            {
+                "id": "triton_ok",
+                "type": "triton",
+                "entry": "triton_relu.py:relu",
+                "reference": "faulty.py:reference",
+                "get_inputs": "faulty.py:get_inputs",
+            },
+            {
+                "id": "triton_tail_bug",
+                "type": "triton",
+                "entry": "triton_relu.py:relu_buggy",
+                "reference": "faulty.py:reference",
+                "get_inputs": "faulty.py:get_inputs",
+            },
         ],
         performance={"budget_seconds": 0.5, "warmup_ms": 1, "min_samples": 3},
     )
@@ -135,10 +181,13 @@ def test_triton_interpreter_path(tmp_path):
     assert "non-finite at index (63, 28)" in bug.correctness.message  # flat 8092 = first of the last 100
 
 
-@pytest.mark.parametrize("cli_form", [True])
-def test_analyze_cli_exit_codes(run_magpie, tmp_path, cli_form):
+def test_analyze_cli_exit_codes(run_magpie, tmp_path):
     good = tmp_path / "good.yaml"
-    good.write_text(f"performance:\n  enabled: false\nkernel:\n  id: g\n  type: pytorch\n  entry: {KERNELS}/faulty.py:good\n  reference: {KERNELS}/faulty.py:reference\n")
+    good.write_text(
+        "performance:\n  enabled: false\n"
+        f"kernel:\n  id: g\n  type: pytorch\n  entry: {KERNELS}/faulty.py:good\n"
+        f"  reference: {KERNELS}/faulty.py:reference\n"
+    )
     assert run_magpie(["-o", str(tmp_path), "analyze", "-k", str(good)]).returncode == 0
     bad = tmp_path / "bad.yaml"
     bad.write_text(good.read_text().replace("faulty.py:good", "faulty.py:wrong_values"))
@@ -151,4 +200,7 @@ def test_analyze_cli_exit_codes(run_magpie, tmp_path, cli_form):
     typo = tmp_path / "typo.yaml"
     typo.write_text("kernel:\n  id: u\n  entyr: x\n")
     result = run_magpie(["analyze", "-k", str(typo)])
-    assert result.returncode == 2 and "typo.yaml:3: kernel.entyr: unknown key 'entyr' (did you mean 'entry'?)" in result.stderr
+    assert (
+        result.returncode == 2
+        and "typo.yaml:3: kernel.entyr: unknown key 'entyr' (did you mean 'entry'?)" in result.stderr
+    )

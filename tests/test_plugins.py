@@ -75,7 +75,9 @@ def test_magpie_plugins_env_restricts_loading(run_magpie, third_party_site):
 
 
 def test_restricting_by_distribution_name(run_magpie, third_party_site):
-    plugins, _ = _plugins_json(run_magpie, {"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "magpie-broken-plugin"})
+    plugins, _ = _plugins_json(
+        run_magpie, {"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "magpie-broken-plugin"}
+    )
     assert plugins["broken_import"]["status"] == "failed"
     assert plugins["example"]["status"] == "disabled"
 
@@ -107,7 +109,10 @@ def test_two_plugins_claiming_one_name_is_a_clear_error(monkeypatch):
         md.EntryPoint(name="dup_one", value="magpie_dup_one", group="magpie"),
         md.EntryPoint(name="dup_two", value="magpie_dup_two", group="magpie"),
     ]
-    with pytest.raises(PluginConflictError, match=r"kernel backend 'same_type' is registered by plugin 'dup_one'.*and by plugin 'dup_two'"):
+    with pytest.raises(
+        PluginConflictError,
+        match=r"kernel backend 'same_type' is registered by plugin 'dup_one'.*and by plugin 'dup_two'",
+    ):
         PluginManager(entry_points=eps)
 
 
@@ -123,3 +128,28 @@ def test_import_failure_warns_in_process(monkeypatch):
     with pytest.warns(PluginWarning, match="'ghost'.*failed to load: ModuleNotFoundError"):
         manager = PluginManager(entry_points=eps)
     assert manager.plugins["ghost"].status == "failed"
+
+
+def test_third_party_name_parser_is_used_by_gap_analysis(run_magpie, third_party_site, tmp_path):
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "mylib_gemm_fp16_128x128",
+            "pid": 0,
+            "tid": 7,
+            "ts": 100 + 50 * i,
+            "dur": 20,
+            "args": {"device": 0, "stream": 7, "correlation": i},
+        }
+        for i in range(4)
+    ]
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    result = run_magpie(
+        ["gap", str(trace), "--json", "-o", str(tmp_path / "gap")], env={"PYTHONPATH": str(third_party_site)}
+    )
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["top_kernels"]
+    assert (row["family"], row["category"], row["dtype"]) == ("mylib", "gemm", "fp16")
+    assert row["self_cuda_total_us"] == 80.0

@@ -8,7 +8,7 @@ import numpy as np
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernels import compare
-from magpie_core.stats import Verdict, median_ci, sample_until_stable, speedup, summarize, SamplingSettings
+from magpie_core.stats import SamplingSettings, Verdict, median_ci, sample_until_stable, speedup, summarize
 
 from .conftest import DATA
 
@@ -88,7 +88,9 @@ def test_sampling_stops_for_the_right_reason():
     rng = np.random.default_rng(3)
     samples, reason = sample_until_stable(lambda: float(rng.normal(10, 0.01)), SamplingSettings(min_samples=10))
     assert reason == "converged" and len(samples) < 100
-    samples, reason = sample_until_stable(lambda: float(rng.lognormal(0, 2)), SamplingSettings(max_samples=50, budget_seconds=60))
+    samples, reason = sample_until_stable(
+        lambda: float(rng.lognormal(0, 2)), SamplingSettings(max_samples=50, budget_seconds=60)
+    )
     assert reason == "max_samples" and len(samples) == 50
     stats = summarize(samples, reason)
     assert stats.p5 <= stats.median <= stats.p95 and stats.ci95_low <= stats.median <= stats.ci95_high

@@ -13,5 +13,10 @@ from magpie_core.cli.app import app
 __all__ = ["app"]
 
 
-def run() -> None:
-    app()
+def run(argv: list[str] | None = None) -> None:
+    import sys
+
+    from magpie_core.cli.gap import expand_multi_value_options
+
+    args = sys.argv[1:] if argv is None else argv
+    app(args=expand_multi_value_options(list(args)), prog_name="magpie")

@@ -17,7 +17,7 @@ from magpie_core.cli.gap import GapFlags, gap_config_from_flags, run_gap_pipelin
 @app.command("benchmark")
 @handle_errors
 def benchmark_command(
-    framework: str | None = typer.Argument(None, help="serving framework plugin (vllm, sglang, atom, ...)"),
+    framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
     benchmark_config: Path | None = typer.Option(None, "--benchmark-config", "-b", help="benchmark YAML"),
     model: str | None = typer.Option(None, "--model", "-m"),
     precision: str | None = typer.Option(None, "--precision", "-p"),

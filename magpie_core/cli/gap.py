@@ -19,6 +19,32 @@ from magpie_core.config.loader import validate
 MULTI_VALUE_OPTIONS = ("--categories", "--ignore-categories", "--kernel-source-repos")
 
 
+def expand_multi_value_options(argv: list[str], names: tuple[str, ...] = MULTI_VALUE_OPTIONS) -> list[str]:
+    """Rewrite ``--categories a b`` into ``--categories a --categories b`` (values stop at the next ``-x``).
+
+    ``--categories=a`` and a value that looks like an option stay as they are;
+    everything after ``--`` is left alone.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        out.append(arg)
+        i += 1
+        if arg in names:
+            first = True
+            while i < len(argv) and not argv[i].startswith("-"):
+                if not first:
+                    out.append(arg)
+                out.append(argv[i])
+                first = False
+                i += 1
+    return out
+
+
 def split_list(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None
@@ -36,6 +62,12 @@ def gap_config_from_flags(
     no_rank_csv: bool,
     find_kernel_sources: bool,
     kernel_source_repos: list[str] | None,
+    window_annotation: str | None = None,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    clone: bool = False,
+    workers: int | None = None,
+    repos_base_dir: str | None = None,
 ) -> GapAnalysisConfig:
     data: dict[str, object] = {
         "enabled": True,
@@ -45,6 +77,12 @@ def gap_config_from_flags(
         "min_duration_us": min_duration_us,
         "no_rank_csv": no_rank_csv,
         "find_kernel_sources": find_kernel_sources,
+        "window_annotation": window_annotation,
+        "window_start_us": start_us,
+        "window_end_us": end_us,
+        "clone_repos": clone,
+        "workers": workers,
+        "repos_base_dir": repos_base_dir,
     }
     if categories is not None:
         data["categories"] = split_list(categories)
@@ -67,6 +105,15 @@ class GapFlags:
     no_rank_csv = typer.Option(False, "--no-rank-csv", help="skip per-rank CSVs")
     find_kernel_sources = typer.Option(False, "--find-kernel-sources", help="map kernels to source files")
     kernel_source_repos = typer.Option(None, "--kernel-source-repos", help="local checkouts to search")
+    window_annotation = typer.Option(
+        None, "--window-annotation", help="only inside record_function/user-annotation ranges of this name (* globs)"
+    )
+    start_us = typer.Option(None, "--start-us", min=0, help="window start, us from the trace's first event")
+    end_us = typer.Option(None, "--end-us", min=0, help="window end, us from the trace's first event")
+    as_json = typer.Option(False, "--json", help="print the JSON summary instead of the table")
+    clone = typer.Option(False, "--clone", help="source finder may clone known upstream repos (network)")
+    repos_base_dir = typer.Option(None, "--repos-dir", help="cache folder of checkouts for the source finder")
+    workers = typer.Option(None, "--workers", min=1, help="ranks analyzed in parallel (default: CPU count)")
 
 
 def run_gap_pipeline(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, **extra: object) -> int:
@@ -91,6 +138,13 @@ def gap_command(
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis"),
+    window_annotation: str | None = GapFlags.window_annotation,
+    start_us: float | None = GapFlags.start_us,
+    end_us: float | None = GapFlags.end_us,
+    as_json: bool = GapFlags.as_json,
+    clone: bool = GapFlags.clone,
+    repos_base_dir: str | None = GapFlags.repos_base_dir,
+    workers: int | None = GapFlags.workers,
 ) -> None:
     """Kernel time tables, GPU idle gaps and launch-bound indicators from profiler traces."""
     config = gap_config_from_flags(
@@ -103,5 +157,11 @@ def gap_command(
         no_rank_csv=no_rank_csv,
         find_kernel_sources=find_kernel_sources,
         kernel_source_repos=kernel_source_repos,
+        window_annotation=window_annotation,
+        start_us=start_us,
+        end_us=end_us,
+        clone=clone,
+        workers=workers or STATE.workers,
+        repos_base_dir=repos_base_dir,
     )
-    raise typer.Exit(run_gap_pipeline(trace_dir, config, output_dir or STATE.output_dir))
+    raise typer.Exit(run_gap_pipeline(trace_dir, config, output_dir or STATE.output_dir, as_json=as_json))

@@ -6,6 +6,7 @@ A kernel YAML (``-k``) is the usual input; AMD Magpie's flag form also works:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,13 @@ def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, 
     }
 
 
+def _export_container_image(from_file: str | None) -> None:
+    """``--docker-image`` / ``scheduler.docker_image`` reach the ``container`` environment plugin."""
+    image = STATE.docker_image or from_file or STATE.framework.scheduler.docker_image
+    if image:
+        os.environ["MAGPIE_CONTAINER_IMAGE"] = image
+
+
 def _progress(message: str) -> None:
     err_console.print(f"[dim]… {message}[/dim]")
 
@@ -157,6 +165,8 @@ def analyze_command(
 ) -> None:
     """Compile, check and time one or more independent kernels."""
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
+    scheduler = file.scheduler
+    _export_container_image(scheduler.docker_image if scheduler else None)
     report = analyze(
         file,
         config_dir=config_dir,
@@ -186,6 +196,8 @@ def compare_command(
 ) -> None:
     """Compare two or more variants under identical inputs and settings; rank the correct ones."""
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
+    scheduler = file.scheduler
+    _export_container_image(scheduler.docker_image if scheduler else None)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
         report = compare(

@@ -67,11 +67,26 @@ class GapAnalysisConfig(StrictModel):
     auto_clone_repos: bool = Field(True, description="accepted for AMD Magpie files; magpie clones only with --clone")
     repos_base_dir: str | None = None
     no_rank_csv: bool = False
+    # magpie's own
+    window_annotation: str | None = Field(
+        None, description="analyze only inside record_function / user annotation ranges of this name (glob with *)"
+    )
+    window_start_us: float | None = Field(None, ge=0, description="window start, microseconds from trace start")
+    window_end_us: float | None = Field(None, gt=0, description="window end, microseconds from trace start")
+    clone_repos: bool = Field(False, description="let the source finder clone known upstreams (network)")
+    workers: int | None = Field(None, ge=1, description="ranks analyzed in parallel (default: CPU count)")
+    top_gaps: int = Field(10, ge=0, description="largest GPU idle gaps reported per device")
 
     @model_validator(mode="after")
     def _window(self) -> GapAnalysisConfig:
         if self.trace_start_pct >= self.trace_end_pct:
             raise ValueError("trace_start_pct must be below trace_end_pct")
+        if (
+            self.window_start_us is not None
+            and self.window_end_us is not None
+            and self.window_start_us >= self.window_end_us
+        ):
+            raise ValueError("window_start_us must be below window_end_us")
         return self
 
 
@@ -136,7 +151,14 @@ class LoadConfig(StrictModel):
     concurrencies: list[int] | None = Field(None, description="sweep: one point per concurrency")
     request_rates: list[float] | None = Field(None, description="sweep: one point per rate")
     ignore_eos: bool = True
-    save_requests: bool = False
+    save_requests: bool = Field(False, description="keep per-request details in the report")
+    request_timeout_s: float = Field(600.0, gt=0)
+    inter_point_sleep_s: float = Field(0.0, ge=0, description="pause between sweep points")
+    diagnostic_num_prompts: int | None = Field(
+        None, ge=1, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"
+    )
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields of every request")
+    progress: bool = True
 
 
 class SloConfig(StrictModel):
@@ -146,7 +168,7 @@ class SloConfig(StrictModel):
 
 
 class BenchmarkConfig(StrictModel):
-    framework: str = "sglang"
+    framework: str | None = Field(None, description="serving framework plugin name")
     model: str = ""
     precision: str = "fp8"
     run_mode: Literal["docker", "local", "ray", "external"] = "docker"
@@ -171,6 +193,10 @@ class BenchmarkConfig(StrictModel):
     port: int | None = None
     server_args: list[str] = Field(default_factory=list, description="extra server arguments")
     server_env: dict[str, str] = Field(default_factory=dict)
+    server_python: str | None = Field(None, description="python that runs a local server (default: the plugin's)")
+    server_ready_timeout_s: float = Field(1800.0, gt=0)
+    stop_grace_s: float = Field(30.0, ge=0)
+    framework_options: dict[str, Any] = Field(default_factory=dict, description="options for the framework plugin")
     tokenizer: str | None = None
     served_model_name: str | None = None
     dtype: str | None = None

@@ -54,7 +54,7 @@ class PerformanceConfig(StrictModel):
     """How a kernel is timed, and which profiler (if any) collects counters.
 
     Keys whose values are mappings and that are not fields below are option
-    blocks for profiler plugins (AMD Magpie's ``ncu:``, ``rocprof_compute:``,
+    blocks for profiler plugins (AMD Magpie's per-profiler blocks such as
     ``metrix:``); they are checked by the profiler that is selected.
     """
 
@@ -74,6 +74,12 @@ class PerformanceConfig(StrictModel):
     )
     flush_cache: bool = Field(True, description="flush the last-level cache between samples")
     graph_replay: bool = Field(False, description="capture the launches in a device graph and time replays")
+    rounds: int = Field(
+        3,
+        ge=1,
+        description="compare: timing is split into rounds run in turn over all candidates (A B C, B C A, ...), "
+        "so drift and background load hit every candidate alike; each round gets budget_seconds / rounds",
+    )
     enabled: bool = True
 
     @model_validator(mode="after")
@@ -85,7 +91,7 @@ class PerformanceConfig(StrictModel):
         return self
 
     def profiler_options(self, name: str) -> dict[str, Any]:
-        """Options for profiler ``name`` (``rocprof-compute`` also finds ``rocprof_compute``)."""
+        """Options for profiler ``name``; a dashed name also finds its underscored block."""
         extra = self.model_extra or {}
         return dict(extra.get(name) or extra.get(name.replace("-", "_")) or {})
 

@@ -38,7 +38,7 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.stats import speedup
+from magpie_core.stats import speedup, summarize
 from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.kernels")
@@ -59,6 +59,9 @@ class KernelJob(Model):
     baseline_outputs: str | None = None
     save_outputs: str | None = None
     extra_env: dict[str, str] = Field(default_factory=dict)
+    #: a later timing round of compare: no compile, no correctness, only timing
+    timing_only: bool = False
+    build_artifacts: list[str] = Field(default_factory=list)
 
 
 # --- one kernel ----------------------------------------------------------------
@@ -132,7 +135,10 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     timeout = float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
     errors: list[str] = []
 
-    compiled = _compile(kernel, backend, cwd, workdir, timeout)
+    if job.timing_only:
+        compiled = CompileResult(status=StageStatus.SKIPPED, artifacts=job.build_artifacts, message="built in round 1")
+    else:
+        compiled = _compile(kernel, backend, cwd, workdir, timeout)
     skipped = PerformanceResult(status=StageStatus.SKIPPED, message="not measured")
     if compiled.status == StageStatus.FAILED:
         errors.append(compiled.message or "compile failed")
@@ -149,7 +155,8 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     correctness: CorrectnessResult | None = None
     performance = skipped
     environment: dict[str, Any] = {}
-    if kernel.testcase_commands() and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
+    run_testcases = bool(kernel.testcase_commands()) and not job.timing_only
+    if run_testcases and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
         correctness = _run_testcases(kernel, cwd, workdir, timeout)
 
     if kernel.uses_harness:
@@ -164,7 +171,7 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
             baseline_outputs=job.baseline_outputs,
             save_outputs=job.save_outputs,
             seed=int(job.correctness.get("seed", 0)),
-            settings={"correctness": job.correctness, "performance": perf_settings},
+            settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
         )
         outcome = _run_worker(task, cwd, workdir, {**kernel.env, **job.extra_env}, timeout)
         environment = outcome.environment
@@ -289,10 +296,27 @@ def _run(
     env = get_plugin_manager().get("environment", environment)
     if options:
         env = env.with_options(options)
+    done = 0
+
+    def report_progress(index: int, result: Any) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {_one_line(result)}")
+
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
-    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs))
+    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs), on_result=report_progress)
     return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
+
+
+def _one_line(result: Any) -> str:
+    if not isinstance(result, KernelResult):
+        return f"could not run ({type(result).__name__})"
+    text = f"compile {result.compile.status.value}, correctness {result.correctness.status.value}"
+    if result.median_us is not None:
+        text += f", median {result.median_us:,.2f} us"
+    return text
 
 
 def _gpus_for(jobs: list[KernelJob]) -> float:
@@ -394,6 +418,9 @@ def compare(
     try:
         ws.snapshot_config(dump(file))
         jobs = _jobs(file, config_dir, ws, measure_performance)
+        rounds = int(jobs[base_index].performance.get("rounds", 1))
+        for job in jobs:
+            job.performance = _split_budget(job.performance, rounds)
         expected = ws.path / "expected_outputs.pt"
         jobs[base_index].save_outputs = str(expected)
         if progress:
@@ -406,6 +433,8 @@ def compare(
         candidates = _run([jobs[i] for i in others], environment, workers, progress, options)
         for i, result in zip(others, candidates, strict=True):
             results[i] = result
+        if measure_performance and rounds > 1:
+            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)  # type: ignore[arg-type]
         report = rank([r for r in results if r is not None], base_index, min_effect=min_effect, workspace=str(ws.path))
         report.settings = {
             "environment": environment,
@@ -418,6 +447,67 @@ def compare(
         return report
     finally:
         logging.getLogger("magpie").removeHandler(handler)
+
+
+def _split_budget(performance: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """One round's share of the timing budget and sample counts."""
+    per_round = dict(performance)
+    per_round["budget_seconds"] = float(performance.get("budget_seconds", 10)) / rounds
+    per_round["min_samples"] = max(3, -(-int(performance.get("min_samples", 10)) // rounds))
+    per_round["max_samples"] = max(3, int(performance.get("max_samples", 1000)) // rounds)
+    return per_round
+
+
+def _more_timing_rounds(
+    jobs: list[KernelJob],
+    results: list[KernelResult],
+    rounds: int,
+    environment: str,
+    workers: int,
+    progress: Progress | None,
+    options: dict[str, Any] | None = None,
+) -> None:
+    """Rounds 2..n: time every correct candidate again, in rotating order, and pool the samples.
+
+    Sampling all candidates in turn (A B C, B C A, C A B) spreads slow drift —
+    clocks, thermals, other processes — over all of them instead of letting it
+    land on whichever kernel happened to run during a bad minute.
+    """
+    timed = [i for i, r in enumerate(results) if _rankable(r)]
+    if len(timed) < 2:
+        return
+    samples = {i: list(results[i].performance.samples_us or []) for i in timed}
+    reasons = {i: [results[i].performance.timing.stop_reason] for i in timed}  # type: ignore[union-attr]
+    for round_no in range(2, rounds + 1):
+        shift = (round_no - 1) % len(timed)
+        order = timed[shift:] + timed[:shift]
+        round_jobs = [
+            jobs[i].model_copy(
+                update={
+                    "timing_only": True,
+                    "build_artifacts": results[i].compile.artifacts,
+                    "workdir": str(Path(jobs[i].workdir) / f"round{round_no}"),
+                    "save_outputs": None,
+                }
+            )
+            for i in order
+        ]
+        if progress:
+            progress(f"timing round {round_no}/{rounds}")
+        for i, result in zip(order, _run(round_jobs, environment, workers, None, options), strict=True):
+            timing = result.performance.timing
+            if result.performance.status == StageStatus.PASSED and timing is not None:
+                samples[i].extend(result.performance.samples_us or [])
+                reasons[i].append(timing.stop_reason)
+            else:
+                results[i].performance.notes.append(
+                    f"timing round {round_no} failed: {result.performance.message or result.correctness.message}"
+                )
+    for i in timed:
+        perf = results[i].performance
+        perf.samples_us = samples[i]
+        perf.timing = summarize(samples[i], f"{rounds} interleaved rounds ({', '.join(map(str, reasons[i]))})")
+        perf.notes.append(f"timing pooled over {rounds} rounds run in rotating order over all candidates")
 
 
 def rank(

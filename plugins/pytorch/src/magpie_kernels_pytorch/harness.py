@@ -202,9 +202,14 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
                 )
             baseline = torch.load(path, weights_only=False)
 
-        correctness, first_inputs, saved = _check(task, corr, prepared, fn, device, tol, baseline)
-        if task.save_outputs and saved:
-            torch.save({"trials": saved}, task.save_outputs)
+        if task.settings.get("timing_only"):
+            # A later timing round of compare: correctness was established in round 1.
+            correctness = CorrectnessResult(status=StageStatus.PASSED, method="established in round 1")
+            first_inputs = _timing_inputs(prepared, corr, device, baseline)
+        else:
+            correctness, first_inputs, saved = _check(task, corr, prepared, fn, device, tol, baseline)
+            if task.save_outputs and saved:
+                torch.save({"trials": saved}, task.save_outputs)
 
         if not perf.enabled:
             performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
@@ -214,6 +219,16 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
             performance = _time(prepared, fn, first_inputs, device, perf, options)
     env.update(clock_info(device))  # read after timing, so the clocks are those under load
     return EvaluationOutcome(correctness=correctness, performance=performance, environment=env)
+
+
+def _timing_inputs(
+    prepared: _Prepared, corr: CorrectnessConfig, device: torch.device, baseline: dict[str, Any] | None
+) -> Any:
+    """The inputs of trial 0, exactly as the correctness round used them."""
+    if baseline is not None:
+        return to_device(baseline["trials"][0]["inputs"], device)
+    seed_everything(corr.seed)
+    return to_device(list(prepared.get_inputs()), device)
 
 
 def _check(

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from magpie_core.interfaces import Timer
-from magpie_core.timing import Launch, measure
+from magpie_core.timing import Launch
 
 _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
 
@@ -129,9 +128,6 @@ class CpuTimer(Timer):
     def clock(self, device: torch.device, graph_replay: bool = False) -> CpuClock:
         return CpuClock()
 
-    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
-        return measure(self.clock(torch.device("cpu")), lambda i: fn(), settings)
-
 
 class CudaEventTimer(Timer):
     name = "cuda-events"
@@ -140,9 +136,6 @@ class CudaEventTimer(Timer):
 
     def clock(self, device: torch.device, graph_replay: bool = False) -> CudaClock:
         return CudaClock(device, graph_replay)
-
-    def measure(self, fn: Callable[[], Any], settings: Any) -> Any:
-        return measure(self.clock(torch.device("cuda")), lambda i: fn(), settings)
 
 
 def clock_info(device: torch.device) -> dict[str, Any]:

@@ -121,6 +121,7 @@ class RayEnvironment(ExecutionEnvironment):
         *,
         workers: int = 1,
         gpus_per_item: float = 0,
+        on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         items = list(items)
         if not items:
@@ -136,16 +137,26 @@ class RayEnvironment(ExecutionEnvironment):
                 f"each task needs {gpus:g} GPU(s) but the Ray cluster has {available:g}; "
                 "for CPU-only work set ray_config.num_gpus_per_task: 0"
             )
+            for i in range(len(items)):
+                if on_result is not None:
+                    on_result(i, error)
             return [error for _ in items]  # unschedulable tasks would wait forever
         remote = ray.remote(_call).options(**_task_options(gpus, cpus))
         fn_ref = ray.put(fn)
         refs = [remote.remote(fn_ref, item) for item in items]
-        results: list[Any] = []
-        for ref in refs:
-            try:
-                results.append(ray.get(ref))
-            except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: this item alone failed
-                results.append(_as_failure(exc))
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: list[Any] = [None] * len(refs)
+        pending = list(refs)
+        while pending:  # gather as tasks finish (for progress); results stay in input order
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                try:
+                    result = ray.get(ref)
+                except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: this item alone failed
+                    result = _as_failure(exc)
+                results[index[ref]] = result
+                if on_result is not None:
+                    on_result(index[ref], result)
         return results
 
 

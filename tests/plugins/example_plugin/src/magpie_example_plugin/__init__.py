@@ -66,7 +66,9 @@ class NumpyBackend(KernelBackend):
         performance = PerformanceResult(
             status=StageStatus.PASSED, timer="numpy", timing=summarize(run.samples_us), samples_us=run.samples_us
         )
-        return EvaluationOutcome(correctness=correctness, performance=performance, environment={"numpy": np.__version__})
+        return EvaluationOutcome(
+            correctness=correctness, performance=performance, environment={"numpy": np.__version__}
+        )
 
 
 class MyLibParser(KernelNameParser):

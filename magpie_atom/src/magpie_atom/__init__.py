@@ -1,0 +1,1 @@
+"""magpie plugin: AMD's ATOM serving framework."""

@@ -1,0 +1,601 @@
+"""``magpie benchmark``: start (or reach) a serving framework, drive it, report.
+
+One server lifetime per run. In order:
+
+1. GPUs: pinned (``gpu_selection.devices``) or idle ones locked for this run.
+2. Server: the framework plugin's argv, run locally or in a container, logs in
+   ``server.log``; readiness is polled. ``external`` mode skips 1-2 and 6.
+3. Measurement: every load point (one, or a sweep of concurrencies / rates /
+   ``sweep_matrix`` cases), warm-up excluded, the profiler idle.
+4. Diagnostic (``run_kind: diagnostic``, or ``auto`` with the torch profiler
+   on): ``start_profile``, a short load, ``stop_profile``; traces are collected
+   in ``torch_trace/`` and handed to gap analysis. Its numbers are kept apart
+   and never replace the measurement.
+5. ``benchmark_report.json`` with AMD Magpie's fields plus magpie's.
+6. Server stopped (its process group), GPUs released, even after a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import Field
+
+from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
+from magpie_core.config.common import dump
+from magpie_core.config.loader import load_yaml, validate
+from magpie_core.loadgen import datasets as ds
+from magpie_core.loadgen.metrics import compute_metrics, summarize
+from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
+from magpie_core.reports import Report
+from magpie_core.serving.docker import container_name, docker_command, stop_command, vendor_for
+from magpie_core.serving.gpus import GpuLease, GpuSelectionError, select_gpus
+from magpie_core.serving.server import ServerError, ServerProcess, free_port
+from magpie_core.workspace import Workspace, create_workspace
+
+log = logging.getLogger("magpie.benchmark")
+
+LATENCY_KEYS = ("ttft", "tpot", "itl", "e2el")
+
+
+class BenchmarkReport(Report):
+    """``benchmark_report.json``: AMD Magpie's fields, then magpie's own."""
+
+    mode: str = "benchmark"
+    success: bool = False
+    framework: str = ""
+    model: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    throughput: dict[str, Any] = Field(default_factory=dict)
+    latency: dict[str, Any] = Field(default_factory=dict)
+    kernel_summary: list[dict[str, Any]] = Field(default_factory=list)
+    top_bottlenecks: list[dict[str, Any]] = Field(default_factory=list)
+    tracelens_analysis: dict[str, Any] | None = None
+    gap_analysis: dict[str, Any] | None = None
+    gpu_monitor: dict[str, Any] | None = None
+    errors: list[str] = Field(default_factory=list)
+    execution_time: float = 0.0
+    workspace_dir: str = ""
+    profiling_enabled: bool = False
+    run_kind: str = "measurement"
+    # magpie's own
+    run_mode: str = "local"
+    base_url: str | None = None
+    points: list[dict[str, Any]] = Field(default_factory=list)
+    summary_point: int | None = None
+    client_checks: dict[str, Any] = Field(default_factory=dict)
+    diagnostic: dict[str, Any] | None = None
+    server: dict[str, Any] = Field(default_factory=dict)
+    gpus: dict[str, Any] = Field(default_factory=dict)
+    metric_definitions: str = "TTFT, TPOT, ITL, E2EL and throughputs as defined in docs/benchmark.md"
+
+
+@dataclass
+class Point:
+    """One load point of a sweep."""
+
+    concurrency: int | None
+    request_rate: float
+    input_len: int
+    output_len: int
+    num_prompts: int
+    range_ratio: float
+
+    def label(self) -> str:
+        rate = "inf" if math.isinf(self.request_rate) else f"{self.request_rate:g}"
+        return f"conc={self.concurrency} rate={rate} isl={self.input_len} osl={self.output_len}"
+
+
+# --- configuration ------------------------------------------------------------------
+
+
+def load_benchmark_config(path: Path) -> BenchmarkConfig:
+    """A benchmark YAML: AMD Magpie's ``benchmark:`` block, or the block's keys at top level."""
+    data, lines = load_yaml(path)
+    if isinstance(data, dict) and "benchmark" in data:
+        return validate(BenchmarkConfigFile, data, path, lines).benchmark
+    return validate(BenchmarkConfig, data or {}, path, lines)
+
+
+def apply_overrides(config: BenchmarkConfig, framework: str | None, overrides: dict[str, Any]) -> BenchmarkConfig:
+    """Command-line values on top of the file (``None`` means not given)."""
+    data = config.model_dump()
+    envs = dict(data["envs"])
+    if framework:
+        data["framework"] = framework
+    simple = {
+        "model": "model",
+        "precision": "precision",
+        "run_mode": "run_mode",
+        "run_kind": "run_kind",
+        "base_url": "base_url",
+        "docker_image": "docker_image",
+        "timeout": "timeout_seconds",
+    }
+    for key, field in simple.items():
+        if overrides.get(key) is not None:
+            data[field] = overrides[key]
+    for key, env in {"tp": "TP", "concurrency": "CONC", "input_len": "ISL", "output_len": "OSL"}.items():
+        if overrides.get(key) is not None:
+            envs[env] = overrides[key]
+    data["envs"] = envs
+    if overrides.get("torch_profiler") is not None:
+        data["profiler"]["torch_profiler"]["enabled"] = bool(overrides["torch_profiler"])
+    if overrides.get("base_url") and overrides.get("run_mode") is None:
+        data["run_mode"] = "external"
+    return validate(BenchmarkConfig, data, "command line")
+
+
+def plan_points(config: BenchmarkConfig) -> list[Point]:
+    """The load points of this run, in order."""
+    envs = config.envs
+    load, dset = config.load, config.dataset
+    conc = load.max_concurrency or config.env_int("CONC")
+    isl = dset.input_len or config.env_int("ISL") or 1024
+    osl = dset.output_len or config.env_int("OSL") or 512
+    rrr = dset.range_ratio if dset.range_ratio is not None else float(envs.get("RANDOM_RANGE_RATIO", 0.0))
+    rate = load.request_rate if load.request_rate is not None else math.inf
+
+    def prompts(c: int | None, explicit: int | None = None) -> int:
+        return explicit or load.num_prompts or config.env_int("NUM_PROMPTS") or 10 * (c or 1)
+
+    if config.sweep_matrix and config.sweep_matrix.cases:
+        out = []
+        for case in config.sweep_matrix.cases:
+            c = case.CONC or conc
+            out.append(
+                Point(
+                    c,
+                    case.request_rate or rate,
+                    case.ISL or isl,
+                    case.OSL or osl,
+                    prompts(c, case.NUM_PROMPTS),
+                    case.RANDOM_RANGE_RATIO if case.RANDOM_RANGE_RATIO is not None else rrr,
+                )
+            )
+        return out
+    concs: list[int | None] = list(load.concurrencies) if load.concurrencies else [conc]
+    rates = list(load.request_rates) if load.request_rates else [rate]
+    return [Point(c, r, isl, osl, prompts(c), rrr) for c in concs for r in rates]
+
+
+def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: int, seed_shift: int = 0) -> list[Any]:
+    dset = config.dataset
+    if dset.name == "random":
+        return ds.random_requests(
+            num,
+            point.input_len,
+            point.output_len,
+            point.range_ratio,
+            dset.prefix_len,
+            dset.seed + seed_shift,
+            tokenizer,
+        )
+    if not dset.path:
+        raise ds.DatasetError(f"dataset.name {dset.name!r} needs dataset.path")
+    fixed_out = dset.output_len
+    if dset.name == "sharegpt":
+        return ds.sharegpt_requests(dset.path, num, tokenizer, fixed_out, dset.seed + seed_shift)
+    return ds.jsonl_requests(dset.path, num, tokenizer, fixed_out or point.output_len)
+
+
+# --- server ---------------------------------------------------------------------------
+
+
+@dataclass
+class ServerHandle:
+    base_url: str
+    process: ServerProcess | None
+    info: dict[str, Any]
+
+
+def _http_post(url: str, timeout: float = 600.0) -> tuple[int, str]:
+    with httpx.Client(timeout=timeout) as client:
+        resp = client.post(url)
+        return resp.status_code, resp.text[:300]
+
+
+def served_model(base_url: str, fallback: str) -> str:
+    try:
+        with httpx.Client(timeout=10.0) as client:
+            data = client.get(base_url + "/v1/models").json().get("data") or []
+        return str(data[0]["id"]) if data else fallback
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+        return fallback
+
+
+def start_server(
+    config: BenchmarkConfig, framework: Any, ws: Workspace, lease: GpuLease, profile_dir: Path | None
+) -> ServerHandle:
+    host = config.host
+    port = config.port or free_port(host)
+    argv = list(framework.server_command(config, host, port))
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        argv += framework.profiler_args(config, profile_dir)
+    argv += list(config.server_args)
+    server_env = {**framework.server_env(config, profile_dir), **config.server_env, **lease.env()}
+    stop_argv = None
+    if config.run_mode == "docker":
+        image = config.docker_image or framework.default_image(config.gpu_arch)
+        if not image:
+            raise ServerError(
+                f"no docker_image given and {framework.name!r} has no default for gpu_arch {config.gpu_arch!r}"
+            )
+        name = container_name(ws.path.name)
+        mounts = [ws.path]
+        if Path(config.model).exists():
+            mounts.append(Path(config.model))
+        argv = docker_command(
+            image=image,
+            inner_argv=argv,
+            name=name,
+            vendor=vendor_for(config.gpu_arch, lease.vendor),
+            devices=lease.indices,
+            env=server_env,
+            mounts=mounts,
+            hf_cache=config.hf_cache_path,
+        )
+        stop_argv = stop_command(name, int(config.stop_grace_s))
+        env = dict(os.environ)
+    else:
+        env = {**os.environ, **server_env}
+    proc = ServerProcess(argv, env, ws.path / "server.log", stop_argv=stop_argv)
+    info: dict[str, Any] = {"argv": argv, "env": sorted(server_env), "log": str(proc.log_path), "port": port}
+    proc.start()
+    base_url = f"http://{host}:{port}"
+    info["pid"] = proc.pid
+    info["ready_s"] = proc.wait_ready(base_url + framework.readiness_path, config.server_ready_timeout_s)
+    log.info("server ready in %.1f s at %s", info["ready_s"], base_url)
+    return ServerHandle(base_url, proc, info)
+
+
+# --- load points ------------------------------------------------------------------------
+
+
+def _client_checks(load: LoadResult) -> dict[str, Any]:
+    lag = summarize(load.schedule_lag_s)
+    checks: dict[str, Any] = {
+        "clock": load.clock,
+        "schedule_lag": lag,
+        "target_rate": load.target_rate,
+        "achieved_rate": load.achieved_rate,
+        "warmup_failed": load.warmup_failed,
+        "timed_out": load.timed_out,
+    }
+    warnings = []
+    if lag["p99_ms"] > 10.0:
+        warnings.append(f"requests left up to {lag['p99_ms']:.1f} ms late (p99): the client may be the bottleneck")
+    if load.target_rate and load.achieved_rate and load.achieved_rate < 0.95 * load.target_rate:
+        warnings.append(f"achieved {load.achieved_rate:.2f} req/s of the {load.target_rate:.2f} targeted")
+    checks["warnings"] = warnings
+    checks["ok"] = not warnings
+    return checks
+
+
+def run_point(
+    config: BenchmarkConfig,
+    base_url: str,
+    model: str,
+    point: Point,
+    tokenizer: Any,
+    num_prompts: int | None = None,
+    label: str = "",
+    warmup: int | None = None,
+) -> tuple[dict[str, Any], LoadResult]:
+    requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts)
+    timeout = config.sweep_matrix.per_client_timeout_s if config.sweep_matrix else config.timeout_seconds
+    spec = LoadSpec(
+        base_url=base_url,
+        model=model,
+        requests=requests,
+        endpoint=config.load.endpoint,
+        request_rate=point.request_rate,
+        burstiness=config.load.burstiness,
+        max_concurrency=point.concurrency,
+        warmup_requests=config.load.warmup_requests if warmup is None else warmup,
+        ignore_eos=config.load.ignore_eos,
+        seed=config.dataset.seed,
+        request_timeout_s=config.load.request_timeout_s,
+        point_timeout_s=timeout,
+        extra_body=config.load.extra_body or None,
+        progress=config.load.progress,
+        label=label or point.label(),
+    )
+    load = run_load(spec)
+    slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
+    metrics = compute_metrics(load.results, load.duration_s, tokenizer=tokenizer, slo_ms=slo)
+    row: dict[str, Any] = {
+        "concurrency": point.concurrency,
+        "request_rate": None if math.isinf(point.request_rate) else point.request_rate,
+        "burstiness": config.load.burstiness,
+        "input_len": point.input_len,
+        "output_len": point.output_len,
+        "range_ratio": point.range_ratio,
+        "num_prompts": len(requests),
+        "warmup_requests": spec.warmup_requests,
+        "endpoint": config.load.endpoint,
+        "metrics": metrics,
+        "client_checks": _client_checks(load),
+    }
+    if config.load.save_requests:
+        row["requests"] = [r.as_dict() for r in load.results]
+    return row, load
+
+
+def amd_throughput(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "request_throughput": metrics["request_throughput"],
+        "output_throughput": metrics["output_throughput"],
+        "total_token_throughput": metrics["total_token_throughput"],
+        "completed_requests": metrics["completed"],
+        "failed_requests": metrics["failed"],
+        "total_input_tokens": metrics["total_input_tokens"],
+        "total_output_tokens": metrics["total_output_tokens"],
+        "duration_seconds": metrics["duration_s"],
+        "request_goodput": metrics["request_goodput"],
+    }
+
+
+# --- diagnostic run -------------------------------------------------------------------
+
+
+def wait_for_traces(folder: Path, patterns: tuple[str, ...], timeout_s: float, settle_s: float = 2.0) -> list[Path]:
+    """Trace files under ``folder`` once they exist and their sizes stop changing."""
+    deadline = time.monotonic() + timeout_s
+    last: dict[Path, int] = {}
+    stable_since = None
+    while True:
+        found = {p: p.stat().st_size for pat in patterns for p in folder.rglob(pat) if p.is_file()}
+        if found and found == last:
+            stable_since = stable_since or time.monotonic()
+            if time.monotonic() - stable_since >= settle_s:
+                return sorted(found)
+        else:
+            stable_since = None
+        last = found
+        if time.monotonic() > deadline:
+            return sorted(found)
+        time.sleep(0.5)
+
+
+def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) -> dict[str, Any]:
+    try:
+        from magpie_core.pipelines.gap import gap_analysis  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return {"errors": [f"gap analysis is not available in this build ({exc})"], "trace_dir": str(trace_dir)}
+    try:
+        result = gap_analysis(trace_dir, config.gap_analysis, out_dir)
+    except Exception as exc:  # the measurement must survive a broken analysis
+        return {"errors": [f"gap analysis failed: {type(exc).__name__}: {exc}"], "trace_dir": str(trace_dir)}
+    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else dict(result)
+    data.setdefault("trace_dir", str(trace_dir))
+    return data
+
+
+def run_diagnostic(
+    config: BenchmarkConfig,
+    framework: Any,
+    handle: ServerHandle,
+    model: str,
+    point: Point,
+    tokenizer: Any,
+    ws: Workspace,
+) -> dict[str, Any]:
+    trace_dir = ws.path / "torch_trace"
+    out: dict[str, Any] = {"trace_dir": str(trace_dir), "errors": []}
+    if not framework.start_profile_path:
+        out["errors"].append(f"{framework.name} has no profiler endpoints")
+        return out
+    num = config.load.diagnostic_num_prompts or max(point.concurrency or 1, 1)
+    status, text = _http_post(handle.base_url + framework.start_profile_path)
+    out["start_profile"] = status
+    if status >= 300:
+        out["errors"].append(f"start_profile answered HTTP {status}: {text}")
+        return out
+    try:
+        row, _ = run_point(
+            config, handle.base_url, model, point, tokenizer, num_prompts=num, label="diagnostic (profiled)", warmup=0
+        )
+        out["point"] = row
+    finally:
+        status, text = _http_post(handle.base_url + framework.stop_profile_path)
+        out["stop_profile"] = status
+        if status >= 300:
+            out["errors"].append(f"stop_profile answered HTTP {status}: {text}")
+    traces = wait_for_traces(trace_dir, framework.trace_patterns, timeout_s=min(config.timeout_seconds, 300))
+    out["traces"] = [str(p) for p in traces]
+    if not traces:
+        out["errors"].append(f"no trace file appeared under {trace_dir}")
+    return out
+
+
+# --- the run -----------------------------------------------------------------------------
+
+
+def _plugin(name: str | None) -> Any:
+    from magpie_core.plugins import get_plugin_manager
+
+    if not name:
+        from magpie_core.plugins import UnknownComponentError
+
+        raise UnknownComponentError("no framework given: set benchmark.framework or pass it as the FRAMEWORK argument")
+    return get_plugin_manager().get("serving_framework", name)
+
+
+def _detect_gpus() -> list[Any]:
+    from magpie_core.plugins import get_plugin_manager
+
+    return get_plugin_manager().detect_gpus()
+
+
+def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
+    name = config.tokenizer or (config.model if Path(config.model).exists() else None)
+    try:
+        tok = ds.load_tokenizer(name)
+    except Exception as exc:  # a missing hub tokenizer must not stop the run
+        report.client_checks.setdefault("notes", []).append(f"tokenizer {name!r} not loaded: {exc}")
+        return None
+    if tok is None:
+        report.client_checks.setdefault("notes", []).append(
+            "no tokenizer (transformers missing or no local tokenizer): random prompts are plain words, "
+            "output tokens come from the server's usage counts, else from chunk counts"
+        )
+    return tok
+
+
+def run_benchmark(
+    config: BenchmarkConfig, output_dir: Path, *, framework_component: Any | None = None
+) -> BenchmarkReport:
+    """Run the benchmark ``config`` describes; write and return its report."""
+    t0 = time.monotonic()
+    ws = create_workspace(output_dir, "benchmark", config.framework)
+    ws.snapshot_config({"benchmark": dump(config)})
+    handler = ws.attach_log()
+    measure = config.run_kind in ("measurement", "auto")
+    diagnose = config.run_kind == "diagnostic" or (config.run_kind == "auto" and config.profiler.torch_profiler.enabled)
+    report = BenchmarkReport(
+        framework=config.framework,
+        model=config.model,
+        config=config.model_dump(mode="json"),
+        workspace_dir=str(ws.path),
+        workspace=str(ws.path),
+        run_kind=config.run_kind,
+        profiling_enabled=diagnose,
+        run_mode=config.run_mode,
+    )
+    lease: GpuLease | None = None
+    handle: ServerHandle | None = None
+    try:
+        if config.run_mode == "ray":
+            raise NotImplementedError("run_mode 'ray' is not available yet: run local, docker or external")
+        framework = framework_component
+        if framework is None and (config.run_mode != "external" or diagnose):
+            framework = _plugin(config.framework)
+        points = plan_points(config)
+        if config.run_mode == "external":
+            if not config.base_url:
+                raise ServerError("run_mode external needs base_url (--base-url)")
+            handle = ServerHandle(config.base_url.rstrip("/"), None, {"external": True})
+            if diagnose:
+                report.errors.append("profiling an external server: its traces stay where that server writes them")
+        else:
+            tp = config.env_int("TP") or 1
+            gs = config.gpu_selection
+            gpus = [] if gs.devices else _detect_gpus()
+            lease = select_gpus(
+                gpus,
+                gs.count or tp,
+                pinned=gs.devices,
+                candidates=gs.candidates,
+                min_free_memory_gb=gs.min_free_memory_gb,
+            )
+            report.gpus = lease.as_dict()
+            handle = start_server(config, framework, ws, lease, ws.path / "torch_trace" if diagnose else None)
+        report.server = handle.info
+        report.base_url = handle.base_url
+        model = config.served_model_name or served_model(handle.base_url, config.model)
+        tokenizer = _tokenizer(config, report)
+        if measure:
+            for i, point in enumerate(points):
+                if i and (
+                    config.load.inter_point_sleep_s
+                    or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
+                ):
+                    time.sleep(config.load.inter_point_sleep_s or config.sweep_matrix.inter_client_sleep_s)
+                row, load = run_point(config, handle.base_url, model, point, tokenizer)
+                report.points.append(row)
+                if handle.process:
+                    handle.process.check_alive()
+                if load.timed_out:
+                    report.errors.append(f"point {point.label()} timed out; the server may hang")
+                    break
+                if row["metrics"]["completed"] == 0:
+                    report.errors.append(
+                        f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})"
+                    )
+                    if config.sweep_matrix and config.sweep_matrix.on_failure == "abort":
+                        break
+        if diagnose and handle.process is not None:
+            diag = run_diagnostic(config, framework, handle, model, points[0], tokenizer, ws)
+            if handle.process:
+                handle.process.check_alive()
+            if diag.get("traces"):
+                report.gap_analysis = run_gap_analysis(config, ws.path / "torch_trace", ws.path / "gap_analysis")
+                report.errors += [f"gap analysis: {e}" for e in report.gap_analysis.get("errors") or []]
+            report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
+            report.diagnostic = diag
+    except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError) as exc:
+        report.errors.append(str(exc))
+    except Exception as exc:
+        log.exception("benchmark failed")
+        report.errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        if handle is not None and handle.process is not None:
+            code = handle.process.stop(config.stop_grace_s)
+            report.server["exit_code"] = code
+            report.server["stopped"] = True
+        if lease is not None:
+            lease.release()
+        _summarize(report)
+        report.execution_time = time.monotonic() - t0
+        report.write(ws.report_path)
+        logging.getLogger("magpie").removeHandler(handler)
+        handler.close()
+    return report
+
+
+def _summarize(report: BenchmarkReport) -> None:
+    """Top-level AMD fields from the last measured point (the heaviest load of a sweep)."""
+    measured = [i for i, p in enumerate(report.points) if p["metrics"]["completed"] > 0]
+    if measured:
+        idx = measured[-1]
+        m = report.points[idx]["metrics"]
+        report.summary_point = idx
+        report.throughput = amd_throughput(m)
+        report.latency = {k: m[k] for k in LATENCY_KEYS}
+        report.client_checks.update({"points_ok": all(p["client_checks"]["ok"] for p in report.points)})
+        methods: dict[str, int] = {}
+        for p in report.points:
+            for k, v in p["metrics"]["token_count_methods"].items():
+                methods[k] = methods.get(k, 0) + v
+        report.client_checks["token_count_methods"] = methods
+    wanted_measurement = report.run_kind in ("measurement", "auto")
+    report.success = not report.errors and (bool(measured) or not wanted_measurement)
+
+
+def run_benchmark_cli(
+    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
+) -> int:
+    """Entry point of ``magpie benchmark``: exit 0 ok, 1 the run failed, 2 usage (raised)."""
+    from magpie_core.cli.app import NotAvailable, UsageError, console
+
+    if benchmark_config is None and framework is None:
+        raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
+    config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
+    config = apply_overrides(config, framework, overrides)
+    if config.run_mode == "ray":
+        raise NotAvailable("run_mode 'ray' is not available yet (a separate issue); use local, docker or external")
+    if config.run_mode != "external" and not config.model:
+        raise UsageError("no model: set benchmark.model or --model")
+    if config.run_mode != "external" or config.run_kind == "diagnostic":
+        _plugin(config.framework)  # unknown framework: exit 2 with the installed list
+    report = run_benchmark(config, output_dir)
+    t = report.throughput
+    if t:
+        console.print(
+            f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
+            f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
+            f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
+        )
+    for err in report.errors:
+        console.print(f"[red]error:[/red] {err}")
+    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    return 0 if report.success else 1

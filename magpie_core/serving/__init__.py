@@ -1,0 +1,1 @@
+"""Engine-neutral server lifecycle for ``magpie benchmark``: processes, containers, GPU choice."""

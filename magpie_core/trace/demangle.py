@@ -1,0 +1,90 @@
+"""C++ symbol demangling through libraries, never by pattern-matching mangled text.
+
+Tried in order: ``cpp_demangle`` (a full Itanium demangler; knows newer
+manglings such as ``DF16b`` for bfloat16) and ``cxxfilt`` (libstdc++'s
+``__cxa_demangle``). Symbols neither can read (e.g. C++20 constrained
+template parameters, ``Tn``) fall back to :func:`leading_names`, which walks
+the Itanium ``<nested-name>`` grammar just far enough to return the
+namespace and function names; callers mark such results as lower confidence.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+try:  # pragma: no cover - import guard
+    import cpp_demangle as _cpp_demangle
+except ImportError:  # pragma: no cover
+    _cpp_demangle = None
+try:  # pragma: no cover - import guard
+    import cxxfilt as _cxxfilt
+except ImportError:  # pragma: no cover
+    _cxxfilt = None
+
+
+def is_mangled(name: str) -> bool:
+    return name.startswith("_Z") and len(name) > 3
+
+
+def available_demanglers() -> list[str]:
+    return [n for n, m in (("cpp_demangle", _cpp_demangle), ("cxxfilt", _cxxfilt)) if m is not None]
+
+
+@lru_cache(maxsize=65536)
+def demangle(name: str) -> str | None:
+    """The demangled form of an Itanium-mangled ``name``; ``None`` when no library can read it."""
+    if not is_mangled(name):
+        return None
+    symbol = name[:-3] if name.endswith(".kd") else name
+    if _cpp_demangle is not None:
+        try:
+            return str(_cpp_demangle.demangle(symbol))
+        except Exception:
+            pass
+    if _cxxfilt is not None:
+        try:
+            return str(_cxxfilt.demangle(symbol, external_only=False))
+        except Exception:
+            pass
+    return None
+
+
+def leading_names(name: str) -> list[str]:
+    """The ``<source-name>`` components of a mangled symbol's leading nested name.
+
+    ``_ZN7sgl_hip10activation18act_and_mul_kernelI...`` gives
+    ``["sgl_hip", "activation", "act_and_mul_kernel"]``. Reads only the
+    length-prefixed identifiers (``St`` for ``std``, ``L`` for internal
+    linkage) and stops at the first template, substitution or other production.
+    """
+    if not is_mangled(name):
+        return []
+    i = 2
+    out: list[str] = []
+    nested = i < len(name) and name[i] == "N"
+    if nested:
+        i += 1
+        while i < len(name) and name[i] in "rVKRO":  # cv / ref qualifiers
+            i += 1
+    while i < len(name):
+        if name.startswith("St", i):
+            out.append("std")
+            i += 2
+            continue
+        if name[i] == "L":
+            i += 1
+            continue
+        if not name[i].isdigit():
+            break
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        length = int(name[i:j])
+        ident = name[j : j + length]
+        if len(ident) != length:
+            break
+        out.append("(anonymous namespace)" if ident.startswith("_GLOBAL__N") else ident)
+        i = j + length
+        if not nested:
+            break
+    return out

@@ -1,0 +1,209 @@
+"""Kernel-name parsing: iterate the installed ``kernel_name_parser`` plugins by priority.
+
+The core knows no kernel family; every family lives in a parser plugin. A
+name no parser recognises is reported as family ``unknown`` with confidence 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from magpie_core.reports import ParsedKernelName
+
+CATEGORIES = (
+    "gemm",
+    "attention",
+    "norm",
+    "elementwise",
+    "reduce",
+    "copy/memset",
+    "moe",
+    "communication",
+    "sampling",
+    "other",
+)
+
+
+def installed_parsers() -> list[Any]:
+    from magpie_core.plugins import get_plugin_manager
+
+    parsers = list(get_plugin_manager().components("kernel_name_parser").values())
+    return sorted(parsers, key=lambda p: (getattr(p, "priority", 100), p.name))
+
+
+def unknown(name: str) -> ParsedKernelName:
+    return ParsedKernelName(name=name, family="unknown", category="other", confidence=0.0)
+
+
+def parse_kernel_name(
+    name: str, context: dict[str, Any] | None = None, parsers: list[Any] | None = None
+) -> ParsedKernelName:
+    """What the first parser (lowest priority number) that recognises ``name`` says about it."""
+    for parser in installed_parsers() if parsers is None else parsers:
+        try:
+            parsed = parser.parse(name, context)
+        except Exception as exc:  # one broken parser must not hide the others
+            parsed = None
+            context = dict(context or {})
+            context.setdefault("parser_errors", []).append(f"{parser.name}: {type(exc).__name__}: {exc}")
+        if parsed is not None:
+            if parsed.parser is None:
+                parsed.parser = parser.name
+            if parsed.category not in CATEGORIES:
+                parsed.category = "other"
+            return parsed
+    return unknown(name)
+
+
+def parse_many(names: list[str], contexts: dict[str, dict[str, Any]] | None = None) -> dict[str, ParsedKernelName]:
+    parsers = installed_parsers()
+    contexts = contexts or {}
+    return {n: parse_kernel_name(n, contexts.get(n), parsers) for n in names}
+
+
+# -- small helpers parser plugins share (generic C++ / naming conventions) ----
+
+#: C++ / library type spellings -> short dtype names, most specific first
+DTYPE_SPELLINGS: tuple[tuple[str, str], ...] = (
+    ("mxfp4", "mxfp4"),
+    ("float8_e4m3", "fp8"),
+    ("Float8_e4m3", "fp8"),
+    ("__hip_fp8", "fp8"),
+    ("fp8", "fp8"),
+    ("bfloat16", "bf16"),
+    ("BFloat16", "bf16"),
+    ("bf16", "bf16"),
+    ("__half", "fp16"),
+    ("c10::Half", "fp16"),
+    ("half_t", "fp16"),
+    ("fp16", "fp16"),
+    ("float", "fp32"),
+    ("fp32", "fp32"),
+    ("double", "fp64"),
+    ("int8", "int8"),
+    ("long", "int64"),
+    ("int", "int32"),
+    ("bool", "bool"),
+)
+
+
+def dtype_in(text: str) -> str | None:
+    """The data type a kernel name spells: the earliest floating-point type, else the earliest integer one.
+
+    Plain C type words (``float``, ``int``...) only count as whole words.
+    """
+    import re
+
+    best: dict[bool, tuple[int, str]] = {}
+    for spelling, short in DTYPE_SPELLINGS:
+        if spelling in _C_WORDS:
+            m = re.search(r"(?<![A-Za-z0-9_])" + spelling + r"(?![A-Za-z0-9_])", text)
+            pos = m.start() if m else -1
+        else:
+            pos = text.find(spelling)
+        is_float = short.startswith(("fp", "bf", "mx"))
+        if pos >= 0 and (is_float not in best or pos < best[is_float][0]):
+            best[is_float] = (pos, short)
+    hit = best.get(True) or best.get(False)
+    return hit[1] if hit else None
+
+
+_C_WORDS = frozenset({"float", "double", "long", "int", "bool"})
+
+
+def category_from_words(text: str, default: str = "other") -> str:
+    """A category from the words in a kernel or function name."""
+    t = text.lower()
+    rules: tuple[tuple[tuple[str, ...], str], ...] = (
+        (("reshape_and_cache", "store_kvcache", "kv_cache", "kvcache", "kv_indices"), "copy/memset"),
+        (
+            (
+                "allreduce",
+                "all_reduce",
+                "allgather",
+                "all_gather",
+                "reducescatter",
+                "reduce_scatter",
+                "alltoall",
+                "all_to_all",
+                "sendrecv",
+                "broadcast",
+                "cross_device_reduce",
+            ),
+            "communication",
+        ),
+        (("moe", "expert", "topk_softmax", "routing", "ogs", "grouped_gemm", "fused_experts"), "moe"),
+        (("attention", "attn", "fmha", "mha", "flash", "paged", "mla", "sdpa", "unified_attention"), "attention"),
+        (
+            (
+                "rmsnorm",
+                "rms_norm",
+                "layernorm",
+                "layer_norm",
+                "groupnorm",
+                "group_norm",
+                "batchnorm",
+                "batch_norm",
+                "norm2d",
+                "_norm",
+            ),
+            "norm",
+        ),
+        (("gemm", "matmul", "gemv", "_mm_", "bmm", "mm_", "linear", "xdl", "dot"), "gemm"),
+        (("sampling", "sample", "argmax", "top_p", "top_k", "topk", "multinomial"), "sampling"),
+        (
+            (
+                "copy",
+                "memcpy",
+                "memset",
+                "fill",
+                "cat_",
+                "concat",
+                "gather",
+                "scatter",
+                "index",
+                "cache",
+                "blit",
+                "transpose",
+                "permute",
+                "pad",
+            ),
+            "copy/memset",
+        ),
+        (("reduce", "softmax", "sum", "mean", "scan", "cumsum", "max_", "min_", "argmin"), "reduce"),
+        (
+            (
+                "elementwise",
+                "activation",
+                "act_and_mul",
+                "silu",
+                "gelu",
+                "relu",
+                "rotary",
+                "rope",
+                "quant",
+                "add",
+                "mul",
+                "exp",
+                "sigmoid",
+                "tanh",
+                "pow",
+                "clamp",
+                "where",
+                "cast",
+                "convert",
+                "arange",
+                "neg",
+            ),
+            "elementwise",
+        ),
+    )
+    for words, cat in rules:
+        if any(w in t for w in words):
+            return cat
+    return default
+
+
+def strip_code_object_suffix(name: str) -> str:
+    """AMD code-object symbols end in ``.kd`` (kernel descriptor); the kernel is the part before."""
+    return name[:-3] if name.endswith(".kd") else name

@@ -1,0 +1,204 @@
+"""Typed, lean decoding of PyTorch profiler (Kineto / Chrome trace) files.
+
+Only the fields the analyses need are decoded (msgspec skips the rest without
+building Python objects), events are untracked by the garbage collector, and
+``Input Dims`` stays raw JSON until a kernel actually needs its shapes.
+
+Accepted inputs: ``.json`` and ``.json.gz``; a bare event list or an object
+with ``traceEvents``; CUDA (``cuda*`` runtime, CUPTI) and ROCm (``hip*``
+runtime, roctracer, hex stream ids) flavours.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import Struct, field
+
+__all__ = [
+    "Args",
+    "DistributedInfo",
+    "Event",
+    "LoadedTrace",
+    "TraceLoadError",
+    "load_trace",
+    "read_trace_bytes",
+]
+
+
+class Args(Struct, gc=False):
+    """The ``args`` fields magpie reads; every other key is skipped while decoding."""
+
+    external_id: int | None = field(default=None, name="External id")
+    correlation: int | None = None
+    device: int | str | None = None
+    stream: int | str | None = None
+    input_dims: msgspec.Raw = field(default_factory=msgspec.Raw, name="Input Dims")
+
+
+class Event(Struct, gc=False):
+    """One trace event (``ph`` X, s, f, i, M ...)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float | None = None
+    dur: float = 0.0
+    id: int | str | None = None
+    args: Args | None = None
+
+
+class DistributedInfo(Struct):
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+
+
+class _TraceObject(Struct):
+    traceEvents: list[Event] = []
+    distributedInfo: DistributedInfo | None = None
+    deviceProperties: list[dict[str, Any]] | None = None
+    roctracer_version: Any = None
+    hip_runtime_version: Any = None
+    cuda_runtime_version: Any = None
+    cupti_version: Any = None
+
+
+_OBJECT_DECODER = msgspec.json.Decoder(_TraceObject)
+_LIST_DECODER = msgspec.json.Decoder(list[Event])
+
+
+class TraceLoadError(ValueError):
+    """A trace file could not be read; the message names the file and where it broke."""
+
+    def __init__(self, path: Path | str, message: str, *, offset: int | None = None) -> None:
+        self.path = str(path)
+        self.offset = offset
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass
+class LoadedTrace:
+    path: Path
+    events: list[Event]
+    platform: str  # "cuda" | "rocm" | "unknown"
+    rank: int | None  # from distributedInfo, when present
+    world_size: int | None
+    device_names: list[str]
+    size_bytes: int
+
+
+def read_trace_bytes(path: Path) -> bytes:
+    """The decompressed bytes of a trace; a truncated or corrupt gzip is a TraceLoadError."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    # Decompress member by member so a truncated stream reports how far it got.
+    out: list[bytes] = []
+    produced = 0
+    data = raw
+    while data:
+        dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        try:
+            chunk = dec.decompress(data)
+        except zlib.error as exc:
+            raise TraceLoadError(
+                path, f"corrupt gzip data after {produced} decompressed bytes ({exc})", offset=produced
+            ) from exc
+        out.append(chunk)
+        produced += len(chunk)
+        if not dec.eof:
+            raise TraceLoadError(
+                path,
+                f"truncated gzip: the compressed stream ends after {produced} decompressed bytes "
+                f"(file is {len(raw)} bytes; was it copied while still being written?)",
+                offset=produced,
+            )
+        data = dec.unused_data.lstrip(b"\x00")
+    return b"".join(out) if len(out) > 1 else out[0]
+
+
+def _line_col(buf: bytes, offset: int) -> tuple[int, int]:
+    offset = max(0, min(offset, len(buf)))
+    line = buf.count(b"\n", 0, offset) + 1
+    col = offset - (buf.rfind(b"\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
+    text = str(exc)
+    # msgspec reports "... (byte N)" for syntax errors and "... - at `$.path`" for type errors
+    marker = "(byte "
+    if marker in text:
+        try:
+            offset = int(text.rsplit(marker, 1)[1].split(")", 1)[0])
+        except ValueError:
+            offset = None
+        if offset is not None:
+            line, col = _line_col(buf, offset)
+            where = "end of data (the JSON is truncated)" if offset >= len(buf) else f"line {line}, column {col}"
+            return TraceLoadError(path, f"broken JSON at byte {offset}, {where}: {text}", offset=offset)
+    return TraceLoadError(path, f"unexpected trace content: {text}")
+
+
+def _platform(obj: _TraceObject | None, events: list[Event]) -> str:
+    if obj is not None:
+        if obj.roctracer_version is not None or obj.hip_runtime_version is not None:
+            return "rocm"
+        if obj.cuda_runtime_version is not None or obj.cupti_version is not None:
+            return "cuda"
+    for e in events[:200000]:
+        if e.cat in ("cuda_runtime", "cuda_driver"):
+            if e.name.startswith("hip"):
+                return "rocm"
+            if e.name.startswith("cu"):
+                return "cuda"
+    return "unknown"
+
+
+def load_trace(path: Path | str) -> LoadedTrace:
+    """Decode one trace file, or raise :class:`TraceLoadError` naming the file and position."""
+    path = Path(path)
+    buf = read_trace_bytes(path)
+    start = 0
+    while start < len(buf) and buf[start] in b" \t\r\n":
+        start += 1
+    if start >= len(buf):
+        raise TraceLoadError(path, "empty file")
+    obj: _TraceObject | None = None
+    try:
+        if buf[start : start + 1] == b"[":
+            events = _LIST_DECODER.decode(buf)
+        elif buf[start : start + 1] == b"{":
+            obj = _OBJECT_DECODER.decode(buf)
+            events = obj.traceEvents
+        else:
+            raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start : start + 16]!r})", offset=start)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise _decode_error(path, buf, exc) from None
+    dist = obj.distributedInfo if obj is not None else None
+    devices = [str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else []
+    return LoadedTrace(
+        path=path,
+        events=events,
+        platform=_platform(obj, events),
+        rank=dist.rank if dist is not None else None,
+        world_size=dist.world_size if dist is not None else None,
+        device_names=devices,
+        size_bytes=len(buf),
+    )
+
+
+def open_text(path: Path) -> Any:
+    """Open a trace for text reading, transparently gunzipping (used by simple tools)."""
+    return gzip.open(path, "rt") if path.name.endswith(".gz") else path.open()

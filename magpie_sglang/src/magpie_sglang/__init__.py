@@ -1,0 +1,1 @@
+"""magpie plugin: the SGLang serving framework."""

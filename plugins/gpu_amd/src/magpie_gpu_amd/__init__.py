@@ -1,0 +1,1 @@
+"""magpie plugin: AMD GPU detection through amd-smi (or rocm-smi)."""

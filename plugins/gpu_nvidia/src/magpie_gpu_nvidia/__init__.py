@@ -1,0 +1,1 @@
+"""magpie plugin: NVIDIA GPU detection through nvidia-smi."""

@@ -1,0 +1,1 @@
+"""magpie kernel-name parsers: NVIDIA libraries: cuBLAS/cuBLASLt, CUTLASS, cuDNN, flash-attention, FlashInfer, NCCL."""

@@ -1,0 +1,264 @@
+"""Kernel-name parsers for NVIDIA libraries (CUDA traces carry already-demangled names)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from magpie_core import hookimpl
+from magpie_core.interfaces import KernelNameParser
+from magpie_core.reports import ParsedKernelName
+from magpie_core.trace.kernel_names import category_from_words, dtype_in
+
+_TILE3 = re.compile(r"(\d+x\d+x\d+)")
+_XMMA = re.compile(r"^(sm\d+)_xmma_(\w+?)_((?:[a-z]+\d+)+)_((?:[a-z]+\d+)+)_")
+_CUTLASS_INNER = re.compile(r"cutlass_(\d+)_(\w+?)_(\w*?)(\d+x\d+)_(\d+x\d+)_([nt]{2})_align(\d+)")
+_NCCL = re.compile(r"^nccl(?:Dev)?Kernel_(\w+)")
+
+
+def _result(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
+    return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
+
+
+class CudnnParser(KernelNameParser):
+    name = "cudnn"
+    description = "cuDNN convolution / fused kernels (cudnn::, xmma fprop/dgrad/wgrad)"
+    priority = 15
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        low = name.lower()
+        conv = re.search(r"xmma_(fprop|dgrad|wgrad)_(implicit_gemm|\w+?)_", low)
+        if "cudnn" not in low and conv is None:
+            return None
+        func = (
+            f"{conv.group(1)}_{conv.group(2)}"
+            if conv
+            else (re.search(r"cudnn::(?:\w+::)*(\w+)", name) or [None, name])[1]
+        )
+        tile = _TILE3.search(name)
+        return _result(
+            name,
+            "cudnn",
+            "cudnn",
+            "gemm" if conv or "gemm" in low else category_from_words(low),
+            function=func,
+            dtype=dtype_in(name),
+            tile=tile.group(1) if tile else None,
+            confidence=0.9,
+        )
+
+
+class CublasParser(KernelNameParser):
+    name = "cublas"
+    description = "cuBLAS / cuBLASLt GEMM kernels (sm90_xmma_gemm_*_cublas, nvjet_*, gemv, splitK)"
+    priority = 20
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        if name.startswith("nvjet_"):
+            parts = name.split("_")
+            tiles = [p for p in parts if re.fullmatch(r"\d+x\d+", p)]
+            layout = parts[-1] if re.fullmatch(r"[NT]{2,3}", parts[-1]) else None
+            return _result(
+                name,
+                "cublaslt",
+                "library_gemm",
+                "gemm",
+                function="nvjet",
+                tile=tiles[0] if tiles else None,
+                config={"variant": parts[1] if len(parts) > 1 else "", "layout": layout, "tiles": tiles},
+                confidence=0.9,
+            )
+        m = _XMMA.match(name)
+        if m and ("cublas" in name or "gemm" in m.group(2)):
+            tile = re.search(r"tilesize(\d+x\d+x\d+)", name)
+            layout = re.search(r"_(tn|nt|nn|tt)_", name)
+            return _result(
+                name,
+                "cublas",
+                "library_gemm",
+                "gemm",
+                function=f"xmma_{m.group(2)}",
+                dtype=dtype_in(m.group(3)),
+                tile=tile.group(1) if tile else None,
+                config={
+                    "arch": m.group(1),
+                    "types": f"{m.group(3)}_{m.group(4)}",
+                    "layout": layout.group(1) if layout else None,
+                },
+                confidence=1.0,
+            )
+        low = name.lower()
+        if "cublas" in low or re.match(
+            r"(void )?(gemv2[NT]_kernel|gemvx|gemv_kernel|splitKreduce_kernel|gemmSN_|gemmk1_)", name
+        ):
+            fn = re.search(r"(gemv\w*|splitKreduce_kernel|gemmSN\w*|gemmk1\w*|\w*gemm\w*)", name)
+            return _result(
+                name,
+                "cublas",
+                "library_gemm",
+                "gemm",
+                function=fn.group(1) if fn else None,
+                dtype=dtype_in(name),
+                confidence=0.8,
+            )
+        return None
+
+
+class CutlassParser(KernelNameParser):
+    name = "cutlass"
+    description = "CUTLASS kernels (cutlass::Kernel<cutlass_80_tensorop_...>, cutlass::device_kernel)"
+    priority = 25
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        m = _CUTLASS_INNER.search(name)
+        if m:
+            op = m.group(3).rstrip("_")
+            dtype = {"sgemm": "fp32", "hgemm": "fp16", "dgemm": "fp64"}.get(op.split("_")[-1]) or dtype_in(
+                m.group(2) + "_" + op
+            )
+            return _result(
+                name,
+                "cutlass",
+                "cutlass",
+                category_from_words(op, "gemm"),
+                function=f"{m.group(2)}_{op}",
+                dtype=dtype,
+                tile=f"{m.group(4)}_{m.group(5)}",
+                config={"arch": f"sm{m.group(1)}", "layout": m.group(6), "align": int(m.group(7))},
+                confidence=1.0,
+            )
+        if name.removeprefix("void ").startswith("cutlass::") or name.startswith("cutlass_"):
+            inner = re.search(r"cutlass::(?:\w+::)*(\w+)<", name)
+            return _result(
+                name,
+                "cutlass",
+                "cutlass",
+                category_from_words(name, "gemm"),
+                function=inner.group(1) if inner else None,
+                dtype=dtype_in(name),
+                confidence=0.7,
+            )
+        return None
+
+
+class FlashAttentionParser(KernelNameParser):
+    name = "flash-attention"
+    description = "flash-attention kernels (flash_fwd_kernel, pytorch_flash::, fmha)"
+    priority = 10
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        low = name.lower()
+        if "flashinfer" in low:
+            return None
+        m = re.search(r"(?:pytorch_flash::|flash::)?(flash_(?:fwd|bwd)\w*?_kernel|flash_attn\w*|fmha_\w+)", name)
+        if m is None:
+            return None
+        traits = re.search(r"Flash_(?:fwd|bwd)_kernel_traits<(\d+), (\d+), (\d+), (\d+)", name)
+        config: dict[str, Any] = {}
+        tile = None
+        if traits:
+            hd, bm, bn, warps = (int(x) for x in traits.groups())
+            config = {"head_dim": hd, "block_m": bm, "block_n": bn, "warps": warps}
+            tile = f"{bm}x{bn}"
+        if "pytorch_flash::" in name:
+            config["vendor"] = "pytorch (flash-attention v2 copy)"
+        return _result(
+            name,
+            "flash_attention",
+            "flash_attention",
+            "attention",
+            function=m.group(1),
+            dtype=dtype_in(name),
+            tile=tile,
+            config=config,
+            confidence=1.0 if traits else 0.8,
+        )
+
+
+class FlashInferParser(KernelNameParser):
+    name = "flashinfer"
+    description = "FlashInfer kernels (flashinfer:: attention, sampling, norm)"
+    priority = 10
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        m = re.search(r"flashinfer::((?:\w+::)*)(\w+)", name)
+        if m is None:
+            m2 = re.match(r"(?:void )?((?:Batch|Single)(?:Decode|Prefill)With\w+Kernel\w*)", name)
+            if m2 is None:
+                return None
+            return _result(
+                name,
+                "flashinfer",
+                "flashinfer",
+                "attention",
+                function=m2.group(1),
+                dtype=dtype_in(name),
+                confidence=0.8,
+            )
+        ns, func = m.group(1), m.group(2)
+        if "sampling" in ns:
+            cat = "sampling"
+        elif "norm" in ns:
+            cat = "norm"
+        elif re.search(r"decode|prefill|attention|mla|pod|merge_state", func, re.I):
+            cat = "attention"
+        else:
+            cat = category_from_words(func, "attention")
+        return _result(
+            name,
+            "flashinfer",
+            "flashinfer",
+            cat,
+            function=func,
+            dtype=dtype_in(name),
+            config={"namespace": "flashinfer::" + ns},
+            confidence=1.0,
+        )
+
+
+class NcclParser(KernelNameParser):
+    name = "nccl"
+    description = "NCCL collectives (ncclKernel_/ncclDevKernel_<op>_<algo>_<proto>_<redop>_<type>)"
+    priority = 30
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        if (context or {}).get("platform") == "rocm":
+            return None  # RCCL: the AMD parsers own these names on ROCm traces
+        return parse_nccl_name(name, "nccl", _result)
+
+
+def parse_nccl_name(name: str, family: str, make: Callable[..., ParsedKernelName]) -> ParsedKernelName | None:
+    base = name[5:] if name.startswith("void ") else name
+    m = _NCCL.match(base)
+    if m is None:
+        return None
+    parts = m.group(1).split("(")[0].split("_")
+    op = parts[0]
+    config: dict[str, Any] = {}
+    for p in parts[1:]:
+        if p in ("RING", "TREE", "COLLNET", "NVLS", "PAT", "COLLNETDIRECT", "COLLNETCHAIN", "NVLSTREE"):
+            config["algorithm"] = p
+        elif p in ("LL", "LL128", "SIMPLE"):
+            config["protocol"] = p
+        elif p in ("Sum", "Prod", "Min", "Max", "Avg", "PreMulSum", "SumPostDiv"):
+            config["redop"] = p
+    return make(
+        name,
+        family,
+        family,
+        "communication",
+        function=op,
+        dtype=dtype_in("_".join(parts[1:])),
+        config=config,
+        confidence=1.0,
+    )
+
+
+PARSERS = [CudnnParser(), CublasParser(), CutlassParser(), FlashAttentionParser(), FlashInferParser(), NcclParser()]
+
+
+@hookimpl
+def magpie_register_kernel_name_parsers(register: Callable[[Any], None]) -> None:
+    for parser in PARSERS:
+        register(parser)

@@ -1,0 +1,1 @@
+"""magpie kernel-name parsers: PyTorch: Triton JIT, Inductor, ATen native."""

@@ -1,0 +1,1 @@
+"""magpie kernel-name parsers: serving engines: vLLM and SGLang custom kernels."""

@@ -1,0 +1,1 @@
+"""Offline kernel source finder for magpie gap analysis."""

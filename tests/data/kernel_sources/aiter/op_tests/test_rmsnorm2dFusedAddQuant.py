@@ -1,0 +1,7 @@
+def torch_rmsnorm_quant(x, weight, eps):
+    return x
+
+
+def test_add_rmsnorm_quant():
+    # aiter.add_rmsnorm_quant -> add_rmsnorm_quant_kernel
+    assert torch_rmsnorm_quant is not None

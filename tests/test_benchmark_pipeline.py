@@ -1,0 +1,189 @@
+"""The benchmark pipeline end to end against a real local fake server (started and stopped by magpie)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from magpie_core.config.benchmark import BenchmarkConfig
+from magpie_core.interfaces import ServingFramework
+from magpie_core.pipelines.benchmark import apply_overrides, load_benchmark_config, plan_points, run_benchmark
+
+
+class FakeFramework(ServingFramework):
+    name = "fake"
+    start_profile_path: ClassVar[str | None] = "/start_profile"
+    stop_profile_path: ClassVar[str | None] = "/stop_profile"
+
+    def __init__(self, exit_after_s: float | None = None) -> None:
+        self.exit_after_s = exit_after_s
+
+    def server_command(self, config: Any, host: str, port: int) -> list[str]:
+        argv = [
+            sys.executable,
+            "-m",
+            "magpie_core.loadgen.fake_server",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            "2",
+        ]
+        return argv + (["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else [])
+
+    def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
+        return ["--profile-dir", str(profile_dir)]
+
+
+def config(**kw: Any) -> BenchmarkConfig:
+    base = {
+        "framework": "fake",
+        "model": "fake-model",
+        "run_mode": "local",
+        "precision": "bf16",
+        "envs": {"CONC": 4, "ISL": 16, "OSL": 8, "NUM_PROMPTS": 12, "RANDOM_RANGE_RATIO": 0},
+        "load": {"concurrencies": [1, 4], "warmup_requests": 1, "progress": False, "save_requests": True},
+        "gpu_selection": {"devices": None},
+        "stop_grace_s": 5,
+    }
+    base.update(kw)
+    return BenchmarkConfig.model_validate(base)
+
+
+def test_measurement_and_diagnostic_in_one_report(tmp_path):
+    report = run_benchmark(config(), tmp_path, framework_component=FakeFramework())
+    ws = Path(report.workspace_dir)
+    assert ws.name.startswith("benchmark_fake_") and (ws / "config.yaml").exists() and (ws / "server.log").exists()
+    data = json.loads((ws / "benchmark_report.json").read_text())
+    for key in (
+        "success",
+        "framework",
+        "model",
+        "config",
+        "throughput",
+        "latency",
+        "errors",
+        "execution_time",
+        "workspace_dir",
+        "profiling_enabled",
+        "run_kind",
+        "gap_analysis",
+    ):
+        assert key in data
+    assert [p["concurrency"] for p in data["points"]] == [1, 4]
+    assert data["summary_point"] == 1
+    t = data["throughput"]
+    assert t["completed_requests"] == 12 and t["total_output_tokens"] == 96 and t["duration_seconds"] > 0
+    for k in ("ttft", "tpot", "itl", "e2el"):
+        assert {"mean_ms", "median_ms", "p99_ms", "std_ms", "p90_ms", "p95_ms"} <= set(data["latency"][k])
+    assert data["latency"]["ttft"]["mean_ms"] >= 20
+    assert len(data["points"][0]["requests"]) == 12
+    assert data["client_checks"]["token_count_methods"] == {"usage": 24}
+    diag = data["diagnostic"]
+    assert diag["start_profile"] == 200 and diag["stop_profile"] == 200
+    assert diag["traces"] and all("torch_trace" in p for p in diag["traces"])
+    assert data["profiling_enabled"] is True
+    assert data["server"]["stopped"] is True
+    gap = data["gap_analysis"]
+    try:
+        import magpie_core.pipelines.gap  # noqa: F401
+    except ImportError:
+        assert gap["errors"] and data["success"] is False
+        assert all("gap analysis" in e for e in data["errors"])
+    else:
+        assert data["success"] is True, data["errors"]
+
+
+def test_measurement_only_has_no_profiler(tmp_path):
+    report = run_benchmark(
+        config(run_kind="measurement", load={"progress": False}), tmp_path, framework_component=FakeFramework()
+    )
+    assert report.success, report.errors
+    assert report.diagnostic is None and report.profiling_enabled is False
+    assert "--profile-dir" not in report.server["argv"]
+
+
+def test_crashing_server_fails_clearly_and_keeps_measurements(tmp_path):
+    cfg = config(
+        run_kind="measurement",
+        envs={"CONC": 2, "ISL": 8, "OSL": 200, "NUM_PROMPTS": 6},
+        load={"concurrencies": [2, 2, 2], "progress": False},
+    )
+    report = run_benchmark(cfg, tmp_path, framework_component=FakeFramework(exit_after_s=2.5))
+    assert report.success is False
+    assert any("exited" in e or "failed" in e for e in report.errors), report.errors
+    assert report.points  # what was measured before the crash is kept
+    assert report.server["stopped"] is True
+
+
+def test_external_mode(tmp_path):
+    from magpie_core.serving.server import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "magpie_core.loadgen.fake_server",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            "5",
+            "--itl-ms",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server.stdout.readline()
+        cfg = config(
+            run_mode="external", base_url=f"http://127.0.0.1:{port}", run_kind="measurement", load={"progress": False}
+        )
+        report = run_benchmark(cfg, tmp_path)
+        assert report.success, report.errors
+        assert report.throughput["completed_requests"] == 12 and report.server == {"external": True}
+    finally:
+        server.terminate()
+        server.wait(5)
+
+
+def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "benchmark:\n  framework: sglang\n  model: m\n  envs: {TP: 2, CONC: 8, ISL: 128}\n"
+        "  sweep_matrix:\n    cases:\n      - {CONC: 4, OSL: 32}\n      - {CONC: 16, NUM_PROMPTS: 5}\n"
+    )
+    cfg = load_benchmark_config(path)
+    points = plan_points(cfg)
+    assert [(p.concurrency, p.input_len, p.output_len, p.num_prompts) for p in points] == [
+        (4, 128, 32, 40),
+        (16, 128, 512, 5),
+    ]
+    cfg = apply_overrides(cfg, "vllm", {"tp": 4, "concurrency": 2, "base_url": "http://h:1", "torch_profiler": False})
+    assert cfg.framework == "vllm" and cfg.envs["TP"] == 4 and cfg.envs["CONC"] == 2
+    assert cfg.run_mode == "external" and cfg.profiler.torch_profiler.enabled is False
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("benchmark:\n  framework: vllm\n  laod: {}\n")
+    from magpie_core.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"bad.yaml:3.*laod.*did you mean 'load'"):
+        load_benchmark_config(bad)
+
+
+def test_cli_usage_errors(tmp_path):
+    magpie = [sys.executable, "-m", "magpie_core"]
+    out = subprocess.run(
+        [*magpie, "benchmark", "nosuch", "-m", "x", "-o", str(tmp_path)], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "nosuch" in out.stderr
+    out = subprocess.run([*magpie, "benchmark", "vllm", "-m", "x", "--run-mode", "ray"], capture_output=True, text=True)
+    assert out.returncode == 2 and "ray" in out.stderr

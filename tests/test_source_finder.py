@@ -1,0 +1,125 @@
+"""Offline kernel source finder over the small checked-in source tree in tests/data/kernel_sources."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from magpie_source_finder.finder import clone_upstreams, find_sources, load_checkout
+
+from magpie_core.trace.kernel_names import parse_kernel_name
+
+TREE = Path(__file__).parent / "data" / "kernel_sources"
+ROTARY_VLLM = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*)"
+ROTARY_SGL = "void rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*)"
+AITER = "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
+
+
+def _kernels(*names: str) -> list[dict]:
+    return [{"name": n, "parsed": parse_kernel_name(n, {"platform": "rocm"}).model_dump()} for n in names]
+
+
+@pytest.fixture()
+def repos(tmp_path: Path) -> list[str]:
+    """A copy of the tree; vllm is made a real git checkout so upstream URLs can be pinned."""
+    root = tmp_path / "src"
+    shutil.copytree(TREE, root)
+    git = ["git", "-C", str(root / "vllm"), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "mini vllm"], check=True)
+    return [str(root / n) for n in ("vllm", "sglang", "aiter", "triton")]
+
+
+def test_resolutions(repos: list[str], tmp_path: Path) -> None:
+    names = [
+        ROTARY_VLLM,
+        ROTARY_SGL,
+        AITER,
+        "kernel_unified_attention_2d",
+        "_topk_forward",
+        "triton_poi_fused__to_copy_1",
+        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN",
+        "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+        "Memcpy DtoH (Device -> Host)",
+    ]
+    out = find_sources(_kernels(*names), repos, str(tmp_path / "cache"))
+    src = out["sources"]
+    commit = subprocess.run(["git", "-C", repos[0], "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    v = src[ROTARY_VLLM]
+    assert v["source_resolution"] == "exact" and v["source_file"] == "$VLLM_DIR/csrc/pos_encoding_kernels.cu"
+    assert v["line"] == 6
+    assert v["upstream_url"] == f"https://github.com/vllm-project/vllm/blob/{commit}/csrc/pos_encoding_kernels.cu#L6"
+    assert v["test_file"] == "$VLLM_DIR/tests/kernels/test_pos_encoding.py" and "pytest" in v["test_cmd"]
+    assert v["baseline_ref_symbol"] == "ref_rotary_embedding"
+
+    s = src[ROTARY_SGL]  # same symbol in two checkouts; the un-namespaced one is sgl-kernel's
+    assert s["source_file"] == "$SGLANG_DIR/sgl-kernel/csrc/rotary_embedding.cu"
+    assert s["source_resolution"] == "probable" and s["upstream_url"] == ""  # not a git checkout: no fake URL
+    assert "not a git repository" in s["notes"]
+
+    a = src[AITER]
+    assert a["source_resolution"] == "exact" and a["source_file"] == "$AITER_DIR/csrc/kernels/rmsnorm_quant_kernels.cu"
+    assert a["test_file"] == "$AITER_DIR/op_tests/test_rmsnorm2dFusedAddQuant.py"
+
+    t = src["kernel_unified_attention_2d"]
+    assert t["source_resolution"] == "exact" and t["kind"] == "triton_jit"
+    assert t["source_file"].endswith("triton_unified_attention.py") and t["line"] == 6
+
+    amb = src["_topk_forward"]
+    assert amb["source_resolution"] == "ambiguous" and not amb.get("source_file")
+    assert {c["repo"] for c in amb["candidates"]} == {"sglang", "triton"}
+
+    assert "TorchInductor" in src["triton_poi_fused__to_copy_1"]["source_error"]
+    assert (
+        "library logic" in src["Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x256_MI16x16x1_SN"]["source_error"]
+    )
+    assert src["_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1"]["source_resolution"] == "unresolved"
+    assert "no source symbol" in src["Memcpy DtoH (Device -> Host)"]["source_error"]
+    for row in src.values():  # a resolved row always names an existing file, never a directory
+        if row["source_resolution"] in ("exact", "probable"):
+            var, rel = row["source_file"].split("/", 1)
+            repo = next(r for r in out["repos"] if r["var"] == var)
+            assert (Path(repo["path"]) / rel).is_file()
+        else:
+            assert not row.get("source_file")
+
+
+def test_index_is_cached_per_commit(repos: list[str], tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    co = load_checkout(Path(repos[0]), cache)
+    assert co.commit and "rotary_embedding_kernel" in co.symbols
+    index_files = list((cache / "index").glob("vllm-*.json"))
+    assert len(index_files) == 1 and co.commit in index_files[0].name
+    (Path(repos[0]) / "csrc" / "pos_encoding_kernels.cu").unlink()  # cached: the index is read, not rebuilt
+    again = load_checkout(Path(repos[0]), cache)
+    assert "rotary_embedding_kernel" in again.symbols
+    out = find_sources(_kernels(ROTARY_VLLM), [repos[0]], str(cache))
+    assert out["sources"][ROTARY_VLLM]["source_resolution"] == "unresolved"  # stale entry never shown as a file
+
+
+def test_offline_by_default_and_clone_only_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = find_sources(_kernels(ROTARY_VLLM), [], str(tmp_path / "empty"))
+    assert "no source checkouts" in out["sources"][ROTARY_VLLM]["source_error"]
+    assert not (tmp_path / "empty").exists()  # nothing fetched or created without --clone
+    paths, errors = clone_upstreams(["not-a-project"], tmp_path / "c")
+    assert paths == [] and "not a known upstream" in errors[0]
+    # --clone against a local mirror (no network here): a known upstream is cloned into the cache
+    mirror = tmp_path / "mirror"
+    shutil.copytree(TREE / "vllm", mirror / "vllm")
+    git = ["git", "-C", str(mirror / "vllm"), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "m"], check=True)
+    monkeypatch.setenv("MAGPIE_UPSTREAM_MIRROR", str(mirror))
+    out = find_sources(_kernels(ROTARY_VLLM), [], str(tmp_path / "cache"), clone=True)
+    assert out["sources"][ROTARY_VLLM]["source_resolution"] == "exact"
+    assert (tmp_path / "cache" / "vllm" / "csrc").is_dir()
+
+
+def test_missing_repo_path_is_reported(tmp_path: Path) -> None:
+    out = find_sources(_kernels(ROTARY_VLLM), [str(tmp_path / "nope")], str(tmp_path / "cache"))
+    assert any("not found" in e for e in out["errors"])

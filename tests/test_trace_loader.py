@@ -1,0 +1,128 @@
+"""Trace loading: real CUDA and ROCm traces, both container shapes, broken files, rank discovery."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from magpie_core.trace import TraceLoadError, discover, load_trace
+from magpie_core.trace.demangle import demangle, leading_names
+
+TRACES = Path(__file__).parent / "data" / "traces"
+H100 = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+MI300 = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
+SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"
+
+
+def _plain(path: Path) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("path,platform", [(H100, "cuda"), (MI300, "rocm"), (SGLANG, "rocm")])
+def test_real_traces_load_with_all_events(path: Path, platform: str) -> None:
+    trace = load_trace(path)
+    plain = _plain(path)["traceEvents"]
+    assert len(trace.events) == len(plain)
+    assert trace.platform == platform
+    kernels = [e for e in trace.events if e.cat == "kernel"]
+    assert kernels and all(e.args is not None and e.args.correlation is not None for e in kernels)
+
+
+def test_distributed_info_rank_is_read() -> None:
+    trace = load_trace(SGLANG)
+    assert (trace.rank, trace.world_size) == (0, 1)
+
+
+def test_bare_list_and_plain_json(tmp_path: Path) -> None:
+    events = [e for e in _plain(H100)["traceEvents"] if e.get("cat") in ("kernel", "cuda_runtime")][:500]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(events))
+    trace = load_trace(bare)
+    assert len(trace.events) == 500 and trace.platform == "cuda"
+
+
+def test_hex_stream_ids_and_string_pids(tmp_path: Path) -> None:
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": "GPU 0",
+            "tid": "stream 0x7f00",
+            "ts": 10.0,
+            "dur": 2.0,
+            "args": {"stream": "0x7f00", "device": 0, "correlation": 5},
+        },
+    ]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    e = load_trace(p).events[0]
+    assert e.args.stream == "0x7f00" and e.pid == "GPU 0"
+
+
+def test_truncated_gzip_names_file_and_offset(tmp_path: Path) -> None:
+    data = H100.read_bytes()
+    broken = tmp_path / "rank-1.json.gz"
+    broken.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceLoadError) as info:
+        load_trace(broken)
+    msg = str(info.value)
+    assert str(broken) in msg and "truncated gzip" in msg and "decompressed bytes" in msg
+    assert info.value.offset and info.value.offset > 0
+
+
+def test_broken_json_names_line_and_column(tmp_path: Path) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text('{"traceEvents": [\n {"ph": "X", "name": "a", "ts": 1, "dur": 2},\n {"ph": "X", "name": oops}\n]}')
+    with pytest.raises(TraceLoadError) as info:
+        load_trace(p)
+    assert "line 3" in str(info.value) and str(p) in str(info.value)
+
+
+def test_json_cut_short_says_truncated(tmp_path: Path) -> None:
+    p = tmp_path / "cut.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "na')
+    with pytest.raises(TraceLoadError, match="truncated"):
+        load_trace(p)
+
+
+def test_wrong_field_type_names_json_path(tmp_path: Path) -> None:
+    p = tmp_path / "typed.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": "soon", "dur": 2}]}')
+    with pytest.raises(TraceLoadError, match=r"traceEvents\[0\]\.ts"):
+        load_trace(p)
+
+
+@pytest.mark.parametrize(
+    "names,expected",
+    [
+        (["a-rank-0.pt.trace.json.gz", "a-rank-1.pt.trace.json.gz"], [0, 1]),
+        (["trace_rank_3.json", "trace_rank_1.json"], [1, 3]),
+        (["rank2.json", "rank0.json"], [0, 2]),
+        (["dp0_tp0.json", "dp0_tp1.json", "dp1_tp0.json", "dp1_tp1.json"], [0, 1, 2, 3]),
+        (["rank-1/trace.json", "rank-0/trace.json"], [0, 1]),
+        (["x.json", "y.json.gz"], [0, 1]),
+    ],
+)
+def test_rank_discovery(tmp_path: Path, names: list[str], expected: list[int]) -> None:
+    for n in names:
+        (tmp_path / n).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / n).write_text("[]")
+    (tmp_path / "gap_analysis").mkdir()
+    (tmp_path / "gap_analysis" / "gap_analysis.json").write_text("{}")  # our own output is never input
+    found = discover(tmp_path)
+    assert [f.rank for f in found] == expected
+
+
+def test_demangling_uses_a_library() -> None:
+    text = demangle(
+        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
+    )
+    assert text is not None and text.startswith("void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t")
+    # a mangling no installed library reads (C++20 'Tn'): the nested name is still recovered
+    odd = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i"
+    assert leading_names(odd) == ["sgl_hip", "activation", "act_and_mul_kernel"]
