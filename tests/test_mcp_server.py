@@ -26,7 +26,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from .conftest import DATA, ROOT  # noqa: E402
 
 KERNELS = DATA / "kernels"
-TINY = {"budget_seconds": 0.5, "min_samples": 5, "warmup_ms": 5, "timeout_seconds": 120}
+TINY = {"budget_seconds": 0.5, "min_samples": 5, "warmup_ms": 5, "timeout_seconds": 120, "rounds": 1}
 
 Scenario = Callable[[ClientSession], Awaitable[Any]]
 
@@ -132,7 +132,7 @@ def test_create_config_analyze_compare_and_suggest(workspace):
                     {"id": "single", "entry": "costs.py:single_work", "working_dir": str(KERNELS)},
                     {"id": "double", "entry": "costs.py:double_work", "working_dir": str(KERNELS)},
                 ],
-                "performance": {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5},
+                "performance": {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5, "rounds": 1},
                 "output_path": str(workspace / "pair.yaml"),
             },
         )

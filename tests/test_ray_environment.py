@@ -25,7 +25,7 @@ ray = pytest.importorskip("ray", reason="the ray plugin (plugins/ray, magpie-env
 
 KERNELS = DATA / "kernels"
 GPUS = 3
-PERF = {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5, "timeout_seconds": 120}
+PERF = {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5, "timeout_seconds": 120, "rounds": 1}
 
 
 @pytest.fixture(scope="module")
