@@ -40,6 +40,10 @@ class KernelBackend(Component):
     """Compiles, checks and times kernels of one or more ``type`` values."""
 
     kernel_types: ClassVar[tuple[str, ...]] = ()
+    #: How ``discover_kernels`` recognises this backend's sources: file suffix -> regexes,
+    #: any of which marks a kernel source (an empty tuple: the suffix alone). A named group
+    #: ``name`` captures kernel names.
+    source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         """Build the kernel's sources in the parent process; ``None``: nothing to build.
@@ -155,6 +159,14 @@ class KernelNameParser(Component):
 class ExecutionEnvironment(Component):
     """Where work runs. ``map`` keeps input order and never raises for one item."""
 
+    def with_options(self, options: dict[str, Any]) -> ExecutionEnvironment:
+        """This environment configured by the run's config blocks (e.g. ``{"ray_config": {...}}``).
+
+        The pipelines pass every block a kernel file or framework config gives for
+        environments; an environment reads the ones it knows and ignores the rest.
+        """
+        return self
+
     @abstractmethod
     def map(
         self,
@@ -179,6 +191,8 @@ def component_names(kind: str, component: Any) -> tuple[str, ...]:
     if kind == "timer" and getattr(component, "device_kinds", ()):
         return tuple(component.device_kinds)
     name = getattr(component, "name", None)
+    if name is None and kind == "mcp_tool" and callable(component):
+        name = getattr(component, "__name__", None)  # MCP tools are plain functions
     if not isinstance(name, str) or not name:
         raise TypeError(f"{type(component).__name__} has no 'name'")
     return (name,)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,19 @@ class CommandOutcome:
             sig = signal.Signals(-self.returncode).name
             return f"killed by {sig}: {' '.join(self.argv)}"
         return f"exit status {self.returncode}: {' '.join(self.argv)}"
+
+
+#: processes run_command started and that have not finished yet (for stop_started)
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_started(grace_s: float = 2.0) -> None:
+    """Stop the process groups of every command this process started that is still running."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        stop_group(proc, grace_s=grace_s)
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
@@ -76,12 +90,17 @@ def run_command(
     except OSError as exc:
         return CommandOutcome(argv, 127, 0.0, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     timed_out = False
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         stop_group(proc, grace_s=2.0)
         out, _ = proc.communicate()
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     text = out.decode(errors="replace")
     if log_path is not None:
         with log_path.open("a") as log:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -24,7 +25,14 @@ from magpie_core.cli.app import (
 )
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
-from magpie_core.pipelines.kernels import analyze, compare, load_kernel_file
+from magpie_core.pipelines.kernels import (
+    analyze,
+    compare,
+    environment_options,
+    file_environment,
+    load_kernel_file,
+    shared_output_dir,
+)
 
 
 def _kernel_file(
@@ -119,6 +127,21 @@ class KernelFlags:
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
 
 
+def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
+    """Environment, workers, output folder and environment config blocks for one run."""
+    framework = STATE.framework
+    defaults = {"ray_config": framework.ray_config.model_dump(exclude_none=True)} if framework.ray_config else {}
+    environment = STATE.resolve_environment(file_environment(file))
+    shared = shared_output_dir(environment_options(file, defaults)) if environment != "local" else None
+    scheduler = file.scheduler
+    return {
+        "environment": environment,
+        "workers": STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        "output_dir": output_dir or STATE.output_dir or (Path(shared) if shared else STATE.resolve_output_dir(None)),
+        "environment_defaults": defaults,
+    }
+
+
 def _export_container_image(from_file: str | None) -> None:
     """``--docker-image`` / ``scheduler.docker_image`` reach the ``container`` environment plugin."""
     image = STATE.docker_image or from_file or STATE.framework.scheduler.docker_image
@@ -149,9 +172,7 @@ def analyze_command(
     report = analyze(
         file,
         config_dir=config_dir,
-        output_dir=STATE.resolve_output_dir(output_dir),
-        environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
-        workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        **_run_settings(file, output_dir),
         measure_performance=not no_perf,
         progress=None if as_json else _progress,
     )
@@ -184,9 +205,7 @@ def compare_command(
         report = compare(
             file,
             config_dir=config_dir,
-            output_dir=STATE.resolve_output_dir(output_dir),
-            environment=STATE.resolve_environment(scheduler.environment if scheduler else None),
-            workers=STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+            **_run_settings(file, output_dir),
             baseline=base,
             measure_performance=not no_perf,
             min_effect=min_effect,

@@ -118,6 +118,7 @@ class RayConfig(StrictModel):
     cluster_address: str | None = None
     shared_storage_path: str | None = None
     num_gpus_per_task: float | None = None
+    num_cpus_per_task: float | None = None
 
 
 class SchedulerConfig(StrictModel):

@@ -363,8 +363,40 @@ def check_backends(file: KernelConfigFile) -> None:
         manager.get("kernel_backend", kernel.type)
 
 
-def _run(jobs: list[KernelJob], environment: str, workers: int, progress: Progress | None) -> list[KernelResult]:
+def environment_options(file: KernelConfigFile, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Config blocks for the execution environment: the framework's ``defaults``, then the file's."""
+    options = dict(defaults or {})
+    block = file.ray_config or (file.scheduler.ray_config if file.scheduler else None)
+    if block is not None:
+        options["ray_config"] = {**options.get("ray_config", {}), **block.model_dump(exclude_none=True)}
+    return options
+
+
+def shared_output_dir(options: dict[str, Any]) -> str | None:
+    """A ``shared_storage_path`` from any environment block: where workspaces go when none is given."""
+    for block in options.values():
+        if isinstance(block, dict) and block.get("shared_storage_path"):
+            return str(block["shared_storage_path"])
+    return None
+
+
+def file_environment(file: KernelConfigFile) -> str | None:
+    """The environment a kernel file asks for (AMD Magpie: a ``ray_config`` block implies ``ray``)."""
+    if file.scheduler and file.scheduler.environment:
+        return file.scheduler.environment
+    return "ray" if file.ray_config or (file.scheduler and file.scheduler.ray_config) else None
+
+
+def _run(
+    jobs: list[KernelJob],
+    environment: str,
+    workers: int,
+    progress: Progress | None,
+    options: dict[str, Any] | None = None,
+) -> list[KernelResult]:
     env = get_plugin_manager().get("environment", environment)
+    if options:
+        env = env.with_options(options)
     done = 0
 
     def report_progress(index: int, result: Any) -> None:
@@ -432,14 +464,16 @@ def analyze(
     workers: int = 1,
     measure_performance: bool = True,
     progress: Progress | None = None,
+    environment_defaults: dict[str, Any] | None = None,
 ) -> AnalyzeReport:
     check_backends(file)
+    options = environment_options(file, environment_defaults)
     label = file.all_kernels()[0].id
     ws = create_workspace(output_dir, "analyze", label)
     handler = ws.attach_log()
     try:
         ws.snapshot_config(dump(file))
-        results = _run(_jobs(file, config_dir, ws, measure_performance), environment, workers, progress)
+        results = _run(_jobs(file, config_dir, ws, measure_performance), environment, workers, progress, options)
         report = AnalyzeReport(
             workspace=str(ws.path),
             results=results,
@@ -463,6 +497,7 @@ def compare(
     measure_performance: bool = True,
     min_effect: float = 0.02,
     progress: Progress | None = None,
+    environment_defaults: dict[str, Any] | None = None,
 ) -> CompareReport:
     """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones."""
     kernels = file.all_kernels()
@@ -475,6 +510,7 @@ def compare(
                 "settings; move its 'correctness'/'performance' block to the top level of the file"
             )
     check_backends(file)
+    options = environment_options(file, environment_defaults)
     if baseline is not None:
         file = file.model_copy(update={"baseline": baseline})
     base_index = file.baseline_index()
@@ -491,14 +527,15 @@ def compare(
         if progress:
             progress(f"baseline {kernels[base_index].id}")
         results: list[KernelResult | None] = [None] * len(jobs)
-        results[base_index] = _run([jobs[base_index]], environment, 1, None)[0]
+        results[base_index] = _run([jobs[base_index]], environment, 1, None, options)[0]
         others = [i for i in range(len(jobs)) if i != base_index]
         for i in others:
             jobs[i].baseline_outputs = str(expected)
-        for i, result in zip(others, _run([jobs[i] for i in others], environment, workers, progress), strict=True):
+        candidates = _run([jobs[i] for i in others], environment, workers, progress, options)
+        for i, result in zip(others, candidates, strict=True):
             results[i] = result
         if measure_performance and rounds > 1:
-            _more_timing_rounds(jobs, results, rounds, environment, workers, progress)  # type: ignore[arg-type]
+            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)  # type: ignore[arg-type]
         report = rank([r for r in results if r is not None], base_index, min_effect=min_effect, workspace=str(ws.path))
         report.settings = {
             "environment": environment,
@@ -529,6 +566,7 @@ def _more_timing_rounds(
     environment: str,
     workers: int,
     progress: Progress | None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Rounds 2..n: time every correct candidate again, in rotating order, and pool the samples.
 
@@ -557,7 +595,7 @@ def _more_timing_rounds(
         ]
         if progress:
             progress(f"timing round {round_no}/{rounds}")
-        for i, result in zip(order, _run(round_jobs, environment, workers, None), strict=True):
+        for i, result in zip(order, _run(round_jobs, environment, workers, None, options), strict=True):
             timing = result.performance.timing
             if result.performance.status == StageStatus.PASSED and timing is not None:
                 samples[i].extend(result.performance.samples_us or [])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelBackend
@@ -31,6 +31,10 @@ class TritonBackend(KernelBackend):
     name = "triton"
     kernel_types = ("triton",)
     description = "Triton kernels on NVIDIA/AMD GPUs; Triton's interpreter on the CPU otherwise"
+    #: ``@triton.jit`` / ``@triton.autotune`` functions, for ``discover_kernels``
+    source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {
+        ".py": (r"@triton\.(?:jit|autotune)\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*def\s+(?P<name>\w+)",),
+    }
 
     def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
         interpret = not _gpu_available() or task.kernel.get("options", {}).get("interpret", False)

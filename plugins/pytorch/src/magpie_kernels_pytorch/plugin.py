@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -28,6 +28,10 @@ class PyTorchBackend(KernelBackend):
     name = "pytorch"
     kernel_types = ("pytorch", "torch", "py", "torch_compile")
     description = "PyTorch callables or nn.Modules, eager or torch.compile, on CPU, CUDA or ROCm"
+    #: KernelBench-style files: an ``nn.Module`` named Model* or a ``get_inputs`` function
+    source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {
+        ".py": (r"(?m)^class\s+(?P<name>Model\w*)\s*\(\s*(?:torch\.)?nn\.Module", r"(?m)^def\s+get_inputs\s*\("),
+    }
 
     def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
         kernel = KernelConfig.model_validate(task.kernel)

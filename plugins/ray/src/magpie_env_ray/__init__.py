@@ -1,0 +1,1 @@
+"""magpie's ``ray`` execution environment."""

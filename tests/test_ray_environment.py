@@ -1,0 +1,151 @@
+"""The ``ray`` environment on a real local Ray cluster (loopback, declared GPUs, no GPU needed).
+
+The cluster is started by these tests with ``ray.init(address="local")`` and
+3 declared GPUs; candidates are CPU PyTorch kernels. Fan-out is proved, not
+timed: the candidates meet at a barrier that only opens when all three run at
+once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.pipelines.kernels import compare
+from magpie_core.plugins import get_plugin_manager
+
+from .conftest import DATA
+
+ray = pytest.importorskip("ray", reason="the ray plugin (plugins/ray, magpie-env-ray) is not installed")
+
+KERNELS = DATA / "kernels"
+GPUS = 3
+PERF = {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5, "timeout_seconds": 120, "rounds": 1}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.init(
+        address="local",
+        num_cpus=2,
+        num_gpus=GPUS,
+        include_dashboard=False,
+        object_store_memory=100 * 1024 * 1024,
+        log_to_driver=False,
+        logging_level="WARNING",
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def _fanout_file(barrier: Path, n: int) -> KernelConfigFile:
+    env = {"MAGPIE_BARRIER_DIR": str(barrier), "MAGPIE_BARRIER_N": str(n)}
+
+    def k(kid: str, fn: str) -> KernelConfig:
+        return KernelConfig(id=kid, type="pytorch", entry=f"fanout.py:{fn}", env=env)
+
+    return KernelConfigFile(
+        kernels=[
+            k("single", "single"),
+            k("single_b", "single_barrier"),
+            k("heavy_b", "heavy_barrier"),
+            k("wrong_b", "wrong_barrier"),
+        ],
+        performance=PERF,
+    )
+
+
+def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster, tmp_path):
+    on_ray = compare(
+        _fanout_file(tmp_path / "barrier_ray", GPUS),
+        config_dir=KERNELS,
+        output_dir=tmp_path / "ray",
+        environment="ray",
+        min_effect=0.25,
+    )
+    local = compare(
+        _fanout_file(tmp_path / "barrier_local", 1),
+        config_dir=KERNELS,
+        output_dir=tmp_path / "local",
+        environment="local",
+        min_effect=0.25,
+    )
+    # all three barrier candidates arrived: they ran at the same time, one per declared GPU
+    assert sorted(p.name for p in (tmp_path / "barrier_ray").iterdir()) == ["heavy", "single", "wrong"]
+
+    def verdicts(report):
+        return {r.kernel_id: r.correctness.status.value for r in report.results.kernel_results}
+
+    assert verdicts(on_ray) == verdicts(local) == {
+        "single": "passed",
+        "single_b": "passed",
+        "heavy_b": "passed",
+        "wrong_b": "failed",
+    }
+    for report in (on_ray, local):
+        order = [e.kernel_id for e in report.ranking]
+        # the 8x-work candidate ranks below the 1x one measured in the same window (robust on a busy machine)
+        assert set(order) == {"single", "single_b", "heavy_b"} and order.index("heavy_b") > order.index("single_b")
+        assert [u["kernel_id"] for u in report.unranked] == ["wrong_b"]
+    # same report, written the same way
+    saved = json.loads((Path(on_ray.workspace) / "compare_report.json").read_text())
+    assert saved["settings"]["environment"] == "ray"
+    assert saved["settings"]["performance"]["budget_seconds"] == 1  # settings travelled with the tasks
+    ids = [r["kernel_id"] for r in saved["results"]["kernel_results"]]
+    assert ids == ["single", "single_b", "heavy_b", "wrong_b"]
+
+
+def _crash_on_two(x: int) -> int:
+    if x == 2:
+        os.abort()
+    return x * 10
+
+
+def test_a_task_whose_worker_dies_fails_alone(cluster):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = get_plugin_manager().get("environment", "ray").with_options({"ray_config": {"num_cpus_per_task": 0}})
+    results = env.map(_crash_on_two, [1, 2, 3], gpus_per_item=1)
+    assert results[0] == 10 and results[2] == 30
+    assert isinstance(results[1], BaseException)
+    assert "Ray task failed" in str(results[1])
+    # tasks that could never be scheduled come back as failures, not as a hang
+    too_many = env.map(_crash_on_two, [1], gpus_per_item=GPUS + 1)
+    assert "the Ray cluster has 3" in str(too_many[0])
+
+
+def test_cli_compare_reaches_the_cluster_from_yaml_and_a_crashing_candidate_fails_alone(
+    cluster, tmp_path, run_magpie
+):
+    config = tmp_path / "compare_ray.yaml"
+    config.write_text(
+        f"""
+ray_config:
+  cluster_address: "{cluster}"
+performance: {json.dumps(PERF)}
+kernels:
+  - {{id: base, type: pytorch, entry: {KERNELS}/fanout.py:single, working_dir: {KERNELS}}}
+  - {{id: crashes, type: pytorch, entry: {KERNELS}/fanout.py:crashes, working_dir: {KERNELS}}}
+  - {{id: quad, type: pytorch, entry: {KERNELS}/fanout.py:heavy, working_dir: {KERNELS}}}
+"""
+    )
+    proc = run_magpie(
+        ["compare", "-k", str(config), "-o", str(tmp_path / "out"), "--json"],
+        env={"RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": ""},
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["settings"]["environment"] == "ray"
+    states = {r["kernel_id"]: r["correctness"]["status"] for r in report["results"]["kernel_results"]}
+    assert states == {"base": "passed", "crashes": "error", "quad": "passed"}
+    crash = next(r for r in report["results"]["kernel_results"] if r["kernel_id"] == "crashes")
+    assert "SIGABRT" in crash["correctness"]["message"]
+    assert [e["kernel_id"] for e in report["ranking"]] == ["base", "quad"]
