@@ -22,6 +22,7 @@ whose errors name the file and position.
 from __future__ import annotations
 
 import math
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -124,6 +125,10 @@ class EventTable:
     devs: list[str]
     dims: list[bytes]
     groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    # where ``platform`` came from, to settle it when parts of one file are merged
+    header_platform: str | None = None
+    platform_hint: str | None = None
+    platform_hint_at: int = -1
 
     def __getitem__(self, group: str) -> dict[str, np.ndarray]:
         return self.groups[group]
@@ -144,6 +149,7 @@ class TableBuilder:
         self.t_min = math.inf
         self.t_max = -math.inf
         self.platform_hint: str | None = None
+        self.platform_hint_at = -1  # index of the event that gave the hint
         self._scan_left = PLATFORM_SCAN_EVENTS
         self._cat_code = np.zeros(0, np.int8)
         self._cat_sel = np.zeros(0, np.bool_)
@@ -185,7 +191,7 @@ class TableBuilder:
         dur = np.fromiter(map(attrgetter("dur"), evs), np.float64, n)
         timed = ~np.isnan(ts)
         if self._scan_left > 0:
-            self._scan_platform(evs, cid)
+            self._scan_platform(evs, cid, self.num_events - n)
         if not timed.any():
             return
         all_timed = bool(timed.all())
@@ -229,7 +235,7 @@ class TableBuilder:
                 if ids:
                     self._parts["flow"].append({"id": _int_column(ids), "ts": np.array(fts, dtype=np.float64)})
 
-    def _scan_platform(self, evs: Sequence[Event], cid: np.ndarray) -> None:
+    def _scan_platform(self, evs: Sequence[Event], cid: np.ndarray, offset: int) -> None:
         limit = min(len(evs), self._scan_left)
         self._scan_left -= limit
         if self.platform_hint is not None:
@@ -239,11 +245,9 @@ class TableBuilder:
             return
         for i in np.flatnonzero(np.isin(cid[:limit], rt_ids)).tolist():
             name = evs[i].name
-            if name.startswith("hip"):
-                self.platform_hint = "rocm"
-                return
-            if name.startswith("cu"):
-                self.platform_hint = "cuda"
+            if name.startswith(("hip", "cu")):
+                self.platform_hint = "rocm" if name.startswith("hip") else "cuda"
+                self.platform_hint_at = offset + i
                 return
 
     def _cpu(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
@@ -316,6 +320,7 @@ class TableBuilder:
         world_size: int | None,
         device_names: list[str],
         size_bytes: int,
+        header_platform: str | None = None,
     ) -> EventTable:
         groups: dict[str, dict[str, np.ndarray]] = {}
         for g, cols in _GROUP_COLUMNS.items():
@@ -340,6 +345,9 @@ class TableBuilder:
             devs=self.devs.values,
             dims=self.dims.values,
             groups=groups,
+            header_platform=header_platform,
+            platform_hint=self.platform_hint,
+            platform_hint_at=self.platform_hint_at,
         )
 
 
@@ -369,113 +377,212 @@ class FallBack(Exception):
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
+_NON_WS = re.compile(rb"[^ \t\r\n]")
 BLOCK_BYTES = 32 << 20
 
 
-def _blocks(path: Path, block: int) -> Iterator[bytes]:
-    """The decompressed bytes of a file, a block at a time (gzip members in sequence)."""
-    with path.open("rb") as f:
-        first = f.read(block)
-        if first[:2] != b"\x1f\x8b":
-            data = first
-            while data:
-                yield data
-                data = f.read(block)
-            return
-        dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        data = first
-        while True:
+def _gunzip(f: Any, first: bytes, block: int) -> Iterator[bytes]:
+    """Decompressed blocks of a gzip stream (members in sequence, NUL padding between them skipped)."""
+    dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    data = first
+    while True:
+        if not data:
+            data = f.read(block)
             if not data:
-                data = f.read(block)
-                if not data:
-                    if not dec.eof:
-                        raise FallBack("truncated gzip")
-                    return
-            if dec.eof:
-                data = data.lstrip(b"\x00")
-                if not data:
-                    continue
-                dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
-            try:
-                out = dec.decompress(data, block)
-                while out:
-                    yield out
-                    out = dec.decompress(dec.unconsumed_tail, block) if dec.unconsumed_tail else b""
-            except zlib.error as exc:
-                raise FallBack(f"gzip: {exc}") from None
-            data = dec.unused_data if dec.eof else b""
+                if not dec.eof:
+                    raise FallBack("truncated gzip")
+                return
+        if dec.eof:
+            data = data.lstrip(b"\x00")
+            if not data:
+                continue
+            dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        try:
+            out = dec.decompress(data, block)
+            while out:
+                yield out
+                out = dec.decompress(dec.unconsumed_tail, block) if dec.unconsumed_tail else b""
+        except zlib.error as exc:
+            raise FallBack(f"gzip: {exc}") from None
+        data = dec.unused_data if dec.eof else b""
 
 
-def _decode_piece(piece: bytes | memoryview) -> list[Event]:
-    try:
-        return _LIST_DECODER.decode(b"".join((b"[", piece, b"]")))
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise FallBack(str(exc)) from None
+class _Source:
+    """Reads a trace's (decompressed) bytes into a caller's buffer."""
+
+    def __init__(self, f: Any, block: int) -> None:
+        self._f = f
+        self.size = 0
+        self._gz: Iterator[bytes] | None = None
+        self._pending = memoryview(b"")
+        first = f.read(2)
+        self.gzipped = first == b"\x1f\x8b"
+        if self.gzipped:
+            self._gz = _gunzip(f, first + f.read(block), block)
+        else:
+            self._pending = memoryview(first)
+
+    def readinto(self, out: memoryview) -> int:
+        if not len(self._pending):
+            if self._gz is None:
+                n = self._f.readinto(out) or 0
+                self.size += n
+                return n
+            blk = next(self._gz, None)
+            if blk is None:
+                return 0
+            self._pending = memoryview(blk)
+        k = min(len(out), len(self._pending))
+        out[:k] = self._pending[:k]
+        self._pending = self._pending[k:]
+        self.size += k
+        return k
+
+
+def _read_header(f: Any, block: int) -> tuple[bytes | None, int]:
+    """(bytes before the event array's ``[`` or None for a bare list, file offset just after that ``[``)."""
+    f.seek(0)
+    data = b""
+    while True:
+        blk = f.read(block)
+        if not blk:
+            raise FallBack("no event array")
+        data += blk
+        m = _NON_WS.search(data)
+        if m is None:
+            continue
+        if data[m.start()] == 0x5B:
+            return None, m.start() + 1
+        if data[m.start()] != 0x7B:
+            raise FallBack("not JSON")
+        m = _EVENTS_KEY.search(data)
+        if m is not None:
+            return data[: m.end() - 1], m.end()
 
 
 def stream_table(
     path: Path,
     selected: Mapping[str, bool] | Callable[[str], bool],
     *,
+    part: tuple[int, int] = (0, 1),
     chunk_bytes: int = 4 << 20,
     block_bytes: int = BLOCK_BYTES,
 ) -> EventTable:
-    """Decode ``path`` piece by piece into an :class:`EventTable`; raises :class:`FallBack` when it cannot."""
+    """Decode ``path`` piece by piece into an :class:`EventTable`; raises :class:`FallBack` when it cannot.
+
+    Pieces are decoded in place from one reused buffer: the byte before a piece's first event becomes
+    ``[`` and the one after its last event ``]`` (both are separators, never needed again).
+
+    ``part=(i, n)`` (plain JSON only) decodes the i-th of n byte ranges of the file: the events from the
+    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``;
+    :func:`merge_tables` joins the parts. A cut that is not at the top level of the event array makes a
+    piece fail to decode, so a part either is right or raises :class:`FallBack`.
+    """
+    index, count = part
     builder = TableBuilder(selected)
-    src = _blocks(path, block_bytes)
-    size = 0
-    buf = b""
-    eof = False
+    with path.open("rb") as f:
+        size_on_disk = os.fstat(f.fileno()).st_size
+        src = _Source(f, block_bytes)
+        if count > 1 and src.gzipped:
+            raise FallBack("a gzip stream cannot be split")
+        work = bytearray(1 + chunk_bytes + block_bytes)  # work[0]: room for the first piece's "["
+        end = 1  # data lies in work[wpos:end]; work[1] is file offset ``base``
+        wpos = 1
+        base = 0
+        start_at = index * size_on_disk // count
+        stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
 
-    def more() -> bool:
-        nonlocal buf, size
-        blk = next(src, None)
-        if blk is None:
-            return False
-        size += len(blk)
-        buf += blk
-        return True
+        def fill() -> bool:
+            nonlocal work, wpos, end, base
+            r = end - wpos
+            if wpos > 1:
+                work[1 : 1 + r] = work[wpos:end]
+                base += wpos - 1
+                wpos, end = 1, 1 + r
+            if len(work) - end < block_bytes // 2:  # one event larger than a chunk: grow
+                grown = bytearray(end + block_bytes)
+                grown[:end] = work[:end]
+                work = grown
+            n = src.readinto(memoryview(work)[end:])
+            end += n
+            return n > 0
 
-    # -- find the event array ---------------------------------------------------
-    header: bytes | None = None
-    pos = -1
-    while pos < 0:
-        if not more():
-            raise FallBack("no event array")
-        start = len(buf) - len(buf.lstrip(_WS))
-        if start >= len(buf):
-            continue
-        if buf[start : start + 1] == b"[":
-            pos = start + 1
-        elif buf[start : start + 1] == b"{":
-            m = _EVENTS_KEY.search(buf)
-            if m is not None:
-                header = buf[: m.end() - 1]
-                pos = m.end()
+        # -- find the event array (or, for a later part, the first event after its start) -------
+        header: bytes | None = None
+        if index == 0:
+            while True:
+                if not fill():
+                    raise FallBack("no event array")
+                m = _NON_WS.search(work, 1, end)
+                if m is None:
+                    continue
+                c = work[m.start()]
+                if c == 0x5B:  # "[": a bare event list
+                    wpos = m.start() + 1
+                    break
+                if c != 0x7B:  # "{"
+                    raise FallBack("not JSON")
+                m = _EVENTS_KEY.search(work, 1, end)
+                if m is not None:
+                    header = bytes(work[1 : m.end() - 1])
+                    wpos = m.end()
+                    break
         else:
-            raise FallBack("not JSON")
+            header, array_at = _read_header(f, block_bytes)
+            if start_at <= array_at:
+                raise FallBack("part starts before the event array")
+            f.seek(start_at)
+            base = start_at
+            while True:
+                if not fill():
+                    raise FallBack("no event boundary in this part")
+                m = _BOUNDARY.search(work, 1, end)
+                if m is not None:
+                    wpos = m.end() - 1
+                    break
+                wpos = max(1, end - 64)  # keep a possible boundary's beginning
 
-    # -- whole pieces ---------------------------------------------------------------
-    while True:
-        while len(buf) - pos > chunk_bytes:
-            m = _BOUNDARY.search(buf, pos + chunk_bytes)
-            if m is None:
+        # -- whole pieces -------------------------------------------------------------------
+        eof = False
+        stop = -1  # index in ``work`` of the byte after this part's last event, once known
+
+        def decode(lo: int, hi: int) -> None:
+            """Decode events in work[lo:hi] (the bytes at lo - 1 and hi are separators)."""
+            work[lo - 1] = 0x5B
+            work[hi] = 0x5D
+            try:
+                events = _LIST_DECODER.decode(memoryview(work)[lo - 1 : hi + 1])
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise FallBack(str(exc)) from None
+            builder.add(events)
+
+        while True:
+            if stop_at is not None and stop < 0 and base + end - 1 > stop_at:
+                m = _BOUNDARY.search(work, max(wpos, stop_at - base + 1), end)
+                if m is not None:
+                    stop = m.start() + 1
+            limit = stop if stop >= 0 else (end if stop_at is None else min(end, stop_at - base + 1))
+            while limit - wpos > chunk_bytes:
+                m = _BOUNDARY.search(work, wpos + chunk_bytes, limit)
+                if m is None:
+                    break
+                decode(wpos, m.start() + 1)
+                wpos = m.end() - 1
+            if stop >= 0:
+                decode(wpos, stop)
+                return builder.finish(
+                    path, platform="unknown", rank=None, world_size=None, device_names=[], size_bytes=size_on_disk
+                )
+            if eof:
+                if stop_at is not None:
+                    raise FallBack("no event boundary after the end of this part")
                 break
-            builder.add(_decode_piece(memoryview(buf)[pos : m.start() + 1]))
-            pos = m.end() - 1
-        if eof:
-            break
-        blk = next(src, None)
-        if blk is None:
-            eof = True
-            continue
-        size += len(blk)
-        buf = b"".join((memoryview(buf)[pos:], blk))
-        pos = 0
+            eof = not fill()
+        rest = bytes(work[wpos:end])
+        size = src.size if index == 0 else size_on_disk
+        work = bytearray()
 
     # -- the last piece and what follows the array ---------------------------------------
-    rest = buf[pos:]
-    del buf
     obj: _TraceObject | None = None
     k = len(rest)
     for _ in range(8):
@@ -504,14 +611,70 @@ def stream_table(
         raise FallBack("end of the event array not found")
 
     dist = obj.distributedInfo if obj is not None else None
-    platform = _header_platform(obj) or builder.platform_hint or "unknown"
+    header_platform = _header_platform(obj)
     return builder.finish(
         path,
-        platform=platform,
+        platform=header_platform or builder.platform_hint or "unknown",
         rank=dist.rank if dist is not None else None,
         world_size=dist.world_size if dist is not None else None,
         device_names=[str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else [],
         size_bytes=size,
+        header_platform=header_platform,
+    )
+
+
+_ID_COLUMNS = {"name": "names", "tid": "tids", "dev": "devs", "dims": "dims", "cat": "cats"}
+
+
+def merge_tables(parts: list[EventTable]) -> EventTable:
+    """One table from the parts of one file, in file order (ids re-interned; values are unchanged)."""
+    if len(parts) == 1:
+        return parts[0]
+    interners = {k: _Interner() for k in set(_ID_COLUMNS.values())}
+    remaps: list[dict[str, np.ndarray]] = []
+    for p in parts:
+        remaps.append(
+            {
+                kind: np.array([interners[kind][v] for v in getattr(p, kind)] + [-1], dtype=np.int32)
+                for kind in interners
+            }
+        )
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for g, cols in _GROUP_COLUMNS.items():
+        groups[g] = {}
+        for c, _ in cols:
+            arrays = []
+            for p, remap in zip(parts, remaps, strict=True):
+                a = p.groups[g][c]
+                kind = _ID_COLUMNS.get(c)
+                arrays.append(remap[kind][a] if kind is not None else a)  # -1 (no dims) maps to -1
+            groups[g][c] = np.concatenate(arrays)
+    last = parts[-1]
+    hint, hint_at, seen = None, -1, 0
+    for p in parts:
+        if p.platform_hint is not None and seen + p.platform_hint_at < PLATFORM_SCAN_EVENTS:
+            hint, hint_at = p.platform_hint, seen + p.platform_hint_at
+            break
+        seen += p.num_events
+    return EventTable(
+        path=last.path,
+        platform=last.header_platform or hint or "unknown",
+        rank=last.rank,
+        world_size=last.world_size,
+        device_names=last.device_names,
+        size_bytes=last.size_bytes,
+        num_events=sum(p.num_events for p in parts),
+        t_min=min(p.t_min for p in parts),
+        t_max=max(p.t_max for p in parts),
+        names=interners["names"].values,
+        cats=interners["cats"].values,
+        tids=interners["tids"].values,
+        devs=interners["devs"].values,
+        dims=interners["dims"].values,
+        groups=groups,
+        header_platform=last.header_platform,
+        platform_hint=hint,
+        platform_hint_at=hint_at,
     )
 
 
