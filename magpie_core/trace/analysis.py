@@ -23,6 +23,7 @@ Definitions (also in docs/gap-analysis.md):
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,10 @@ from magpie_core.trace.columns import (
     NONE,
     RUNTIME_CATS,
     EventTable,
+    FallBack,
     load_table,
+    merge_tables,
+    stream_table,
     table_from_loaded,
 )
 from magpie_core.trace.loader import LoadedTrace
@@ -53,7 +57,10 @@ __all__ = [
     "WindowSpec",
     "analyze_file",
     "analyze_loaded",
+    "analyze_parts",
     "analyze_table",
+    "splittable",
+    "table_part",
 ]
 MAX_SHAPES = 10
 
@@ -614,3 +621,43 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
     finally:
         if gc_was:
             gc.enable()
+
+
+#: plain-JSON traces at least this large are split across idle workers (smaller ones are not worth a process)
+SPLIT_MIN_BYTES = 64 << 20
+
+
+def splittable(path: Path | str, min_bytes: int = SPLIT_MIN_BYTES) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at least ``min_bytes``, so it can be decoded in parts."""
+    try:
+        with Path(path).open("rb") as f:
+            return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= min_bytes
+    except OSError:
+        return False
+
+
+def table_part(path: str, index: int, count: int, options: AnalysisOptions) -> EventTable | None:
+    """Part ``index`` of ``count`` of a plain-JSON trace as columns (runs in a worker process);
+    None when the file has to be read whole (see :func:`magpie_core.trace.columns.stream_table`)."""
+    import gc
+
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        selected = _cat_matcher(options.categories, options.ignore_categories)
+        return stream_table(Path(path), selected, part=(index, count))
+    except (FallBack, OSError, MemoryError):
+        return None
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def analyze_parts(
+    path: str, rank: int, label: str, options: AnalysisOptions, parts: list[EventTable | None]
+) -> RankAnalysis:
+    """The analysis of one file from its parts (:func:`table_part`); any missing part means the whole file
+    is analyzed again by :func:`analyze_file`, which also reports what is wrong with it."""
+    if not parts or any(p is None for p in parts):
+        return analyze_file(path, rank, label, options)
+    return analyze_table(merge_tables(parts), rank, label, options)  # type: ignore[arg-type]
