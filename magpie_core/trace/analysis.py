@@ -627,8 +627,10 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
 SPLIT_MIN_BYTES = 64 << 20
 
 
-def splittable(path: Path | str, min_bytes: int = SPLIT_MIN_BYTES) -> bool:
-    """Whether ``path`` is a plain (not gzip) file of at least ``min_bytes``, so it can be decoded in parts."""
+def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at least ``min_bytes`` (default SPLIT_MIN_BYTES),
+    so it can be decoded in parts."""
+    min_bytes = SPLIT_MIN_BYTES if min_bytes is None else min_bytes
     try:
         with Path(path).open("rb") as f:
             return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= min_bytes
