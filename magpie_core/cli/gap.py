@@ -113,7 +113,9 @@ class GapFlags:
     as_json = typer.Option(False, "--json", help="print the JSON summary instead of the table")
     clone = typer.Option(False, "--clone", help="source finder may clone known upstream repos (network)")
     repos_base_dir = typer.Option(None, "--repos-dir", help="cache folder of checkouts for the source finder")
-    workers = typer.Option(None, "--workers", min=1, help="ranks analyzed in parallel (default: CPU count)")
+    workers = typer.Option(
+        None, "--workers", min=1, help="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
+    )
 
 
 def run_gap_pipeline(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, **extra: object) -> int:

@@ -74,7 +74,9 @@ class GapAnalysisConfig(StrictModel):
     window_start_us: float | None = Field(None, ge=0, description="window start, microseconds from trace start")
     window_end_us: float | None = Field(None, gt=0, description="window end, microseconds from trace start")
     clone_repos: bool = Field(False, description="let the source finder clone known upstreams (network)")
-    workers: int | None = Field(None, ge=1, description="ranks analyzed in parallel (default: CPU count)")
+    workers: int | None = Field(
+        None, ge=1, description="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
+    )
     top_gaps: int = Field(10, ge=0, description="largest GPU idle gaps reported per device")
 
     @model_validator(mode="after")

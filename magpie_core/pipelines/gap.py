@@ -4,8 +4,9 @@ AMD Magpie's kernel table (same CSV columns and JSON keys), plus what it does
 not compute: min/max/std per kernel, share of GPU-busy and of wall time, GPU
 idle time per device with busy time merged across streams, the largest idle
 gaps with the CPU op running at that moment, and a launch-bound indicator.
-Ranks are analyzed in parallel processes; a broken rank is reported and the
-others still are.
+Ranks are analyzed in parallel processes (workers left idle share a large
+plain-JSON trace by byte ranges); a broken rank is reported and the others
+still are.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from magpie_core.trace.analysis import (
     RankAnalysis,
     WindowSpec,
     analyze_file,
+    analyze_parts,
+    splittable,
+    table_part,
 )
 from magpie_core.trace.discover import TraceFile, discover
 from magpie_core.trace.kernel_names import parse_many
@@ -184,19 +188,44 @@ def _options(
     )
 
 
+def _split_plan(files: list[TraceFile], workers: int) -> list[int]:
+    """How many byte-range parts each file is decoded in: idle workers share the large plain-JSON files."""
+    parts = [1] * len(files)
+    if workers > len(files):
+        share = workers // len(files)
+        for i, f in enumerate(files):
+            if splittable(f.path):
+                parts[i] = share
+    return parts
+
+
 def _run_ranks(files: list[TraceFile], options: AnalysisOptions, workers: int) -> list[RankAnalysis]:
-    if workers <= 1 or len(files) <= 1:
+    parts = _split_plan(files, workers)
+    if workers <= 1 or sum(parts) <= 1:
         return [analyze_file(str(f.path), f.rank, f.label, options) for f in files]
     # spawn, not fork: on the 555 MB benchmark trace two forked workers ran 2x slower than two spawned ones
     # (17.4 s vs 7.8 s here); spawn is also safe when the parent has threads
     method = "spawn"
     ctx = multiprocessing.get_context(method)
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(analyze_file, str(f.path), f.rank, f.label, options) for f in files]
+        futures: list[list[cf.Future[Any]]] = []
+        for f, n in zip(files, parts, strict=True):
+            if n == 1:
+                futures.append([pool.submit(analyze_file, str(f.path), f.rank, f.label, options)])
+            else:
+                futures.append([pool.submit(table_part, str(f.path), i, n, options) for i in range(n)])
         out = []
-        for f, fut in zip(files, futures, strict=True):
+        for f, futs in zip(files, futures, strict=True):
             try:
-                out.append(fut.result())
+                if len(futs) == 1:
+                    out.append(futs[0].result())
+                else:
+                    # one large file decoded in parts by several workers, analyzed here
+                    try:
+                        tables = [x.result() for x in futs]
+                    except Exception:  # a part's worker died: read the file whole, here
+                        tables = []
+                    out.append(analyze_parts(str(f.path), f.rank, f.label, options, tables))
             except Exception as exc:  # a worker that died (e.g. killed for memory) is one rank's error
                 out.append(RankAnalysis(rank=f.rank, label=f.label, path=str(f.path), error=f"{f.path}: {exc}"))
         return out
@@ -393,7 +422,8 @@ def gap_analysis(
     result.output_dir = str(out_dir)
 
     options = _options(config, window_annotation, window_us)
-    n_workers = max(1, min(workers or config.workers or os.cpu_count() or 1, len(files)))
+    requested = workers or config.workers or os.cpu_count() or 1
+    n_workers = max(1, min(requested, sum(_split_plan(files, requested))))
     result.workers = n_workers
     log.debug("gap analysis of %d trace file(s) with %d worker(s)", len(files), n_workers)
     ranks = _run_ranks(files, options, n_workers)

@@ -22,8 +22,8 @@ Definitions (also in docs/gap-analysis.md):
 
 from __future__ import annotations
 
-import bisect
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,37 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from magpie_core.trace.loader import Event, LoadedTrace, load_trace
+from magpie_core.trace.columns import (
+    ANNOTATION_CATS,
+    GPU_ACTIVITY_CATS,
+    NONE,
+    RUNTIME_CATS,
+    EventTable,
+    FallBack,
+    load_table,
+    merge_tables,
+    stream_table,
+    table_from_loaded,
+)
+from magpie_core.trace.loader import LoadedTrace
 
-GPU_ACTIVITY_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "gpu_kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
-ANNOTATION_CATS = frozenset({"user_annotation", "gpu_user_annotation"})
+__all__ = [
+    "ANNOTATION_CATS",
+    "GPU_ACTIVITY_CATS",
+    "RUNTIME_CATS",
+    "AnalysisOptions",
+    "DeviceStats",
+    "Gap",
+    "KernelStat",
+    "RankAnalysis",
+    "WindowSpec",
+    "analyze_file",
+    "analyze_loaded",
+    "analyze_parts",
+    "analyze_table",
+    "splittable",
+    "table_part",
+]
 MAX_SHAPES = 10
 
 
@@ -166,7 +192,7 @@ class RankAnalysis:
         return sum(d.wall_us for d in self.devices)
 
 
-def _format_dims(raw: msgspec.Raw) -> str:
+def _format_dims(raw: msgspec.Raw | bytes) -> str:
     if not raw:
         return ""
     try:
@@ -225,7 +251,18 @@ def _merge_simple(intervals: list[tuple[float, float]]) -> list[tuple[float, flo
     return out
 
 
-def _innermost(starts: np.ndarray, ends: np.ndarray, names: list[str], t: float) -> str | None:
+class _IdNames:
+    """``names[ids[i]]`` as a sequence, so the helpers below can take interned names."""
+
+    def __init__(self, ids: np.ndarray, names: list[str]) -> None:
+        self.ids = ids
+        self.names = names
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[int(self.ids[i])]
+
+
+def _innermost(starts: np.ndarray, ends: np.ndarray, names: Any, t: float) -> str | None:
     if len(starts) == 0:
         return None
     mask = (starts <= t) & (ends >= t)
@@ -236,7 +273,7 @@ def _innermost(starts: np.ndarray, ends: np.ndarray, names: list[str], t: float)
     return names[int(best)]
 
 
-def _frames_at(starts: np.ndarray, ends: np.ndarray, names: list[str], t: float, n: int = 4) -> list[str]:
+def _frames_at(starts: np.ndarray, ends: np.ndarray, names: Any, t: float, n: int = 4) -> list[str]:
     if len(starts) == 0:
         return []
     idx = np.flatnonzero((starts <= t) & (ends >= t))
@@ -250,66 +287,52 @@ def _looks_bare(name: str) -> bool:
     return not (" " in name or "<" in name or "(" in name or name.startswith("_Z"))
 
 
-def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
-    events: list[Event] = trace.events
+def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys (NONE left out) and, for each, the index of its last occurrence."""
+    if len(keys) == 0:
+        return keys, np.zeros(0, np.int64)
+    rev = keys[::-1]
+    uniq, first_rev = np.unique(rev, return_index=True)
+    last = len(keys) - 1 - first_rev
+    keep = uniq != NONE
+    return uniq[keep], last[keep]
+
+
+def _lookup(uniq: np.ndarray, where: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each key, ``where`` of its match in ``uniq``; -1 when absent (or NONE)."""
+    if len(uniq) == 0 or len(keys) == 0:
+        return np.full(len(keys), -1, np.int64)
+    pos = np.minimum(np.searchsorted(uniq, keys), len(uniq) - 1)
+    found = (uniq[pos] == keys) & (keys != NONE)
+    return np.where(found, where[pos], -1)
+
+
+def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
+    """The per-rank analysis over the columns of one trace (see the module docstring for definitions)."""
+    names = table.names
     result = RankAnalysis(
         rank=rank,
         label=label,
-        path=str(trace.path),
-        platform=trace.platform,
-        size_bytes=trace.size_bytes,
-        num_events=len(events),
-        dist_rank=trace.rank,
-        world_size=trace.world_size,
+        path=str(table.path),
+        platform=table.platform,
+        size_bytes=table.size_bytes,
+        num_events=table.num_events,
+        dist_rank=table.rank,
+        world_size=table.world_size,
     )
-    selected = _cat_matcher(options.categories, options.ignore_categories)
     win = options.window
     ann_pattern = win.annotation
-
-    # -- one pass: split events into the few groups the analyses need --------
-    t_min = math.inf
-    t_max = -math.inf
-    sel: list[Event] = []  # events selected for kernel statistics
-    act: list[Event] = []  # GPU activity for busy/idle
-    cpu_ops: list[Event] = []
-    launches: dict[int, Event] = {}  # correlation -> runtime call
-    flow_starts: dict[int | str, float] = {}
-    annotations: list[Event] = []
-    python_fns: list[Event] = []
-    for e in events:
-        ts = e.ts
-        if ts is None:
-            continue
-        end = ts + e.dur
-        if ts < t_min:
-            t_min = ts
-        if end > t_max:
-            t_max = end
-        ph = e.ph
-        if ph == "X":
-            cat = e.cat
-            if cat == "cpu_op":
-                cpu_ops.append(e)
-            elif cat == "python_function":
-                python_fns.append(e)
-            elif cat in RUNTIME_CATS:
-                if e.args is not None and e.args.correlation is not None:
-                    launches[e.args.correlation] = e
-            else:
-                if cat in GPU_ACTIVITY_CATS:
-                    act.append(e)
-                elif cat in ANNOTATION_CATS:
-                    annotations.append(e)
-            if selected[cat]:
-                sel.append(e)
-        elif ph == "s" and e.cat == "ac2g" and e.id is not None:
-            flow_starts[e.id] = ts
-    if t_min is math.inf:
+    if table.t_min is math.inf:
         result.error = None
         result.window_note = "no timed events"
         return result
+    t_min, t_max = table.t_min, table.t_max
     result.trace_start_ts = t_min
     result.trace_span_us = t_max - t_min
+    cpu, py, rt, act, ann, sel, flow = (table[g] for g in ("cpu", "py", "rt", "act", "ann", "sel", "flow"))
+    cat_id = {c: i for i, c in enumerate(table.cats)}
+    gpu_ann = cat_id.get("gpu_user_annotation", -1)
+    user_ann = cat_id.get("user_annotation", -1)
 
     # -- window -----------------------------------------------------------------
     intervals: list[tuple[float, float]]
@@ -319,19 +342,27 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
         def hit(name: str) -> bool:
             return name == ann_pattern or ("*" in ann_pattern and fnmatch.fnmatchcase(name, ann_pattern))
 
-        gpu_side = [a for a in annotations if a.cat == "gpu_user_annotation" and hit(a.name)]
-        cpu_side = [a for a in annotations if a.cat != "gpu_user_annotation" and hit(a.name)]
-        chosen = gpu_side or cpu_side
-        if not chosen:
+        ids = np.unique(np.concatenate([ann["name"], cpu["name"]]))
+        hits = ids[np.array([hit(names[i]) for i in ids.tolist()], dtype=bool)] if len(ids) else ids
+
+        def chosen_rows(group: dict[str, np.ndarray], mask: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(mask & np.isin(group["name"], hits))
+
+        is_gpu = ann["cat"] == gpu_ann
+        gpu_side = chosen_rows(ann, is_gpu)
+        cpu_side = chosen_rows(ann, ~is_gpu)
+        src, rows = (ann, gpu_side) if len(gpu_side) else (ann, cpu_side)
+        if not len(rows):
             # record_function ranges may also be exported as cpu_op events
-            chosen = [c for c in cpu_ops if hit(c.name)]
-        if not chosen:
+            src, rows = cpu, chosen_rows(cpu, np.ones(len(cpu["name"]), bool))
+        if not len(rows):
             result.window_note = f"annotation {ann_pattern!r} not found in this trace"
             intervals = []
         else:
-            intervals = _merge_simple([(a.ts, a.ts + a.dur) for a in chosen])  # type: ignore[operator]
-            side = "GPU" if gpu_side else "CPU"
-            result.window_note = f"{len(chosen)} {side}-side range(s) named {ann_pattern!r}"
+            a_ts = src["ts"][rows]
+            intervals = _merge_simple(list(zip(a_ts.tolist(), (a_ts + src["dur"][rows]).tolist(), strict=True)))
+            side = "GPU" if len(gpu_side) else "CPU"
+            result.window_note = f"{len(rows)} {side}-side range(s) named {ann_pattern!r}"
     elif win.start_us is not None or win.end_us is not None:
         a = t_min + (win.start_us or 0.0)
         b = t_min + win.end_us if win.end_us is not None else t_max
@@ -347,130 +378,136 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
     )
     if intervals:
         result.window_us = (intervals[0][0] - t_min, intervals[-1][1] - t_min)
-    iv_starts = [a for a, _ in intervals]
+    iv_lo = np.array([a for a, _ in intervals], dtype=np.float64)
+    iv_hi = np.array([b for _, b in intervals], dtype=np.float64)
 
-    def group_of(ts: float, end: float) -> int:
-        """Index of the window range an event falls in (inclusive overlap, as AMD Magpie); -1 outside."""
+    def group_of(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Index of the window range each event falls in (inclusive overlap, as AMD Magpie); -1 outside."""
         if full:
-            return 0
-        i = bisect.bisect_right(iv_starts, end) - 1
-        return i if i >= 0 and ts <= intervals[i][1] and end >= intervals[i][0] else -1
+            return np.zeros(len(ts), np.int64)
+        if not intervals:
+            return np.full(len(ts), -1, np.int64)
+        i = np.searchsorted(iv_lo, end, side="right") - 1
+        j = np.maximum(i, 0)
+        return np.where((i >= 0) & (ts <= iv_hi[j]) & (end >= iv_lo[j]), i, -1)
 
-    def in_window(ts: float, end: float) -> bool:
-        return group_of(ts, end) >= 0
+    # -- launches: the runtime call (last one per correlation) or else the flow start ---------
+    rt_keys, rt_row = _last_index(rt["corr"])
+    fl_keys, fl_row = _last_index(flow["id"])
 
-    def member_group(e: Event) -> int:
+    def launch_of(corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute launch time or nan, row of the runtime call or -1) for each correlation id."""
+        call = _lookup(rt_keys, rt_row, corr)
+        fl = _lookup(fl_keys, fl_row, corr)
+        t = np.full(len(corr), np.nan)
+        if len(fl_row):
+            t = np.where(fl >= 0, flow["ts"][np.maximum(fl, 0)], t)
+        if len(rt_row):
+            t = np.where(call >= 0, rt["ts"][np.maximum(call, 0)], t)
+        return t, call
+
+    def member_group(group: dict[str, np.ndarray]) -> np.ndarray:
+        ts = group["ts"]
         if by_launch:
-            a = e.args
-            call = launches.get(a.correlation) if a is not None and a.correlation is not None else None
-            t = call.ts if call is not None else (flow_starts.get(a.correlation) if a is not None else None)
-            if t is None:
-                t = e.ts
-            return group_of(t, t)  # type: ignore[arg-type]
-        return group_of(e.ts, e.ts + e.dur)  # type: ignore[operator]
+            t, _ = launch_of(group["corr"])
+            t = np.where(np.isnan(t), ts, t)
+            return group_of(t, t)
+        return group_of(ts, ts + group["dur"])
 
     # -- kernel statistics ----------------------------------------------------------
-    need_shape: dict[int, list[KernelStat]] = {}
+    keep = sel["dur"] >= options.min_duration_us
+    if not full:
+        keep &= member_group(sel) >= 0
+    rows = np.flatnonzero(keep)
     stats: dict[str, KernelStat] = {}
-    min_dur = options.min_duration_us
-    first_seen: dict[str, Event] = {}
-    for e in sel:
-        d = e.dur
-        if d < min_dur or (not full and member_group(e) < 0):
-            continue
-        name = e.name
-        ks = stats.get(name)
-        if ks is None:
-            ks = stats[name] = KernelStat(name)
-            first_seen[name] = e
-        ks.calls += 1
-        ks.total_us += d
-        ks.sumsq += d * d
-        if d < ks.min_us:
-            ks.min_us = d
-        if d > ks.max_us:
-            ks.max_us = d
-        if e.args is not None and e.args.external_id is not None and len(ks.shapes) < MAX_SHAPES:
-            need_shape.setdefault(e.args.external_id, []).append(ks)
-    if need_shape:
-        formatted: dict[bytes, str] = {}  # the same Input Dims text repeats: format it once
-        for c in cpu_ops:
-            a = c.args
-            if a is None or a.external_id is None or not a.input_dims:
-                continue
-            wanted = need_shape.get(a.external_id)
-            if wanted is None or all(len(ks.shapes) >= MAX_SHAPES for ks in wanted):
-                continue
-            key = bytes(a.input_dims)
-            shape = formatted.get(key)
-            if shape is None:
-                shape = formatted[key] = _format_dims(a.input_dims)
-            if shape:
-                for ks in wanted:
-                    if shape not in ks.shapes and len(ks.shapes) < MAX_SHAPES:
-                        ks.shapes.append(shape)
+    first_row: dict[str, int] = {}
+    if len(rows):
+        name_ids = sel["name"][rows]
+        d = sel["dur"][rows]
+        uniq, inv = np.unique(name_ids, return_inverse=True)
+        inv = inv.reshape(-1)
+        calls = np.bincount(inv, minlength=len(uniq))
+        total = np.bincount(inv, weights=d, minlength=len(uniq))  # accumulates in event order, as a loop would
+        sumsq = np.bincount(inv, weights=d * d, minlength=len(uniq))
+        lo = np.full(len(uniq), math.inf)
+        np.minimum.at(lo, inv, d)
+        hi = np.zeros(len(uniq))
+        np.maximum.at(hi, inv, d)
+        first = np.full(len(uniq), len(rows), np.int64)
+        np.minimum.at(first, inv, np.arange(len(rows)))
+        slot_stats: list[KernelStat] = [None] * len(uniq)  # type: ignore[list-item]
+        for k in np.argsort(first, kind="stable").tolist():
+            name = names[int(uniq[k])]
+            ks = KernelStat(name, int(calls[k]), float(total[k]), float(sumsq[k]), float(lo[k]), float(hi[k]))
+            stats[name] = ks
+            slot_stats[k] = ks
+            first_row[name] = int(rows[first[k]])
+        # shapes: Input Dims of the CPU op with the kernel's External id, first MAX_SHAPES distinct ones
+        ext = sel["ext"][rows]
+        has = ext != NONE
+        if has.any() and len(cpu["ext"]):
+            wanted: dict[int, set[int]] = {}
+            for x, k in zip(ext[has].tolist(), inv[has].tolist(), strict=True):
+                wanted.setdefault(x, set()).add(k)
+            c_rows = np.flatnonzero((cpu["dims"] >= 0) & np.isin(cpu["ext"], np.fromiter(wanted, np.int64)))
+            formatted: dict[int, str] = {}  # the same Input Dims text repeats: format it once
+            for x, di in zip(cpu["ext"][c_rows].tolist(), cpu["dims"][c_rows].tolist(), strict=True):
+                shape = formatted.get(di)
+                if shape is None:
+                    shape = formatted[di] = _format_dims(table.dims[di])
+                if shape:
+                    for k in wanted[x]:
+                        shapes = slot_stats[k].shapes
+                        if len(shapes) < MAX_SHAPES and shape not in shapes:
+                            shapes.append(shape)
     result.kernels = stats
     result.total_duration_us = sum(k.total_us for k in stats.values())
 
     # -- CPU side arrays (for gap context and launch context) ------------------------
-    cpu_s = np.fromiter((c.ts - t_min for c in cpu_ops), float, len(cpu_ops))  # type: ignore[operator]
-    cpu_e = cpu_s + np.fromiter((c.dur for c in cpu_ops), float, len(cpu_ops))
-    cpu_names = [c.name for c in cpu_ops]
-    ann_cpu = [a for a in annotations if a.cat == "user_annotation"]
-    ann_s = np.fromiter((a.ts - t_min for a in ann_cpu), float, len(ann_cpu))  # type: ignore[operator]
-    ann_e = ann_s + np.fromiter((a.dur for a in ann_cpu), float, len(ann_cpu))
-    ann_names = [a.name for a in ann_cpu]
-
-    def launch_of(e: Event) -> tuple[float | None, Event | None]:
-        a = e.args
-        if a is None or a.correlation is None:
-            return None, None
-        call = launches.get(a.correlation)
-        if call is not None:
-            return call.ts - t_min, call  # type: ignore[operator]
-        flow = flow_starts.get(a.correlation)
-        return (flow - t_min if flow is not None else None), None
+    cpu_s = cpu["ts"] - t_min
+    cpu_e = cpu_s + cpu["dur"]
+    cpu_names = _IdNames(cpu["name"], names)
+    ann_rows = np.flatnonzero(ann["cat"] == user_ann)
+    ann_s = ann["ts"][ann_rows] - t_min
+    ann_e = ann_s + ann["dur"][ann_rows]
+    ann_names = _IdNames(ann["name"][ann_rows], names)
 
     # -- launch context for names that do not say what they are -------------------
-    if python_fns or cpu_ops:
-        py_by_tid: dict[Any, tuple[np.ndarray, np.ndarray, list[str]]] = {}
-        for name, e in first_seen.items():
-            ts_launch, call = launch_of(e)
-            ctx: dict[str, Any] = {"platform": trace.platform}
-            if call is not None:
-                ctx["launch_api"] = call.name
-            if ts_launch is not None and _looks_bare(name):
+    if len(py["ts"]) or len(cpu["ts"]):
+        py_by_tid: dict[Any, tuple[np.ndarray, np.ndarray, _IdNames]] = {}
+        firsts = np.fromiter(first_row.values(), np.int64, len(first_row))
+        f_launch, f_call = launch_of(sel["corr"][firsts])
+        for (name, _), t_abs, call in zip(first_row.items(), f_launch.tolist(), f_call.tolist(), strict=True):
+            ctx: dict[str, Any] = {"platform": table.platform}
+            if call >= 0:
+                ctx["launch_api"] = names[int(rt["name"][call])]
+            if not math.isnan(t_abs) and _looks_bare(name):
+                ts_launch = t_abs - t_min
                 ctx["cpu_op"] = _innermost(cpu_s, cpu_e, cpu_names, ts_launch)
-                tid = call.tid if call is not None else None
+                tid = int(rt["tid"][call]) if call >= 0 else None
                 if tid not in py_by_tid:
-                    group = [p for p in python_fns if tid is None or p.tid == tid]
-                    ps = np.fromiter((p.ts - t_min for p in group), float, len(group))  # type: ignore[operator]
-                    py_by_tid[tid] = (
-                        ps,
-                        ps + np.fromiter((p.dur for p in group), float, len(group)),
-                        [p.name for p in group],
-                    )
+                    group = np.arange(len(py["ts"])) if tid is None else np.flatnonzero(py["tid"] == tid)
+                    ps = py["ts"][group] - t_min
+                    py_by_tid[tid] = (ps, ps + py["dur"][group], _IdNames(py["name"][group], names))
                 ps, pe, pn = py_by_tid[tid]
                 ctx["python_frames"] = _frames_at(ps, pe, pn, ts_launch)
             result.contexts[name] = ctx
     else:
-        result.contexts = {name: {"platform": trace.platform} for name in first_seen}
+        result.contexts = {name: {"platform": table.platform} for name in first_row}
 
     # -- GPU busy / idle per device ------------------------------------------------
-    by_dev: dict[str, list[Event]] = {}
-    for e in act:
-        a = e.args
-        dev = a.device if a is not None and a.device is not None else e.pid
-        by_dev.setdefault(str(dev), []).append(e)
     wall = sum(b - a for a, b in intervals)
-    for dev, evs in sorted(by_dev.items()):
-        groups_all = [member_group(e) for e in evs]
-        evs = [e for e, g in zip(evs, groups_all, strict=True) if g >= 0]
-        if not evs:
+    if len(act["ts"]):
+        groups_all = member_group(act)
+        launch_all, call_all = launch_of(act["corr"])
+    for dev_id in sorted(np.unique(act["dev"]).tolist(), key=lambda i: table.devs[i]):
+        dev = table.devs[dev_id]
+        evs = np.flatnonzero((act["dev"] == dev_id) & (groups_all >= 0))
+        if not len(evs):
             continue
-        grp = np.array([g for g in groups_all if g >= 0], dtype=np.int64)
-        starts = np.fromiter((e.ts - t_min for e in evs), float, len(evs))  # type: ignore[operator]
-        durs = np.fromiter((e.dur for e in evs), float, len(evs))
+        grp = groups_all[evs]
+        starts = act["ts"][evs] - t_min
+        durs = act["dur"][evs]
         ends = starts + durs
         if by_launch:
             starts_c, ends_c = starts, ends
@@ -489,14 +526,13 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
             # a hole between two window ranges is not a gap
             gap_len = np.where(grp[opener[1:]] == grp[opener[:-1]], gap_len, 0.0)
         # launch records
-        launch_ts = np.full(len(evs), np.nan)
-        launch_dur = np.full(len(evs), np.nan)
-        for i, e in enumerate(evs):
-            t, call = launch_of(e)
-            if t is not None:
-                launch_ts[i] = t
-                if call is not None:
-                    launch_dur[i] = call.dur
+        calls_d = call_all[evs]
+        launch_ts = launch_all[evs] - t_min
+        launch_dur = (
+            np.where(calls_d >= 0, rt["dur"][np.maximum(calls_d, 0)], np.nan)
+            if len(rt["dur"])
+            else (np.full(len(evs), np.nan))
+        )
         has = ~np.isnan(launch_ts)
         # host-bound gaps: the activity after the gap was launched after the gap began
         after_idx = opener[1:]
@@ -504,7 +540,7 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
         after_launch = launch_ts[after_idx]
         host_bound = after_launch >= gap_start
         host_idle = float(np.sum(np.where(host_bound & (gap_len > 0), gap_len, 0.0)))
-        kinds = np.array([e.cat == "kernel" for e in evs], dtype=bool)
+        kinds = act["kernel"][evs]
         kl = has & kinds & ~np.isnan(launch_dur)
         result_dev = DeviceStats(
             device=dev,
@@ -535,9 +571,9 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
                     break
                 g0 = float(me[gi])
                 j = int(np.searchsorted(sorted_ends, g0, side="right")) - 1
-                before = evs[int(order_by_end[j])].name if j >= 0 else ""
-                after_e = evs[int(after_idx[gi])]
-                _, call = launch_of(after_e)
+                before = names[int(act["name"][evs[int(order_by_end[j])]])] if j >= 0 else ""
+                after_row = int(evs[int(after_idx[gi])])
+                call = int(call_all[after_row])
                 lt = after_launch[gi]
                 result_dev.gaps.append(
                     Gap(
@@ -545,28 +581,39 @@ def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisO
                         start_us=g0,
                         duration_us=float(gap_len[gi]),
                         before=before,
-                        after=after_e.name,
+                        after=names[int(act["name"][after_row])],
                         host_bound=None if math.isnan(lt) else bool(lt >= g0),
                         cpu_op=_innermost(cpu_s, cpu_e, cpu_names, g0),
                         annotation=_innermost(ann_s, ann_e, ann_names, g0),
-                        launch_call=call.name if call is not None else None,
+                        launch_call=names[int(rt["name"][call])] if call >= 0 else None,
                     )
                 )
         result.devices.append(result_dev)
     return result
 
 
+def analyze_loaded(trace: LoadedTrace, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
+    """The per-rank analysis of an already decoded trace."""
+    selected = _cat_matcher(options.categories, options.ignore_categories)
+    return analyze_table(table_from_loaded(trace, selected), rank, label, options)
+
+
 def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
-    """Load and analyze one rank; a broken file gives a result with ``error`` set, never an exception."""
+    """Load and analyze one rank; a broken file gives a result with ``error`` set, never an exception.
+
+    The file is decoded chunk by chunk into compact columns (:mod:`magpie_core.trace.columns`),
+    so memory stays well below the file's size.
+    """
     import gc
 
     from magpie_core.trace.loader import TraceLoadError
 
     gc_was = gc.isenabled()
-    gc.disable()  # millions of new objects, none cyclic: skip the collector's repeated scans
+    gc.disable()  # millions of short-lived objects, none cyclic: skip the collector's repeated scans
     try:
-        trace = load_trace(Path(path))
-        return analyze_loaded(trace, rank, label, options)
+        selected = _cat_matcher(options.categories, options.ignore_categories)
+        table = load_table(Path(path), selected)
+        return analyze_table(table, rank, label, options)
     except TraceLoadError as exc:
         return RankAnalysis(rank=rank, label=label, path=path, error=str(exc))
     except MemoryError:
@@ -574,3 +621,45 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
     finally:
         if gc_was:
             gc.enable()
+
+
+#: plain-JSON traces at least this large are split across idle workers (smaller ones are not worth a process)
+SPLIT_MIN_BYTES = 64 << 20
+
+
+def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at least ``min_bytes`` (default SPLIT_MIN_BYTES),
+    so it can be decoded in parts."""
+    min_bytes = SPLIT_MIN_BYTES if min_bytes is None else min_bytes
+    try:
+        with Path(path).open("rb") as f:
+            return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= min_bytes
+    except OSError:
+        return False
+
+
+def table_part(path: str, index: int, count: int, options: AnalysisOptions) -> EventTable | None:
+    """Part ``index`` of ``count`` of a plain-JSON trace as columns (runs in a worker process);
+    None when the file has to be read whole (see :func:`magpie_core.trace.columns.stream_table`)."""
+    import gc
+
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        selected = _cat_matcher(options.categories, options.ignore_categories)
+        return stream_table(Path(path), selected, part=(index, count))
+    except (FallBack, OSError, MemoryError):
+        return None
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def analyze_parts(
+    path: str, rank: int, label: str, options: AnalysisOptions, parts: list[EventTable | None]
+) -> RankAnalysis:
+    """The analysis of one file from its parts (:func:`table_part`); any missing part means the whole file
+    is analyzed again by :func:`analyze_file`, which also reports what is wrong with it."""
+    if not parts or any(p is None for p in parts):
+        return analyze_file(path, rank, label, options)
+    return analyze_table(merge_tables(parts), rank, label, options)  # type: ignore[arg-type]

@@ -151,12 +151,19 @@ def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
     return TraceLoadError(path, f"unexpected trace content: {text}")
 
 
-def _platform(obj: _TraceObject | None, events: list[Event]) -> str:
+def _header_platform(obj: _TraceObject | None) -> str | None:
     if obj is not None:
         if obj.roctracer_version is not None or obj.hip_runtime_version is not None:
             return "rocm"
         if obj.cuda_runtime_version is not None or obj.cupti_version is not None:
             return "cuda"
+    return None
+
+
+def _platform(obj: _TraceObject | None, events: list[Event]) -> str:
+    from_header = _header_platform(obj)
+    if from_header is not None:
+        return from_header
     for e in events[:200000]:
         if e.cat in ("cuda_runtime", "cuda_driver"):
             if e.name.startswith("hip"):

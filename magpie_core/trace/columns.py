@@ -1,0 +1,694 @@
+"""Columnar event tables: the compact, analysis-ready form of one trace file.
+
+:func:`stream_table` decodes a trace chunk by chunk: the ``traceEvents`` array is
+cut at event boundaries into pieces of about ``chunk_bytes``, each piece is
+decoded with msgspec into :class:`~magpie_core.trace.loader.Event` structs,
+reduced at once to numpy columns and dropped. Peak memory is therefore the
+columns plus one chunk, never the whole file buffer or one Python object per
+event. Names, categories, thread ids, devices and ``Input Dims`` texts are
+interned to small integer ids.
+
+Only the groups of events the per-rank analysis reads are kept (CPU ops, Python
+functions, runtime launch calls, GPU activity, annotations, flow starts and
+the events selected for kernel statistics), each in file order, so results are
+the same as a pass over the decoded event list.
+
+Whenever the fast path meets something it does not expect (a piece that does
+not decode, no ``traceEvents`` key, a broken gzip stream), it gives up and the
+caller decodes the whole file with :func:`~magpie_core.trace.loader.load_trace`,
+whose errors name the file and position.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from magpie_core.trace.loader import (
+    _LIST_DECODER,
+    _OBJECT_DECODER,
+    Event,
+    LoadedTrace,
+    _header_platform,
+    _TraceObject,
+)
+
+#: ``None`` in an integer id column (correlation, External id)
+NONE = np.iinfo(np.int64).min
+
+GPU_ACTIVITY_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "gpu_kernel"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
+ANNOTATION_CATS = frozenset({"user_annotation", "gpu_user_annotation"})
+PLATFORM_SCAN_EVENTS = 200_000  # as loader._platform: the first events that may name the runtime
+
+_CPU, _PY, _RT, _ACT, _ANN = 1, 2, 3, 4, 5
+_GROUP_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "cpu": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("ext", np.int64), ("dims", np.int32)),
+    "py": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("tid", np.int32)),
+    "rt": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("tid", np.int32), ("corr", np.int64)),
+    "act": (
+        ("ts", np.float64),
+        ("dur", np.float64),
+        ("name", np.int32),
+        ("dev", np.int32),
+        ("kernel", np.bool_),
+        ("corr", np.int64),
+    ),
+    "ann": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("cat", np.int32)),
+    "sel": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("ext", np.int64), ("corr", np.int64)),
+    "flow": (("id", np.int64), ("ts", np.float64)),
+}
+
+
+class _Interner(dict):  # type: ignore[type-arg]
+    """value -> dense id; ``values[id]`` gives the value back. Lookups of known values stay in C."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[Any] = []
+
+    def __missing__(self, key: Any) -> int:
+        i = len(self.values)
+        self[key] = i
+        self.values.append(key)
+        return i
+
+
+def _int_column(values: list[Any]) -> np.ndarray:
+    """int64 column of ids; ``None`` -> NONE, ids up to 2**64 - 1 (msgspec's range) wrap into int64."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, OverflowError, ValueError):
+        return np.array(
+            [NONE if v is None else (v - (1 << 64) if v >= (1 << 63) else v) for v in values], dtype=np.int64
+        )
+
+
+def _take(items: Sequence[Any], idx: np.ndarray) -> list[Any]:
+    return list(map(items.__getitem__, idx.tolist()))
+
+
+def _args_field(args: list[Any], name: str) -> list[Any]:
+    get = attrgetter(name)
+    try:
+        return list(map(get, args))
+    except AttributeError:  # some events without ``args``
+        return [None if a is None else get(a) for a in args]
+
+
+@dataclass
+class EventTable:
+    """The columns of one trace; ``names[i]`` etc. turn ids back into values."""
+
+    path: Path
+    platform: str
+    rank: int | None
+    world_size: int | None
+    device_names: list[str]
+    size_bytes: int
+    num_events: int
+    t_min: float  # math.inf when no event has a timestamp
+    t_max: float
+    names: list[str]
+    cats: list[str]
+    tids: list[Any]
+    devs: list[str]
+    dims: list[bytes]
+    groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    # where ``platform`` came from, to settle it when parts of one file are merged
+    header_platform: str | None = None
+    platform_hint: str | None = None
+    platform_hint_at: int = -1
+
+    def __getitem__(self, group: str) -> dict[str, np.ndarray]:
+        return self.groups[group]
+
+
+class TableBuilder:
+    """Reduces decoded events, one chunk at a time, to the columns of an :class:`EventTable`."""
+
+    def __init__(self, selected: Mapping[str, bool] | Callable[[str], bool]) -> None:
+        self._selected = selected.__getitem__ if isinstance(selected, Mapping) else selected
+        self.names = _Interner()
+        self.cats = _Interner()
+        self.phs = _Interner()
+        self.tids = _Interner()
+        self.devs = _Interner()
+        self.dims = _Interner()
+        self.num_events = 0
+        self.t_min = math.inf
+        self.t_max = -math.inf
+        self.platform_hint: str | None = None
+        self.platform_hint_at = -1  # index of the event that gave the hint
+        self._scan_left = PLATFORM_SCAN_EVENTS
+        self._cat_code = np.zeros(0, np.int8)
+        self._cat_sel = np.zeros(0, np.bool_)
+        self._parts: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in _GROUP_COLUMNS}
+        self._x = self.phs["X"]
+        self._s = self.phs["s"]
+
+    def _refresh_cats(self) -> None:
+        codes = []
+        for cat in self.cats.values:
+            if cat == "cpu_op":
+                codes.append(_CPU)
+            elif cat == "python_function":
+                codes.append(_PY)
+            elif cat in RUNTIME_CATS:
+                codes.append(_RT)
+            elif cat in GPU_ACTIVITY_CATS:
+                codes.append(_ACT)
+            elif cat in ANNOTATION_CATS:
+                codes.append(_ANN)
+            else:
+                codes.append(0)
+        self._cat_code = np.array(codes, dtype=np.int8)
+        self._cat_sel = np.array([bool(self._selected(c)) for c in self.cats.values], dtype=np.bool_)
+
+    def _ids(self, interner: _Interner, values: list[Any]) -> np.ndarray:
+        return np.fromiter(map(interner.__getitem__, values), np.int32, len(values))
+
+    def add(self, evs: Sequence[Event]) -> None:
+        n = len(evs)
+        if n == 0:
+            return
+        self.num_events += n
+        cid = self._ids(self.cats, [e.cat for e in evs])
+        if len(self.cats.values) != len(self._cat_code):
+            self._refresh_cats()
+        ph = self._ids(self.phs, [e.ph for e in evs])
+        ts = np.array([e.ts for e in evs], dtype=np.float64)  # None -> nan
+        dur = np.fromiter(map(attrgetter("dur"), evs), np.float64, n)
+        timed = ~np.isnan(ts)
+        if self._scan_left > 0:
+            self._scan_platform(evs, cid, self.num_events - n)
+        if not timed.any():
+            return
+        all_timed = bool(timed.all())
+        if all_timed:
+            lo, hi = float(ts.min()), float((ts + dur).max())
+        else:
+            lo, hi = float(ts[timed].min()), float((ts[timed] + dur[timed]).max())
+        self.t_min = min(self.t_min, lo)
+        self.t_max = max(self.t_max, hi)
+        x = ph == self._x
+        if not all_timed:
+            x &= timed
+        code = np.where(x, self._cat_code[cid], -1)
+        for g, fn in ((_CPU, self._cpu), (_PY, self._py), (_RT, self._rt), (_ACT, self._act), (_ANN, self._ann)):
+            idx = np.flatnonzero(code == g)
+            if len(idx):
+                fn(_take(evs, idx), ts[idx], dur[idx], cid[idx])
+        sel = np.flatnonzero(x & self._cat_sel[cid])
+        if len(sel):
+            sub = _take(evs, sel)
+            args = [e.args for e in sub]
+            self._parts["sel"].append(
+                {
+                    "ts": ts[sel],
+                    "dur": dur[sel],
+                    "name": self._ids(self.names, [e.name for e in sub]),
+                    "ext": _int_column(_args_field(args, "external_id")),
+                    "corr": _int_column(_args_field(args, "correlation")),
+                }
+            )
+        flow_cat = self.cats.get("ac2g")
+        if flow_cat is not None:
+            fl = np.flatnonzero((ph == self._s) & (cid == flow_cat) & timed)
+            if len(fl):
+                ids, fts = [], []
+                for e, t in zip(_take(evs, fl), ts[fl].tolist(), strict=True):
+                    # flow starts are looked up by (integer) correlation: other ids can never match
+                    if type(e.id) is int:
+                        ids.append(e.id)
+                        fts.append(t)
+                if ids:
+                    self._parts["flow"].append({"id": _int_column(ids), "ts": np.array(fts, dtype=np.float64)})
+
+    def _scan_platform(self, evs: Sequence[Event], cid: np.ndarray, offset: int) -> None:
+        limit = min(len(evs), self._scan_left)
+        self._scan_left -= limit
+        if self.platform_hint is not None:
+            return
+        rt_ids = [self.cats[c] for c in ("cuda_runtime", "cuda_driver") if c in self.cats]
+        if not rt_ids:
+            return
+        for i in np.flatnonzero(np.isin(cid[:limit], rt_ids)).tolist():
+            name = evs[i].name
+            if name.startswith(("hip", "cu")):
+                self.platform_hint = "rocm" if name.startswith("hip") else "cuda"
+                self.platform_hint_at = offset + i
+                return
+
+    def _cpu(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
+        args = [e.args for e in sub]
+        dims = _args_field(args, "input_dims")
+        get = self.dims.__getitem__
+        self._parts["cpu"].append(
+            {
+                "ts": ts,
+                "dur": dur,
+                "name": self._ids(self.names, [e.name for e in sub]),
+                "ext": _int_column(_args_field(args, "external_id")),
+                "dims": np.array([get(bytes(r)) if r else -1 for r in dims], dtype=np.int32),
+            }
+        )
+
+    def _py(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
+        self._parts["py"].append(
+            {
+                "ts": ts,
+                "dur": dur,
+                "name": self._ids(self.names, [e.name for e in sub]),
+                "tid": self._ids(self.tids, [e.tid for e in sub]),
+            }
+        )
+
+    def _rt(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
+        corr = _int_column(_args_field([e.args for e in sub], "correlation"))
+        keep = corr != NONE  # only calls with a correlation id launch anything
+        if not keep.all():
+            idx = np.flatnonzero(keep)
+            sub, ts, dur, corr = _take(sub, idx), ts[idx], dur[idx], corr[idx]
+            if not sub:
+                return
+        self._parts["rt"].append(
+            {
+                "ts": ts,
+                "dur": dur,
+                "name": self._ids(self.names, [e.name for e in sub]),
+                "tid": self._ids(self.tids, [e.tid for e in sub]),
+                "corr": corr,
+            }
+        )
+
+    def _act(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
+        devs = [str(e.args.device if e.args is not None and e.args.device is not None else e.pid) for e in sub]
+        kernel = self.cats.get("kernel", -1)
+        self._parts["act"].append(
+            {
+                "ts": ts,
+                "dur": dur,
+                "name": self._ids(self.names, [e.name for e in sub]),
+                "dev": self._ids(self.devs, devs),
+                "kernel": cid == kernel,
+                "corr": _int_column(_args_field([e.args for e in sub], "correlation")),
+            }
+        )
+
+    def _ann(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
+        self._parts["ann"].append(
+            {"ts": ts, "dur": dur, "name": self._ids(self.names, [e.name for e in sub]), "cat": cid}
+        )
+
+    def finish(
+        self,
+        path: Path,
+        *,
+        platform: str,
+        rank: int | None,
+        world_size: int | None,
+        device_names: list[str],
+        size_bytes: int,
+        header_platform: str | None = None,
+    ) -> EventTable:
+        groups: dict[str, dict[str, np.ndarray]] = {}
+        for g, cols in _GROUP_COLUMNS.items():
+            parts = self._parts[g]
+            groups[g] = {
+                c: (np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, dtype)) for c, dtype in cols
+            }
+            parts.clear()
+        return EventTable(
+            path=path,
+            platform=platform,
+            rank=rank,
+            world_size=world_size,
+            device_names=device_names,
+            size_bytes=size_bytes,
+            num_events=self.num_events,
+            t_min=self.t_min,
+            t_max=self.t_max,
+            names=self.names.values,
+            cats=self.cats.values,
+            tids=self.tids.values,
+            devs=self.devs.values,
+            dims=self.dims.values,
+            groups=groups,
+            header_platform=header_platform,
+            platform_hint=self.platform_hint,
+            platform_hint_at=self.platform_hint_at,
+        )
+
+
+def table_from_loaded(trace: LoadedTrace, selected: Mapping[str, bool] | Callable[[str], bool]) -> EventTable:
+    """The columns of an already decoded trace."""
+    b = TableBuilder(selected)
+    step = 65536
+    for i in range(0, len(trace.events), step):
+        b.add(trace.events[i : i + step])
+    return b.finish(
+        trace.path,
+        platform=trace.platform,
+        rank=trace.rank,
+        world_size=trace.world_size,
+        device_names=trace.device_names,
+        size_bytes=trace.size_bytes,
+    )
+
+
+# -- streaming ----------------------------------------------------------------
+
+
+class FallBack(Exception):
+    """The streaming decoder met something it does not handle; decode the whole file instead."""
+
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_WS = b" \t\r\n"
+_NON_WS = re.compile(rb"[^ \t\r\n]")
+BLOCK_BYTES = 32 << 20
+
+
+def _gunzip(f: Any, first: bytes, block: int) -> Iterator[bytes]:
+    """Decompressed blocks of a gzip stream (members in sequence, NUL padding between them skipped)."""
+    dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    data = first
+    while True:
+        if not data:
+            data = f.read(block)
+            if not data:
+                if not dec.eof:
+                    raise FallBack("truncated gzip")
+                return
+        if dec.eof:
+            data = data.lstrip(b"\x00")
+            if not data:
+                continue
+            dec = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        try:
+            out = dec.decompress(data, block)
+            while out:
+                yield out
+                out = dec.decompress(dec.unconsumed_tail, block) if dec.unconsumed_tail else b""
+        except zlib.error as exc:
+            raise FallBack(f"gzip: {exc}") from None
+        data = dec.unused_data if dec.eof else b""
+
+
+class _Source:
+    """Reads a trace's (decompressed) bytes into a caller's buffer."""
+
+    def __init__(self, f: Any, block: int) -> None:
+        self._f = f
+        self.size = 0
+        self._gz: Iterator[bytes] | None = None
+        self._pending = memoryview(b"")
+        first = f.read(2)
+        self.gzipped = first == b"\x1f\x8b"
+        if self.gzipped:
+            self._gz = _gunzip(f, first + f.read(block), block)
+        else:
+            self._pending = memoryview(first)
+
+    def readinto(self, out: memoryview) -> int:
+        if not len(self._pending):
+            if self._gz is None:
+                n = self._f.readinto(out) or 0
+                self.size += n
+                return n
+            blk = next(self._gz, None)
+            if blk is None:
+                return 0
+            self._pending = memoryview(blk)
+        k = min(len(out), len(self._pending))
+        out[:k] = self._pending[:k]
+        self._pending = self._pending[k:]
+        self.size += k
+        return k
+
+
+def _read_header(f: Any, block: int) -> tuple[bytes | None, int]:
+    """(bytes before the event array's ``[`` or None for a bare list, file offset just after that ``[``)."""
+    f.seek(0)
+    data = b""
+    while True:
+        blk = f.read(block)
+        if not blk:
+            raise FallBack("no event array")
+        data += blk
+        m = _NON_WS.search(data)
+        if m is None:
+            continue
+        if data[m.start()] == 0x5B:
+            return None, m.start() + 1
+        if data[m.start()] != 0x7B:
+            raise FallBack("not JSON")
+        m = _EVENTS_KEY.search(data)
+        if m is not None:
+            return data[: m.end() - 1], m.end()
+
+
+def stream_table(
+    path: Path,
+    selected: Mapping[str, bool] | Callable[[str], bool],
+    *,
+    part: tuple[int, int] = (0, 1),
+    chunk_bytes: int = 4 << 20,
+    block_bytes: int = BLOCK_BYTES,
+) -> EventTable:
+    """Decode ``path`` piece by piece into an :class:`EventTable`; raises :class:`FallBack` when it cannot.
+
+    Pieces are decoded in place from one reused buffer: the byte before a piece's first event becomes
+    ``[`` and the one after its last event ``]`` (both are separators, never needed again).
+
+    ``part=(i, n)`` (plain JSON only) decodes the i-th of n byte ranges of the file: the events from the
+    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``;
+    :func:`merge_tables` joins the parts. A cut that is not at the top level of the event array makes a
+    piece fail to decode, so a part either is right or raises :class:`FallBack`.
+    """
+    index, count = part
+    builder = TableBuilder(selected)
+    with path.open("rb") as f:
+        size_on_disk = os.fstat(f.fileno()).st_size
+        src = _Source(f, block_bytes)
+        if count > 1 and src.gzipped:
+            raise FallBack("a gzip stream cannot be split")
+        work = bytearray(1 + chunk_bytes + block_bytes)  # work[0]: room for the first piece's "["
+        end = 1  # data lies in work[wpos:end]; work[1] is file offset ``base``
+        wpos = 1
+        base = 0
+        start_at = index * size_on_disk // count
+        stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
+
+        def fill() -> bool:
+            nonlocal work, wpos, end, base
+            r = end - wpos
+            if wpos > 1:
+                work[1 : 1 + r] = work[wpos:end]
+                base += wpos - 1
+                wpos, end = 1, 1 + r
+            if len(work) - end < block_bytes // 2:  # one event larger than a chunk: grow
+                grown = bytearray(end + block_bytes)
+                grown[:end] = work[:end]
+                work = grown
+            n = src.readinto(memoryview(work)[end:])
+            end += n
+            return n > 0
+
+        # -- find the event array (or, for a later part, the first event after its start) -------
+        header: bytes | None = None
+        if index == 0:
+            while True:
+                if not fill():
+                    raise FallBack("no event array")
+                m = _NON_WS.search(work, 1, end)
+                if m is None:
+                    continue
+                c = work[m.start()]
+                if c == 0x5B:  # "[": a bare event list
+                    wpos = m.start() + 1
+                    break
+                if c != 0x7B:  # "{"
+                    raise FallBack("not JSON")
+                m = _EVENTS_KEY.search(work, 1, end)
+                if m is not None:
+                    header = bytes(work[1 : m.end() - 1])
+                    wpos = m.end()
+                    break
+        else:
+            header, array_at = _read_header(f, block_bytes)
+            if start_at <= array_at:
+                raise FallBack("part starts before the event array")
+            f.seek(start_at)
+            base = start_at
+            while True:
+                if not fill():
+                    raise FallBack("no event boundary in this part")
+                m = _BOUNDARY.search(work, 1, end)
+                if m is not None:
+                    wpos = m.end() - 1
+                    break
+                wpos = max(1, end - 64)  # keep a possible boundary's beginning
+
+        # -- whole pieces -------------------------------------------------------------------
+        eof = False
+        stop = -1  # index in ``work`` of the byte after this part's last event, once known
+
+        def decode(lo: int, hi: int) -> None:
+            """Decode events in work[lo:hi] (the bytes at lo - 1 and hi are separators)."""
+            work[lo - 1] = 0x5B
+            work[hi] = 0x5D
+            try:
+                events = _LIST_DECODER.decode(memoryview(work)[lo - 1 : hi + 1])
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise FallBack(str(exc)) from None
+            builder.add(events)
+
+        while True:
+            if stop_at is not None and stop < 0 and base + end - 1 > stop_at:
+                m = _BOUNDARY.search(work, max(wpos, stop_at - base + 1), end)
+                if m is not None:
+                    stop = m.start() + 1
+            limit = stop if stop >= 0 else (end if stop_at is None else min(end, stop_at - base + 1))
+            while limit - wpos > chunk_bytes:
+                m = _BOUNDARY.search(work, wpos + chunk_bytes, limit)
+                if m is None:
+                    break
+                decode(wpos, m.start() + 1)
+                wpos = m.end() - 1
+            if stop >= 0:
+                decode(wpos, stop)
+                return builder.finish(
+                    path, platform="unknown", rank=None, world_size=None, device_names=[], size_bytes=size_on_disk
+                )
+            if eof:
+                if stop_at is not None:
+                    raise FallBack("no event boundary after the end of this part")
+                break
+            eof = not fill()
+        rest = bytes(work[wpos:end])
+        size = src.size if index == 0 else size_on_disk
+        work = bytearray()
+
+    # -- the last piece and what follows the array ---------------------------------------
+    obj: _TraceObject | None = None
+    k = len(rest)
+    for _ in range(8):
+        k = rest.rfind(b"]", 0, k)
+        if k < 0:
+            break
+        tail = rest[k + 1 :]
+        try:
+            if header is None:
+                if tail.strip(_WS):
+                    raise FallBack("trailing data")
+            else:
+                obj = _OBJECT_DECODER.decode(header + b"[]" + tail)
+                if obj.traceEvents:
+                    raise FallBack("second event array")
+            events = _LIST_DECODER.decode(b"".join((b"[", rest[:k], b"]")))
+        except (msgspec.DecodeError, msgspec.ValidationError, FallBack):
+            obj = None
+            continue
+        builder.add(events)
+        del events
+        break
+    else:
+        raise FallBack("end of the event array not found")
+    if k < 0:
+        raise FallBack("end of the event array not found")
+
+    dist = obj.distributedInfo if obj is not None else None
+    header_platform = _header_platform(obj)
+    return builder.finish(
+        path,
+        platform=header_platform or builder.platform_hint or "unknown",
+        rank=dist.rank if dist is not None else None,
+        world_size=dist.world_size if dist is not None else None,
+        device_names=[str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else [],
+        size_bytes=size,
+        header_platform=header_platform,
+    )
+
+
+_ID_COLUMNS = {"name": "names", "tid": "tids", "dev": "devs", "dims": "dims", "cat": "cats"}
+
+
+def merge_tables(parts: list[EventTable]) -> EventTable:
+    """One table from the parts of one file, in file order (ids re-interned; values are unchanged)."""
+    if len(parts) == 1:
+        return parts[0]
+    interners = {k: _Interner() for k in set(_ID_COLUMNS.values())}
+    remaps: list[dict[str, np.ndarray]] = []
+    for p in parts:
+        remaps.append(
+            {
+                kind: np.array([interners[kind][v] for v in getattr(p, kind)] + [-1], dtype=np.int32)
+                for kind in interners
+            }
+        )
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for g, cols in _GROUP_COLUMNS.items():
+        groups[g] = {}
+        for c, _ in cols:
+            arrays = []
+            for p, remap in zip(parts, remaps, strict=True):
+                a = p.groups[g][c]
+                kind = _ID_COLUMNS.get(c)
+                arrays.append(remap[kind][a] if kind is not None else a)  # -1 (no dims) maps to -1
+            groups[g][c] = np.concatenate(arrays)
+    last = parts[-1]
+    hint, hint_at, seen = None, -1, 0
+    for p in parts:
+        if p.platform_hint is not None and seen + p.platform_hint_at < PLATFORM_SCAN_EVENTS:
+            hint, hint_at = p.platform_hint, seen + p.platform_hint_at
+            break
+        seen += p.num_events
+    return EventTable(
+        path=last.path,
+        platform=last.header_platform or hint or "unknown",
+        rank=last.rank,
+        world_size=last.world_size,
+        device_names=last.device_names,
+        size_bytes=last.size_bytes,
+        num_events=sum(p.num_events for p in parts),
+        t_min=min(p.t_min for p in parts),
+        t_max=max(p.t_max for p in parts),
+        names=interners["names"].values,
+        cats=interners["cats"].values,
+        tids=interners["tids"].values,
+        devs=interners["devs"].values,
+        dims=interners["dims"].values,
+        groups=groups,
+        header_platform=last.header_platform,
+        platform_hint=hint,
+        platform_hint_at=hint_at,
+    )
+
+
+def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool]) -> EventTable:
+    """The columns of one trace file: streamed when possible, else from :func:`load_trace` (which raises
+    :class:`~magpie_core.trace.loader.TraceLoadError` naming the file and position for broken input)."""
+    from magpie_core.trace.loader import load_trace
+
+    path = Path(path)
+    try:
+        return stream_table(path, selected)
+    except FallBack:
+        pass
+    trace = load_trace(path)
+    table = table_from_loaded(trace, selected)
+    del trace
+    return table
