@@ -394,3 +394,28 @@ def test_benchmark_writes_tracelens_outputs(tmp_path: Path) -> None:
     assert not tl["errors"] and tl["outputs"]
     assert all(Path(p).is_file() and "/tracelens/" in p for p in tl["outputs"])
     assert (Path(report.workspace_dir) / "tracelens" / "inference_summary.json").is_file()
+
+
+GPU_TRACE = Path(__file__).parent / "data" / "traces_gpu" / "llama_h200.json.gz"
+
+
+def test_gpu_recorded_trace_h200(tmp_path: Path) -> None:
+    """A trace recorded on the lent H200 by benchmarks/record_inference_trace.py (defaults: batch 8,
+    prompt 128, 16 decode steps, the last 3 at half the batch, bf16, 4 layers, hidden 512, GQA 8/2).
+    Kept outside tests/data/traces/ so gap-analysis tests do not read it as a rank."""
+    s = InferenceAnalyzer().analyze(GPU_TRACE, {}, tmp_path)
+    assert not s["errors"]
+    t = s["traces"][0]
+    assert t["phases"] == {PREFILL: 1, DECODE: 16} and t["phase_source"] == "annotation"
+    assert t["spec"]["name"] == "H200" and "deviceProperties" in t["spec"]["chosen_by"]
+    dec = t["stages"][DECODE]
+    assert dec["window_iterations"] == list(range(1, 14)) and "peak of 8 requests" in dec["window_choice"]
+    rows = _read(dec["roofline_csv"])
+    gemms = [
+        json.loads(r["params_json"]) | {"gflops": float(r["gflops"])} for r in rows if r["source_category"] == "GEMM"
+    ]
+    assert gemms
+    for g in gemms:  # decode GEMMs: M = batch 8, bf16, 2*M*N*K
+        assert g["M"] == 8 and g["dtype_A_B"] == ["bf16", "bf16"]
+        assert g["gflops"] == pytest.approx(2 * g["B"] * g["M"] * g["N"] * g["K"] / 1e9, rel=1e-9)
+    assert all(r["compute_spec"].startswith(("matrix_", "vector_")) for r in rows if r["has_perf_model"] == "True")

@@ -76,9 +76,23 @@ async def call_error(session: ClientSession, name: str, args: dict[str, Any]) ->
 
 
 BUILT_IN_TOOLS = {
-    "hardware_spec", "list_plugins", "analyze", "compare", "create_kernel_config", "discover_kernels",
-    "suggest_optimizations", "benchmark", "gap_analysis", "find_kernel_sources", "list_benchmark_results",
-    "get_benchmark_result", "compare_benchmark_reports", "job_status", "job_result", "job_cancel", "job_list",
+    "hardware_spec",
+    "list_plugins",
+    "analyze",
+    "compare",
+    "create_kernel_config",
+    "discover_kernels",
+    "suggest_optimizations",
+    "benchmark",
+    "gap_analysis",
+    "find_kernel_sources",
+    "list_benchmark_results",
+    "get_benchmark_result",
+    "compare_benchmark_reports",
+    "job_status",
+    "job_result",
+    "job_cancel",
+    "job_list",
 }
 
 
@@ -191,9 +205,7 @@ def test_trust_model_rejects_commands_and_paths_outside_the_roots(workspace, tmp
     async def scenario(s: ClientSession) -> None:
         msg = await call_error(s, "analyze", {"kernel_config": str(outside / "k.yaml")})
         assert "outside the allowed workspace roots" in msg and "kernel_config" in msg
-        msg = await call_error(
-            s, "analyze", {"kernels": [{"id": "k", "testcase_command": [str(outside / "run.sh")]}]}
-        )
+        msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "testcase_command": [str(outside / "run.sh")]}]})
         assert "testcase_command: program" in msg and "outside the allowed workspace roots" in msg
         msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "working_dir": str(outside)}]})
         assert "working_dir" in msg
@@ -271,12 +283,21 @@ def test_jobs_status_result_and_cancel(workspace):
 def _benchmark_report(folder: Path, framework: str, req_s: float, ttft: float, top: list[tuple[str, float]]) -> Path:
     folder.mkdir(parents=True)
     report = {
-        "schema_version": "1.0", "mode": "benchmark", "success": True, "framework": framework, "model": "m",
-        "timestamp": "2025-01-01T00:00:00+00:00", "run_kind": "measurement", "workspace_dir": str(folder),
+        "schema_version": "1.0",
+        "mode": "benchmark",
+        "success": True,
+        "framework": framework,
+        "model": "m",
+        "timestamp": "2025-01-01T00:00:00+00:00",
+        "run_kind": "measurement",
+        "workspace_dir": str(folder),
         "throughput": {"request_throughput": req_s, "output_throughput": req_s * 100},
         "latency": {"ttft": {"mean_ms": ttft, "p99_ms": ttft * 2}, "tpot": {"mean_ms": 5.0}},
-        "gap_analysis": {"gpu_idle_pct": 30.0, "launch_bound": True,
-                         "top_kernels": [{"name": n, "pct_total": p, "calls": 10, "avg_time_us": 3.0} for n, p in top]},
+        "gap_analysis": {
+            "gpu_idle_pct": 30.0,
+            "launch_bound": True,
+            "top_kernels": [{"name": n, "pct_total": p, "calls": 10, "avg_time_us": 3.0} for n, p in top],
+        },
         "errors": [],
     }
     path = folder / "benchmark_report.json"
@@ -381,8 +402,16 @@ def test_benchmark_tool_against_an_unreachable_server(workspace):
         out = await call(
             s,
             "benchmark",
-            {"framework": "vllm", "model": "m", "run_mode": "external", "run_kind": "measurement",
-             "base_url": "http://127.0.0.1:9", "concurrency": 1, "input_len": 8, "output_len": 4},
+            {
+                "framework": "vllm",
+                "model": "m",
+                "run_mode": "external",
+                "run_kind": "measurement",
+                "base_url": "http://127.0.0.1:9",
+                "concurrency": 1,
+                "input_len": 8,
+                "output_len": 4,
+            },
         )
         assert out["job"]["state"] == "succeeded" and out["success"] is False
         assert out["summary"]["errors"] and Path(out["report_path"]).name == "benchmark_report.json"
@@ -404,8 +433,9 @@ def test_find_kernel_sources_tool(workspace):
         names = ["void vllm::rms_norm_kernel<c10::BFloat16, 8, 1>(c10::BFloat16*, c10::BFloat16 const*)"]
         out = await call(s, "find_kernel_sources", {"kernel_names": names, "repos": [str(repos / "vllm")]})
         assert set(out["sources"]) == set(names)
-        assert "outside the allowed" in await call_error(s, "find_kernel_sources", {"kernel_names": names,
-                                                                                    "repos": ["/"]})
+        assert "outside the allowed" in await call_error(
+            s, "find_kernel_sources", {"kernel_names": names, "repos": ["/"]}
+        )
 
     run_session(workspace, scenario)
 
@@ -443,9 +473,22 @@ def test_streamable_http_binds_loopback_by_default(workspace):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp",
-         "--transport", "streamable-http", "--port", str(port)],
-        cwd=workspace, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "magpie_core",
+            "-c",
+            str(workspace / "config.yaml"),
+            "mcp",
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+        ],
+        cwd=workspace,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -454,9 +497,10 @@ def test_streamable_http_binds_loopback_by_default(workspace):
         assert _listening(port) == ["0100007F"], "streamable-http must listen on 127.0.0.1 only"
 
         async def main() -> set[str]:
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), ClientSession(
-                read, write
-            ) as session:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 return {t.name for t in (await session.list_tools()).tools}
 

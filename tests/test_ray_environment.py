@@ -84,12 +84,16 @@ def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster,
     def verdicts(report):
         return {r.kernel_id: r.correctness.status.value for r in report.results.kernel_results}
 
-    assert verdicts(on_ray) == verdicts(local) == {
-        "single": "passed",
-        "single_b": "passed",
-        "heavy_b": "passed",
-        "wrong_b": "failed",
-    }
+    assert (
+        verdicts(on_ray)
+        == verdicts(local)
+        == {
+            "single": "passed",
+            "single_b": "passed",
+            "heavy_b": "passed",
+            "wrong_b": "failed",
+        }
+    )
     for report in (on_ray, local):
         order = [e.kernel_id for e in report.ranking]
         # the 8x-work candidate ranks below the 1x one measured in the same window (robust on a busy machine)
@@ -121,9 +125,7 @@ def test_a_task_whose_worker_dies_fails_alone(cluster):
     assert "the Ray cluster has 3" in str(too_many[0])
 
 
-def test_cli_compare_reaches_the_cluster_from_yaml_and_a_crashing_candidate_fails_alone(
-    cluster, tmp_path, run_magpie
-):
+def test_cli_compare_reaches_the_cluster_from_yaml_and_a_crashing_candidate_fails_alone(cluster, tmp_path, run_magpie):
     config = tmp_path / "compare_ray.yaml"
     config.write_text(
         f"""
