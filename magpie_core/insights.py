@@ -152,8 +152,10 @@ Severity = Literal["blocker", "high", "medium", "info"]
 
 class Suggestion(BaseModel):
     kernel_id: str | None = None
-    category: str = Field(description="correctness | measurement | launch_overhead | roofline | occupancy | "
-                          "comparison | gaps | hotspot | compile")
+    category: str = Field(
+        description="correctness | measurement | launch_overhead | roofline | occupancy | "
+        "comparison | gaps | hotspot | compile"
+    )
     severity: Severity
     finding: str = Field(description="what the measurement shows")
     suggestion: str = Field(description="what to try next")
@@ -192,8 +194,14 @@ def suggest_optimizations(
         if isinstance(gap, dict):
             out += _gap_suggestions(gap)
         for error in report.get("errors") or []:
-            out.append(Suggestion(category="measurement", severity="high", finding=str(error),
-                                  suggestion="fix this before trusting the numbers of this run"))
+            out.append(
+                Suggestion(
+                    category="measurement",
+                    severity="high",
+                    finding=str(error),
+                    suggestion="fix this before trusting the numbers of this run",
+                )
+            )
     else:
         raise ValueError(f"{report_path}: no suggestions for a report of mode {mode!r} (analyze, compare, benchmark)")
     out.sort(key=lambda s: _SEVERITY_ORDER[s.severity])
@@ -205,59 +213,101 @@ def _kernel_suggestions(r: dict[str, Any], peak_tflops: float | None, peak_bw: f
     out: list[Suggestion] = []
     compile_ = r.get("compile") or {}
     if compile_.get("status") in ("failed", "error"):
-        return [Suggestion(kernel_id=kid, category="compile", severity="blocker",
-                           finding=f"compile {compile_.get('status')}: {compile_.get('message')}",
-                           suggestion="fix the build first; the compile log is in the kernel's workdir",
-                           evidence={"log_tail": (compile_.get("log") or "")[-800:]})]
+        return [
+            Suggestion(
+                kernel_id=kid,
+                category="compile",
+                severity="blocker",
+                finding=f"compile {compile_.get('status')}: {compile_.get('message')}",
+                suggestion="fix the build first; the compile log is in the kernel's workdir",
+                evidence={"log_tail": (compile_.get("log") or "")[-800:]},
+            )
+        ]
     correctness = r.get("correctness") or {}
     status = correctness.get("status")
     if status in ("failed", "error"):
-        return [Suggestion(kernel_id=kid, category="correctness", severity="blocker",
-                           finding=(correctness.get("message") or f"correctness {status}").splitlines()[0],
-                           suggestion="the kernel is wrong (or crashed): timing it is meaningless until it "
-                           "matches the reference; look at the first mismatching index and the tail handling",
-                           evidence={"method": correctness.get("method"), "message": correctness.get("message")})]
+        return [
+            Suggestion(
+                kernel_id=kid,
+                category="correctness",
+                severity="blocker",
+                finding=(correctness.get("message") or f"correctness {status}").splitlines()[0],
+                suggestion="the kernel is wrong (or crashed): timing it is meaningless until it "
+                "matches the reference; look at the first mismatching index and the tail handling",
+                evidence={"method": correctness.get("method"), "message": correctness.get("message")},
+            )
+        ]
     if status == "not_run":
-        out.append(Suggestion(kernel_id=kid, category="correctness", severity="high",
-                              finding="no correctness check ran", suggestion="give a reference (or "
-                              "testcase_command) so a fast-but-wrong kernel cannot look like a win"))
+        out.append(
+            Suggestion(
+                kernel_id=kid,
+                category="correctness",
+                severity="high",
+                finding="no correctness check ran",
+                suggestion="give a reference (or testcase_command) so a fast-but-wrong kernel cannot look like a win",
+            )
+        )
     perf = r.get("performance") or {}
     timing = perf.get("timing") or {}
     notes = [str(n) for n in perf.get("notes") or []]
     if perf.get("timing_meaningful") is False:
-        out.append(Suggestion(kernel_id=kid, category="measurement", severity="high",
-                              finding="timings here are not meaningful: " + "; ".join(notes[:1]),
-                              suggestion="time it on the target GPU before optimizing"))
+        out.append(
+            Suggestion(
+                kernel_id=kid,
+                category="measurement",
+                severity="high",
+                finding="timings here are not meaningful: " + "; ".join(notes[:1]),
+                suggestion="time it on the target GPU before optimizing",
+            )
+        )
     if timing:
         median, lo, hi = timing.get("median"), timing.get("ci95_low"), timing.get("ci95_high")
         if median and lo is not None and hi is not None and median > 0:
             width = (hi - lo) / median
             if width > 0.05:
-                out.append(Suggestion(kernel_id=kid, category="measurement", severity="medium",
-                                      finding=f"timing is noisy: 95% CI of the median spans {width:.1%} of it",
-                                      suggestion="differences smaller than this cannot be resolved; raise "
-                                      "performance.budget_seconds, pin clocks or quiet the machine",
-                                      evidence={"median_us": median, "ci95_us": [lo, hi],
-                                                "samples": timing.get("samples"),
-                                                "stop_reason": timing.get("stop_reason")}))
+                out.append(
+                    Suggestion(
+                        kernel_id=kid,
+                        category="measurement",
+                        severity="medium",
+                        finding=f"timing is noisy: 95% CI of the median spans {width:.1%} of it",
+                        suggestion="differences smaller than this cannot be resolved; raise "
+                        "performance.budget_seconds, pin clocks or quiet the machine",
+                        evidence={
+                            "median_us": median,
+                            "ci95_us": [lo, hi],
+                            "samples": timing.get("samples"),
+                            "stop_reason": timing.get("stop_reason"),
+                        },
+                    )
+                )
     for note in notes:
         m = LAUNCH_NOTE.search(note)
         if m:
             host, device = float(m.group(1)), float(m.group(2))
-            out.append(Suggestion(kernel_id=kid, category="launch_overhead", severity="high",
-                                  finding=f"launch-bound: {host:.1f} us of host work per launch vs {device:.1f} us "
-                                  "on the device",
-                                  suggestion="making the kernel faster will not help end to end; fuse it with its "
-                                  "neighbours, batch more work per launch, or capture it in a CUDA/HIP graph",
-                                  evidence={"host_us_per_launch": host, "device_us": device,
-                                            "ratio": round(host / device, 2) if device else None}))
+            out.append(
+                Suggestion(
+                    kernel_id=kid,
+                    category="launch_overhead",
+                    severity="high",
+                    finding=f"launch-bound: {host:.1f} us of host work per launch vs {device:.1f} us on the device",
+                    suggestion="making the kernel faster will not help end to end; fuse it with its "
+                    "neighbours, batch more work per launch, or capture it in a CUDA/HIP graph",
+                    evidence={
+                        "host_us_per_launch": host,
+                        "device_us": device,
+                        "ratio": round(host / device, 2) if device else None,
+                    },
+                )
+            )
     for row in perf.get("counters") or []:
         out += _counter_suggestions(kid, row, peak_tflops, peak_bw)
     return out
 
 
-def _counter_suggestions(kid: str, row: dict[str, Any], peak_tflops: float | None,
-                         peak_bw: float | None) -> list[Suggestion]:
+def _counter_suggestions(
+    kid: str, row: dict[str, Any], peak_tflops: float | None, peak_bw: float | None
+) -> list[Suggestion]:
     out: list[Suggestion] = []
     name = row.get("kernel_name")
     pct = {k: float(v) for k, v in (row.get("pct_of_peak") or {}).items() if v is not None}
@@ -285,31 +335,56 @@ def _counter_suggestions(kid: str, row: dict[str, Any], peak_tflops: float | Non
     if bound is not None:
         best = max(pct.values()) if pct else None
         if best is not None and best < 30:
-            out.append(Suggestion(kernel_id=kid, category="roofline", severity="high",
-                                  finding=f"{name}: {bound}-side by intensity but only {best:.0f}% of the nearest "
-                                  "peak: latency-bound (too little parallelism or stalls)",
-                                  suggestion="raise occupancy / work per thread, overlap memory with compute, "
-                                  "check for serialization (atomics, syncs, small grids)", evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=kid,
+                    category="roofline",
+                    severity="high",
+                    finding=f"{name}: {bound}-side by intensity but only {best:.0f}% of the nearest "
+                    "peak: latency-bound (too little parallelism or stalls)",
+                    suggestion="raise occupancy / work per thread, overlap memory with compute, "
+                    "check for serialization (atomics, syncs, small grids)",
+                    evidence=evidence,
+                )
+            )
         elif bound == "memory":
-            out.append(Suggestion(kernel_id=kid, category="roofline", severity="medium",
-                                  finding=f"{name}: memory-bound"
-                                  + (f" at {best:.0f}% of peak bandwidth" if best is not None else ""),
-                                  suggestion="cut bytes moved: fuse with neighbours, use narrower dtypes, "
-                                  "vectorize and coalesce loads, reuse data through shared memory / LDS",
-                                  evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=kid,
+                    category="roofline",
+                    severity="medium",
+                    finding=f"{name}: memory-bound"
+                    + (f" at {best:.0f}% of peak bandwidth" if best is not None else ""),
+                    suggestion="cut bytes moved: fuse with neighbours, use narrower dtypes, "
+                    "vectorize and coalesce loads, reuse data through shared memory / LDS",
+                    evidence=evidence,
+                )
+            )
         else:
-            out.append(Suggestion(kernel_id=kid, category="roofline", severity="medium",
-                                  finding=f"{name}: compute-bound"
-                                  + (f" at {best:.0f}% of peak" if best is not None else ""),
-                                  suggestion="use matrix cores (MFMA / tensor cores) and lower precision where "
-                                  "accuracy allows; remove redundant arithmetic", evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=kid,
+                    category="roofline",
+                    severity="medium",
+                    finding=f"{name}: compute-bound" + (f" at {best:.0f}% of peak" if best is not None else ""),
+                    suggestion="use matrix cores (MFMA / tensor cores) and lower precision where "
+                    "accuracy allows; remove redundant arithmetic",
+                    evidence=evidence,
+                )
+            )
     occupancy = row.get("achieved_occupancy_pct")
     if occupancy is not None and occupancy < 25:
-        out.append(Suggestion(kernel_id=kid, category="occupancy", severity="medium",
-                              finding=f"{name}: achieved occupancy {occupancy:.0f}%",
-                              suggestion="reduce registers / shared memory per block or change the block size; "
-                              "low occupancy hides latency poorly",
-                              evidence={"kernel_name": name, "achieved_occupancy_pct": occupancy}))
+        out.append(
+            Suggestion(
+                kernel_id=kid,
+                category="occupancy",
+                severity="medium",
+                finding=f"{name}: achieved occupancy {occupancy:.0f}%",
+                suggestion="reduce registers / shared memory per block or change the block size; "
+                "low occupancy hides latency poorly",
+                evidence={"kernel_name": name, "achieved_occupancy_pct": occupancy},
+            )
+        )
     return out
 
 
@@ -317,30 +392,65 @@ def _compare_suggestions(report: dict[str, Any]) -> list[Suggestion]:
     out: list[Suggestion] = []
     for entry in report.get("ranking") or []:
         verdict = entry.get("verdict")
-        evidence = {"speedup": entry.get("speedup"), "speedup_ci95": entry.get("speedup_ci95"),
-                    "median_us": entry.get("median_us")}
+        evidence = {
+            "speedup": entry.get("speedup"),
+            "speedup_ci95": entry.get("speedup_ci95"),
+            "median_us": entry.get("median_us"),
+        }
         if verdict == "SLOWER":
-            out.append(Suggestion(kernel_id=entry.get("kernel_id"), category="comparison", severity="medium",
-                                  finding=f"slower than the baseline ({entry.get('speedup', 0):.3f}x)",
-                                  suggestion="drop this variant or find what it added", evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=entry.get("kernel_id"),
+                    category="comparison",
+                    severity="medium",
+                    finding=f"slower than the baseline ({entry.get('speedup', 0):.3f}x)",
+                    suggestion="drop this variant or find what it added",
+                    evidence=evidence,
+                )
+            )
         elif verdict == "SAME":
-            out.append(Suggestion(kernel_id=entry.get("kernel_id"), category="comparison", severity="info",
-                                  finding="no significant difference from the baseline",
-                                  suggestion="the change is within noise; it does not pay for its complexity "
-                                  "unless it helps other shapes", evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=entry.get("kernel_id"),
+                    category="comparison",
+                    severity="info",
+                    finding="no significant difference from the baseline",
+                    suggestion="the change is within noise; it does not pay for its complexity "
+                    "unless it helps other shapes",
+                    evidence=evidence,
+                )
+            )
         elif verdict == "FASTER":
-            out.append(Suggestion(kernel_id=entry.get("kernel_id"), category="comparison", severity="info",
-                                  finding=f"faster than the baseline ({entry.get('speedup', 0):.3f}x)",
-                                  suggestion="keep it; check more input shapes before adopting it",
-                                  evidence=evidence))
+            out.append(
+                Suggestion(
+                    kernel_id=entry.get("kernel_id"),
+                    category="comparison",
+                    severity="info",
+                    finding=f"faster than the baseline ({entry.get('speedup', 0):.3f}x)",
+                    suggestion="keep it; check more input shapes before adopting it",
+                    evidence=evidence,
+                )
+            )
     for unranked in report.get("unranked") or []:
         if not str(unranked.get("reason", "")).startswith(("correctness", "compile")):
-            out.append(Suggestion(kernel_id=unranked.get("kernel_id"), category="measurement", severity="high",
-                                  finding=f"not ranked: {unranked.get('reason')}",
-                                  suggestion="it could not be timed meaningfully here"))
+            out.append(
+                Suggestion(
+                    kernel_id=unranked.get("kernel_id"),
+                    category="measurement",
+                    severity="high",
+                    finding=f"not ranked: {unranked.get('reason')}",
+                    suggestion="it could not be timed meaningfully here",
+                )
+            )
     if report.get("winner_id") is None and len(report.get("ranking") or []) >= 2:
-        out.append(Suggestion(category="comparison", severity="info", finding=str(report.get("verdict")),
-                              suggestion="no candidate is significantly faster than the runner-up"))
+        out.append(
+            Suggestion(
+                category="comparison",
+                severity="info",
+                finding=str(report.get("verdict")),
+                suggestion="no candidate is significantly faster than the runner-up",
+            )
+        )
     return out
 
 
@@ -349,24 +459,41 @@ def _gap_suggestions(gap: dict[str, Any]) -> list[Suggestion]:
     idle = gap.get("gpu_idle_pct")
     evidence = {"gpu_idle_pct": idle, "gpu_busy_us": gap.get("gpu_busy_us"), "wall_us": gap.get("wall_us")}
     if gap.get("launch_bound"):
-        out.append(Suggestion(category="gaps", severity="high",
-                              finding=f"launch-bound: the GPU idles {idle or 0:.1f}% of the window, "
-                              "waiting for the host",
-                              suggestion="use CUDA/HIP graphs, fuse small kernels, move host work off the critical "
-                              "path (larger batches, async scheduling)", evidence=evidence))
+        out.append(
+            Suggestion(
+                category="gaps",
+                severity="high",
+                finding=f"launch-bound: the GPU idles {idle or 0:.1f}% of the window, waiting for the host",
+                suggestion="use CUDA/HIP graphs, fuse small kernels, move host work off the critical "
+                "path (larger batches, async scheduling)",
+                evidence=evidence,
+            )
+        )
     elif idle is not None and idle > 20:
-        out.append(Suggestion(category="gaps", severity="medium", finding=f"GPU idle {idle:.1f}% of the window",
-                              suggestion="look at the largest gaps and the CPU ops running in them",
-                              evidence=evidence))
+        out.append(
+            Suggestion(
+                category="gaps",
+                severity="medium",
+                finding=f"GPU idle {idle:.1f}% of the window",
+                suggestion="look at the largest gaps and the CPU ops running in them",
+                evidence=evidence,
+            )
+        )
     for kernel in (gap.get("top_kernels") or [])[:3]:
         share = kernel.get("pct_total")
         if share is not None and share >= 10:
-            out.append(Suggestion(kernel_id=kernel.get("name"), category="hotspot", severity="medium",
-                                  finding=f"{share:.1f}% of GPU kernel time ({kernel.get('calls')} calls, "
-                                  f"{kernel.get('avg_time_us', 0):.1f} us each)",
-                                  suggestion="a candidate for kernel work: find its source (find_kernel_sources) "
-                                  "and compare variants (compare)",
-                                  evidence={k: kernel.get(k) for k in ("family", "category", "dtype", "tile")}))
+            out.append(
+                Suggestion(
+                    kernel_id=kernel.get("name"),
+                    category="hotspot",
+                    severity="medium",
+                    finding=f"{share:.1f}% of GPU kernel time ({kernel.get('calls')} calls, "
+                    f"{kernel.get('avg_time_us', 0):.1f} us each)",
+                    suggestion="a candidate for kernel work: find its source (find_kernel_sources) "
+                    "and compare variants (compare)",
+                    evidence={k: kernel.get(k) for k in ("family", "category", "dtype", "tile")},
+                )
+            )
     return out
 
 
@@ -491,8 +618,11 @@ def compare_benchmark_reports(reports: list[tuple[Path, dict[str, Any]]], top_k:
         changes = [None if v is None or not first else round(100 * (v - first) / first, 2) for v in values]
         present = [(i, v) for i, v in enumerate(values) if v is not None]
         best = (max if higher else min)(present, key=lambda t: t[1])[0] if present else None
-        metrics.append(MetricComparison(metric=metric, higher_is_better=higher, values=values,
-                                        change_vs_first_pct=changes, best_index=best))
+        metrics.append(
+            MetricComparison(
+                metric=metric, higher_is_better=higher, values=values, change_vs_first_pct=changes, best_index=best
+            )
+        )
     shares: dict[str, list[float | None]] = {}
     for i, (_, data) in enumerate(reports):
         gap = data.get("gap_analysis") or {}

@@ -268,7 +268,8 @@ class MagpieTools:
             folder = path.parent
         else:
             file = validate(
-                KernelConfigFile, {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]},
+                KernelConfigFile,
+                {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]},
                 "tool input",
             )
             folder = self.policy.check_path(config_dir or self.cwd, "config_dir")
@@ -407,8 +408,14 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
         """Compile, check and time independent kernels (same pipeline as `magpie analyze`)."""
         file, folder = state.kernel_file(kernel_config, kernels, config_dir)
         args = state.kernel_job_args(
-            file, folder, environment=environment, workers=workers, measure_performance=measure_performance,
-            output_dir=output_dir, performance=performance, correctness=correctness,
+            file,
+            folder,
+            environment=environment,
+            workers=workers,
+            measure_performance=measure_performance,
+            output_dir=output_dir,
+            performance=performance,
+            correctness=correctness,
         )
         job = await state.follow(state.jobs.start("analyze", args), ctx, wait)
         if job.result is None:
@@ -440,8 +447,14 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
         if baseline is not None:
             file.model_copy(update={"baseline": baseline}).baseline_index()  # a bad baseline fails now
         args = state.kernel_job_args(
-            file, folder, environment=environment, workers=workers, measure_performance=measure_performance,
-            output_dir=output_dir, performance=performance, correctness=correctness,
+            file,
+            folder,
+            environment=environment,
+            workers=workers,
+            measure_performance=measure_performance,
+            output_dir=output_dir,
+            performance=performance,
+            correctness=correctness,
         )
         args.update(baseline=baseline, min_effect=min_effect)
         job = await state.follow(state.jobs.start("compare", args), ctx, wait)
@@ -449,7 +462,10 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
             return CompareResult(job=job.info())
         report = CompareReport.model_validate(job.result)
         return CompareResult(
-            job=job.info(), winner_id=report.winner_id, verdict=report.verdict, report_path=job.report_path,
+            job=job.info(),
+            winner_id=report.winner_id,
+            verdict=report.verdict,
+            report_path=job.report_path,
             report=report,
         )
 
@@ -556,9 +572,18 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
             else BenchmarkConfig()
         )
         overrides = {
-            "model": model, "precision": precision, "tp": tp, "concurrency": concurrency, "input_len": input_len,
-            "output_len": output_len, "torch_profiler": torch_profiler, "run_mode": run_mode, "run_kind": run_kind,
-            "base_url": base_url, "docker_image": None, "timeout": timeout,
+            "model": model,
+            "precision": precision,
+            "tp": tp,
+            "concurrency": concurrency,
+            "input_len": input_len,
+            "output_len": output_len,
+            "torch_profiler": torch_profiler,
+            "run_mode": run_mode,
+            "run_kind": run_kind,
+            "base_url": base_url,
+            "docker_image": None,
+            "timeout": timeout,
         }
         config = apply_overrides(config, framework, overrides)
         if config.run_mode != "external" and not config.model:
@@ -600,16 +625,21 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
         if not trace.exists():
             raise ToolError(f"trace path not found: {trace}")
         data: dict[str, Any] = {
-            "enabled": True, "top_k": top_k, "trace_start_pct": start_pct, "trace_end_pct": end_pct,
-            "min_duration_us": min_duration_us, "find_kernel_sources": find_kernel_sources,
+            "enabled": True,
+            "top_k": top_k,
+            "trace_start_pct": start_pct,
+            "trace_end_pct": end_pct,
+            "min_duration_us": min_duration_us,
+            "find_kernel_sources": find_kernel_sources,
         }
         if categories is not None:
             data["categories"] = categories
         if ignore_categories is not None:
             data["ignore_categories"] = ignore_categories
         if kernel_source_repos is not None:
-            data["kernel_source_repos"] = [str(state.policy.check_path(r, "kernel source repo")) for r in
-                                           kernel_source_repos]
+            data["kernel_source_repos"] = [
+                str(state.policy.check_path(r, "kernel source repo")) for r in kernel_source_repos
+            ]
         config = validate(GapAnalysisConfig, data, "tool input")
         args = {
             "trace_path": str(trace),
@@ -621,9 +651,14 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
             return GapResult(job=job.info())
         r = job.result
         return GapResult(
-            job=job.info(), report_path=job.report_path, total_duration_us=r.get("total_duration_us"),
-            gpu_idle_pct=r.get("gpu_idle_pct"), launch_bound=r.get("launch_bound"),
-            top_kernels=list(r.get("top_kernels") or [])[:top_k], errors=list(r.get("errors") or []), result=r,
+            job=job.info(),
+            report_path=job.report_path,
+            total_duration_us=r.get("total_duration_us"),
+            gpu_idle_pct=r.get("gpu_idle_pct"),
+            launch_bound=r.get("launch_bound"),
+            top_kernels=list(r.get("top_kernels") or [])[:top_k],
+            errors=list(r.get("errors") or []),
+            result=r,
         )
 
     def find_kernel_sources(
@@ -642,8 +677,9 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
         checked = [str(state.policy.check_path(r, "repo")) for r in repos]
         parsed = parse_many(kernel_names)
         payload = [{"name": n, "parsed": parsed[n].model_dump()} for n in kernel_names]
-        summary = finder.analyze(payload, {"repos": checked, "cache_dir": None, "clone": False},
-                                 state.output_dir / "kernel_sources")
+        summary = finder.analyze(
+            payload, {"repos": checked, "cache_dir": None, "clone": False}, state.output_dir / "kernel_sources"
+        )
         return KernelSources(
             sources=summary.get("sources", {}), repos=summary.get("repos", []), errors=summary.get("errors", [])
         )
@@ -723,9 +759,23 @@ def build_server(framework: FrameworkConfig | None = None, cwd: Path | None = No
         return JobList(jobs=[j.info() for j in state.jobs.list()])
 
     builtins = [
-        hardware_spec, list_plugins, analyze, compare, create_kernel_config, discover_kernels_tool,
-        suggest_optimizations_tool, benchmark, gap_analysis, find_kernel_sources, list_benchmark_results,
-        get_benchmark_result, compare_benchmark_reports_tool, job_status, job_result, job_cancel, job_list,
+        hardware_spec,
+        list_plugins,
+        analyze,
+        compare,
+        create_kernel_config,
+        discover_kernels_tool,
+        suggest_optimizations_tool,
+        benchmark,
+        gap_analysis,
+        find_kernel_sources,
+        list_benchmark_results,
+        get_benchmark_result,
+        compare_benchmark_reports_tool,
+        job_status,
+        job_result,
+        job_cancel,
+        job_list,
     ]
     for fn in builtins:
         add(fn)

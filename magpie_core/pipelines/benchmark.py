@@ -516,8 +516,6 @@ def run_benchmark(
     lease: GpuLease | None = None
     handle: ServerHandle | None = None
     try:
-        if config.run_mode == "ray":
-            raise NotImplementedError("run_mode 'ray' is not available yet: run local, docker or external")
         framework = framework_component
         if framework is None and (config.run_mode != "external" or diagnose):
             framework = _plugin(config.framework)
@@ -618,6 +616,45 @@ def _summarize(report: BenchmarkReport) -> None:
     report.success = not report.errors and (bool(measured) or not wanted_measurement)
 
 
+def _benchmark_task(args: tuple[dict[str, Any], str]) -> dict[str, Any]:
+    """One benchmark config, run where an execution environment placed it (a Ray task: with its GPUs)."""
+    config_data, output_dir = args
+    config = BenchmarkConfig.model_validate(config_data)
+    return run_benchmark(config, Path(output_dir)).model_dump(mode="json")
+
+
+def run_benchmark_on_environment(config: BenchmarkConfig, output_dir: Path, environment: str) -> BenchmarkReport:
+    """``run_mode: ray``: the whole benchmark (server and load) runs as one task that asks for the
+    server's GPUs (``envs.TP``, or ``ray_config.entrypoint_num_gpus`` when given) on the node it lands
+    on; the report comes back into this process. Workspaces belong on shared storage."""
+    from magpie_core.plugins import get_plugin_manager
+
+    env = get_plugin_manager().get("environment", environment)
+    ray_config = config.ray_config
+    if ray_config is not None and hasattr(env, "with_options"):
+        options = {"cluster_address": ray_config.cluster_address, "shared_storage_path": ray_config.shared_storage_path}
+        if "entrypoint_num_cpus" in ray_config.model_fields_set:
+            options["num_cpus_per_task"] = ray_config.entrypoint_num_cpus
+        env = env.with_options({"ray_config": options})
+    if ray_config is not None and "entrypoint_num_gpus" in ray_config.model_fields_set:
+        gpus = float(ray_config.entrypoint_num_gpus)
+    else:
+        gpus = float(config.env_int("TP") or 1)
+    inner = config.model_copy(update={"run_mode": "external" if config.base_url else "local"})
+    (result,) = env.map(_benchmark_task, [(inner.model_dump(mode="json"), str(output_dir))], gpus_per_item=gpus)
+    if isinstance(result, BaseException):
+        return BenchmarkReport(
+            framework=config.framework,
+            model=config.model,
+            run_mode="ray",
+            success=False,
+            errors=[f"{environment} task failed: {type(result).__name__}: {result}"],
+        )
+    report = BenchmarkReport.model_validate(result)
+    report.run_mode = "ray"
+    return report
+
+
 def run_benchmark_cli(
     *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
 ) -> int:
@@ -628,13 +665,17 @@ def run_benchmark_cli(
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
     config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
     config = apply_overrides(config, framework, overrides)
-    if config.run_mode == "ray":
-        raise NotAvailable("run_mode 'ray' is not available yet (a separate issue); use local, docker or external")
-    if config.run_mode != "external" and not config.model:
+    if config.run_mode != "external" and not config.model and not config.base_url:
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         _plugin(config.framework)  # unknown framework: exit 2 with the installed list
-    report = run_benchmark(config, output_dir)
+    if config.run_mode == "ray":
+        try:
+            report = run_benchmark_on_environment(config, output_dir, "ray")
+        except LookupError as exc:
+            raise NotAvailable(f"run_mode ray needs the ray environment plugin (magpie-env-ray): {exc}") from exc
+    else:
+        report = run_benchmark(config, output_dir)
     t = report.throughput
     if t:
         console.print(
