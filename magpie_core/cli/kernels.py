@@ -180,7 +180,8 @@ def analyze_command(
         typer.echo(report.model_dump_json(indent=2))
     else:
         _print_analyze(report)
-    raise typer.Exit(EXIT_OK if all(r.passed for r in report.results) else EXIT_CHECKS_FAILED)
+    failed = any(r.failed_checks for r in report.results)
+    raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)
 
 
 @app.command("compare")
@@ -217,5 +218,5 @@ def compare_command(
         typer.echo(report.model_dump_json(indent=2))
     else:
         _print_compare(report)
-    failed = any(not r.passed for r in report.results.kernel_results)
+    failed = any(r.failed_checks for r in report.results.kernel_results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)

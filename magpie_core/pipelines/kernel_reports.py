@@ -39,6 +39,13 @@ class KernelResult(Model):
     environment: dict[str, Any] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     workdir: str | None = None
+    #: built, but no device of its kind here to run it on (neither a failure nor a pass)
+    no_device: bool = False
+
+    @property
+    def failed_checks(self) -> bool:
+        """Counts against the exit status: not passed, unless only the device was missing."""
+        return not self.passed and not self.no_device
 
     @property
     def passed(self) -> bool:

@@ -192,6 +192,7 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
             performance=PerformanceResult(status=StageStatus.NOT_RUN, message=blocker),
             errors=errors,
             workdir=str(workdir),
+            no_device=True,
         )
 
     correctness: CorrectnessResult | None = None
