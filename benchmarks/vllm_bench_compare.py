@@ -22,8 +22,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from magpie_core.config.benchmark import BenchmarkConfig
-from magpie_core.pipelines.benchmark import run_benchmark
 from magpie_core.serving.server import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,8 +90,9 @@ def vllm_bench(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> 
 
 
 def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict:
-    cfg = BenchmarkConfig.model_validate(
-        {
+    """magpie as users run it: the CLI in its own process (like `vllm bench serve`)."""
+    cfg = {
+        "benchmark": {
             "framework": "vllm",
             "model": str(model),
             "tokenizer": str(model),
@@ -110,15 +109,26 @@ def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict
             "load": {"warmup_requests": 1, "progress": False},
             "dataset": {"seed": 0},
         }
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "bench.yaml"
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    subprocess.run(
+        [sys.executable, "-m", "magpie_core", "benchmark", "-b", str(path), "-o", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    rep = run_benchmark(cfg, out)
-    assert rep.success, rep.errors
+    (report_path,) = out.glob("benchmark_vllm_*/benchmark_report.json")
+    rep = json.loads(report_path.read_text())
+    assert rep["success"], rep["errors"]
     return {
-        "request_throughput": rep.throughput["request_throughput"],
-        "output_throughput": rep.throughput["output_throughput"],
-        "mean_ttft_ms": rep.latency["ttft"]["mean_ms"],
-        "mean_tpot_ms": rep.latency["tpot"]["mean_ms"],
-        "completed": rep.throughput["completed_requests"],
+        "request_throughput": rep["throughput"]["request_throughput"],
+        "output_throughput": rep["throughput"]["output_throughput"],
+        "mean_ttft_ms": rep["latency"]["ttft"]["mean_ms"],
+        "mean_tpot_ms": rep["latency"]["tpot"]["mean_ms"],
+        "completed": rep["throughput"]["completed_requests"],
     }
 
 
