@@ -56,7 +56,7 @@ class Job:
         self.kind = kind
         self.folder = folder
         self.started = time.monotonic()
-        self.started_at = dt.datetime.now(dt.timezone.utc).isoformat()
+        self.started_at = dt.datetime.now(dt.UTC).isoformat()
         self.finished_at: str | None = None
         self.finished_mono: float | None = None
         self.state: JobState = "running"
@@ -188,7 +188,7 @@ class JobManager:
                 else:
                     job.state = "failed"
                     job.error = (result or {}).get("error") or _exit_reason(code, job.folder / "job.log")
-            job.finished_at = dt.datetime.now(dt.timezone.utc).isoformat()
+            job.finished_at = dt.datetime.now(dt.UTC).isoformat()
             job.finished_mono = time.monotonic()
         job._message(f"{job.kind} {job.state}")
         job.done.set()

@@ -170,7 +170,7 @@ class Report(Model):
     schema_version: str = SCHEMA_VERSION
     magpie_version: str = __version__
     mode: str
-    timestamp: str = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat())
+    timestamp: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat())
     workspace: str | None = None
 
     def write(self, path: Path) -> Path:

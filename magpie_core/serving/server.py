@@ -1,6 +1,6 @@
 """Start, watch and stop a serving process that magpie owns.
 
-The server runs as a child in its own session (so its whole process group
+The server runs as a child in its own process group (so the whole group
 can be signalled without touching anything else), with stdout and stderr
 going to ``server.log``. Stopping sends SIGTERM to that group, waits a grace
 period, then SIGKILLs it. Only groups magpie started are ever signalled.
@@ -71,7 +71,11 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                # Its own process group (so the whole group can be signalled without touching
+                # anything else) but NOT its own session: with the kernel's autogroup scheduling a
+                # new session is a separate CPU group, and on small machines that skewed the client's
+                # measurements against it (docs/benchmarks/benchmark_accuracy.md).
+                process_group=0,
             )
         except OSError as exc:
             raise ServerError(f"cannot start the server ({self.argv[0]}): {exc}") from exc
@@ -121,7 +125,7 @@ class ServerProcess:
                 subprocess.run(self.stop_argv, timeout=grace_s, capture_output=True, check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 log.warning("stop command failed: %s", exc)
-        pgid = self.proc.pid  # start_new_session: the child leads its own group
+        pgid = self.proc.pid  # process_group=0: the child leads its own group
         if self.proc.poll() is None:
             self._signal_group(pgid, signal.SIGTERM)
             try:
