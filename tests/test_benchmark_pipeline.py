@@ -124,36 +124,11 @@ def test_crashing_server_fails_clearly_and_keeps_measurements(tmp_path):
     assert report.server["stopped"] is True
 
 
-def test_external_mode(tmp_path):
-    from magpie_core.serving.server import free_port
-
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "magpie_core.loadgen.fake_server",
-            "--port",
-            str(port),
-            "--ttft-ms",
-            "5",
-            "--itl-ms",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        server.stdout.readline()
-        cfg = config(
-            run_mode="external", base_url=f"http://127.0.0.1:{port}", run_kind="measurement", load={"progress": False}
-        )
-        report = run_benchmark(cfg, tmp_path)
-        assert report.success, report.errors
-        assert report.throughput["completed_requests"] == 12 and report.server == {"external": True}
-    finally:
-        server.terminate()
-        server.wait(5)
+def test_external_mode(tmp_path, fake_stream_server):
+    cfg = config(run_mode="external", base_url=fake_stream_server, run_kind="measurement", load={"progress": False})
+    report = run_benchmark(cfg, tmp_path)
+    assert report.success, report.errors
+    assert report.throughput["completed_requests"] == 12 and report.server == {"external": True}
 
 
 def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):

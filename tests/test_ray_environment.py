@@ -153,53 +153,28 @@ kernels:
     assert [e["kernel_id"] for e in report["ranking"]] == ["base", "quad"]
 
 
-def test_benchmark_config_runs_as_a_ray_task_with_its_gpus(cluster, tmp_path):
+def test_benchmark_config_runs_as_a_ray_task_with_its_gpus(cluster, tmp_path, fake_stream_server):
     """run_mode: ray — the benchmark (here against a fake streaming server, external mode inside
     the task) runs as one Ray task asking for TP GPUs; the report comes back as a local run's."""
-    import subprocess
-
     from magpie_core.config.benchmark import BenchmarkConfig
     from magpie_core.pipelines.benchmark import run_benchmark_on_environment
-    from magpie_core.serving.server import free_port
 
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "magpie_core.loadgen.fake_server",
-            "--port",
-            str(port),
-            "--ttft-ms",
-            "5",
-            "--itl-ms",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        server.stdout.readline()
+    def cfg(tp: int) -> BenchmarkConfig:
+        return BenchmarkConfig.model_validate(
+            {
+                "framework": "fake",
+                "model": "fake-model",
+                "run_mode": "ray",
+                "run_kind": "measurement",
+                "base_url": fake_stream_server,
+                "envs": {"TP": tp, "CONC": 4, "ISL": 16, "OSL": 8, "NUM_PROMPTS": 12, "RANDOM_RANGE_RATIO": 0},
+                "load": {"progress": False},
+            }
+        )
 
-        def cfg(tp: int) -> BenchmarkConfig:
-            return BenchmarkConfig.model_validate(
-                {
-                    "framework": "fake",
-                    "model": "fake-model",
-                    "run_mode": "ray",
-                    "run_kind": "measurement",
-                    "base_url": f"http://127.0.0.1:{port}",
-                    "envs": {"TP": tp, "CONC": 4, "ISL": 16, "OSL": 8, "NUM_PROMPTS": 12, "RANDOM_RANGE_RATIO": 0},
-                    "load": {"progress": False},
-                }
-            )
-
-        report = run_benchmark_on_environment(cfg(2), tmp_path, "ray")
-        assert report.success, report.errors
-        assert report.run_mode == "ray" and report.throughput["completed_requests"] == 12
-        assert Path(report.workspace_dir, "benchmark_report.json").exists()
-        too_big = run_benchmark_on_environment(cfg(GPUS + 1), tmp_path, "ray")
-        assert not too_big.success and f"needs {GPUS + 1} GPU(s) but the Ray cluster has {GPUS}" in too_big.errors[0]
-    finally:
-        server.terminate()
-        server.wait(5)
+    report = run_benchmark_on_environment(cfg(2), tmp_path, "ray")
+    assert report.success, report.errors
+    assert report.run_mode == "ray" and report.throughput["completed_requests"] == 12
+    assert Path(report.workspace_dir, "benchmark_report.json").exists()
+    too_big = run_benchmark_on_environment(cfg(GPUS + 1), tmp_path, "ray")
+    assert not too_big.success and f"needs {GPUS + 1} GPU(s) but the Ray cluster has {GPUS}" in too_big.errors[0]
