@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -24,15 +24,18 @@ from magpie_core.cli.app import (
     handle_errors,
 )
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
-from magpie_core.pipelines.kernels import (
-    analyze,
-    compare,
-    environment_options,
-    file_environment,
-    load_kernel_file,
-    shared_output_dir,
-)
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
+
+
+def _pipeline() -> ModuleType:
+    """The kernel pipeline, imported when a kernel command runs (other commands skip its imports)."""
+    from magpie_core.pipelines import kernels
+
+    return kernels
 
 
 def _kernel_file(
@@ -45,7 +48,7 @@ def _kernel_file(
     if kernel_config is not None:
         if sources:
             raise UsageError("give either --kernel-config or kernel source files, not both")
-        return load_kernel_file(kernel_config), kernel_config.resolve().parent
+        return _pipeline().load_kernel_file(kernel_config), kernel_config.resolve().parent
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
     if not testcase:
@@ -131,8 +134,11 @@ def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, 
     """Environment, workers, output folder and environment config blocks for one run."""
     framework = STATE.framework
     defaults = {"ray_config": framework.ray_config.model_dump(exclude_none=True)} if framework.ray_config else {}
-    environment = STATE.resolve_environment(file_environment(file))
-    shared = shared_output_dir(environment_options(file, defaults)) if environment != "local" else None
+    pipeline = _pipeline()
+    environment = STATE.resolve_environment(pipeline.file_environment(file))
+    shared = None
+    if environment != "local":
+        shared = pipeline.shared_output_dir(pipeline.environment_options(file, defaults))
     scheduler = file.scheduler
     return {
         "environment": environment,
@@ -169,7 +175,7 @@ def analyze_command(
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
-    report = analyze(
+    report = _pipeline().analyze(
         file,
         config_dir=config_dir,
         **_run_settings(file, output_dir),
@@ -203,7 +209,7 @@ def compare_command(
     _export_container_image(scheduler.docker_image if scheduler else None)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
-        report = compare(
+        report = _pipeline().compare(
             file,
             config_dir=config_dir,
             **_run_settings(file, output_dir),

@@ -4,18 +4,16 @@ AMD Magpie's kernel table (same CSV columns and JSON keys), plus what it does
 not compute: min/max/std per kernel, share of GPU-busy and of wall time, GPU
 idle time per device with busy time merged across streams, the largest idle
 gaps with the CPU op running at that moment, and a launch-bound indicator.
-Ranks are analyzed in parallel processes (workers left idle share a large
-plain-JSON trace by byte ranges); a broken rank is reported and the others
-still are.
+Ranks are analyzed in parallel processes, this one included
+(:mod:`magpie_core.fanout`; workers left idle share a large plain-JSON trace by
+byte ranges); a broken rank is reported and the others still are.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import csv
 import json
 import logging
-import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 from pydantic import Field
 
 from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.fanout import Task, run_tasks
 from magpie_core.reports import Model
 from magpie_core.trace.analysis import (
     AnalysisOptions,
@@ -199,36 +198,46 @@ def _split_plan(files: list[TraceFile], workers: int) -> list[int]:
     return parts
 
 
+#: how much more of a split file the first part gets: the calling process decodes it (it has the largest
+#: weight), and unlike a child it pays no start-up and no transfer of its columns; measured on the 555 MB
+#: benchmark trace, a child finished the same amount of work 0.1-0.25 s later
+FIRST_PART_EXTRA = 0.04
+
+
+def _first_share(parts: int) -> float:
+    return min(0.9, (1 + FIRST_PART_EXTRA) / parts)
+
+
 def _run_ranks(files: list[TraceFile], options: AnalysisOptions, workers: int) -> list[RankAnalysis]:
     parts = _split_plan(files, workers)
-    if workers <= 1 or sum(parts) <= 1:
-        return [analyze_file(str(f.path), f.rank, f.label, options) for f in files]
-    # spawn, not fork: on the 555 MB benchmark trace two forked workers ran 2x slower than two spawned ones
-    # (17.4 s vs 7.8 s here); spawn is also safe when the parent has threads
-    method = "spawn"
-    ctx = multiprocessing.get_context(method)
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures: list[list[cf.Future[Any]]] = []
-        for f, n in zip(files, parts, strict=True):
-            if n == 1:
-                futures.append([pool.submit(analyze_file, str(f.path), f.rank, f.label, options)])
-            else:
-                futures.append([pool.submit(table_part, str(f.path), i, n, options) for i in range(n)])
-        out = []
-        for f, futs in zip(files, futures, strict=True):
+    tasks: list[Task] = []
+    weights: list[float] = []
+    for f, n in zip(files, parts, strict=True):
+        size = float(f.path.stat().st_size) if f.path.exists() else 0.0
+        if n == 1:
+            tasks.append((analyze_file, (str(f.path), f.rank, f.label, options)))
+            weights.append(size)
+        else:
+            share = _first_share(n)
+            tasks.extend((table_part, (str(f.path), i, n, options, share)) for i in range(n))
+            weights.extend([size * share] + [size * (1 - share) / (n - 1)] * (n - 1))
+    results = iter(run_tasks(tasks, workers, weights))
+    out = []
+    for f, n in zip(files, parts, strict=True):
+        got = [next(results) for _ in range(n)]
+        if n > 1:
+            # one large file decoded in parts by several workers, analyzed here; a failed part means
+            # the file is read whole (analyze_parts), which also reports what is wrong with it
+            tables = [None if isinstance(t, BaseException) else t for t in got]
             try:
-                if len(futs) == 1:
-                    out.append(futs[0].result())
-                else:
-                    # one large file decoded in parts by several workers, analyzed here
-                    try:
-                        tables = [x.result() for x in futs]
-                    except Exception:  # a part's worker died: read the file whole, here
-                        tables = []
-                    out.append(analyze_parts(str(f.path), f.rank, f.label, options, tables))
-            except Exception as exc:  # a worker that died (e.g. killed for memory) is one rank's error
-                out.append(RankAnalysis(rank=f.rank, label=f.label, path=str(f.path), error=f"{f.path}: {exc}"))
-        return out
+                got = [analyze_parts(str(f.path), f.rank, f.label, options, tables)]
+            except Exception as exc:
+                got = [exc]
+        r = got[0]
+        if isinstance(r, BaseException):  # a worker that died (e.g. killed for memory) is one rank's error
+            r = RankAnalysis(rank=f.rank, label=f.label, path=str(f.path), error=f"{f.path}: {r}")
+        out.append(r)
+    return out
 
 
 def _settle_ranks(results: list[RankAnalysis]) -> None:

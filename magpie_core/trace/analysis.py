@@ -638,7 +638,9 @@ def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
         return False
 
 
-def table_part(path: str, index: int, count: int, options: AnalysisOptions) -> EventTable | None:
+def table_part(
+    path: str, index: int, count: int, options: AnalysisOptions, first_share: float | None = None
+) -> EventTable | None:
     """Part ``index`` of ``count`` of a plain-JSON trace as columns (runs in a worker process);
     None when the file has to be read whole (see :func:`magpie_core.trace.columns.stream_table`)."""
     import gc
@@ -647,7 +649,7 @@ def table_part(path: str, index: int, count: int, options: AnalysisOptions) -> E
     gc.disable()
     try:
         selected = _cat_matcher(options.categories, options.ignore_categories)
-        return stream_table(Path(path), selected, part=(index, count))
+        return stream_table(Path(path), selected, part=(index, count), first_share=first_share)
     except (FallBack, OSError, MemoryError):
         return None
     finally:

@@ -25,7 +25,7 @@ import math
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -84,7 +84,11 @@ class _Interner(dict):  # type: ignore[type-arg]
         return i
 
 
-def _int_column(values: list[Any]) -> np.ndarray:
+_CAT, _PH, _TS, _DUR, _NAME, _TID, _ARGS = (attrgetter(f) for f in ("cat", "ph", "ts", "dur", "name", "tid", "args"))
+_EXT, _CORR, _DIMS = attrgetter("external_id"), attrgetter("correlation"), attrgetter("input_dims")
+
+
+def _int_list(values: list[Any]) -> np.ndarray:
     """int64 column of ids; ``None`` -> NONE, ids up to 2**64 - 1 (msgspec's range) wrap into int64."""
     try:
         return np.array(values, dtype=np.int64)
@@ -94,16 +98,23 @@ def _int_column(values: list[Any]) -> np.ndarray:
         )
 
 
+def _int_column(items: Sequence[Any], get: Callable[[Any], Any]) -> np.ndarray:
+    """``get(item)`` of every item as int64 ids (absent ids are already NONE in the decoded structs)."""
+    try:
+        return np.fromiter(map(get, items), np.int64, len(items))
+    except (TypeError, OverflowError, ValueError):  # an explicit null or an id >= 2**63
+        return _int_list(list(map(get, items)))
+
+
+def _float_column(items: Sequence[Any], get: Callable[[Any], Any], n: int) -> np.ndarray:
+    try:
+        return np.fromiter(map(get, items), np.float64, n)
+    except TypeError:  # an explicit null
+        return np.array([math.nan if v is None else v for v in map(get, items)], dtype=np.float64)
+
+
 def _take(items: Sequence[Any], idx: np.ndarray) -> list[Any]:
     return list(map(items.__getitem__, idx.tolist()))
-
-
-def _args_field(args: list[Any], name: str) -> list[Any]:
-    get = attrgetter(name)
-    try:
-        return list(map(get, args))
-    except AttributeError:  # some events without ``args``
-        return [None if a is None else get(a) for a in args]
 
 
 @dataclass
@@ -175,20 +186,22 @@ class TableBuilder:
         self._cat_code = np.array(codes, dtype=np.int8)
         self._cat_sel = np.array([bool(self._selected(c)) for c in self.cats.values], dtype=np.bool_)
 
-    def _ids(self, interner: _Interner, values: list[Any]) -> np.ndarray:
-        return np.fromiter(map(interner.__getitem__, values), np.int32, len(values))
+    def _ids(self, interner: _Interner, values: Iterable[Any], n: int) -> np.ndarray:
+        return np.fromiter(map(interner.__getitem__, values), np.int32, n)
 
     def add(self, evs: Sequence[Event]) -> None:
+        """Reduce one chunk of events. Each field is read in one C-level pass (``map``/``attrgetter``
+        into ``np.fromiter``) over only the events that need it; groups are then numpy selections."""
         n = len(evs)
         if n == 0:
             return
         self.num_events += n
-        cid = self._ids(self.cats, [e.cat for e in evs])
+        cid = self._ids(self.cats, map(_CAT, evs), n)
         if len(self.cats.values) != len(self._cat_code):
             self._refresh_cats()
-        ph = self._ids(self.phs, [e.ph for e in evs])
-        ts = np.array([e.ts for e in evs], dtype=np.float64)  # None -> nan
-        dur = np.fromiter(map(attrgetter("dur"), evs), np.float64, n)
+        ph = self._ids(self.phs, map(_PH, evs), n)
+        ts = _float_column(evs, _TS, n)
+        dur = np.fromiter(map(_DUR, evs), np.float64, n)
         timed = ~np.isnan(ts)
         if self._scan_left > 0:
             self._scan_platform(evs, cid, self.num_events - n)
@@ -204,36 +217,87 @@ class TableBuilder:
         x = ph == self._x
         if not all_timed:
             x &= timed
-        code = np.where(x, self._cat_code[cid], -1)
-        for g, fn in ((_CPU, self._cpu), (_PY, self._py), (_RT, self._rt), (_ACT, self._act), (_ANN, self._ann)):
-            idx = np.flatnonzero(code == g)
-            if len(idx):
-                fn(_take(evs, idx), ts[idx], dur[idx], cid[idx])
-        sel = np.flatnonzero(x & self._cat_sel[cid])
-        if len(sel):
-            sub = _take(evs, sel)
-            args = [e.args for e in sub]
-            self._parts["sel"].append(
-                {
-                    "ts": ts[sel],
-                    "dur": dur[sel],
-                    "name": self._ids(self.names, [e.name for e in sub]),
-                    "ext": _int_column(_args_field(args, "external_id")),
-                    "corr": _int_column(_args_field(args, "correlation")),
-                }
+        code = np.where(x, self._cat_code[cid], 0)
+        sel = x & self._cat_sel[cid]
+        self._add_flows(evs, ph, cid, ts, timed)
+        keep = np.flatnonzero((code != 0) | sel)
+        if not len(keep):
+            return
+        # from here on, only the kept events: names for all of them, ids only where some group reads them
+        evs, code, sel, cid = _take(evs, keep), code[keep], sel[keep], cid[keep]
+        ts, dur = ts[keep], dur[keep]
+        m = len(evs)
+        name = self._ids(self.names, map(_NAME, evs), m)
+        with_ids = np.flatnonzero(sel | (code == _CPU) | (code == _RT) | (code == _ACT))
+        args = _take(evs, with_ids) if len(with_ids) < m else evs
+        args = list(map(_ARGS, args))
+        ext = np.full(m, NONE, np.int64)
+        corr = np.full(m, NONE, np.int64)
+        ext[with_ids] = _int_column(args, _EXT)
+        corr[with_ids] = _int_column(args, _CORR)
+        pos = np.empty(m, np.int64)  # kept index -> index among ``args``
+        pos[with_ids] = np.arange(len(with_ids))
+
+        def group(g: int) -> np.ndarray:
+            return np.flatnonzero(code == g)
+
+        i = group(_CPU)
+        if len(i):
+            get = self.dims.__getitem__
+            dims = [get(bytes(r)) if r else -1 for r in map(_DIMS, _take(args, pos[i]))]
+            self._append("cpu", ts=ts[i], dur=dur[i], name=name[i], ext=ext[i], dims=np.array(dims, np.int32))
+        i = group(_PY)
+        if len(i):
+            tid = self._ids(self.tids, map(_TID, _take(evs, i)), len(i))
+            self._append("py", ts=ts[i], dur=dur[i], name=name[i], tid=tid)
+        i = group(_RT)
+        i = i[corr[i] != NONE]  # only calls with a correlation id launch anything
+        if len(i):
+            tid = self._ids(self.tids, map(_TID, _take(evs, i)), len(i))
+            self._append("rt", ts=ts[i], dur=dur[i], name=name[i], tid=tid, corr=corr[i])
+        i = group(_ACT)
+        if len(i):
+            devs = [
+                str(a.device if a.device is not None else e.pid)
+                for e, a in zip(_take(evs, i), _take(args, pos[i]), strict=True)
+            ]
+            kernel = self.cats.get("kernel", -1)
+            self._append(
+                "act",
+                ts=ts[i],
+                dur=dur[i],
+                name=name[i],
+                dev=self._ids(self.devs, devs, len(devs)),
+                kernel=cid[i] == kernel,
+                corr=corr[i],
             )
+        i = group(_ANN)
+        if len(i):
+            self._append("ann", ts=ts[i], dur=dur[i], name=name[i], cat=cid[i])
+        i = np.flatnonzero(sel)
+        if len(i):
+            self._append("sel", ts=ts[i], dur=dur[i], name=name[i], ext=ext[i], corr=corr[i])
+
+    def _append(self, group: str, **columns: np.ndarray) -> None:
+        self._parts[group].append(columns)
+
+    def _add_flows(
+        self, evs: Sequence[Event], ph: np.ndarray, cid: np.ndarray, ts: np.ndarray, timed: np.ndarray
+    ) -> None:
         flow_cat = self.cats.get("ac2g")
-        if flow_cat is not None:
-            fl = np.flatnonzero((ph == self._s) & (cid == flow_cat) & timed)
-            if len(fl):
-                ids, fts = [], []
-                for e, t in zip(_take(evs, fl), ts[fl].tolist(), strict=True):
-                    # flow starts are looked up by (integer) correlation: other ids can never match
-                    if type(e.id) is int:
-                        ids.append(e.id)
-                        fts.append(t)
-                if ids:
-                    self._parts["flow"].append({"id": _int_column(ids), "ts": np.array(fts, dtype=np.float64)})
+        if flow_cat is None:
+            return
+        fl = np.flatnonzero((ph == self._s) & (cid == flow_cat) & timed)
+        if not len(fl):
+            return
+        ids, fts = [], []
+        for e, t in zip(_take(evs, fl), ts[fl].tolist(), strict=True):
+            # flow starts are looked up by (integer) correlation: other ids can never match
+            if type(e.id) is int:
+                ids.append(e.id)
+                fts.append(t)
+        if ids:
+            self._parts["flow"].append({"id": _int_list(ids), "ts": np.array(fts, dtype=np.float64)})
 
     def _scan_platform(self, evs: Sequence[Event], cid: np.ndarray, offset: int) -> None:
         limit = min(len(evs), self._scan_left)
@@ -249,67 +313,6 @@ class TableBuilder:
                 self.platform_hint = "rocm" if name.startswith("hip") else "cuda"
                 self.platform_hint_at = offset + i
                 return
-
-    def _cpu(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
-        args = [e.args for e in sub]
-        dims = _args_field(args, "input_dims")
-        get = self.dims.__getitem__
-        self._parts["cpu"].append(
-            {
-                "ts": ts,
-                "dur": dur,
-                "name": self._ids(self.names, [e.name for e in sub]),
-                "ext": _int_column(_args_field(args, "external_id")),
-                "dims": np.array([get(bytes(r)) if r else -1 for r in dims], dtype=np.int32),
-            }
-        )
-
-    def _py(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
-        self._parts["py"].append(
-            {
-                "ts": ts,
-                "dur": dur,
-                "name": self._ids(self.names, [e.name for e in sub]),
-                "tid": self._ids(self.tids, [e.tid for e in sub]),
-            }
-        )
-
-    def _rt(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
-        corr = _int_column(_args_field([e.args for e in sub], "correlation"))
-        keep = corr != NONE  # only calls with a correlation id launch anything
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            sub, ts, dur, corr = _take(sub, idx), ts[idx], dur[idx], corr[idx]
-            if not sub:
-                return
-        self._parts["rt"].append(
-            {
-                "ts": ts,
-                "dur": dur,
-                "name": self._ids(self.names, [e.name for e in sub]),
-                "tid": self._ids(self.tids, [e.tid for e in sub]),
-                "corr": corr,
-            }
-        )
-
-    def _act(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
-        devs = [str(e.args.device if e.args is not None and e.args.device is not None else e.pid) for e in sub]
-        kernel = self.cats.get("kernel", -1)
-        self._parts["act"].append(
-            {
-                "ts": ts,
-                "dur": dur,
-                "name": self._ids(self.names, [e.name for e in sub]),
-                "dev": self._ids(self.devs, devs),
-                "kernel": cid == kernel,
-                "corr": _int_column(_args_field([e.args for e in sub], "correlation")),
-            }
-        )
-
-    def _ann(self, sub: list[Event], ts: np.ndarray, dur: np.ndarray, cid: np.ndarray) -> None:
-        self._parts["ann"].append(
-            {"ts": ts, "dur": dur, "name": self._ids(self.names, [e.name for e in sub]), "cat": cid}
-        )
 
     def finish(
         self,
@@ -460,12 +463,24 @@ def _read_header(f: Any, block: int) -> tuple[bytes | None, int]:
             return data[: m.end() - 1], m.end()
 
 
+def part_offset(size: int, index: int, count: int, first_share: float | None = None) -> int:
+    """Where part ``index`` of ``count`` starts: equal byte ranges, or the first one ``first_share`` of the
+    file and the rest split equally."""
+    if index <= 0:
+        return 0
+    if first_share is None or count < 2:
+        return index * size // count
+    first = int(size * first_share)
+    return first + (index - 1) * (size - first) // (count - 1)
+
+
 def stream_table(
     path: Path,
     selected: Mapping[str, bool] | Callable[[str], bool],
     *,
     part: tuple[int, int] = (0, 1),
-    chunk_bytes: int = 4 << 20,
+    first_share: float | None = None,
+    chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
 ) -> EventTable:
     """Decode ``path`` piece by piece into an :class:`EventTable`; raises :class:`FallBack` when it cannot.
@@ -474,7 +489,8 @@ def stream_table(
     ``[`` and the one after its last event ``]`` (both are separators, never needed again).
 
     ``part=(i, n)`` (plain JSON only) decodes the i-th of n byte ranges of the file: the events from the
-    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``;
+    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``
+    (or, with ``first_share``, the offsets :func:`part_offset` gives);
     :func:`merge_tables` joins the parts. A cut that is not at the top level of the event array makes a
     piece fail to decode, so a part either is right or raises :class:`FallBack`.
     """
@@ -489,8 +505,8 @@ def stream_table(
         end = 1  # data lies in work[wpos:end]; work[1] is file offset ``base``
         wpos = 1
         base = 0
-        start_at = index * size_on_disk // count
-        stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
+        start_at = part_offset(size_on_disk, index, count, first_share)
+        stop_at = part_offset(size_on_disk, index + 1, count, first_share) if index < count - 1 else None
 
         def fill() -> bool:
             nonlocal work, wpos, end, base

@@ -12,6 +12,7 @@ runtime, roctracer, hex stream ids) flavours.
 from __future__ import annotations
 
 import gzip
+import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ import msgspec
 from msgspec import Struct, field
 
 __all__ = [
+    "NO_ARGS",
+    "NO_ID",
     "Args",
     "DistributedInfo",
     "Event",
@@ -31,28 +34,38 @@ __all__ = [
 ]
 
 
-class Args(Struct, gc=False):
-    """The ``args`` fields magpie reads; every other key is skipped while decoding."""
+#: an absent integer id (``External id``, ``correlation``); a plain int, so id columns fill without a None check
+NO_ID = -(1 << 63)
 
-    external_id: int | None = field(default=None, name="External id")
-    correlation: int | None = None
+
+class Args(Struct, gc=False, frozen=True):
+    """The ``args`` fields magpie reads; every other key is skipped while decoding.
+
+    Absent ids are :data:`NO_ID` (an explicit JSON ``null`` stays ``None``)."""
+
+    external_id: int | None = field(default=NO_ID, name="External id")
+    correlation: int | None = NO_ID
     device: int | str | None = None
     stream: int | str | None = None
     input_dims: msgspec.Raw = field(default_factory=msgspec.Raw, name="Input Dims")
 
 
+#: the ``args`` of an event that has none
+NO_ARGS = Args()
+
+
 class Event(Struct, gc=False):
-    """One trace event (``ph`` X, s, f, i, M ...)."""
+    """One trace event (``ph`` X, s, f, i, M ...); ``ts`` is NaN when the event has none."""
 
     ph: str = ""
     cat: str = ""
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float | None = None
+    ts: float | None = math.nan
     dur: float = 0.0
     id: int | str | None = None
-    args: Args | None = None
+    args: Args = NO_ARGS
 
 
 class DistributedInfo(Struct):

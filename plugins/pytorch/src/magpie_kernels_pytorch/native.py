@@ -36,8 +36,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from magpie_core.config.kernel import KernelConfig
 from magpie_core.processes import run_command, tail
 from magpie_core.reports import CompileResult, StageStatus
@@ -209,6 +207,8 @@ class NativeKernel:
     """A Python callable around the launcher: tensors in, launch on the current stream."""
 
     def __init__(self, launcher: Launcher, device_module: Any = None) -> None:
+        import torch  # here, not at module level: plugin registration must not pay torch's import
+
         self.launcher = launcher
         try:
             self._lib = ctypes.CDLL(launcher.library)
@@ -225,6 +225,7 @@ class NativeKernel:
         ]
         self._fn.restype = ctypes.c_int if launcher.returns_status else None
         self._device = device_module or torch.cuda
+        self._tensor: type = torch.Tensor
         self._user_params = [p for p in launcher.params if p.kind != "stream"]
         self.__name__ = launcher.function
 
@@ -232,7 +233,7 @@ class NativeKernel:
         if param.kind == "ptr":
             if value is None:
                 return None
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, self._tensor):
                 if value.device.type == "cpu" and value.numel():
                     raise NativeError(
                         f"{self.launcher.function}: argument {param.name!r} is a CPU tensor; the kernel "
@@ -247,7 +248,7 @@ class NativeKernel:
                 f"{self.launcher.function}: argument {param.name!r} ({param.c_type}) needs a tensor, "
                 f"got {type(value).__name__}"
             )
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, self._tensor):
             value = value.item()
         return value
 

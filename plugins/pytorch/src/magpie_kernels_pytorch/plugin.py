@@ -1,18 +1,19 @@
-"""Registers the PyTorch kernel backend and the CPU and CUDA/ROCm timers."""
+"""Registers the PyTorch kernel backend and the CPU and CUDA/ROCm timers.
+
+Torch is imported only when a kernel is evaluated or a clock is made: every
+``magpie`` command loads this module to register plugins, and ``import torch``
+alone costs about a second.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import torch
-
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
-from magpie_core.interfaces import KernelBackend
+from magpie_core.interfaces import KernelBackend, Timer
 from magpie_core.reports import EvaluationOutcome, EvaluationTask
-from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
-from magpie_kernels_pytorch.timers import CpuTimer, CudaEventTimer
 
 
 def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..., Any]:
@@ -21,6 +22,8 @@ def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..
     if not setting:
         return fn
     kwargs = setting if isinstance(setting, dict) else {}
+    import torch
+
     return torch.compile(fn, **kwargs)
 
 
@@ -34,6 +37,8 @@ class PyTorchBackend(KernelBackend):
     }
 
     def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
+        from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+
         kernel = KernelConfig.model_validate(task.kernel)
         compiled = bool(kernel.options.get("torch_compile", kernel.type == "torch_compile"))
         return evaluate_python_kernel(
@@ -44,6 +49,28 @@ class PyTorchBackend(KernelBackend):
                 environment={"variant": "torch.compile" if compiled else "eager"},
             ),
         )
+
+
+class CpuTimer(Timer):
+    name = "cpu"
+    device_kinds = ("cpu",)
+    description = "perf_counter_ns around batches of launches"
+
+    def clock(self, device: Any, graph_replay: bool = False) -> Any:
+        from magpie_kernels_pytorch.timers import CpuClock
+
+        return CpuClock()
+
+
+class CudaEventTimer(Timer):
+    name = "cuda-events"
+    device_kinds = ("cuda",)
+    description = "device events around batches behind a spin guard; optional graph replay"
+
+    def clock(self, device: Any, graph_replay: bool = False) -> Any:
+        from magpie_kernels_pytorch.timers import CudaClock
+
+        return CudaClock(device, graph_replay)
 
 
 @hookimpl

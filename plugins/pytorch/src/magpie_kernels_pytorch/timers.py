@@ -18,7 +18,6 @@ from typing import Any
 
 import torch
 
-from magpie_core.interfaces import Timer
 from magpie_core.timing import Launch
 
 _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
@@ -118,24 +117,6 @@ class CudaClock:
 
     def host_overhead_us(self) -> float | None:
         return None if self.graph_replay else self._host_per_launch_us
-
-
-class CpuTimer(Timer):
-    name = "cpu"
-    device_kinds = ("cpu",)
-    description = "perf_counter_ns around batches of launches"
-
-    def clock(self, device: torch.device, graph_replay: bool = False) -> CpuClock:
-        return CpuClock()
-
-
-class CudaEventTimer(Timer):
-    name = "cuda-events"
-    device_kinds = ("cuda",)
-    description = "device events around batches behind a spin guard; optional graph replay"
-
-    def clock(self, device: torch.device, graph_replay: bool = False) -> CudaClock:
-        return CudaClock(device, graph_replay)
 
 
 def clock_info(device: torch.device) -> dict[str, Any]:
