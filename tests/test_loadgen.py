@@ -129,8 +129,10 @@ def test_arrival_offsets_gamma_and_inf():
 def test_sse_parser_handles_split_and_crlf():
     p = SseParser()
     assert p.feed(b'data: {"a"') == []
-    assert p.feed(b": 1}\r\n\r\ndata: [DO") == ['{"a": 1}']
-    assert p.feed(b"NE]\n\n: ping\n\n") == ["[DONE]"]
+    assert p.feed(b": 1}\r\n\r\ndata: [DO") == [b'{"a": 1}']
+    assert p.feed(b"NE]\r") == []
+    assert p.feed(b"\n\r\n: ping\n\ndata:x\ndata: y\n\nevent: e\n\n") == [b"[DONE]", b"x\ny"]
+    assert p.feed(b"data: tail") == [] and p.flush() == [b"tail"]
 
 
 def test_payloads():
@@ -145,3 +147,58 @@ def test_payloads():
 def test_health_endpoint(fake):
     url, _ = fake
     assert httpx.get(url + "/health").status_code == 200
+
+
+class _Pieces:
+    """Stands in for a socket connection: hands out the given byte pieces with increasing stamps."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = [(float(i), p) for i, p in enumerate(pieces)]
+
+    async def next_piece(self, timeout: float | None) -> tuple[float, bytes] | None:
+        return self.pieces.pop(0) if self.pieces else None
+
+
+def _read_split(raw: bytes, cut: int) -> tuple[int, dict[str, str], list[tuple[float, bytes]], bool]:
+    from magpie_core.loadgen.http import _LeanResponse
+
+    async def go() -> tuple[int, dict[str, str], list[tuple[float, bytes]], bool]:
+        resp = _LeanResponse(_Pieces([raw[:cut], raw[cut:]] if cut else [raw]), None)  # type: ignore[arg-type]
+        await resp.read_head()
+        got = [item async for item in resp.chunks()]
+        return resp.status, resp.headers, got, resp.complete
+
+    return asyncio.run(go())
+
+
+def test_lean_http_response_chunked_split_anywhere():
+    body = b"data: one\n\n" * 3 + b"data: [DONE]\n\n"
+    chunks = [body[:11], body[11:33], body[33:]]
+    raw = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ncontent-type: text/event-stream\r\n\r\n"
+        + b"".join(f"{len(c):x};ext=1\r\n".encode() + c + b"\r\n" for c in chunks)
+        + b"0\r\n\r\n"
+    )
+    for cut in range(len(raw)):
+        status, headers, got, complete = _read_split(raw, cut)
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        assert b"".join(d for _, d in got) == body and complete
+        stamps = [stamp for stamp, _ in got]
+        assert stamps == sorted(stamps)
+    # data is dated by the read that completed it: a chunk cut in two arrives with the second read
+    last = raw.index(b"data: [DONE]")
+    _, _, got, _ = _read_split(raw, last + 3)
+    assert got == [(0.0, body[:33]), (1.0, b"data: [DONE]\n\n")]
+
+
+def test_lean_http_response_content_length_and_errors():
+    from magpie_core.loadgen.http import ClientError
+
+    status, _, got, complete = _read_split(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\nnope!", 20)
+    assert status == 404 and b"".join(d for _, d in got) == b"nope!" and complete
+    with pytest.raises(ClientError, match="short of its Content-Length"):
+        _read_split(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", 0)
+    with pytest.raises(ClientError, match="malformed status line"):
+        _read_split(b"SSH-2.0-OpenSSH\r\n\r\n", 0)
+    with pytest.raises(ClientError, match="middle of a chunked body"):
+        _read_split(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", 0)

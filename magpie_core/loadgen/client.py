@@ -10,16 +10,15 @@ counts when the server sends it.
 
 from __future__ import annotations
 
-import codecs
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import msgspec
 
 from magpie_core.loadgen.datasets import SampleRequest
-from magpie_core.loadgen.transport import arrival_time
+from magpie_core.loadgen.http import ClientError, ClientTimeout, StreamClient
 
 Endpoint = Literal["completions", "chat"]
 
@@ -68,28 +67,66 @@ class RequestResult:
 
 
 class SseParser:
-    """Incremental Server-Sent Events parser: bytes in, ``data`` payloads out."""
+    """Incremental Server-Sent Events parser on bytes: network data in, ``data`` payloads out."""
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._buffer = ""
+        self._buffer = b""
 
-    def feed(self, data: bytes) -> list[str]:
-        self._buffer += self._decoder.decode(data)
-        self._buffer = self._buffer.replace("\r\n", "\n")
-        events: list[str] = []
-        while "\n\n" in self._buffer:
-            raw, self._buffer = self._buffer.split("\n\n", 1)
-            payload = [line[5:].lstrip(" ") for line in raw.split("\n") if line.startswith("data:")]
-            if payload:
-                events.append("\n".join(payload))
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buffer + data if self._buffer else data
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")  # a lone trailing CR waits for its LF in the buffer
+        events: list[bytes] = []
+        start = 0
+        while True:
+            end = buf.find(b"\n\n", start)
+            if end < 0:
+                break
+            payload = _payload(buf[start:end])
+            if payload is not None:
+                events.append(payload)
+            start = end + 2
+        self._buffer = buf[start:]
         return events
 
-    def flush(self) -> list[str]:
+    def flush(self) -> list[bytes]:
         """A final event that the server did not end with a blank line."""
-        rest, self._buffer = self._buffer, ""
-        payload = [line[5:].lstrip(" ") for line in rest.split("\n") if line.startswith("data:")]
-        return ["\n".join(payload)] if payload else []
+        rest, self._buffer = self._buffer, b""
+        payload = _payload(rest.replace(b"\r\n", b"\n").rstrip(b"\n"))
+        return [payload] if payload is not None else []
+
+
+def _payload(raw: bytes) -> bytes | None:
+    """The ``data`` of one event (its data lines joined by newlines); None when it has none."""
+    if raw.startswith(b"data:") and b"\n" not in raw:  # the usual event: one data line
+        return raw[6:] if raw[5:6] == b" " else raw[5:]
+    lines = [line[6:] if line[5:6] == b" " else line[5:] for line in raw.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(lines) if lines else None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    text: str | None = None
+    delta: _Delta | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Chunk(msgspec.Struct):
+    """The fields of a streamed completion chunk that the metrics read; the rest is skipped unparsed."""
+
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+
+
+_CHUNK_DECODER = msgspec.json.Decoder(_Chunk)
+encode_payload = msgspec.json.Encoder().encode
 
 
 def build_payload(
@@ -118,40 +155,37 @@ def build_payload(
 
 
 async def send_request(
-    client: httpx.AsyncClient,
+    client: StreamClient,
     endpoint: Endpoint,
-    payload: dict[str, Any],
+    body: bytes,
     request: SampleRequest,
     headers: dict[str, str] | None = None,
 ) -> RequestResult:
-    """Send one streaming request and time its chunks."""
+    """Send one streaming request (``body``: its JSON, see :func:`encode_payload`) and time its chunks."""
     result = RequestResult(prompt_len=request.prompt_len, expected_output_len=request.expected_output_len)
     text_parts: list[str] = []
     parser = SseParser()
-    choice_key = "delta" if endpoint == "chat" else "text"
+    chat = endpoint == "chat"
+    decode = _CHUNK_DECODER.decode
     st = time.perf_counter()
     result.start_time = st
     last = st
     first = True
     try:
-        async with client.stream("POST", ENDPOINT_PATHS[endpoint], json=payload, headers=headers) as response:
-            if response.status_code != 200:
-                body = (await response.aread()).decode(errors="replace")[:500]
-                result.error = f"HTTP {response.status_code}: {body}"
-                result.error_kind = f"http_{response.status_code}"
+        async with client.post(ENDPOINT_PATHS[endpoint], body, headers) as response:
+            if response.status != 200:
+                text = (await response.read()).decode(errors="replace")[:500]
+                result.error = f"HTTP {response.status}: {text}"
+                result.error_kind = f"http_{response.status}"
                 return result
             done = False
-            async for data in response.aiter_raw():
-                stamp = arrival_time(response)
+            async for stamp, data in response.chunks():
                 for event in parser.feed(data):
-                    if event == "[DONE]":
+                    if event == b"[DONE]":
                         done = True
                         continue
-                    if event.startswith(":"):
-                        continue
-                    chunk = json.loads(event)
-                    choices = chunk.get("choices")
-                    if choices:
+                    chunk = decode(event)
+                    if chunk.choices:
                         if first:
                             result.ttft = stamp - st
                             first = False
@@ -159,18 +193,18 @@ async def send_request(
                             result.itl.append(stamp - last)
                         last = stamp
                         result.chunks += 1
-                        choice = choices[0]
-                        piece = choice.get("delta", {}).get("content") if choice_key == "delta" else choice.get("text")
+                        choice = chunk.choices[0]
+                        piece = (choice.delta.content if choice.delta is not None else None) if chat else choice.text
                         if piece:
                             text_parts.append(piece)
-                    usage = chunk.get("usage")
-                    if usage:
-                        if usage.get("completion_tokens") is not None:
-                            result.output_tokens = int(usage["completion_tokens"])
-                        if usage.get("prompt_tokens") is not None:
-                            result.prompt_len = int(usage["prompt_tokens"])
+                    usage = chunk.usage
+                    if usage is not None:
+                        if usage.completion_tokens is not None:
+                            result.output_tokens = usage.completion_tokens
+                        if usage.prompt_tokens is not None:
+                            result.prompt_len = usage.prompt_tokens
             for event in parser.flush():
-                done = done or event == "[DONE]"
+                done = done or event == b"[DONE]"
             if first:
                 result.error = "the stream ended without a choice chunk (no first token)"
                 result.error_kind = "no_tokens"
@@ -178,11 +212,11 @@ async def send_request(
                 result.success = True
                 if not done:
                     result.error = "the stream ended without [DONE]"
-    except httpx.TimeoutException as exc:
+    except ClientTimeout as exc:
         result.error, result.error_kind = f"timeout: {exc}", "timeout"
-    except (httpx.TransportError, httpx.StreamError) as exc:
-        result.error, result.error_kind = f"connection: {type(exc).__name__}: {exc}", "connection"
-    except json.JSONDecodeError as exc:
+    except ClientError as exc:
+        result.error, result.error_kind = f"connection: {exc}", "connection"
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         result.error, result.error_kind = f"bad stream chunk: {exc}", "bad_chunk"
     finally:
         result.latency = last - st

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from magpie_core.loadgen.client import Endpoint, RequestResult, build_payload, send_request
+from magpie_core.loadgen.client import Endpoint, RequestResult, build_payload, encode_payload, send_request
 from magpie_core.loadgen.datasets import SampleRequest
-from magpie_core.loadgen.transport import make_client, new_event_loop
+from magpie_core.loadgen.http import make_client, new_event_loop
 
 
 @dataclass
@@ -113,8 +113,8 @@ class _Progress:
 async def run_load_async(spec: LoadSpec) -> LoadResult:
     """Run one load point on the running event loop."""
     concurrency = spec.max_concurrency
-    client, clock = make_client(spec.base_url, concurrency, spec.request_timeout_s)
-    async with client:
+    client = make_client(spec.base_url, concurrency, spec.request_timeout_s)
+    try:
         warmup_failed = 0
         if spec.warmup_requests > 0 and spec.requests:
             sem = asyncio.Semaphore(concurrency or spec.warmup_requests)
@@ -125,11 +125,13 @@ async def run_load_async(spec: LoadSpec) -> LoadResult:
                     payload = build_payload(
                         spec.endpoint, spec.model, req, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body
                     )
-                    return await send_request(client, spec.endpoint, payload, req, spec.headers)
+                    return await send_request(client, spec.endpoint, encode_payload(payload), req, spec.headers)
 
             warm_results = await asyncio.gather(*(warm(i) for i in range(spec.warmup_requests)))
             warmup_failed = sum(not r.success for r in warm_results)
-        return await _measure(spec, client, clock, warmup_failed)
+        return await _measure(spec, client, client.clock, warmup_failed)
+    finally:
+        await client.aclose()
 
 
 async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) -> LoadResult:
@@ -138,8 +140,10 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
     sem: asyncio.Semaphore | contextlib.nullcontext[None] = (
         asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else contextlib.nullcontext()
     )
-    payloads = [
-        build_payload(spec.endpoint, spec.model, r, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body)
+    payloads = [  # encoded before the clock starts
+        encode_payload(
+            build_payload(spec.endpoint, spec.model, r, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body)
+        )
         for r in spec.requests
     ]
     progress = _Progress(spec.progress, n, spec.label)
