@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 pytest.importorskip("magpie_inference_analysis")
@@ -419,3 +420,27 @@ def test_gpu_recorded_trace_h200(tmp_path: Path) -> None:
         assert g["M"] == 8 and g["dtype_A_B"] == ["bf16", "bf16"]
         assert g["gflops"] == pytest.approx(2 * g["B"] * g["M"] * g["N"] * g["K"] / 1e9, rel=1e-9)
     assert all(r["compute_spec"].startswith(("matrix_", "vector_")) for r in rows if r["has_perf_model"] == "True")
+
+
+@pytest.mark.parametrize("source", [SGLANG, H100], ids=["sglang", "h100"])
+def test_parallel_byte_range_decode_gives_the_same_analysis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: Path
+) -> None:
+    """A large plain-JSON trace is decoded in byte ranges by several processes (real forked workers here,
+    the size threshold lowered): same events, same tables as one process."""
+    from magpie_inference_analysis import events
+
+    import magpie_core.trace.analysis as core_analysis
+
+    plain = tmp_path / "trace.json"
+    with gzip.open(source, "rb") as f:
+        plain.write_bytes(f.read())
+    monkeypatch.setattr(core_analysis, "SPLIT_MIN_BYTES", 0)
+    one, two = events.load(plain, workers=1), events.load(plain, workers=2)
+    assert two.num_events == one.num_events > len(one.events) > 0
+    assert msgspec.json.encode(two.events) == msgspec.json.encode(one.events)
+    assert two.device_properties == one.device_properties and two.rocm == one.rocm
+    a = InferenceAnalyzer().analyze(plain, {"workers": 1}, tmp_path / "w1")["traces"][0]
+    b = InferenceAnalyzer().analyze(plain, {"workers": 2}, tmp_path / "w2")["traces"][0]
+    for stage, s in a["stages"].items():
+        assert Path(s["roofline_csv"]).read_text() == Path(b["stages"][stage]["roofline_csv"]).read_text()

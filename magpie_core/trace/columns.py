@@ -474,16 +474,35 @@ def part_offset(size: int, index: int, count: int, first_share: float | None = N
     return first + (index - 1) * (size - first) // (count - 1)
 
 
-def stream_table(
+@dataclass
+class StreamedFile:
+    """What :func:`stream_events` read besides the events."""
+
+    size_bytes: int  # decompressed size (the size on disk for a part of a plain file)
+    #: the keys around the event array (distributedInfo, deviceProperties, ...); None for a bare event
+    #: list and for a part that does not reach the end of the file
+    header: _TraceObject | None = None
+
+
+def stream_events(
     path: Path,
-    selected: Mapping[str, bool] | Callable[[str], bool],
+    sink: Callable[[list[Any]], None],
     *,
+    decoder: msgspec.json.Decoder[Any] = _LIST_DECODER,
+    keeps_raw: bool = False,
     part: tuple[int, int] = (0, 1),
     first_share: float | None = None,
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
-) -> EventTable:
-    """Decode ``path`` piece by piece into an :class:`EventTable`; raises :class:`FallBack` when it cannot.
+) -> StreamedFile:
+    """Decode the events of ``path`` piece by piece, handing each piece's list to ``sink``; raises
+    :class:`FallBack` when it cannot.
+
+    ``decoder`` decodes a JSON list of events (default: a list of core :class:`Event`); plugins that need
+    other fields pass their own, so they share the streaming, splitting and gzip handling.
+    ``msgspec.Raw`` fields are views of the bytes they were decoded from, and pieces are decoded in place
+    from a reused buffer: a sink that keeps Raw values past its call must pass ``keeps_raw=True`` (each
+    piece is then decoded from its own copy, which its Raw values keep alive).
 
     Pieces are decoded in place from one reused buffer: the byte before a piece's first event becomes
     ``[`` and the one after its last event ``]`` (both are separators, never needed again).
@@ -495,7 +514,6 @@ def stream_table(
     piece fail to decode, so a part either is right or raises :class:`FallBack`.
     """
     index, count = part
-    builder = TableBuilder(selected)
     with path.open("rb") as f:
         size_on_disk = os.fstat(f.fileno()).st_size
         src = _Source(f, block_bytes)
@@ -567,10 +585,11 @@ def stream_table(
             work[lo - 1] = 0x5B
             work[hi] = 0x5D
             try:
-                events = _LIST_DECODER.decode(memoryview(work)[lo - 1 : hi + 1])
+                view = memoryview(work)[lo - 1 : hi + 1]
+                events = decoder.decode(bytes(view) if keeps_raw else view)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 raise FallBack(str(exc)) from None
-            builder.add(events)
+            sink(events)
 
         while True:
             if stop_at is not None and stop < 0 and base + end - 1 > stop_at:
@@ -586,9 +605,7 @@ def stream_table(
                 wpos = m.end() - 1
             if stop >= 0:
                 decode(wpos, stop)
-                return builder.finish(
-                    path, platform="unknown", rank=None, world_size=None, device_names=[], size_bytes=size_on_disk
-                )
+                return StreamedFile(size_bytes=size_on_disk)
             if eof:
                 if stop_at is not None:
                     raise FallBack("no event boundary after the end of this part")
@@ -614,11 +631,11 @@ def stream_table(
                 obj = _OBJECT_DECODER.decode(header + b"[]" + tail)
                 if obj.traceEvents:
                     raise FallBack("second event array")
-            events = _LIST_DECODER.decode(b"".join((b"[", rest[:k], b"]")))
+            events = decoder.decode(b"".join((b"[", rest[:k], b"]")))
         except (msgspec.DecodeError, msgspec.ValidationError, FallBack):
             obj = None
             continue
-        builder.add(events)
+        sink(events)
         del events
         break
     else:
@@ -626,6 +643,25 @@ def stream_table(
     if k < 0:
         raise FallBack("end of the event array not found")
 
+    return StreamedFile(size_bytes=size, header=obj)
+
+
+def stream_table(
+    path: Path,
+    selected: Mapping[str, bool] | Callable[[str], bool],
+    *,
+    part: tuple[int, int] = (0, 1),
+    first_share: float | None = None,
+    chunk_bytes: int = 1 << 20,
+    block_bytes: int = BLOCK_BYTES,
+) -> EventTable:
+    """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
+    :func:`merge_tables` joins the parts of one file."""
+    builder = TableBuilder(selected)
+    got = stream_events(
+        path, builder.add, part=part, first_share=first_share, chunk_bytes=chunk_bytes, block_bytes=block_bytes
+    )
+    obj = got.header
     dist = obj.distributedInfo if obj is not None else None
     header_platform = _header_platform(obj)
     return builder.finish(
@@ -634,7 +670,7 @@ def stream_table(
         rank=dist.rank if dist is not None else None,
         world_size=dist.world_size if dist is not None else None,
         device_names=[str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else [],
-        size_bytes=size,
+        size_bytes=got.size_bytes,
         header_platform=header_platform,
     )
 

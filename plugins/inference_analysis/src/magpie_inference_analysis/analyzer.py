@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -206,14 +207,18 @@ class TraceState:
                 its.append(Iteration(len(its), a.ts, end, a.name, info, info.phase, "annotation"))  # type: ignore[arg-type]
         else:
             its = self._inferred_iterations()
-        starts = np.array([it.ts for it in its])
-        ends = np.array([it.end for it in its])
-        for i, k in enumerate(self.kernels):
-            call = self.launch[i]
-            t = call.ts if call is not None else k.ts
-            j = int(np.searchsorted(starts, t, side="right")) - 1
-            if j >= 0 and t <= ends[j]:
-                its[j].kernels.append(i)
+        starts = np.array([it.ts for it in its], dtype=np.float64)
+        ends = np.array([it.end for it in its], dtype=np.float64)
+        # a kernel belongs to the iteration its launch call (or, without one, the kernel) starts in
+        t = np.fromiter(
+            (c.ts if c is not None else k.ts for k, c in zip(self.kernels, self.launch, strict=True)),
+            np.float64,
+            len(self.kernels),
+        )
+        j = np.searchsorted(starts, t, side="right") - 1
+        inside = (j >= 0) & (t <= ends[np.maximum(j, 0)]) if len(its) else np.zeros(len(t), bool)
+        for i, ji in zip(np.flatnonzero(inside).tolist(), j[inside].tolist(), strict=True):
+            its[ji].kernels.append(i)
         if not steps:
             for it in its:
                 it.phase, it.phase_source = self._infer_phase(it)
@@ -430,13 +435,14 @@ def analyze_state(
 
     def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
         a = op.args
-        if a is None or not a.input_dims:
+        if a is None or a.input_dims == ev_mod.EMPTY:
             return None
         attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
         key = (op.name, bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete), id(attn_key))
-        if key not in model_cache:
-            model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
-        return model_cache[key]
+        model = model_cache.get(key, model_cache)
+        if model is model_cache:
+            model = model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+        return model  # type: ignore[return-value]
 
     def choose(chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
         innermost_model = None
@@ -529,7 +535,7 @@ def analyze_state(
     return {
         "trace_file": str(st.trace.path),
         "size_bytes": st.trace.size_bytes,
-        "num_events": len(st.trace.events),
+        "num_events": st.trace.num_events,
         "platform": "rocm" if st.trace.rocm else "cuda/cpu",
         "iterations": len(its),
         "phases": dict(phases),
@@ -766,7 +772,7 @@ class InferenceAnalyzer(TraceAnalyzer):
 
         ``stages`` (all|prefilldecode|decode|prefill), ``spec`` (name or JSON path; default from the trace),
         ``capture_traces`` (folder; default ``capture_traces/`` next to the trace), ``label_suffix``
-        (e.g. ``_ISL1024_OSL512_CONC32``).
+        (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores).
         """
         t_start = time.perf_counter()
         stages_opt = str(options.get("stages") or "all")
@@ -792,6 +798,7 @@ class InferenceAnalyzer(TraceAnalyzer):
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         suffix = str(options.get("label_suffix") or "")
+        workers = int(options.get("workers") or os.cpu_count() or 1)
         summary: dict[str, Any] = {
             "analyzer": self.name,
             "stages_requested": stages_opt,
@@ -810,7 +817,7 @@ class InferenceAnalyzer(TraceAnalyzer):
             elif cap_dir:
                 summary["errors"].append(f"{cap_path}: capture_traces folder not found")
             try:
-                trace = ev_mod.load(path)
+                trace = ev_mod.load(path, workers)
             except ev_mod.TraceLoadError as exc:
                 summary["errors"].append(str(exc))
                 continue

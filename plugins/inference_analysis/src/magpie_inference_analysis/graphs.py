@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import parse_capture
 
@@ -43,25 +45,41 @@ class CapturedGraph:
 
 
 def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[int, ...]]:
-    """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first."""
-    by_tid: dict[Any, list[tuple[float, float, int, int]]] = {}
-    for i, op in enumerate(cpu_ops):
-        if op.ts is not None:
-            by_tid.setdefault(op.tid, []).append((op.ts, -op.dur, 0, i))
-    for j, c in enumerate(calls):
-        if c.ts is not None:
-            by_tid.setdefault(c.tid, []).append((c.ts, -c.dur, 1, j))
+    """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first.
+
+    One sweep per thread over ops and calls in start order (longer first, ops before calls at equal
+    times), keeping the stack of open ops; sorted with numpy, swept with the stack in plain lists."""
+    n_ops = len(cpu_ops)
+    items = [*cpu_ops, *calls]
+    ts = np.fromiter((e.ts if e.ts is not None else np.nan for e in items), np.float64, len(items))
+    dur = np.fromiter((e.dur for e in items), np.float64, len(items))
+    tids: dict[Any, int] = {}
+    tid = np.fromiter((tids.setdefault(e.tid, len(tids)) for e in items), np.int64, len(items))
+    kind = np.zeros(len(items), np.int8)
+    kind[n_ops:] = 1
+    order = np.lexsort((kind, -dur, ts, tid))
+    order = order[~np.isnan(ts[order])]
     out: list[tuple[int, ...]] = [()] * len(calls)
-    for items in by_tid.values():
-        items.sort()
-        stack: list[tuple[float, int]] = []  # (end, op index)
-        for ts, neg_dur, kind, idx in items:
-            while stack and stack[-1][0] <= ts:
-                stack.pop()
-            if kind == 0:
-                stack.append((ts - neg_dur, idx))
-            elif stack:
-                out[idx] = tuple(s[1] for s in reversed(stack))
+    ends_all = (ts + dur).tolist()
+    ts_l = ts.tolist()
+    tid_l = tid.tolist()
+    ends: list[float] = []  # the open ops of the current thread: their ends and indices, outermost first
+    open_ops: list[int] = []
+    current = -1
+    for i in order.tolist():
+        if tid_l[i] != current:
+            current = tid_l[i]
+            ends.clear()
+            open_ops.clear()
+        t = ts_l[i]
+        while ends and ends[-1] <= t:
+            ends.pop()
+            open_ops.pop()
+        if i < n_ops:
+            ends.append(ends_all[i])
+            open_ops.append(i)
+        elif open_ops:
+            out[i - n_ops] = tuple(open_ops[::-1])
     return out
 
 
