@@ -12,10 +12,13 @@ in worker processes. Two choices keep the fan-out cheap enough to pay off on a
   ``magpie`` CLI: all of it), which cost 0.3-0.5 s per child here. Elsewhere,
   or from a threaded caller such as the MCP server, children are spawned.
 
-Tasks are assigned up front, largest first, to the least-loaded worker
-(``weights``: file sizes, say). A task's exception is its result, and a child
-that dies (killed for memory, a segfault) fails only its own tasks, as
-:class:`WorkerDied` results.
+Tasks are handed out one at a time from a shared counter, largest first
+(``weights``: file sizes, say), to whichever process is free, this one
+included: a process slowed by anything else running on the machine simply
+takes fewer tasks, so a file split into a few more parts than there are
+workers finishes on all of them at about the same time. A task's exception
+is its result, and a child that dies (killed for memory, a segfault) fails
+only the task it was running, as a :class:`WorkerDied` result.
 """
 
 from __future__ import annotations
@@ -41,23 +44,18 @@ def _call(task: Task) -> Any:
         return exc
 
 
-def _child(conn: Any, tasks: list[tuple[int, Task]]) -> None:
-    for index, task in tasks:
-        conn.send((index, _call(task)))
+def _next(counter: Any, order: Sequence[int]) -> int | None:
+    with counter.get_lock():
+        k = counter.value
+        counter.value = k + 1
+    return order[k] if k < len(order) else None
+
+
+def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int]) -> None:
+    while (index := _next(counter, order)) is not None:
+        conn.send(("start", index))
+        conn.send(("done", index, _call(tasks[index])))
     conn.close()
-
-
-def assign(weights: Sequence[float], workers: int) -> list[list[int]]:
-    """Task indices per worker: largest task first, each to the least-loaded worker (worker 0 = caller)."""
-    loads = [0.0] * workers
-    shares: list[list[int]] = [[] for _ in range(workers)]
-    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
-        w = min(range(workers), key=lambda k: (loads[k], k))
-        shares[w].append(i)
-        loads[w] += max(float(weights[i]), 1e-9)
-    for share in shares:
-        share.sort()  # in task order within a worker (file order for the parts of one file)
-    return shares
 
 
 def start_method() -> str:
@@ -67,7 +65,7 @@ def start_method() -> str:
 
 
 def run_tasks(tasks: Sequence[Task], workers: int, weights: Sequence[float] | None = None) -> list[Any]:
-    """``fn(*args)`` for every task, on up to ``workers`` processes including this one, in task order.
+    """``fn(*args)`` for every task, on up to ``workers`` processes including this one; results in task order.
 
     With ``spawn`` (see :func:`start_method`) functions and arguments must be importable/picklable;
     results must always be picklable.
@@ -75,41 +73,44 @@ def run_tasks(tasks: Sequence[Task], workers: int, weights: Sequence[float] | No
     workers = max(1, min(workers, len(tasks)))
     if workers == 1:
         return [_call(t) for t in tasks]
-    shares = assign(weights if weights is not None else [1.0] * len(tasks), workers)
+    w = weights if weights is not None else [1.0] * len(tasks)
+    order = sorted(range(len(tasks)), key=lambda i: -w[i])
     ctx = multiprocessing.get_context(start_method())
+    counter = ctx.Value("i", 0)
     results: list[Any] = [None] * len(tasks)
     children = []
-    for share in shares[1:]:
-        if not share:
-            continue
+    for _ in range(workers - 1):
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(send, [(i, tasks[i]) for i in share]), daemon=True)
+        proc = ctx.Process(target=_child, args=(send, tasks, counter, order), daemon=True)
         proc.start()
         send.close()
-        children.append((proc, recv, share))
-    # drain each child's pipe as results come, so a child with several tasks never waits on the caller
+        children.append((proc, recv))
+    # drain each child's pipe as results come, so a child never waits on this process to read
     readers = [threading.Thread(target=_collect, args=(c, results), daemon=True) for c in children]
     for t in readers:
         t.start()
-    for i in shares[0]:
-        results[i] = _call(tasks[i])
+    while (index := _next(counter, order)) is not None:
+        results[index] = _call(tasks[index])
     for t in readers:
         t.join()
     return results
 
 
-def _collect(child: tuple[Any, Any, list[int]], results: list[Any]) -> None:
-    proc, recv, share = child
-    pending = set(share)
+def _collect(child: tuple[Any, Any], results: list[Any]) -> None:
+    proc, recv = child
+    running: int | None = None
     try:
-        while pending:
-            index, value = recv.recv()
-            results[index] = value
-            pending.discard(index)
+        while True:
+            msg = recv.recv()
+            if msg[0] == "start":
+                running = msg[1]
+            else:
+                results[msg[1]] = msg[2]
+                running = None
     except (EOFError, OSError):
         pass
     finally:
         recv.close()
         proc.join()
-    for index in pending:
-        results[index] = WorkerDied(f"worker process ended (exit code {proc.exitcode}) before finishing its task")
+    if running is not None:
+        results[running] = WorkerDied(f"worker process ended (exit code {proc.exitcode}) before finishing its task")

@@ -22,7 +22,7 @@ SCHEMA_VERSION = "1.0"
 class Model(BaseModel):
     """Base for report models: tolerant of extra keys so newer reports still load."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class ToolInfo(Model):

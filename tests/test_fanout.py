@@ -4,29 +4,32 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
-from magpie_core.fanout import WorkerDied, assign, run_tasks, start_method
+from magpie_core.fanout import WorkerDied, run_tasks, start_method
 
 
 def _pid_and_square(x: int) -> tuple[int, int]:
+    time.sleep(0.05)  # long enough for the child to start and take some tasks
     return os.getpid(), x * x
+
+
+def _sleep_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
 
 
 def _fail(x: int) -> int:
     raise ValueError(f"bad {x}")
 
 
-def _die(x: int) -> int:
-    os.kill(os.getpid(), signal.SIGKILL)
-    return x
-
-
-def test_assign_largest_first_to_least_loaded() -> None:
-    assert assign([5, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3, 4, 5]]
-    assert assign([1, 1, 1, 1], 2) == [[0, 2], [1, 3]]
-    assert assign([1, 1], 3) == [[0], [1], []]
+def _die_in_child(parent: int) -> int:
+    if os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.5)  # the caller holds its task while the child takes (and dies on) the other
+    return parent
 
 
 def test_results_in_task_order_and_the_caller_works_too() -> None:
@@ -50,7 +53,16 @@ def test_an_exception_is_that_tasks_result() -> None:
 
 @pytest.mark.skipif(start_method() != "fork", reason="needs a forked child to kill")
 def test_a_dying_child_fails_only_its_tasks() -> None:
-    # weights put the killer alone in the child; the caller's task still returns
-    results = run_tasks([(_pid_and_square, (5,)), (_die, (1,))], workers=2, weights=[2.0, 1.0])
-    assert results[0] == (os.getpid(), 25)
-    assert isinstance(results[1], WorkerDied) and "exit code -9" in str(results[1])
+    me = os.getpid()
+    results = run_tasks([(_die_in_child, (me,)), (_die_in_child, (me,))], workers=2)
+    assert me in results
+    died = [r for r in results if isinstance(r, WorkerDied)]
+    assert len(died) == 1 and "exit code -9" in str(died[0])
+
+
+def test_a_busy_worker_takes_fewer_tasks() -> None:
+    """Tasks go to whichever process is free: the short ones all run beside the long one."""
+    tasks = [(_pid_and_square, (i,)) for i in range(8)] + [(_sleep_pid, (0.6,))]
+    results = run_tasks(tasks, workers=2, weights=[1.0] * 8 + [10.0])
+    assert [r[1] for r in results[:8]] == [i * i for i in range(8)]
+    assert all(r[0] != results[8] for r in results[:8])

@@ -142,3 +142,21 @@ def test_one_large_plain_file_is_split_across_workers(tmp_path: Path, monkeypatc
         }
     )
     assert [d.model_dump() for d in split.ranks[0].devices] == [d.model_dump() for d in one.ranks[0].devices]
+
+
+def test_every_cut_count_yields_each_event_once(tmp_path: Path) -> None:
+    """Parts meet exactly at event boundaries whatever the cut points (a regression: later parts were
+    offset by the two bytes read ahead for the gzip check, which lost an event when a boundary lay
+    within two bytes of a cut)."""
+    from magpie_core.trace.columns import stream_events
+
+    plain = tmp_path / "sglang.json"
+    with gzip.open(TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz", "rb") as f:
+        plain.write_bytes(f.read())
+    whole: list[object] = []
+    stream_events(plain, whole.extend)
+    for n in range(2, 41):
+        parts: list[object] = []
+        for i in range(n):
+            stream_events(plain, parts.extend, part=(i, n))
+        assert parts == whole, n

@@ -14,7 +14,7 @@ CommandSpec = str | list[str] | list[list[str]]
 class StrictModel(BaseModel):
     """Config models reject unknown keys, so a typo is an error, not a silent default."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True, defer_build=True)
 
 
 def as_argv_list(spec: CommandSpec | None) -> list[list[str]]:

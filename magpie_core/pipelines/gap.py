@@ -31,7 +31,7 @@ from magpie_core.trace.analysis import (
     WindowSpec,
     analyze_file,
     analyze_parts,
-    splittable,
+    part_count,
     table_part,
 )
 from magpie_core.trace.discover import TraceFile, discover
@@ -188,24 +188,10 @@ def _options(
 
 
 def _split_plan(files: list[TraceFile], workers: int) -> list[int]:
-    """How many byte-range parts each file is decoded in: idle workers share the large plain-JSON files."""
-    parts = [1] * len(files)
-    if workers > len(files):
-        share = workers // len(files)
-        for i, f in enumerate(files):
-            if splittable(f.path):
-                parts[i] = share
-    return parts
-
-
-#: how much more of a split file the first part gets: the calling process decodes it (it has the largest
-#: weight), and unlike a child it pays no start-up and no transfer of its columns; measured on the 555 MB
-#: benchmark trace, a child finished the same amount of work 0.1-0.25 s later
-FIRST_PART_EXTRA = 0.04
-
-
-def _first_share(parts: int) -> float:
-    return min(0.9, (1 + FIRST_PART_EXTRA) / parts)
+    """How many byte-range parts each file is decoded in (large plain-JSON files are shared by the workers)."""
+    if workers <= 1:
+        return [1] * len(files)
+    return [part_count(f.path, workers) for f in files]
 
 
 def _run_ranks(files: list[TraceFile], options: AnalysisOptions, workers: int) -> list[RankAnalysis]:
@@ -218,9 +204,8 @@ def _run_ranks(files: list[TraceFile], options: AnalysisOptions, workers: int) -
             tasks.append((analyze_file, (str(f.path), f.rank, f.label, options)))
             weights.append(size)
         else:
-            share = _first_share(n)
-            tasks.extend((table_part, (str(f.path), i, n, options, share)) for i in range(n))
-            weights.extend([size * share] + [size * (1 - share) / (n - 1)] * (n - 1))
+            tasks.extend((table_part, (str(f.path), i, n, options)) for i in range(n))
+            weights.extend([size / n] * n)
     results = iter(run_tasks(tasks, workers, weights))
     out = []
     for f, n in zip(files, parts, strict=True):

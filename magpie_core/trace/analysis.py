@@ -638,8 +638,21 @@ def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
         return False
 
 
+#: a large file is cut into this many parts per worker: the workers take parts as they become free, so
+#: they finish within about one part of each other (whatever else slows one of them down)
+PARTS_PER_WORKER = 3
+
+
+def part_count(path: Path | str, workers: int) -> int:
+    """How many byte-range parts to decode ``path`` in with ``workers`` processes (1: read it whole)."""
+    if workers <= 1 or not splittable(path):
+        return 1
+    size = Path(path).stat().st_size
+    return max(2, min(workers * PARTS_PER_WORKER, size // max(SPLIT_MIN_BYTES // 2, 1)))
+
+
 def table_part(
-    path: str, index: int, count: int, options: AnalysisOptions, first_share: float | None = None
+    path: str, index: int, count: int, options: AnalysisOptions
 ) -> EventTable | None:
     """Part ``index`` of ``count`` of a plain-JSON trace as columns (runs in a worker process);
     None when the file has to be read whole (see :func:`magpie_core.trace.columns.stream_table`)."""
@@ -649,7 +662,7 @@ def table_part(
     gc.disable()
     try:
         selected = _cat_matcher(options.categories, options.ignore_categories)
-        return stream_table(Path(path), selected, part=(index, count), first_share=first_share)
+        return stream_table(Path(path), selected, part=(index, count))
     except (FallBack, OSError, MemoryError):
         return None
     finally:

@@ -425,6 +425,11 @@ class _Source:
         else:
             self._pending = memoryview(first)
 
+    def seek(self, offset: int) -> None:
+        """Continue from ``offset`` of a plain file (drops the bytes read ahead for the gzip check)."""
+        self._f.seek(offset)
+        self._pending = memoryview(b"")
+
     def readinto(self, out: memoryview) -> int:
         if not len(self._pending):
             if self._gz is None:
@@ -463,17 +468,6 @@ def _read_header(f: Any, block: int) -> tuple[bytes | None, int]:
             return data[: m.end() - 1], m.end()
 
 
-def part_offset(size: int, index: int, count: int, first_share: float | None = None) -> int:
-    """Where part ``index`` of ``count`` starts: equal byte ranges, or the first one ``first_share`` of the
-    file and the rest split equally."""
-    if index <= 0:
-        return 0
-    if first_share is None or count < 2:
-        return index * size // count
-    first = int(size * first_share)
-    return first + (index - 1) * (size - first) // (count - 1)
-
-
 @dataclass
 class StreamedFile:
     """What :func:`stream_events` read besides the events."""
@@ -491,7 +485,6 @@ def stream_events(
     decoder: msgspec.json.Decoder[Any] = _LIST_DECODER,
     keeps_raw: bool = False,
     part: tuple[int, int] = (0, 1),
-    first_share: float | None = None,
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
 ) -> StreamedFile:
@@ -508,8 +501,7 @@ def stream_events(
     ``[`` and the one after its last event ``]`` (both are separators, never needed again).
 
     ``part=(i, n)`` (plain JSON only) decodes the i-th of n byte ranges of the file: the events from the
-    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``
-    (or, with ``first_share``, the offsets :func:`part_offset` gives);
+    first event boundary at or after ``i * size // n`` up to the first one at or after ``(i + 1) * size // n``;
     :func:`merge_tables` joins the parts. A cut that is not at the top level of the event array makes a
     piece fail to decode, so a part either is right or raises :class:`FallBack`.
     """
@@ -523,8 +515,8 @@ def stream_events(
         end = 1  # data lies in work[wpos:end]; work[1] is file offset ``base``
         wpos = 1
         base = 0
-        start_at = part_offset(size_on_disk, index, count, first_share)
-        stop_at = part_offset(size_on_disk, index + 1, count, first_share) if index < count - 1 else None
+        start_at = index * size_on_disk // count
+        stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
 
         def fill() -> bool:
             nonlocal work, wpos, end, base
@@ -565,7 +557,7 @@ def stream_events(
             header, array_at = _read_header(f, block_bytes)
             if start_at <= array_at:
                 raise FallBack("part starts before the event array")
-            f.seek(start_at)
+            src.seek(start_at)
             base = start_at
             while True:
                 if not fill():
@@ -651,7 +643,6 @@ def stream_table(
     selected: Mapping[str, bool] | Callable[[str], bool],
     *,
     part: tuple[int, int] = (0, 1),
-    first_share: float | None = None,
     chunk_bytes: int = 1 << 20,
     block_bytes: int = BLOCK_BYTES,
 ) -> EventTable:
@@ -659,7 +650,7 @@ def stream_table(
     :func:`merge_tables` joins the parts of one file."""
     builder = TableBuilder(selected)
     got = stream_events(
-        path, builder.add, part=part, first_share=first_share, chunk_bytes=chunk_bytes, block_bytes=block_bytes
+        path, builder.add, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes
     )
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None

@@ -81,8 +81,6 @@ KEPT_CATS = frozenset(
     }
 )
 _ENCODE = msgspec.json.Encoder().encode
-#: on the 555 MB benchmark trace with 2 workers, a 60 % caller share finished both parts together
-CALLER_PART_EXTRA = 1.2
 
 
 @dataclass
@@ -123,9 +121,7 @@ class _Keep:
         self.events += kept
 
 
-def load_part(
-    path: str, index: int, count: int, first_share: float | None, caller: int
-) -> tuple[bytes | list[Ev], int, Any]:
+def load_part(path: str, index: int, count: int, caller: int) -> tuple[bytes | list[Ev], int, Any]:
     """One byte range of a plain-JSON trace: the kept events, the number of events seen, and the file's header.
 
     In a worker process (not ``caller``) the events come back re-encoded as JSON: msgspec encodes and decodes
@@ -133,7 +129,7 @@ def load_part(
     from magpie_core.trace.columns import stream_events
 
     keep = _Keep()
-    got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count), first_share=first_share)
+    got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count))
     return keep.events if os.getpid() == caller else _ENCODE(keep.events), keep.seen, got.header
 
 
@@ -144,18 +140,17 @@ def load(path: Path | str, workers: int = 1) -> Trace:
     import gc
 
     from magpie_core.fanout import run_tasks
-    from magpie_core.trace.analysis import splittable
+    from magpie_core.trace.analysis import part_count
     from magpie_core.trace.columns import FallBack, stream_events
 
     path = Path(path)
     gc_was = gc.isenabled()
     gc.disable()  # millions of short-lived, acyclic objects
     try:
-        if workers > 1 and splittable(path):
-            # the caller's part is larger: a worker's part also pays its start-up and the JSON round trip
-            share = min(0.9, CALLER_PART_EXTRA / workers)
-            tasks = [(load_part, (str(path), i, workers, share, os.getpid())) for i in range(workers)]
-            parts = run_tasks(tasks, workers, [share] + [(1 - share) / (workers - 1)] * (workers - 1))
+        count = part_count(path, workers)
+        if count > 1:
+            tasks = [(load_part, (str(path), i, count, os.getpid())) for i in range(count)]
+            parts = run_tasks(tasks, workers)
             if not any(isinstance(p, BaseException) for p in parts):
                 events: list[Ev] = []
                 for got_events, _, _ in parts:
