@@ -73,8 +73,13 @@ def main() -> int:
         print("analyzer", runs[-1][:2])
     runs.sort(key=lambda r: r[0])
     res["analyzer"], best = runs[1], runs[0]
-    res["cli"] = trace_gap.measure([magpie, "inference", str(big), "--spec", "MI300X", "-o", str(work / "out2")])
-    print("cli", res["cli"][:2])
+    cli_runs = []
+    for _ in range(3):
+        argv = [magpie, "inference", str(big), "--spec", "MI300X", "-o", str(work / "out2")]
+        cli_runs.append(trace_gap.measure(argv))
+        print("cli", cli_runs[-1][:2])
+    cli_runs.sort(key=lambda r: r[0])
+    res["cli"] = cli_runs[1]
     load_after = os.getloadavg()[0]
     tl = None
     if args.tracelens_python:
@@ -100,16 +105,18 @@ def main() -> int:
         "",
         "| what | wall (s) | peak RSS (MiB) |",
         "| --- | ---: | ---: |",
-        f"| `inference` analyzer: decode, stage split, steady state, roofline, all CSV/JSON (1 process; "
+        f"| `inference` analyzer: decode, stage split, steady state, roofline, all CSV/JSON (workers = cores; "
         f"median of 3, best {best[0]:.2f} s) | {wall:.2f} | {rss:.0f} |",
-        f"| `magpie inference FILE --spec MI300X` (whole CLI, incl. start-up) "
-        f"| {res['cli'][0]:.2f} | {res['cli'][1]:.0f} |",
+        f"| `magpie inference FILE --spec MI300X` (whole CLI, incl. start-up; median of 3, best "
+        f"{cli_runs[0][0]:.2f} s) | {res['cli'][0]:.2f} | {res['cli'][1]:.0f} |",
     ]
     if tl is not None:
         lines.append(f"| TraceLens `generate_perf_report_pytorch_inference`, same file | {tl[0]:.2f} | {tl[1]:.0f} |")
         lines += [
             "",
-            f"Speed-up vs TraceLens in the same run: **{tl[0] / wall:.1f}x**, memory {100 * rss / tl[1]:.0f}%.",
+            f"Speed-up vs TraceLens in the same run (medians): analyzer **{tl[0] / wall:.1f}x**, whole CLI "
+            f"**{tl[0] / res['cli'][0]:.1f}x** (goal: >= 20x); memory {100 * rss / tl[1]:.0f}% of TraceLens's. "
+            "Peak memory counts the largest process (the parent: a worker holds only its part's events).",
         ]
     else:
         lo, hi = TRACELENS_RECORDED["wall_s"]

@@ -381,7 +381,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
-BLOCK_BYTES = 32 << 20
+BLOCK_BYTES = 4 << 20
 
 
 def _gunzip(f: Any, first: bytes, block: int) -> Iterator[bytes]:
@@ -554,7 +554,7 @@ def stream_events(
                     wpos = m.end()
                     break
         else:
-            header, array_at = _read_header(f, block_bytes)
+            header, array_at = _read_header(f, 1 << 20)  # the header is near the start: small reads
             if start_at <= array_at:
                 raise FallBack("part starts before the event array")
             src.seek(start_at)
