@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import time
 
 import httpx
 import numpy as np
@@ -105,6 +106,17 @@ def test_failures_are_counted_with_reasons(fake):
     dead = LoadSpec(base_url=f"http://127.0.0.1:{free_port()}", model="m", requests=reqs(1))
     metrics = compute_metrics(run_load(dead).results, 1.0)
     assert metrics["failure_reasons"] == {"connection": 1}
+    # a server that stops sending: the read timeout (the client's watchdog) fails the request, the next
+    # request on the same client still works
+    slow = LoadSpec(
+        base_url=url, model="fake-model", requests=reqs(2, 2), extra_body={"fake_itl_ms": 5000},
+        request_timeout_s=0.8, max_concurrency=1,
+    )  # fmt: skip
+    t = time.perf_counter()
+    results = run_load(slow).results
+    elapsed = time.perf_counter() - t
+    assert [r.error_kind for r in results] == ["timeout", "timeout"] and all(r.ttft > 0 for r in results)
+    assert 2 * 0.8 <= elapsed < 2 * (0.8 + 0.2) + 1.5  # each waits the timeout, plus one watchdog period
 
 
 def test_request_rate_is_kept(fake):

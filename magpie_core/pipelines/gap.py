@@ -188,8 +188,9 @@ def _options(
 
 
 def _split_plan(files: list[TraceFile], workers: int) -> list[int]:
-    """How many byte-range parts each file is decoded in (large plain-JSON files are shared by the workers)."""
-    if workers <= 1:
+    """How many byte-range parts each file is decoded in: with fewer files than workers, the large plain-JSON
+    ones are shared by the workers; otherwise each worker takes whole files (parts would only add merges)."""
+    if workers <= 1 or len(files) >= workers:
         return [1] * len(files)
     return [part_count(f.path, workers) for f in files]
 

@@ -651,9 +651,7 @@ def part_count(path: Path | str, workers: int, per_worker: int = 1) -> int:
     return max(2, min(workers * per_worker, size // max(SPLIT_MIN_BYTES // 2, 1)))
 
 
-def table_part(
-    path: str, index: int, count: int, options: AnalysisOptions
-) -> EventTable | None:
+def table_part(path: str, index: int, count: int, options: AnalysisOptions) -> EventTable | None:
     """Part ``index`` of ``count`` of a plain-JSON trace as columns (runs in a worker process);
     None when the file has to be read whole (see :func:`magpie_core.trace.columns.stream_table`)."""
     import gc

@@ -649,9 +649,7 @@ def stream_table(
     """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
     :func:`merge_tables` joins the parts of one file."""
     builder = TableBuilder(selected)
-    got = stream_events(
-        path, builder.add, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes
-    )
+    got = stream_events(path, builder.add, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes)
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None
     header_platform = _header_platform(obj)

@@ -43,8 +43,6 @@ STAGES_FOR = {
     "decode": (DECODE,),
     "prefill": (PREFILL,),
 }
-GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
 ROOFLINE_COLUMNS = [
     "source_category", "op_name", "param_signature", "operation_count", "num_kernels", "kernel_time_ms_sum",
     "time_pct", "kernel_time_us_mean", "gflops", "data_moved_mb", "arithmetic_intensity_flops_per_byte",
@@ -135,28 +133,11 @@ class TraceState:
         self.trace = trace
         self.options = options
         self.notes: list[str] = []
-        evs = trace.events
-        kernels: list[ev_mod.Ev] = []
-        runtime: dict[int, ev_mod.Ev] = {}
-        cpu_ops: list[ev_mod.Ev] = []
-        anns: list[ev_mod.Ev] = []
-        t0 = math.inf
-        for e in evs:
-            if e.ph != "X" or e.ts is None:
-                continue
-            if e.ts < t0:
-                t0 = e.ts
-            cat = e.cat
-            if cat == "cpu_op":
-                cpu_ops.append(e)
-            elif cat in GPU_CATS:
-                kernels.append(e)
-            elif cat in RUNTIME_CATS:
-                a = e.args
-                if a is not None and a.correlation is not None:
-                    runtime[a.correlation] = e
-            elif cat == "user_annotation":
-                anns.append(e)
+        kernels = list(trace.gpu)
+        runtime = {e.args.correlation: e for e in trace.runtime}  # type: ignore[union-attr]
+        cpu_ops = trace.cpu_ops
+        anns = trace.annotations
+        t0 = trace.t0
         self.t0 = 0.0 if t0 is math.inf else t0
         self.cpu_mode = not kernels and bool(cpu_ops)
         if self.cpu_mode:

@@ -13,8 +13,10 @@ analyses read are kept. Broken files are decoded whole by the core's
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -61,26 +63,10 @@ _OBJ = msgspec.json.Decoder(_Obj)
 _LIST = msgspec.json.Decoder(list[Ev])
 
 
-#: the events the analyses read: CPU ops, GPU activity, runtime launch calls, annotations (``ph`` X only).
-#: Python-function frames, instant events and flow events (over half of a typical trace) are dropped
-#: right after each piece is decoded, so they are never kept, merged or passed between processes.
-KEPT_CATS = frozenset(
-    {
-        "cpu_op",
-        "kernel",
-        "gpu_memcpy",
-        "gpu_memset",
-        "gpu_kernel",
-        "cuda_runtime",
-        "cuda_driver",
-        "hip_runtime",
-        "runtime",
-        "driver",
-        "user_annotation",
-        "gpu_user_annotation",
-    }
-)
+GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
 _ENCODE = msgspec.json.Encoder().encode
+_BUCKETS = msgspec.json.Decoder(tuple[list[Ev], list[Ev], list[Ev], list[Ev]])
 #: a worker's part costs more than the caller's (the JSON round trip of its events), so parts are
 #: smaller here than for gap analysis and the caller, free sooner, takes more of them
 PARTS_PER_WORKER = 3
@@ -88,44 +74,76 @@ PARTS_PER_WORKER = 3
 
 @dataclass
 class Trace:
+    """The events the analyses read, sorted into kinds as they were decoded (each in file order).
+
+    Python-function frames, instant events, flow events and runtime calls without a correlation id (over
+    half of a typical trace) are dropped right after each piece is decoded, so they are never kept,
+    merged or passed between processes."""
+
     path: Path
-    events: list[Ev]  # the kept events (KEPT_CATS), in file order
+    cpu_ops: list[Ev]  # ``cpu_op``
+    gpu: list[Ev]  # kernels, memcpy, memset
+    runtime: list[Ev]  # runtime/driver calls with a correlation id (launches)
+    annotations: list[Ev]  # ``user_annotation``
+    t0: float  # the earliest ``ts`` of any complete (``X``) event, kept or not; inf when none
     device_properties: list[dict[str, Any]]
     rocm: bool
     size_bytes: int
     num_events: int = 0  # all events in the file, kept or not
 
+    @property
+    def events(self) -> list[Ev]:
+        return [*self.cpu_ops, *self.gpu, *self.runtime, *self.annotations]
+
 
 class _Keep:
-    """A sink for :func:`magpie_core.trace.columns.stream_events`: keeps the analyses' events of each piece.
+    """A sink for :func:`magpie_core.trace.columns.stream_events`: sorts each piece's events into the kinds
+    the analyses read (:class:`Trace`) and drops the rest.
 
-    The pieces are decoded in place from a reused buffer, so the ``Raw`` fields of a kept event (views of
+    The pieces are decoded in place from a reused buffer, so the ``Raw`` fields of a kept CPU op (views of
     that buffer) are copied out here. Copying only these bytes instead of every piece (``keeps_raw``)
     touched 10 % fewer pages and peaked 45 MB lower on the 555 MB benchmark trace, at the same speed."""
 
     def __init__(self) -> None:
-        self.events: list[Ev] = []
+        self.buckets: tuple[list[Ev], list[Ev], list[Ev], list[Ev]] = ([], [], [], [])
+        self.t0 = math.inf
         self.seen = 0
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
-        keep = KEPT_CATS
-        kept = [e for e in events if e.ph == "X" and e.cat in keep and e.ts is not None]
+        xs = [e for e in events if e.ph == "X" and e.ts is not None]
+        if not xs:
+            return
+        self.t0 = min(self.t0, min(map(_TS, xs)))
+        cpu, gpu, runtime, anns = self.buckets
         raw = msgspec.Raw
-        for e in kept:
-            a = e.args
-            if a is not None:
-                if a.input_dims is not EMPTY:
-                    a.input_dims = raw(bytes(a.input_dims))
-                if a.input_type is not EMPTY:
-                    a.input_type = raw(bytes(a.input_type))
-                if a.concrete is not EMPTY:
-                    a.concrete = raw(bytes(a.concrete))
-        self.events += kept
+        for e in xs:
+            cat = e.cat
+            if cat == "cpu_op":
+                a = e.args
+                if a is not None:
+                    if a.input_dims is not EMPTY:
+                        a.input_dims = raw(bytes(a.input_dims))
+                    if a.input_type is not EMPTY:
+                        a.input_type = raw(bytes(a.input_type))
+                    if a.concrete is not EMPTY:
+                        a.concrete = raw(bytes(a.concrete))
+                cpu.append(e)
+            elif cat in GPU_CATS:
+                gpu.append(e)
+            elif cat in RUNTIME_CATS:
+                if e.args is not None and e.args.correlation is not None:
+                    runtime.append(e)
+            elif cat == "user_annotation":
+                anns.append(e)
 
 
-def load_part(path: str, index: int, count: int, caller: int) -> tuple[bytes | list[Ev], int, Any]:
-    """One byte range of a plain-JSON trace: the kept events, the number of events seen, and the file's header.
+_TS = attrgetter("ts")
+
+
+def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, float, int, Any]:
+    """One byte range of a plain-JSON trace: the kept events (by kind), their ``t0``, the number of events
+    seen, and the file's header.
 
     In a worker process (not ``caller``) the events come back re-encoded as JSON: msgspec encodes and decodes
     that several times faster than pickle handles the structs, and the ``Raw`` fields are JSON already."""
@@ -133,7 +151,8 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[bytes | l
 
     keep = _Keep()
     got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count))
-    return keep.events if os.getpid() == caller else _ENCODE(keep.events), keep.seen, got.header
+    buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
+    return buckets, keep.t0, keep.seen, got.header
 
 
 def load(path: Path | str, workers: int = 1) -> Trace:
@@ -155,10 +174,15 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             tasks = [(load_part, (str(path), i, count, os.getpid())) for i in range(count)]
             parts = run_tasks(tasks, workers)
             if not any(isinstance(p, BaseException) for p in parts):
-                events: list[Ev] = []
-                for got_events, _, _ in parts:
-                    events += _LIST.decode(got_events) if isinstance(got_events, bytes) else got_events
-                return _trace(path, events, parts[-1][2], path.stat().st_size, sum(p[1] for p in parts))
+                keep = _Keep()
+                for buckets, t0, seen, _ in parts:
+                    for mine, theirs in zip(
+                        keep.buckets, _BUCKETS.decode(buckets) if isinstance(buckets, bytes) else buckets, strict=True
+                    ):
+                        mine += theirs
+                    keep.t0 = min(keep.t0, t0)
+                    keep.seen += seen
+                return _trace(path, keep, parts[-1][3], path.stat().st_size)
         keep = _Keep()
         try:
             got = stream_events(path, keep, decoder=_LIST)
@@ -166,16 +190,16 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             return _load_whole(path)
         except OSError as exc:
             raise TraceLoadError(path, f"cannot read: {exc.strerror or exc}") from exc
-        return _trace(path, keep.events, got.header, got.size_bytes, keep.seen)
+        return _trace(path, keep, got.header, got.size_bytes)
     finally:
         if gc_was:
             gc.enable()
 
 
-def _trace(path: Path, events: list[Ev], header: Any, size: int, seen: int) -> Trace:
+def _trace(path: Path, keep: _Keep, header: Any, size: int) -> Trace:
     props = (header.deviceProperties or []) if header is not None else []
     rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
-    return Trace(path, events, props, rocm, size, seen)
+    return Trace(path, *keep.buckets, keep.t0, props, rocm, size, keep.seen)
 
 
 def _load_whole(path: Path) -> Trace:
@@ -195,7 +219,7 @@ def _load_whole(path: Path) -> Trace:
         raise TraceLoadError(path, f"broken trace JSON: {exc}") from None
     keep = _Keep()
     keep(events)
-    return Trace(path, keep.events, props, rocm, len(buf), keep.seen)
+    return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen)
 
 
 def decode_list(raw: msgspec.Raw) -> list[Any]:
