@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,17 @@ class CapturedGraph:
     ops: list[ev_mod.Ev] = field(default_factory=list)  # the capture file's cpu ops (indexed by chains)
 
 
+_TS, _DUR, _TID = attrgetter("ts"), attrgetter("dur"), attrgetter("tid")
+
+
+class _Ids(dict):  # type: ignore[type-arg]
+    """value -> dense id, assigned on first sight (lookups of known values stay in C)."""
+
+    def __missing__(self, key: Any) -> int:
+        self[key] = len(self)
+        return len(self) - 1
+
+
 def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[int, ...]]:
     """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first.
 
@@ -51,10 +63,14 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
     times), keeping the stack of open ops; sorted with numpy, swept with the stack in plain lists."""
     n_ops = len(cpu_ops)
     items = [*cpu_ops, *calls]
-    ts = np.fromiter((e.ts if e.ts is not None else np.nan for e in items), np.float64, len(items))
-    dur = np.fromiter((e.dur for e in items), np.float64, len(items))
-    tids: dict[Any, int] = {}
-    tid = np.fromiter((tids.setdefault(e.tid, len(tids)) for e in items), np.int64, len(items))
+    n = len(items)
+    try:
+        ts = np.fromiter(map(_TS, items), np.float64, n)
+    except TypeError:  # an event without ts (the loader drops those; capture files might not)
+        ts = np.array([np.nan if e.ts is None else e.ts for e in items], dtype=np.float64)
+    dur = np.fromiter(map(_DUR, items), np.float64, n)
+    tids = _Ids()
+    tid = np.fromiter(map(tids.__getitem__, map(_TID, items)), np.int64, n)
     kind = np.zeros(len(items), np.int8)
     kind[n_ops:] = 1
     order = np.lexsort((kind, -dur, ts, tid))
