@@ -175,18 +175,20 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
 
     timed_out = False
     try:
-        async with asyncio.timeout(spec.point_timeout_s):
-            await dispatcher()
-            if tasks:
-                await asyncio.gather(*tasks)
-    except TimeoutError:
-        timed_out = True
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            async with asyncio.timeout(spec.point_timeout_s):
+                await dispatcher()
+                if tasks:
+                    await asyncio.gather(*tasks)
+        except TimeoutError:
+            timed_out = True
+        end = time.perf_counter()
+        if timed_out:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
     finally:
-        progress.close()
-    end = time.perf_counter()
+        progress.close()  # after the clock stopped: stopping the progress display can take a refresh period
     final: list[RequestResult] = []
     for i, r in enumerate(results):
         if r is None:
