@@ -10,6 +10,8 @@ fake server (its own process; known TTFT/ITL, so both clients see identical stre
 
 Each client runs in its own subprocess and reports the user+system CPU it used between the first request
 and the last response (``resource.getrusage``), divided by the chunks it received. Rounds alternate.
+The fake server sends the first chunk ``--ttft-ms`` after it read the request, so each client's mean TTFT
+minus that is what the client itself adds.
 
     python benchmarks/loadgen_client_cpu.py --rounds 3 --json docs/benchmarks/loadgen_client_cpu.json
 """
@@ -85,6 +87,7 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--ttft-ms", type=float, default=5.0)
     ap.add_argument("--itl-ms", type=float, default=2.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", default=None)
@@ -132,6 +135,7 @@ def main() -> int:
             print(
                 f"round {r}: vllm bench request func {row['vllm_us_per_chunk']:.1f} us/chunk, "
                 f"magpie {row['magpie_us_per_chunk']:.1f} us/chunk (ratio {row['ratio']:.2f}); "
+                f"mean TTFT {v['mean_ttft_ms']:.2f} / {m['mean_ttft_ms']:.2f} ms (server: {a.ttft_ms:.1f} ms); "
                 f"chunks {v['chunks']} / {m['chunks']}, ok {v['ok']} / {m['ok']}"
             )
     finally:
@@ -142,6 +146,8 @@ def main() -> int:
         "median_vllm_us_per_chunk": statistics.median(r["vllm_us_per_chunk"] for r in rows),
         "median_magpie_us_per_chunk": statistics.median(r["magpie_us_per_chunk"] for r in rows),
         "median_ratio": statistics.median(r["ratio"] for r in rows),
+        "median_vllm_mean_ttft_ms": statistics.median(r["vllm"]["mean_ttft_ms"] for r in rows),
+        "median_magpie_mean_ttft_ms": statistics.median(r["magpie"]["mean_ttft_ms"] for r in rows),
         "rounds": rows,
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}, indent=1))

@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from magpie_core.serving.server import ServerProcess, free_port
@@ -39,6 +40,43 @@ def ensure_vllm_dist_info() -> None:
         dist.mkdir()
         (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
         (dist / "RECORD").write_text("")
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def run_sampled(cmd: list[str], env: dict[str, str] | None = None) -> list[tuple[float, float]]:
+    """Run ``cmd``; return (time, CPU seconds so far) of its process, sampled every 50 ms from /proc.
+
+    Used to read a client's CPU over its load window only (its start-up, e.g. vllm's imports, excluded)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    samples: list[tuple[float, float]] = []
+    stat = Path(f"/proc/{proc.pid}/stat")
+    while proc.poll() is None:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            samples.append((time.monotonic(), (int(fields[11]) + int(fields[12])) / _TICK))
+        except (OSError, IndexError, ValueError):
+            pass
+        time.sleep(0.05)
+    end = time.monotonic()
+    out = proc.stdout.read() if proc.stdout else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}): {out[-2000:]}")
+    samples.append((end, samples[-1][1] if samples else 0.0))
+    return samples
+
+
+def window_cpu(samples: list[tuple[float, float]], duration: float, tail: float = 0.0) -> float:
+    """CPU the process used in the ``duration`` seconds that ended ``tail`` seconds before it exited."""
+    t_end = samples[-1][0] - tail
+    t_start = t_end - duration
+
+    def at(t: float) -> float:
+        before = [c for ts, c in samples if ts <= t]
+        return before[-1] if before else samples[0][1]
+
+    return at(t_end) - at(t_start)
 
 
 def vllm_bench(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict:
@@ -78,9 +116,11 @@ def vllm_bench(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> 
         "--disable-tqdm",
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=900)
+    samples = run_sampled(cmd, env)
     r = json.loads(out.read_text())
     return {
+        "client_cpu_s": window_cpu(samples, r["duration"]),
+        "duration_s": r["duration"],
         "request_throughput": r["request_throughput"],
         "output_throughput": r["output_throughput"],
         "mean_ttft_ms": r["mean_ttft_ms"],
@@ -113,17 +153,18 @@ def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict
     out.mkdir(parents=True, exist_ok=True)
     path = out / "bench.yaml"
     path.write_text(json.dumps(cfg))  # JSON is YAML
-    subprocess.run(
-        [sys.executable, "-m", "magpie_core", "benchmark", "-b", str(path), "-o", str(out)],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    samples = run_sampled([sys.executable, "-m", "magpie_core", "benchmark", "-b", str(path), "-o", str(out)])
     (report_path,) = out.glob("benchmark_vllm_*/benchmark_report.json")
     rep = json.loads(report_path.read_text())
     assert rep["success"], rep["errors"]
+    duration = rep["throughput"]["duration_seconds"]
+    checks = rep.get("client_checks") or {}
     return {
+        # magpie measures its own CPU over the load window; the /proc-sampled figure (the method used for
+        # vllm bench) is kept beside it as a check of that method
+        "client_cpu_s": checks.get("client_cpu_s"),
+        "client_cpu_s_sampled": window_cpu(samples, duration),
+        "duration_s": duration,
         "request_throughput": rep["throughput"]["request_throughput"],
         "output_throughput": rep["throughput"]["output_throughput"],
         "mean_ttft_ms": rep["latency"]["ttft"]["mean_ms"],
@@ -182,7 +223,7 @@ def main() -> None:
             print(f"repeat {i}: vllm {rows['vllm_bench'][-1]}\n          magpie {rows['magpie'][-1]}", flush=True)
     finally:
         server.stop(30)
-    keys = ("request_throughput", "output_throughput", "mean_ttft_ms", "mean_tpot_ms")
+    keys = ("request_throughput", "output_throughput", "mean_ttft_ms", "mean_tpot_ms", "client_cpu_s")
     summary = {}
     print(
         f"\nworkload: ISL {a.isl}, OSL {a.osl}, concurrency {a.concurrency}, {a.num_prompts} prompts, "

@@ -62,6 +62,9 @@ class LoadResult:
     warmup_failed: int = 0
     timed_out: bool = False
     started_at: float = 0.0
+    #: CPU seconds this process used while the load ran (all threads): with the chunk count, how much of
+    #: a core the client itself took from a server that shares the machine
+    client_cpu_s: float | None = None
 
 
 def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[float]:
@@ -160,6 +163,7 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
         progress.advance()
 
     tasks: list[asyncio.Task[None]] = []
+    cpu_start = time.process_time()
     start = time.perf_counter()
 
     async def dispatcher() -> None:
@@ -183,6 +187,7 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
         except TimeoutError:
             timed_out = True
         end = time.perf_counter()
+        cpu_used = time.process_time() - cpu_start
         if timed_out:
             for t in tasks:
                 t.cancel()
@@ -206,6 +211,7 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
     return LoadResult(
         results=final,
         duration_s=end - start,
+        client_cpu_s=cpu_used,
         clock=clock,
         schedule_lag_s=lags,
         achieved_rate=achieved,

@@ -269,7 +269,13 @@ def _client_checks(load: LoadResult) -> dict[str, Any]:
         "achieved_rate": load.achieved_rate,
         "warmup_failed": load.warmup_failed,
         "timed_out": load.timed_out,
+        "client_cpu_s": load.client_cpu_s,
     }
+    chunks = sum(r.chunks for r in load.results)
+    if load.client_cpu_s is not None and chunks:
+        checks["client_cpu_us_per_chunk"] = 1e6 * load.client_cpu_s / chunks
+    if load.client_cpu_s is not None and load.duration_s > 0:
+        checks["client_cpu_share"] = load.client_cpu_s / load.duration_s  # of one core
     warnings = []
     if lag["p99_ms"] > 10.0:
         warnings.append(f"requests left up to {lag['p99_ms']:.1f} ms late (p99): the client may be the bottleneck")
