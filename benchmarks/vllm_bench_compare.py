@@ -158,7 +158,7 @@ def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict
     rep = json.loads(report_path.read_text())
     assert rep["success"], rep["errors"]
     duration = rep["throughput"]["duration_seconds"]
-    checks = rep.get("client_checks") or {}
+    checks = rep["points"][rep["summary_point"]]["client_checks"]
     return {
         # magpie measures its own CPU over the load window; the /proc-sampled figure (the method used for
         # vllm bench) is kept beside it as a check of that method
@@ -232,6 +232,8 @@ def main() -> None:
     print("| metric | vllm bench serve (median) | magpie (median) | median of paired ratios magpie/vllm |")
     print("|---|---|---|---|")
     for k in keys:
+        if any(r.get(k) is None for r in rows["vllm_bench"] + rows["magpie"]):
+            continue
         v = statistics.median(r[k] for r in rows["vllm_bench"])
         m = statistics.median(r[k] for r in rows["magpie"])
         paired = statistics.median(x[k] / y[k] for x, y in zip(rows["magpie"], rows["vllm_bench"], strict=True))
