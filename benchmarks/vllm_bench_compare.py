@@ -43,13 +43,14 @@ def ensure_vllm_dist_info() -> None:
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
+PIN_CLIENT: list[str] = []
 
 
 def run_sampled(cmd: list[str], env: dict[str, str] | None = None) -> list[tuple[float, float]]:
     """Run ``cmd``; return (time, CPU seconds so far) of its process, sampled every 50 ms from /proc.
 
     Used to read a client's CPU over its load window only (its start-up, e.g. vllm's imports, excluded)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([*PIN_CLIENT, *cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     samples: list[tuple[float, float]] = []
     stat = Path(f"/proc/{proc.pid}/stat")
     while proc.poll() is None:
@@ -181,6 +182,11 @@ def main() -> None:
     ap.add_argument("--num-prompts", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="server on CPU 0, clients on CPU 1 (taskset): separates client/server CPU competition from the rest",
+    )
     a = ap.parse_args()
     ensure_vllm_dist_info()
     tmp = Path(tempfile.mkdtemp(prefix="magpie_vs_vllm_"))
@@ -189,7 +195,10 @@ def main() -> None:
         [str(VLLM_PYTHON), str(ROOT / "tests/helpers/make_tiny_llama.py"), str(model)], check=True, capture_output=True
     )
     port = free_port()
+    global PIN_CLIENT
+    PIN_CLIENT = ["taskset", "-c", "1"] if a.pin else []
     argv = [
+        *(["taskset", "-c", "0"] if a.pin else []),
         str(VLLM_PYTHON),
         "-m",
         "vllm.entrypoints.openai.api_server",
