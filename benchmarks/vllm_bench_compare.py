@@ -122,6 +122,7 @@ def vllm_bench(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> 
     return {
         "client_cpu_s": window_cpu(samples, r["duration"]),
         "duration_s": r["duration"],
+        "total_input_tokens": r["total_input_tokens"],
         "request_throughput": r["request_throughput"],
         "output_throughput": r["output_throughput"],
         "mean_ttft_ms": r["mean_ttft_ms"],
@@ -166,6 +167,7 @@ def magpie(base_url: str, model: Path, a: argparse.Namespace, out: Path) -> dict
         "client_cpu_s": checks.get("client_cpu_s"),
         "client_cpu_s_sampled": window_cpu(samples, duration),
         "duration_s": duration,
+        "total_input_tokens": rep["throughput"]["total_input_tokens"],
         "request_throughput": rep["throughput"]["request_throughput"],
         "output_throughput": rep["throughput"]["output_throughput"],
         "mean_ttft_ms": rep["latency"]["ttft"]["mean_ms"],
@@ -230,6 +232,10 @@ def main() -> None:
                 else:
                     rows[tool].append(magpie(base, model, a, tmp / f"magpie_{i}"))
             print(f"repeat {i}: vllm {rows['vllm_bench'][-1]}\n          magpie {rows['magpie'][-1]}", flush=True)
+            v_in, m_in = rows["vllm_bench"][-1]["total_input_tokens"], rows["magpie"][-1]["total_input_tokens"]
+            if abs(v_in - m_in) > 0.01 * v_in:
+                # the two tools did not send the same work (e.g. magpie without a tokenizer sends word prompts)
+                raise SystemExit(f"input tokens differ: vllm bench {v_in}, magpie {m_in}: not the same workload")
     finally:
         server.stop(30)
     keys = ("request_throughput", "output_throughput", "mean_ttft_ms", "mean_tpot_ms", "client_cpu_s")
