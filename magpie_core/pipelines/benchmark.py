@@ -492,10 +492,14 @@ def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
         report.client_checks.setdefault("notes", []).append(f"tokenizer {name!r} not loaded: {exc}")
         return None
     if tok is None:
-        report.client_checks.setdefault("notes", []).append(
-            "no tokenizer (transformers missing or no local tokenizer): random prompts are plain words, "
-            "output tokens come from the server's usage counts, else from chunk counts"
+        note = (
+            "no tokenizer (transformers missing or no local tokenizer): random prompts are plain words, so the "
+            "server decides their token count (often several tokens per word: not the requested input length, "
+            "and not comparable with a `vllm bench serve` run); install magpie-core[tokenizer] and give "
+            "`tokenizer`. Output tokens come from the server's usage counts, else from chunk counts"
         )
+        report.client_checks.setdefault("notes", []).append(note)
+        log.warning(note)
     return tok
 
 
