@@ -104,7 +104,7 @@ def main() -> int:
             "--port",
             str(port),
             "--ttft-ms",
-            "5",
+            str(a.ttft_ms),
             "--itl-ms",
             str(a.itl_ms),
         ],
