@@ -495,7 +495,7 @@ def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
         note = (
             "no tokenizer (transformers missing or no local tokenizer): random prompts are plain words, so the "
             "server decides their token count (often several tokens per word: not the requested input length, "
-            "and not comparable with a `vllm bench serve` run); install magpie-core[tokenizer] and give "
+            "and not comparable with another tool's run of the same dataset); install magpie-core[tokenizer] and give "
             "`tokenizer`. Output tokens come from the server's usage counts, else from chunk counts"
         )
         report.client_checks.setdefault("notes", []).append(note)

@@ -70,7 +70,7 @@ _GROUP_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
 }
 
 
-class _Interner(dict):  # type: ignore[type-arg]
+class Interner(dict):  # type: ignore[type-arg]
     """value -> dense id; ``values[id]`` gives the value back. Lookups of known values stay in C."""
 
     def __init__(self) -> None:
@@ -150,12 +150,12 @@ class TableBuilder:
 
     def __init__(self, selected: Mapping[str, bool] | Callable[[str], bool]) -> None:
         self._selected = selected.__getitem__ if isinstance(selected, Mapping) else selected
-        self.names = _Interner()
-        self.cats = _Interner()
-        self.phs = _Interner()
-        self.tids = _Interner()
-        self.devs = _Interner()
-        self.dims = _Interner()
+        self.names = Interner()
+        self.cats = Interner()
+        self.phs = Interner()
+        self.tids = Interner()
+        self.devs = Interner()
+        self.dims = Interner()
         self.num_events = 0
         self.t_min = math.inf
         self.t_max = -math.inf
@@ -186,7 +186,7 @@ class TableBuilder:
         self._cat_code = np.array(codes, dtype=np.int8)
         self._cat_sel = np.array([bool(self._selected(c)) for c in self.cats.values], dtype=np.bool_)
 
-    def _ids(self, interner: _Interner, values: Iterable[Any], n: int) -> np.ndarray:
+    def _ids(self, interner: Interner, values: Iterable[Any], n: int) -> np.ndarray:
         return np.fromiter(map(interner.__getitem__, values), np.int32, n)
 
     def add(self, evs: Sequence[Event]) -> None:
@@ -483,7 +483,6 @@ def stream_events(
     sink: Callable[[list[Any]], None],
     *,
     decoder: msgspec.json.Decoder[Any] = _LIST_DECODER,
-    keeps_raw: bool = False,
     part: tuple[int, int] = (0, 1),
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
@@ -494,8 +493,7 @@ def stream_events(
     ``decoder`` decodes a JSON list of events (default: a list of core :class:`Event`); plugins that need
     other fields pass their own, so they share the streaming, splitting and gzip handling.
     ``msgspec.Raw`` fields are views of the bytes they were decoded from, and pieces are decoded in place
-    from a reused buffer: a sink that keeps Raw values past its call must pass ``keeps_raw=True`` (each
-    piece is then decoded from its own copy, which its Raw values keep alive).
+    from a reused buffer: a sink that keeps Raw values past its call must copy them.
 
     Pieces are decoded in place from one reused buffer: the byte before a piece's first event becomes
     ``[`` and the one after its last event ``]`` (both are separators, never needed again).
@@ -577,8 +575,7 @@ def stream_events(
             work[lo - 1] = 0x5B
             work[hi] = 0x5D
             try:
-                view = memoryview(work)[lo - 1 : hi + 1]
-                events = decoder.decode(bytes(view) if keeps_raw else view)
+                events = decoder.decode(memoryview(work)[lo - 1 : hi + 1])
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 raise FallBack(str(exc)) from None
             sink(events)
@@ -671,7 +668,7 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
     """One table from the parts of one file, in file order (ids re-interned; values are unchanged)."""
     if len(parts) == 1:
         return parts[0]
-    interners = {k: _Interner() for k in set(_ID_COLUMNS.values())}
+    interners = {k: Interner() for k in set(_ID_COLUMNS.values())}
     remaps: list[dict[str, np.ndarray]] = []
     for p in parts:
         remaps.append(

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
+from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
 
 #: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs``: an empty list, as valid JSON (an empty
@@ -64,7 +65,6 @@ _LIST = msgspec.json.Decoder(list[Ev])
 
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
 _ENCODE = msgspec.json.Encoder().encode
 _BUCKETS = msgspec.json.Decoder(tuple[list[Ev], list[Ev], list[Ev], list[Ev]])
 #: a worker's part costs more than the caller's (the JSON round trip of its events), so parts are
@@ -101,8 +101,8 @@ class _Keep:
     the analyses read (:class:`Trace`) and drops the rest.
 
     The pieces are decoded in place from a reused buffer, so the ``Raw`` fields of a kept CPU op (views of
-    that buffer) are copied out here. Copying only these bytes instead of every piece (``keeps_raw``)
-    touched 10 % fewer pages and peaked 45 MB lower on the 555 MB benchmark trace, at the same speed."""
+    that buffer) are copied out here. Copying only these bytes instead of every piece touched 10 % fewer
+    pages and peaked 45 MB lower on the 555 MB benchmark trace, at the same speed."""
 
     def __init__(self) -> None:
         self.buckets: tuple[list[Ev], list[Ev], list[Ev], list[Ev]] = ([], [], [], [])

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from magpie_core.trace.columns import Interner
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import parse_capture
 
@@ -48,14 +49,6 @@ class CapturedGraph:
 _TS, _DUR, _TID = attrgetter("ts"), attrgetter("dur"), attrgetter("tid")
 
 
-class _Ids(dict):  # type: ignore[type-arg]
-    """value -> dense id, assigned on first sight (lookups of known values stay in C)."""
-
-    def __missing__(self, key: Any) -> int:
-        self[key] = len(self)
-        return len(self) - 1
-
-
 def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[int, ...]]:
     """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first.
 
@@ -69,7 +62,7 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
     except TypeError:  # an event without ts (the loader drops those; capture files might not)
         ts = np.array([np.nan if e.ts is None else e.ts for e in items], dtype=np.float64)
     dur = np.fromiter(map(_DUR, items), np.float64, n)
-    tids = _Ids()
+    tids = Interner()
     tid = np.fromiter(map(tids.__getitem__, map(_TID, items)), np.int64, n)
     kind = np.zeros(len(items), np.int8)
     kind[n_ops:] = 1
