@@ -19,12 +19,22 @@ takes fewer tasks, so a file split into a few more parts than there are
 workers finishes on all of them at about the same time. A task's exception
 is its result, and a child that dies (killed for memory, a segfault) fails
 only the task it was running, as a :class:`WorkerDied` result.
+
+A large result travels through a file (in ``/dev/shm`` where there is one),
+not the pipe: the parent's reader thread needs the GIL for every pipe read,
+and while the parent decodes its own share it gets it only every switch
+interval (5 ms), so a 38 MB result took over a second to cross the pipe and
+held the child back from its next task meanwhile. Through a file it is one
+write, and one read by the parent when its own share is done.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import pickle
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,11 +61,36 @@ def _next(counter: Any, order: Sequence[int]) -> int | None:
     return order[k] if k < len(order) else None
 
 
+#: results larger than this (pickled) go through a file rather than the pipe
+FILE_RESULT_BYTES = 256 * 1024
+
+
+def _result_dir() -> str | None:
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
 def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int]) -> None:
     while (index := _next(counter, order)) is not None:
         conn.send(("start", index))
-        conn.send(("done", index, _call(tasks[index])))
+        result = _call(tasks[index])
+        try:
+            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an unpicklable result fails its task, as the pipe would have
+            conn.send(("done", index, RuntimeError(f"task result cannot be sent back: {exc}")))
+            continue
+        if len(data) < FILE_RESULT_BYTES:
+            conn.send(("done", index, result))
+            continue
+        fd, path = tempfile.mkstemp(prefix="magpie-task-", suffix=".pickle", dir=_result_dir())
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        conn.send(("file", index, _InFile(path)))
     conn.close()
+
+
+class _InFile(str):
+    """The path of a file holding a child's pickled result."""
 
 
 def start_method() -> str:
@@ -89,11 +124,33 @@ def run_tasks(tasks: Sequence[Task], workers: int, weights: Sequence[float] | No
     readers = [threading.Thread(target=_collect, args=(c, results), daemon=True) for c in children]
     for t in readers:
         t.start()
-    while (index := _next(counter, order)) is not None:
-        results[index] = _call(tasks[index])
-    for t in readers:
-        t.join()
+    try:
+        while (index := _next(counter, order)) is not None:
+            results[index] = _call(tasks[index])
+    except BaseException:  # interrupted: children take no further task; their result files are removed
+        with counter.get_lock():
+            counter.value = len(order)
+        raise
+    finally:
+        for t in readers:
+            t.join()
+        for index, r in enumerate(results):
+            if isinstance(r, _InFile):
+                results[index] = _read_result(r)
     return results
+
+
+def _read_result(path: str) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return pickle.loads(f.read())
+    except Exception as exc:
+        return RuntimeError(f"task result could not be read back from {path}: {exc}")
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _collect(child: tuple[Any, Any], results: list[Any]) -> None:
@@ -101,11 +158,11 @@ def _collect(child: tuple[Any, Any], results: list[Any]) -> None:
     running: int | None = None
     try:
         while True:
-            msg = recv.recv()
-            if msg[0] == "start":
-                running = msg[1]
-            else:
-                results[msg[1]] = msg[2]
+            tag, index, *rest = recv.recv()
+            if tag == "start":
+                running = index
+            else:  # "done" with the result, or "file" with the path of the file holding it
+                results[index] = rest[0]
                 running = None
     except (EOFError, OSError):
         pass

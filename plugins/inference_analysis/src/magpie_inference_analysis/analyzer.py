@@ -416,7 +416,7 @@ def analyze_state(
 
     def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
         a = op.args
-        if a is None or a.input_dims == ev_mod.EMPTY:
+        if a is None or a.input_dims == ev_mod.NO_LIST:
             return None
         attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
         key = (op.name, bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete), id(attn_key))

@@ -26,12 +26,14 @@ from msgspec import Struct, field
 from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
 
-#: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs``: an empty list, as valid JSON (an empty
-#: ``Raw`` would make the kept events unencodable for the transfer between processes)
+#: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as decoded: an empty list, as valid JSON
 EMPTY = msgspec.Raw(b"[]")
+#: ... and as kept: the kept events hold these fields as ``bytes`` (hashable, and they outlive the buffer the
+#: ``Raw`` views were decoded from)
+NO_LIST = b"[]"
 
 
-class Args(Struct, gc=False):
+class Args(Struct, gc=False, omit_defaults=True):  # absent fields stay out of the transfer
     external_id: int | None = field(default=None, name="External id")
     correlation: int | None = None
     device: int | str | None = None
@@ -53,6 +55,18 @@ class Ev(Struct, gc=False):
     args: Args | None = None
 
 
+class _KeptArgs(Args, gc=False):
+    """:class:`Args` as kept (the JSON texts as bytes), for the transfer between processes."""
+
+    input_dims: bytes = field(default=NO_LIST, name="Input Dims")  # type: ignore[assignment]
+    input_type: bytes = field(default=NO_LIST, name="Input type")  # type: ignore[assignment]
+    concrete: bytes = field(default=NO_LIST, name="Concrete Inputs")  # type: ignore[assignment]
+
+
+class _KeptEv(Ev, gc=False):
+    args: _KeptArgs | None = None  # type: ignore[assignment]
+
+
 class _Obj(Struct):
     traceEvents: list[Ev] = []
     deviceProperties: list[dict[str, Any]] | None = None
@@ -65,8 +79,11 @@ _LIST = msgspec.json.Decoder(list[Ev])
 
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
-_ENCODE = msgspec.json.Encoder().encode
-_BUCKETS = msgspec.json.Decoder(tuple[list[Ev], list[Ev], list[Ev], list[Ev]])
+#: categories no analysis reads that profilers write in long runs: pieces made only of them are not decoded
+#: (:func:`magpie_core.trace.columns.stream_events`); on the 555 MB benchmark trace that is 53 % of the bytes
+SKIPPED_CATS = ("python_function", "cpu_instant_event")
+_ENCODE = msgspec.msgpack.Encoder().encode
+_BUCKETS = msgspec.msgpack.Decoder(tuple[list[_KeptEv], list[_KeptEv], list[_KeptEv], list[_KeptEv]])
 #: a worker's part costs more than the caller's (the JSON round trip of its events), so parts are
 #: smaller here than for gap analysis and the caller, free sooner, takes more of them
 PARTS_PER_WORKER = 3
@@ -85,7 +102,7 @@ class Trace:
     gpu: list[Ev]  # kernels, memcpy, memset
     runtime: list[Ev]  # runtime/driver calls with a correlation id (launches)
     annotations: list[Ev]  # ``user_annotation``
-    t0: float  # the earliest ``ts`` of any complete (``X``) event, kept or not; inf when none
+    t0: float  # the earliest ``ts`` of the kept events; inf when none
     device_properties: list[dict[str, Any]]
     rocm: bool
     size_bytes: int
@@ -101,8 +118,9 @@ class _Keep:
     the analyses read (:class:`Trace`) and drops the rest.
 
     The pieces are decoded in place from a reused buffer, so the ``Raw`` fields of a kept CPU op (views of
-    that buffer) are copied out here. Copying only these bytes instead of every piece touched 10 % fewer
-    pages and peaked 45 MB lower on the 555 MB benchmark trace, at the same speed."""
+    that buffer) are copied out here, as ``bytes`` (:data:`NO_LIST` when absent). Copying only these bytes
+    instead of every piece touched 10 % fewer pages and peaked 45 MB lower on the 555 MB benchmark trace,
+    at the same speed."""
 
     def __init__(self) -> None:
         self.buckets: tuple[list[Ev], list[Ev], list[Ev], list[Ev]] = ([], [], [], [])
@@ -114,20 +132,16 @@ class _Keep:
         xs = [e for e in events if e.ph == "X" and e.ts is not None]
         if not xs:
             return
-        self.t0 = min(self.t0, min(map(_TS, xs)))
         cpu, gpu, runtime, anns = self.buckets
-        raw = msgspec.Raw
+        sizes = [len(b) for b in self.buckets]
         for e in xs:
             cat = e.cat
             if cat == "cpu_op":
                 a = e.args
                 if a is not None:
-                    if a.input_dims is not EMPTY:
-                        a.input_dims = raw(bytes(a.input_dims))
-                    if a.input_type is not EMPTY:
-                        a.input_type = raw(bytes(a.input_type))
-                    if a.concrete is not EMPTY:
-                        a.concrete = raw(bytes(a.concrete))
+                    a.input_dims = NO_LIST if a.input_dims is EMPTY else bytes(a.input_dims)
+                    a.input_type = NO_LIST if a.input_type is EMPTY else bytes(a.input_type)
+                    a.concrete = NO_LIST if a.concrete is EMPTY else bytes(a.concrete)
                 cpu.append(e)
             elif cat in GPU_CATS:
                 gpu.append(e)
@@ -136,6 +150,9 @@ class _Keep:
                     runtime.append(e)
             elif cat == "user_annotation":
                 anns.append(e)
+        for bucket, size in zip(self.buckets, sizes, strict=True):
+            if len(bucket) > size:
+                self.t0 = min(self.t0, min(map(_TS, bucket[size:])))
 
 
 _TS = attrgetter("ts")
@@ -145,12 +162,13 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, floa
     """One byte range of a plain-JSON trace: the kept events (by kind), their ``t0``, the number of events
     seen, and the file's header.
 
-    In a worker process (not ``caller``) the events come back re-encoded as JSON: msgspec encodes and decodes
-    that several times faster than pickle handles the structs, and the ``Raw`` fields are JSON already."""
+    In a worker process (not ``caller``) the events come back encoded as msgpack: msgspec encodes and decodes
+    that several times faster than pickle handles the structs."""
     from magpie_core.trace.columns import stream_events
 
     keep = _Keep()
-    got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count))
+    got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count), skip_categories=SKIPPED_CATS)
+    keep.seen += got.skipped_events
     buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
     return buckets, keep.t0, keep.seen, got.header
 
@@ -185,7 +203,8 @@ def load(path: Path | str, workers: int = 1) -> Trace:
                 return _trace(path, keep, parts[-1][3], path.stat().st_size)
         keep = _Keep()
         try:
-            got = stream_events(path, keep, decoder=_LIST)
+            got = stream_events(path, keep, decoder=_LIST, skip_categories=SKIPPED_CATS)
+            keep.seen += got.skipped_events
         except FallBack:
             return _load_whole(path)
         except OSError as exc:
@@ -222,7 +241,7 @@ def _load_whole(path: Path) -> Trace:
     return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen)
 
 
-def decode_list(raw: msgspec.Raw) -> list[Any]:
+def decode_list(raw: bytes) -> list[Any]:
     """``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as a Python list (empty when absent)."""
     if not raw:
         return []

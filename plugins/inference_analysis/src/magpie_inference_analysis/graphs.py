@@ -53,7 +53,10 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
     """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first.
 
     One sweep per thread over ops and calls in start order (longer first, ops before calls at equal
-    times), keeping the stack of open ops; sorted with numpy, swept with the stack in plain lists."""
+    times), keeping the stack of open ops; sorted with numpy, swept with the stack in plain lists. Ops
+    with no call inside them on their thread (views, allocations: about 70 % of the ops in a
+    typical inference trace) are left out of the sweep first, with one vectorised search: such an op
+    is in no chain and, never enclosing a call while open, never holds another op on the stack."""
     n_ops = len(cpu_ops)
     items = [*cpu_ops, *calls]
     n = len(items)
@@ -64,10 +67,10 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
     dur = np.fromiter(map(_DUR, items), np.float64, n)
     tids = Interner()
     tid = np.fromiter(map(tids.__getitem__, map(_TID, items)), np.int64, n)
-    kind = np.zeros(len(items), np.int8)
-    kind[n_ops:] = 1
-    order = np.lexsort((kind, -dur, ts, tid))
-    order = order[~np.isnan(ts[order])]
+    swept = np.flatnonzero(~np.isnan(ts))
+    swept = np.concatenate((_enclosing_calls(ts, dur, tid, n_ops, swept[swept < n_ops]), swept[swept >= n_ops]))
+    kind = (swept >= n_ops).astype(np.int8)
+    order = swept[np.lexsort((kind, -dur[swept], ts[swept], tid[swept]))]
     out: list[tuple[int, ...]] = [()] * len(calls)
     ends_all = (ts + dur).tolist()
     ts_l = ts.tolist()
@@ -90,6 +93,23 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
         elif open_ops:
             out[i - n_ops] = tuple(open_ops[::-1])
     return out
+
+
+def _enclosing_calls(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, n_ops: int, ops: np.ndarray) -> np.ndarray:
+    """The ops (of ``ops``) whose ``[ts, ts + dur]`` holds the start of a call (items from ``n_ops`` on) on
+    their thread: a superset of the ops the sweep puts in a chain."""
+    calls = np.arange(n_ops, len(ts))
+    calls = calls[~np.isnan(ts[calls])]
+    if len(calls) == 0 or len(ops) == 0:
+        return ops[:0]
+    # one sorted key per (thread, time): threads laid end to end, each over the trace's whole time span
+    lo = min(float(ts[calls].min()), float(ts[ops].min()))
+    span = max(float((ts[calls] + dur[calls]).max()), float((ts[ops] + dur[ops]).max())) - lo + 1.0
+    call_keys = np.sort(tid[calls] * span + (ts[calls] - lo))
+    start = tid[ops] * span + (ts[ops] - lo)
+    first = np.searchsorted(call_keys, start, side="left")
+    last = np.searchsorted(call_keys, start + dur[ops], side="right")
+    return ops[last > first]
 
 
 def load_captures(folder: Path) -> tuple[list[CapturedGraph], list[str]]:
