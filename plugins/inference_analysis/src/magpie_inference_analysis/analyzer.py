@@ -15,6 +15,7 @@ Pipeline per trace file (see docs/inference-analysis.md):
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -23,12 +24,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from magpie_core.interfaces import TraceAnalyzer
+from magpie_core.trace.columns import Interner
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
@@ -58,6 +61,7 @@ ITER_COLUMNS = [
     "step_time_us", "gpu_span_us", "gpu_busy_us", "gpu_idle_us", "kernels", "tokens_per_s",
 ]  # fmt: skip
 MIB = 1024.0 * 1024.0
+_TS, _DUR, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
 _DIGITS = re.compile(r"\d+")
 _DECODE_WORDS = ("decode", "paged_attention", "splitkv", "split_kv", "fwd_kvcache", "flash_decoding", "mla_decode")
 _PREFILL_WORDS = ("prefill", "varlen", "context_attention", "fmha_fwd", "flash_fwd", "extend")
@@ -87,8 +91,20 @@ class OpInstance:
     dims_raw: bytes  # Input Dims / Input type as recorded (decoded once per roofline row)
     types_raw: bytes
     model: OpModel | None
-    kernel_us: float = 0.0
-    kernels: int = 0
+    index: int = -1  # position among the trace's instances
+
+
+ORIGIN_LAUNCH, ORIGIN_GRAPH, ORIGIN_CAPTURE = 0, 1, 2
+ORIGINS = ("launch", "graph", "graph+capture")  # how a kernel was tied to its op
+
+
+@dataclass
+class KernelOps:
+    """The op instance (index into ``instances``, -1: none) and origin code of every kernel."""
+
+    instances: list[OpInstance]
+    k_inst: np.ndarray
+    k_origin: np.ndarray
 
 
 def _dec(raw: Any) -> list[Any]:
@@ -144,28 +160,34 @@ class TraceState:
             # a CPU-only trace: the leaf CPU ops are where the time goes; they stand in for kernels
             kernels = _leaf_ops(cpu_ops)
             self.notes.append(f"no GPU activity in the trace: {len(kernels)} leaf CPU ops stand in for kernels")
-        kernels.sort(key=lambda e: e.ts)  # type: ignore[arg-type,return-value]
+        kernels.sort(key=_TS)
+        n = len(kernels)
         self.kernels = kernels
         self.cpu_ops = cpu_ops
         self.annotations = anns
         # launch call per kernel (in CPU mode the op itself: its enclosing ops include itself)
-        self.launch: list[ev_mod.Ev | None] = (
-            list(kernels)
-            if self.cpu_mode
-            else [
-                runtime.get(k.args.correlation) if k.args is not None and k.args.correlation is not None else None
-                for k in kernels
-            ]
-        )
+        if self.cpu_mode:
+            self.launch: list[ev_mod.Ev | None] = list(kernels)
+        else:
+            get = runtime.get  # no correlation id: None, which is no key
+            self.launch = [get(k.args.correlation) if k.args is not None else None for k in kernels]
+        # per-kernel columns the stages aggregate
+        self.k_ts = np.fromiter(map(_TS, kernels), np.float64, n)
+        self.k_dur = np.fromiter(map(_DUR, kernels), np.float64, n)
+        self.kernel_names = Interner()
+        self.k_name = np.fromiter(map(self.kernel_names.__getitem__, map(_NAME, kernels)), np.int64, n)
+        self.k_launched = np.fromiter((c is not None for c in self.launch), np.bool_, n)
         calls = {id(c): c for c in self.launch if c is not None}
         call_list = list(calls.values())
         from magpie_inference_analysis.graphs import op_chains
 
         chains = op_chains(cpu_ops, call_list)
         self.chain_of_call = {id(c): ch for c, ch in zip(call_list, chains, strict=True)}
-        self.graph = [c is not None and is_graph_launch(c.name) for c in self.launch]
-        names = sorted({k.name for k in kernels})
-        self.kcat = _kernel_categories(names)
+        graph_calls = {name for name in set(map(_NAME, call_list)) if is_graph_launch(name)}
+        self.graph = [c is not None and c.name in graph_calls for c in self.launch]
+        self.kcat = _kernel_categories(sorted(self.kernel_names.values))
+        #: iteration index per kernel (-1: in none), set by :meth:`iterations`
+        self.k_iter = np.full(n, -1, np.int64)
 
     # -- iterations --------------------------------------------------------------------------
     def iterations(self) -> list[Iteration]:
@@ -191,15 +213,18 @@ class TraceState:
         starts = np.array([it.ts for it in its], dtype=np.float64)
         ends = np.array([it.end for it in its], dtype=np.float64)
         # a kernel belongs to the iteration its launch call (or, without one, the kernel) starts in
-        t = np.fromiter(
-            (c.ts if c is not None else k.ts for k, c in zip(self.kernels, self.launch, strict=True)),
-            np.float64,
-            len(self.kernels),
-        )
+        t = self.k_ts.copy()
+        launched = np.flatnonzero(self.k_launched)
+        t[launched] = np.fromiter((self.launch[i].ts for i in launched.tolist()), np.float64, len(launched))  # type: ignore[union-attr]
         j = np.searchsorted(starts, t, side="right") - 1
         inside = (j >= 0) & (t <= ends[np.maximum(j, 0)]) if len(its) else np.zeros(len(t), bool)
-        for i, ji in zip(np.flatnonzero(inside).tolist(), j[inside].tolist(), strict=True):
-            its[ji].kernels.append(i)
+        self.k_iter = np.where(inside, j, -1)
+        members = np.flatnonzero(inside)
+        order = members[np.argsort(j[members], kind="stable")]
+        counts = np.bincount(j[members], minlength=len(its)) if len(its) else np.zeros(0, np.int64)
+        if its:
+            for it, idx in zip(its, np.split(order, np.cumsum(counts)[:-1]), strict=True):
+                it.kernels = idx.tolist()
         if not steps:
             for it in its:
                 it.phase, it.phase_source = self._infer_phase(it)
@@ -350,6 +375,7 @@ def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a trace repeats a few thousand signatures over and over
 def _signature(dims_raw: bytes, types_raw: bytes) -> str:
     return dims_raw.decode(errors="replace").replace(" ", "") + "|" + types_raw.decode(errors="replace")
 
@@ -369,10 +395,6 @@ def analyze_state(
     # graph replays ------------------------------------------------------------------------------
     graph_map: dict[int, tuple[CapturedGraph, int, int]] = {}  # kernel index -> (graph, launch idx, replay id)
     graph_info: dict[str, Any] = {"replays": 0, "kernels": sum(st.graph), "mapped": 0, "captures": len(captures)}
-    iteration_of = {}
-    for it in its:
-        for i in it.kernels:
-            iteration_of[i] = it
     if any(st.graph):
         replays: dict[int, list[int]] = {}
         for i, g in enumerate(st.graph):
@@ -383,7 +405,7 @@ def analyze_state(
         for rid, idxs in replays.items():
             names = [kernels[i].name for i in idxs if kernels[i].cat == "kernel"]
             kidx = [i for i in idxs if kernels[i].cat == "kernel"]
-            it = iteration_of.get(idxs[0])
+            it = its[st.k_iter[idxs[0]]] if st.k_iter[idxs[0]] >= 0 else None
             want = it.step.tokens if it is not None and it.step is not None else None
             cands = sorted(
                 captures,
@@ -419,7 +441,7 @@ def analyze_state(
         if a is None or a.input_dims == ev_mod.NO_LIST:
             return None
         attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
-        key = (op.name, bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete), id(attn_key))
+        key = (op.name, a.input_dims, a.input_type, a.concrete, id(attn_key))
         model = model_cache.get(key, model_cache)
         if model is model_cache:
             model = model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
@@ -440,60 +462,57 @@ def analyze_state(
         return chain[0] if chain else None
 
     instances: dict[Any, OpInstance] = {}
-    kernel_op: list[Any] = [None] * len(kernels)
-    origin: list[str] = ["launch"] * len(kernels)
-    for i, k in enumerate(kernels):
-        it = iteration_of.get(i)
-        if it is None:
+
+    def instance(key: Any, op: ev_mod.Ev | None, step: StepInfo | None) -> int:
+        inst = instances.get(key)
+        if inst is None:
+            if op is None:
+                inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
+            else:
+                a = op.args
+                dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
+                inst = OpInstance(key, op.name, dims, types, model_for(op, step))
+            inst.index = len(instances)
+            instances[key] = inst
+        return inst.index
+
+    n = len(kernels)
+    k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
+    k_origin = [ORIGIN_LAUNCH] * n
+    k_iter = st.k_iter.tolist()
+    step_of = [it.step for it in its]
+    kcat_of_name = [st.kcat.get(name, "other") for name in st.kernel_names.values]
+    k_name = st.k_name.tolist()
+    cpu_ops, chain_of_call, launch, graph = st.cpu_ops, st.chain_of_call, st.launch, st.graph
+    for i in range(n):
+        if k_iter[i] < 0:
             continue
-        step = it.step
-        kc = st.kcat.get(k.name, "other")
-        if st.graph[i]:
+        step = step_of[k_iter[i]]
+        kc = kcat_of_name[k_name[i]]
+        if graph[i]:
             hit = graph_map.get(i)
             if hit is None:
-                key = ("graph",)
-                origin[i] = "graph"
-                if key not in instances:
-                    instances[key] = OpInstance(key, "graph", b"", b"", None)
-            else:
-                g, ci, rid = hit
-                origin[i] = "graph+capture"
-                j = choose(g.chains[ci], g.ops, kc, step)
-                if j is None:
-                    key = ("nokernelop", k.name, i)
-                    instances[key] = OpInstance(key, "(no op)", b"", b"", None)
-                else:
-                    op = g.ops[j]
-                    key = ("cap", id(g), j, rid)
-                    if key not in instances:
-                        a = op.args
-                        instances[key] = OpInstance(
-                            key,
-                            op.name,
-                            bytes(a.input_dims) if a else b"",
-                            bytes(a.input_type) if a else b"",
-                            model_for(op, step),
-                        )
+                k_origin[i] = ORIGIN_GRAPH
+                k_inst[i] = instance(("graph",), None, step)
+                continue
+            g, ci, rid = hit
+            k_origin[i] = ORIGIN_CAPTURE
+            j = choose(g.chains[ci], g.ops, kc, step)
+            k_inst[i] = (
+                instance(("nokernelop", kernels[i].name, i), None, step)
+                if j is None
+                else instance(("cap", id(g), j, rid), g.ops[j], step)
+            )
         else:
-            call = st.launch[i]
-            chain = st.chain_of_call.get(id(call), ()) if call is not None else ()
-            j = choose(chain, st.cpu_ops, kc, step)
-            if j is None:  # no launch record (dropped by the profiler) or launched outside any op
-                key = ("nokernelop", k.name, i)
-                instances[key] = OpInstance(key, "(no op)", b"", b"", None)
-            else:
-                key = ("op", j)
-                if key not in instances:
-                    op = st.cpu_ops[j]
-                    a = op.args
-                    instances[key] = OpInstance(
-                        key,
-                        op.name,
-                        bytes(a.input_dims) if a else b"",
-                        bytes(a.input_type) if a else b"",
-                        model_for(op, step),
-                    )
-        kernel_op[i] = key
+            call = launch[i]
+            j = choose(chain_of_call.get(id(call), ()), cpu_ops, kc, step) if call is not None else None
+            # j None: no launch record (dropped by the profiler) or launched outside any op
+            k_inst[i] = (
+                instance(("nokernelop", kernels[i].name, i), None, step)
+                if j is None
+                else instance(("op", j), cpu_ops[j], step)
+            )
+    kernel_ops = KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
     # stages ----------------------------------------------------------------------------------------
     by_phase: dict[str, list[Iteration]] = {}
     for it in its:
@@ -507,9 +526,7 @@ def analyze_state(
         for it in window:
             it.in_window = True
         label = f"{prefix}{stage}{suffix}"
-        stage_results[stage] = _write_stage(
-            st, spec, label, stage_its, window, how, instances, kernel_op, origin, out_dir, t0
-        )
+        stage_results[stage] = _write_stage(st, spec, label, stage_its, window, how, kernel_ops, out_dir, t0)
     timeline_path = out_dir / f"{prefix}iterations{suffix}.csv"
     _write_iterations(st, its, timeline_path, t0)
     phases = Counter(it.phase for it in its)
@@ -523,7 +540,7 @@ def analyze_state(
         "phase_source": "annotation" if its and its[0].phase_source == "annotation" else "inferred",
         "engine": its[0].step.engine if its and its[0].step else None,
         "kernels": len(kernels),
-        "kernels_outside_iterations": len(kernels) - len(iteration_of),
+        "kernels_outside_iterations": int(np.count_nonzero(st.k_iter < 0)),
         "graph": graph_info,
         "stages": stage_results,
         "iterations_csv": str(timeline_path),
@@ -547,10 +564,9 @@ def _union_busy(starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
 
 
 def _iter_row(st: TraceState, it: Iteration, t0: float) -> dict[str, Any]:
-    ks = [st.kernels[i] for i in it.kernels]
-    starts = np.fromiter((k.ts for k in ks), float, len(ks))  # type: ignore[arg-type]
-    ends = starts + np.fromiter((k.dur for k in ks), float, len(ks))
-    busy, span = _union_busy(starts, ends)
+    idx = np.array(it.kernels, np.int64)
+    starts = st.k_ts[idx]
+    busy, span = _union_busy(starts, starts + st.k_dur[idx])
     step_time = it.end - it.ts
     tokens = it.step.tokens if it.step else None
     return {
@@ -566,7 +582,7 @@ def _iter_row(st: TraceState, it: Iteration, t0: float) -> dict[str, Any]:
         "gpu_span_us": round(span, 3),
         "gpu_busy_us": round(busy, 3),
         "gpu_idle_us": round(max(0.0, span - busy), 3),
-        "kernels": len(ks),
+        "kernels": len(idx),
         "tokens_per_s": round(tokens / (step_time * 1e-6), 1) if tokens and step_time > 0 else "",
     }
 
@@ -586,50 +602,55 @@ def _write_stage(
     stage_its: list[Iteration],
     window: list[Iteration],
     how: str,
-    instances: dict[Any, OpInstance],
-    kernel_op: list[Any],
-    origin: list[str],
+    kernel_ops: KernelOps,
     out_dir: Path,
     t0: float,
 ) -> dict[str, Any]:
-    kernels = st.kernels
-    sel = [i for it in window for i in it.kernels]
-    # per instance kernel time within the window
-    inst_time: dict[Any, float] = {}
-    inst_kernels: dict[Any, int] = {}
-    kt: dict[str, list[float]] = {}
-    kop: dict[str, Counter[str]] = {}
-    korigin: dict[str, str] = {}
-    total = 0.0
-    no_launch = 0.0
-    for i in sel:
-        k = kernels[i]
-        d = k.dur
-        total += d
-        if st.launch[i] is None:
-            no_launch += d
-        kt.setdefault(k.name, []).append(d)
-        key = kernel_op[i]
-        if key is not None:
-            inst_time[key] = inst_time.get(key, 0.0) + d
-            inst_kernels[key] = inst_kernels.get(key, 0) + 1
-            kop.setdefault(k.name, Counter())[instances[key].name] += 1
-        korigin[k.name] = origin[i]
-    # kernel table
+    sel = np.array([i for it in window for i in it.kernels], np.int64)
+    dur = st.k_dur[sel]
+    dur_l = dur.tolist()
+    # sums below add in kernel order, as a plain loop would (np.sum's pairwise order differs in the last bits)
+    total = sum(dur_l, 0.0)
+    no_launch = sum(dur[~st.k_launched[sel]].tolist(), 0.0)
+    inst_sel = kernel_ops.k_inst[sel]
+    # kernel table ---------------------------------------------------------------------------------
+    names = st.kernel_names.values
+    _, first, inv = np.unique(st.k_name[sel], return_index=True, return_inverse=True)
+    name_ids = st.k_name[sel][first]
+    sums = np.bincount(inv, weights=dur, minlength=len(first))
+    counts = np.bincount(inv, minlength=len(first))
+    mins = np.full(len(first), np.inf)
+    maxs = np.full(len(first), -np.inf)
+    np.minimum.at(mins, inv, dur)
+    np.maximum.at(maxs, inv, dur)
+    # the origin of a name's last kernel, and its most frequent op (ties: the op met first)
+    last = len(sel) - 1 - np.unique(inv[::-1], return_index=True)[1]
+    top_op = _most_common_op(inv, inst_sel, kernel_ops.instances, len(first))
     kpath = out_dir / f"{label}_kernels.csv"
-    rows = sorted(kt.items(), key=lambda kv: -sum(kv[1]))
     with kpath.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(KERNEL_COLUMNS)
-        for name, ds in rows:
-            s = sum(ds)
+        for r in np.lexsort((first, -sums)).tolist():
+            name, s, c = names[name_ids[r]], float(sums[r]), int(counts[r])
             w.writerow(
                 [
-                    name, len(ds), f"{s:.3f}", f"{s / len(ds):.3f}", f"{min(ds):.3f}", f"{max(ds):.3f}",
+                    name, c, f"{s:.3f}", f"{s / c:.3f}", f"{mins[r]:.3f}", f"{maxs[r]:.3f}",
                     f"{100 * s / total:.2f}" if total else "0.00", st.kcat.get(name, "other"),
-                    kop[name].most_common(1)[0][0] if name in kop else "", korigin.get(name, ""),
+                    top_op[r], ORIGINS[kernel_ops.k_origin[sel[last[r]]]],
                 ]
             )  # fmt: skip
+    # per instance kernel time within the window (instances in order of their first kernel)
+    has = inst_sel >= 0
+    ids, first_k, inst_inv = np.unique(inst_sel[has], return_index=True, return_inverse=True)
+    inst_sum = np.bincount(inst_inv, weights=dur[has], minlength=len(ids))
+    inst_count = np.bincount(inst_inv, minlength=len(ids))
+    inst_time: dict[Any, float] = {}
+    inst_kernels: dict[Any, int] = {}
+    instances = {inst.key: inst for inst in kernel_ops.instances}
+    for r in np.argsort(first_k, kind="stable").tolist():
+        key = kernel_ops.instances[ids[r]].key
+        inst_time[key] = float(inst_sum[r])
+        inst_kernels[key] = int(inst_count[r])
     # roofline rows: group instances by (category, op, signature)
     groups: dict[tuple[str, str, str], list[Any]] = {}
     for key in inst_time:
@@ -731,6 +752,27 @@ def _write_stage(
             for r in out_rows[:10]
         ],
     }
+
+
+def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, instances: list[OpInstance], n_names: int) -> list[str]:
+    """Per kernel name (codes ``name_inv``), the op name most of its kernels went to ("" for none); a tie goes
+    to the op met first."""
+    out = [""] * n_names
+    has = np.flatnonzero(inst_sel >= 0)
+    if len(has) == 0:
+        return out
+    op_names = Interner()
+    inst_op = np.fromiter((op_names[inst.name] for inst in instances), np.int64, len(instances))
+    width = len(op_names.values)
+    pair = name_inv[has].astype(np.int64) * width + inst_op[inst_sel[has]]
+    uniq, first, count = np.unique(pair, return_index=True, return_counts=True)
+    name = uniq // width
+    order = np.lexsort((first, -count, name))
+    head = np.ones(len(order), bool)
+    head[1:] = name[order][1:] != name[order][:-1]
+    for q in order[head].tolist():
+        out[int(name[q])] = op_names.values[int(uniq[q] % width)]
+    return out
 
 
 def _trace_files(target: Path) -> list[Path]:
