@@ -61,7 +61,8 @@ ITER_COLUMNS = [
     "step_time_us", "gpu_span_us", "gpu_busy_us", "gpu_idle_us", "kernels", "tokens_per_s",
 ]  # fmt: skip
 MIB = 1024.0 * 1024.0
-_TS, _DUR, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
+_TS, _DUR, _NAME, _ARGS = attrgetter("ts"), attrgetter("dur"), attrgetter("name"), attrgetter("args")
+_CORR = attrgetter("correlation")
 _DIGITS = re.compile(r"\d+")
 _DECODE_WORDS = ("decode", "paged_attention", "splitkv", "split_kv", "fwd_kvcache", "flash_decoding", "mla_decode")
 _PREFILL_WORDS = ("prefill", "varlen", "context_attention", "fmha_fwd", "flash_fwd", "extend")
@@ -150,7 +151,7 @@ class TraceState:
         self.options = options
         self.notes: list[str] = []
         kernels = list(trace.gpu)
-        runtime = {e.args.correlation: e for e in trace.runtime}  # type: ignore[union-attr]
+        runtime = dict(zip(map(_CORR, map(_ARGS, trace.runtime)), trace.runtime, strict=True))
         cpu_ops = trace.cpu_ops
         anns = trace.annotations
         t0 = trace.t0
@@ -182,7 +183,7 @@ class TraceState:
         from magpie_inference_analysis.graphs import op_chains
 
         chains = op_chains(cpu_ops, call_list)
-        self.chain_of_call = {id(c): ch for c, ch in zip(call_list, chains, strict=True)}
+        self.chain_of_call = dict(zip(map(id, call_list), chains, strict=True))
         graph_calls = {name for name in set(map(_NAME, call_list)) if is_graph_launch(name)}
         self.graph = [c is not None and c.name in graph_calls for c in self.launch]
         self.kcat = _kernel_categories(sorted(self.kernel_names.values))
@@ -298,36 +299,51 @@ class TraceState:
 
     def _infer_phase(self, it: Iteration) -> tuple[str, str]:
         decode = prefill = 0
-        for i in it.kernels:
-            call = self.launch[i]
-            if call is None:
-                continue
-            for j in self.chain_of_call.get(id(call), ()):
-                op = self.cpu_ops[j]
-                if "scaled_dot_product" in op.name or "flash_attention" in op.name:
-                    dims = _dec(op.args.input_dims) if op.args else []
-                    if len(dims) >= 2 and isinstance(dims[0], list) and len(dims[0]) == 4:
-                        n_q = dims[0][2]
-                        if n_q == 1:
-                            decode += 1
-                        else:
-                            prefill += 1
-                    break
+        attention = self._attention_op_names
+        if attention:
+            ops, chain_of_call, launch = self.cpu_ops, self.chain_of_call, self.launch
+            for i in it.kernels:
+                call = launch[i]
+                if call is None:
+                    continue
+                for j in chain_of_call.get(id(call), ()):
+                    op = ops[j]
+                    if op.name in attention:
+                        dims = _dec(op.args.input_dims) if op.args else []
+                        if len(dims) >= 2 and isinstance(dims[0], list) and len(dims[0]) == 4:
+                            n_q = dims[0][2]
+                            if n_q == 1:
+                                decode += 1
+                            else:
+                                prefill += 1
+                        break
         if decode or prefill:
             src = f"inferred from attention query lengths ({prefill} prefill-shaped, {decode} decode-shaped calls)"
             return (MIXED if decode and prefill else DECODE if decode else PREFILL), src
-        for i in it.kernels:
-            low = self.kernels[i].name.lower()
-            if self.kcat.get(self.kernels[i].name) != "attention":
-                continue
-            if any(w in low for w in _DECODE_WORDS):
-                decode += 1
-            elif any(w in low for w in _PREFILL_WORDS):
-                prefill += 1
+        votes = np.bincount(self._attention_kernel_votes[self.k_name[it.kernels]], minlength=3)
+        decode, prefill = int(votes[1]), int(votes[2])
         if decode or prefill:
             src = f"inferred from attention kernel variants ({prefill} prefill, {decode} decode kernels)"
             return (MIXED if decode and prefill else DECODE if decode else PREFILL), src
         return UNKNOWN, "not inferable: no attention op shapes or attention kernel variants"
+
+    @functools.cached_property
+    def _attention_op_names(self) -> set[str]:
+        return {n for n in set(map(_NAME, self.cpu_ops)) if "scaled_dot_product" in n or "flash_attention" in n}
+
+    @functools.cached_property
+    def _attention_kernel_votes(self) -> np.ndarray:
+        """Per kernel name id: 1 a decode attention kernel, 2 a prefill one, 0 neither (by its name's words)."""
+        votes = np.zeros(len(self.kernel_names.values), np.int64)
+        for k, name in enumerate(self.kernel_names.values):
+            if self.kcat.get(name) != "attention":
+                continue
+            low = name.lower()
+            if any(w in low for w in _DECODE_WORDS):
+                votes[k] = 1
+            elif any(w in low for w in _PREFILL_WORDS):
+                votes[k] = 2
+        return votes
 
 
 def _leaf_ops(cpu_ops: list[ev_mod.Ev]) -> list[ev_mod.Ev]:

@@ -33,11 +33,10 @@ EMPTY = msgspec.Raw(b"[]")
 NO_LIST = b"[]"
 
 
+# Only the fields the analyses read: every other key (pid, device, stream, External id...) is skipped by
+# the decoder without creating an object for it.
 class Args(Struct, gc=False, omit_defaults=True):  # absent fields stay out of the transfer
-    external_id: int | None = field(default=None, name="External id")
     correlation: int | None = None
-    device: int | str | None = None
-    stream: int | str | None = None
     kernel: str | None = None
     input_dims: msgspec.Raw = field(default=EMPTY, name="Input Dims")
     input_type: msgspec.Raw = field(default=EMPTY, name="Input type")
@@ -48,7 +47,6 @@ class Ev(Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: int | str = 0
     tid: int | str = 0
     ts: float | None = None
     dur: float = 0.0
