@@ -12,14 +12,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from magpie_core import __version__
-from magpie_core.config import ConfigError, ConfigErrors, FrameworkConfig, load_config
+from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
+
+if TYPE_CHECKING:
+    from magpie_core.config.framework import FrameworkConfig
 
 EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
@@ -61,6 +64,8 @@ class GlobalOptions:
     def framework(self) -> FrameworkConfig:
         """The framework config: ``--config`` if given, else defaults."""
         if self._framework is None:
+            from magpie_core.config.framework import FrameworkConfig
+
             self._framework = load_config(FrameworkConfig, self.config_path) if self.config_path else FrameworkConfig()
         return self._framework
 

@@ -23,11 +23,11 @@ from magpie_core.cli.app import (
     err_console,
     handle_errors,
 )
-from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from magpie_core.config.kernel import KernelConfigFile
     from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
 
 
@@ -53,6 +53,8 @@ def _kernel_file(
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
     if not testcase:
         raise UsageError("--testcase is required when kernels are given as source files")
+    from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+
     kernels = [
         KernelConfig(
             id=Path(src).stem,

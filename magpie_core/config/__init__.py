@@ -1,9 +1,31 @@
-"""Typed configs: framework ``config.yaml``, kernel files, benchmark files."""
+"""Typed configs: framework ``config.yaml``, kernel files, benchmark files.
 
-from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
-from magpie_core.config.framework import FrameworkConfig
-from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.config.loader import ConfigError, ConfigErrors, load_config, load_yaml, validate
+The names below are imported on first use (PEP 562), so a command that needs one kind of
+config does not pay for building the models of the others at start-up."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
+    from magpie_core.config.framework import FrameworkConfig
+    from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+    from magpie_core.config.loader import ConfigError, ConfigErrors, load_config, load_yaml, validate
+
+_WHERE = {
+    "BenchmarkConfig": "benchmark",
+    "BenchmarkConfigFile": "benchmark",
+    "FrameworkConfig": "framework",
+    "KernelConfig": "kernel",
+    "KernelConfigFile": "kernel",
+    "ConfigError": "loader",
+    "ConfigErrors": "loader",
+    "load_config": "loader",
+    "load_yaml": "loader",
+    "validate": "loader",
+}
 
 __all__ = [
     "BenchmarkConfig",
@@ -17,3 +39,12 @@ __all__ = [
     "load_yaml",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
