@@ -182,7 +182,7 @@ class TraceState:
         call_list = list(calls.values())
         from magpie_inference_analysis.graphs import op_chains
 
-        chains = op_chains(cpu_ops, call_list)
+        chains = op_chains(cpu_ops, call_list, trace.cpu_columns if not self.cpu_mode else None)
         self.chain_of_call = dict(zip(map(id, call_list), chains, strict=True))
         graph_calls = {name for name in set(map(_NAME, call_list)) if is_graph_launch(name)}
         self.graph = [c is not None and c.name in graph_calls for c in self.launch]
@@ -329,7 +329,8 @@ class TraceState:
 
     @functools.cached_property
     def _attention_op_names(self) -> set[str]:
-        return {n for n in set(map(_NAME, self.cpu_ops)) if "scaled_dot_product" in n or "flash_attention" in n}
+        names = self.trace.cpu_op_names or set(map(_NAME, self.cpu_ops))
+        return {n for n in names if "scaled_dot_product" in n or "flash_attention" in n}
 
     @functools.cached_property
     def _attention_kernel_votes(self) -> np.ndarray:

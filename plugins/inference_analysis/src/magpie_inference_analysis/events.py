@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
@@ -87,6 +89,9 @@ _BUCKETS = msgspec.msgpack.Decoder(tuple[list[_KeptEv], list[_KeptEv], list[_Kep
 PARTS_PER_WORKER = 3
 
 
+OpColumns = tuple[np.ndarray, np.ndarray, np.ndarray]  # ts, dur, tid
+
+
 @dataclass
 class Trace:
     """The events the analyses read, sorted into kinds as they were decoded (each in file order).
@@ -105,6 +110,10 @@ class Trace:
     rocm: bool
     size_bytes: int
     num_events: int = 0  # all events in the file, kept or not
+    #: ``ts``, ``dur`` and (integer) ``tid`` of ``cpu_ops`` as columns, built while each piece's objects were
+    #: fresh in the cache; None where a thread id is not an integer
+    cpu_columns: OpColumns | None = None
+    cpu_op_names: set[str] = dataclass_field(default_factory=set)  # the distinct CPU op names
 
     @property
     def events(self) -> list[Ev]:
@@ -124,6 +133,8 @@ class _Keep:
         self.buckets: tuple[list[Ev], list[Ev], list[Ev], list[Ev]] = ([], [], [], [])
         self.t0 = math.inf
         self.seen = 0
+        self.cpu_columns: list[OpColumns] | None = []  # per piece; None once a tid is not an integer
+        self.cpu_names: set[str] = set()
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
@@ -151,14 +162,34 @@ class _Keep:
         for bucket, size in zip(self.buckets, sizes, strict=True):
             if len(bucket) > size:
                 self.t0 = min(self.t0, min(map(_TS, bucket[size:])))
+        if len(cpu) > sizes[0]:
+            new = cpu[sizes[0] :]
+            self.cpu_names.update(map(_NAME, new))
+            if self.cpu_columns is not None:
+                n = len(new)
+                try:
+                    tid = np.fromiter(map(_TID, new), np.int64, n)
+                except (TypeError, ValueError, OverflowError):
+                    self.cpu_columns = None
+                else:
+                    self.cpu_columns.append(
+                        (np.fromiter(map(_TS, new), np.float64, n), np.fromiter(map(_DUR, new), np.float64, n), tid)
+                    )
+
+    def columns(self) -> OpColumns | None:
+        if self.cpu_columns is None:
+            return None
+        if not self.cpu_columns:
+            return np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
+        return tuple(np.concatenate(c) for c in zip(*self.cpu_columns, strict=True))  # type: ignore[return-value]
 
 
-_TS = attrgetter("ts")
+_TS, _DUR, _TID, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("tid"), attrgetter("name")
 
 
-def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, float, int, Any]:
-    """One byte range of a plain-JSON trace: the kept events (by kind), their ``t0``, the number of events
-    seen, and the file's header.
+def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]:
+    """One byte range of a plain-JSON trace: the kept events (by kind), the CPU op columns and names, their
+    ``t0``, the number of events seen, and the file's header.
 
     In a worker process (not ``caller``) the events come back encoded as msgpack: msgspec encodes and decodes
     that several times faster than pickle handles the structs."""
@@ -168,7 +199,7 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, floa
     got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count), skip_categories=SKIPPED_CATS)
     keep.seen += got.skipped_events
     buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
-    return buckets, keep.t0, keep.seen, got.header
+    return buckets, keep.columns(), keep.cpu_names, keep.t0, keep.seen, got.header
 
 
 def load(path: Path | str, workers: int = 1) -> Trace:
@@ -191,14 +222,17 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             parts = run_tasks(tasks, workers)
             if not any(isinstance(p, BaseException) for p in parts):
                 keep = _Keep()
-                for buckets, t0, seen, _ in parts:
+                for buckets, columns, names, t0, seen, _ in parts:
                     for mine, theirs in zip(
                         keep.buckets, _BUCKETS.decode(buckets) if isinstance(buckets, bytes) else buckets, strict=True
                     ):
                         mine += theirs
+                    if keep.cpu_columns is not None:
+                        keep.cpu_columns = None if columns is None else [*keep.cpu_columns, columns]
+                    keep.cpu_names |= names
                     keep.t0 = min(keep.t0, t0)
                     keep.seen += seen
-                return _trace(path, keep, parts[-1][3], path.stat().st_size)
+                return _trace(path, keep, parts[-1][-1], path.stat().st_size)
         keep = _Keep()
         try:
             got = stream_events(path, keep, decoder=_LIST, skip_categories=SKIPPED_CATS)
@@ -216,7 +250,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
 def _trace(path: Path, keep: _Keep, header: Any, size: int) -> Trace:
     props = (header.deviceProperties or []) if header is not None else []
     rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, size, keep.seen)
+    return Trace(path, *keep.buckets, keep.t0, props, rocm, size, keep.seen, keep.columns(), keep.cpu_names)
 
 
 def _load_whole(path: Path) -> Trace:
@@ -236,7 +270,7 @@ def _load_whole(path: Path) -> Trace:
         raise TraceLoadError(path, f"broken trace JSON: {exc}") from None
     keep = _Keep()
     keep(events)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen)
+    return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen, keep.columns(), keep.cpu_names)
 
 
 def decode_list(raw: bytes) -> list[Any]:

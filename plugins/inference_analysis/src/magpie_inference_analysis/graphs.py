@@ -49,24 +49,20 @@ class CapturedGraph:
 _TS, _DUR, _TID = attrgetter("ts"), attrgetter("dur"), attrgetter("tid")
 
 
-def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[int, ...]]:
+def op_chains(
+    cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev], op_columns: ev_mod.OpColumns | None = None
+) -> list[tuple[int, ...]]:
     """For each call, the indices (into ``cpu_ops``) of the CPU ops enclosing it on its thread, innermost first.
 
     One sweep per thread over ops and calls in start order (longer first, ops before calls at equal
     times), keeping the stack of open ops; sorted with numpy, swept with the stack in plain lists. Ops
     with no call inside them on their thread (views, allocations: about 70 % of the ops in a
     typical inference trace) are left out of the sweep first, with one vectorised search: such an op
-    is in no chain and, never enclosing a call while open, never holds another op on the stack."""
+    is in no chain and, never enclosing a call while open, never holds another op on the stack.
+
+    ``op_columns``: the ops' ``ts``, ``dur`` and integer ``tid`` columns when the loader built them."""
     n_ops = len(cpu_ops)
-    items = [*cpu_ops, *calls]
-    n = len(items)
-    try:
-        ts = np.fromiter(map(_TS, items), np.float64, n)
-    except TypeError:  # an event without ts (the loader drops those; capture files might not)
-        ts = np.array([np.nan if e.ts is None else e.ts for e in items], dtype=np.float64)
-    dur = np.fromiter(map(_DUR, items), np.float64, n)
-    tids = Interner()
-    tid = np.fromiter(map(tids.__getitem__, map(_TID, items)), np.int64, n)
+    ts, dur, tid = _columns(cpu_ops, calls, op_columns)
     swept = np.flatnonzero(~np.isnan(ts))
     swept = np.concatenate((_enclosing_calls(ts, dur, tid, n_ops, swept[swept < n_ops]), swept[swept >= n_ops]))
     kind = (swept >= n_ops).astype(np.int8)
@@ -93,6 +89,33 @@ def op_chains(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev]) -> list[tuple[in
         elif open_ops:
             out[i - n_ops] = tuple(open_ops[::-1])
     return out
+
+
+def _columns(cpu_ops: list[ev_mod.Ev], calls: list[ev_mod.Ev], op_columns: ev_mod.OpColumns | None) -> ev_mod.OpColumns:
+    """``ts`` (NaN where absent), ``dur`` and dense thread ids of the ops followed by the calls."""
+    if op_columns is not None:
+        m = len(calls)
+        try:
+            call_tid = np.fromiter(map(_TID, calls), np.int64, m)
+            call_ts = np.fromiter(map(_TS, calls), np.float64, m)
+        except (TypeError, ValueError, OverflowError):
+            pass
+        else:
+            tid = np.unique(np.concatenate((op_columns[2], call_tid)), return_inverse=True)[1]
+            return (
+                np.concatenate((op_columns[0], call_ts)),
+                np.concatenate((op_columns[1], np.fromiter(map(_DUR, calls), np.float64, m))),
+                tid.astype(np.int64),
+            )
+    items = [*cpu_ops, *calls]
+    n = len(items)
+    try:
+        ts = np.fromiter(map(_TS, items), np.float64, n)
+    except TypeError:  # an event without ts (the loader drops those; capture files might not)
+        ts = np.array([np.nan if e.ts is None else e.ts for e in items], dtype=np.float64)
+    dur = np.fromiter(map(_DUR, items), np.float64, n)
+    tids = Interner()
+    return ts, dur, np.fromiter(map(tids.__getitem__, map(_TID, items)), np.int64, n)
 
 
 def _enclosing_calls(ts: np.ndarray, dur: np.ndarray, tid: np.ndarray, n_ops: int, ops: np.ndarray) -> np.ndarray:
