@@ -66,3 +66,21 @@ def test_a_busy_worker_takes_fewer_tasks() -> None:
     results = run_tasks(tasks, workers=2, weights=[1.0] * 8 + [10.0])
     assert [r[1] for r in results[:8]] == [i * i for i in range(8)]
     assert all(r[0] != results[8] for r in results[:8])
+
+
+def _big(x: int) -> tuple[int, bytes]:
+    time.sleep(0.05)
+    return os.getpid(), bytes([x]) * (3 << 20)
+
+
+def test_large_results_come_back_through_files_that_are_then_removed() -> None:
+    """A child's large result travels through a file (the pipe needs the caller's GIL for every read), which
+    the caller reads and deletes."""
+    from magpie_core import fanout
+
+    where = fanout._result_dir() or __import__("tempfile").gettempdir()
+    before = {p for p in os.listdir(where) if p.startswith("magpie-task-")}
+    results = run_tasks([(_big, (i,)) for i in range(6)], workers=2)
+    assert [r[1] == bytes([i]) * (3 << 20) for i, r in enumerate(results)] == [True] * 6
+    assert len({r[0] for r in results}) == 2  # the child returned some of them
+    assert {p for p in os.listdir(where) if p.startswith("magpie-task-")} == before

@@ -440,6 +440,11 @@ def test_parallel_byte_range_decode_gives_the_same_analysis(
     assert two.num_events == one.num_events > len(one.events) > 0
     assert msgspec.json.encode(two.events) == msgspec.json.encode(one.events)
     assert two.device_properties == one.device_properties and two.rocm == one.rocm
+    assert one.cpu_columns is not None and two.cpu_columns is not None
+    for a, b in zip(one.cpu_columns, two.cpu_columns, strict=True):
+        assert a.tolist() == b.tolist()
+    assert one.cpu_columns[0].tolist() == [e.ts for e in one.cpu_ops]
+    assert two.cpu_op_names == one.cpu_op_names == {e.name for e in one.cpu_ops}
     a = InferenceAnalyzer().analyze(plain, {"workers": 1}, tmp_path / "w1")["traces"][0]
     b = InferenceAnalyzer().analyze(plain, {"workers": 2}, tmp_path / "w2")["traces"][0]
     for stage, s in a["stages"].items():

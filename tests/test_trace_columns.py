@@ -160,3 +160,57 @@ def test_every_cut_count_yields_each_event_once(tmp_path: Path) -> None:
         for i in range(n):
             stream_events(plain, parts.extend, part=(i, n))
         assert parts == whole, n
+
+
+def _kineto_event(cat: str, i: int, compact: bool = False) -> str:
+    ev = {"ph": "X", "cat": cat, "name": f"{cat}_{i}", "pid": 1, "tid": 1, "ts": float(i), "dur": 1.0}
+    if compact:
+        return json.dumps(ev, separators=(",", ":"))
+    return "{\n    " + json.dumps(ev)[1:-1] + "\n  }"
+
+
+def test_pieces_made_only_of_skipped_categories_are_counted_not_decoded(tmp_path: Path) -> None:
+    """``skip_categories``: a piece whose every event has a skipped category is counted, not decoded; any
+    other event (a kept category, one spelled compactly inside a run, one without a category) still reaches
+    the sink, whole or in parts."""
+    from magpie_core.trace.columns import stream_events
+
+    events = [_kineto_event("python_function", i) for i in range(3000)]
+    events[1500] = _kineto_event("cpu_op", 1500, compact=True)  # another spelling inside the run
+    events[2200] = '{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "x"}}'  # no category
+    events += [_kineto_event("cpu_op", i) for i in range(3000, 3400)]
+    events += [_kineto_event("cpu_instant_event", i) for i in range(3400, 6000)]
+    path = tmp_path / "runs.json"
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + '\n], "deviceProperties": []}')
+    kept_cats = {"cpu_op", ""}
+    for parts in (1, 3):
+        seen: list[object] = []
+        skipped = 0
+        for i in range(parts):
+            got = stream_events(
+                path,
+                seen.extend,
+                part=(i, parts),
+                chunk_bytes=4096,
+                skip_categories=("python_function", "cpu_instant_event"),
+            )
+            skipped += got.skipped_events
+        assert skipped > 5000 and len(seen) + skipped == len(events)
+        kept = [e for e in seen if e.cat in kept_cats]  # type: ignore[attr-defined]
+        assert [e.name for e in kept] == ["cpu_op_1500", "thread_name"] + [f"cpu_op_{i}" for i in range(3000, 3400)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.parent.name)
+def test_skipping_runs_keeps_every_other_event_of_real_traces(path: Path) -> None:
+    from magpie_core.trace.columns import stream_events
+
+    skip = ("python_function", "cpu_instant_event")
+    whole: list[object] = []
+    stream_events(path, whole.extend, chunk_bytes=1 << 14)
+    some: list[object] = []
+    got = stream_events(path, some.extend, chunk_bytes=1 << 14, skip_categories=skip)
+    assert len(some) + got.skipped_events == len(whole)
+    def key(events: list[object]) -> list[tuple[object, ...]]:  # Raw fields are views of a reused buffer
+        return [(e.ph, e.cat, e.name, e.tid, e.ts, e.dur) for e in events if e.cat not in skip]  # type: ignore[attr-defined]
+
+    assert key(some) == key(whole)
