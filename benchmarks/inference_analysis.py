@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("trace_gap", ROOT / "benchmarks" / "trace_gap.py")
@@ -45,11 +46,40 @@ print(json.dumps({"elapsed_s": s["elapsed_s"], "iterations": t["iterations"], "p
 TRACELENS_RECORDED = {"wall_s": (120.0, 240.0), "rss_gb": (4.5, 8.4), "size_mb": 522}
 
 
+def _one_round(
+    py: str, magpie: str, big: Path, work: Path, tracelens_python: str | None
+) -> tuple[dict[str, tuple[float, float, str]], tuple[float, float, str], list[tuple[float, float, str]], Any]:
+    """Three analyzer runs, three CLI runs (medians), then TraceLens once if its interpreter is given."""
+    res: dict[str, tuple[float, float, str]] = {}
+    runs = []
+    for _ in range(3):  # this machine is shared: report the median of three and the best
+        runs.append(trace_gap.measure([py, "-c", ANALYZER, str(big), str(work / "out1")]))
+        print("analyzer", runs[-1][:2])
+    runs.sort(key=lambda r: r[0])
+    res["analyzer"], best = runs[1], runs[0]
+    cli_runs = []
+    for _ in range(3):
+        argv = [magpie, "inference", str(big), "--spec", "MI300X", "-o", str(work / "out2")]
+        cli_runs.append(trace_gap.measure(argv))
+        print("cli", cli_runs[-1][:2])
+    cli_runs.sort(key=lambda r: r[0])
+    res["cli"] = cli_runs[1]
+    tl = None
+    if tracelens_python:
+        tl = trace_gap.measure(
+            [tracelens_python, "-m", "TraceLens.Reporting.generate_perf_report_pytorch_inference",
+             "--profile_json_path", str(big), "--output_csvs_dir", str(work / "tl")]
+        )  # fmt: skip
+        print("tracelens", tl[:2])
+    return res, best, cli_runs, tl
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--target-mb", type=int, default=520)
     ap.add_argument("--work-dir", type=Path, default=None)
     ap.add_argument("--tracelens-python", default=None)
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the whole comparison (TraceLens included)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "inference_analysis.md")
     args = ap.parse_args()
     py = sys.executable
@@ -65,29 +95,14 @@ def main() -> int:
             f"in {time.perf_counter() - t:.0f}s"
         )
     size_mb = big.stat().st_size / 1e6
-    res: dict[str, tuple[float, float, str]] = {}
     load_before = os.getloadavg()[0]
-    runs = []
-    for _ in range(3):  # this machine is shared: report the median of three and the best
-        runs.append(trace_gap.measure([py, "-c", ANALYZER, str(big), str(work / "out1")]))
-        print("analyzer", runs[-1][:2])
-    runs.sort(key=lambda r: r[0])
-    res["analyzer"], best = runs[1], runs[0]
-    cli_runs = []
-    for _ in range(3):
-        argv = [magpie, "inference", str(big), "--spec", "MI300X", "-o", str(work / "out2")]
-        cli_runs.append(trace_gap.measure(argv))
-        print("cli", cli_runs[-1][:2])
-    cli_runs.sort(key=lambda r: r[0])
-    res["cli"] = cli_runs[1]
+    rounds = []
+    for r in range(args.rounds):  # each round: magpie's runs, then TraceLens on the same file
+        res, best, cli_runs, tl = _one_round(py, magpie, big, work, args.tracelens_python)
+        rounds.append((res, tl))
+        if tl is not None:
+            print(f"round {r + 1}: analyzer {tl[0] / res['analyzer'][0]:.1f}x, cli {tl[0] / res['cli'][0]:.1f}x")
     load_after = os.getloadavg()[0]
-    tl = None
-    if args.tracelens_python:
-        tl = trace_gap.measure(
-            [args.tracelens_python, "-m", "TraceLens.Reporting.generate_perf_report_pytorch_inference",
-             "--profile_json_path", str(big), "--output_csvs_dir", str(work / "tl")]
-        )  # fmt: skip
-        print("tracelens", tl[:2])
     info = json.loads(res["analyzer"][2])
     wall, rss = res["analyzer"][0], res["analyzer"][1]
     lines = [
@@ -136,6 +151,18 @@ def main() -> int:
         f"Kernel time over all stages: {info['kernel_time_us']:.3f} us (equal to the gap pipeline's total on the "
         "same file: every kernel lies in an inferred iteration).",
     ]
+    if len(rounds) > 1 and all(t is not None for _, t in rounds):
+        lines += [
+            "",
+            f"All {len(rounds)} rounds (each: magpie's runs, then TraceLens on the same file; the table above is the "
+            "last round):",
+            "",
+            "| round | analyzer (s) | CLI (s) | TraceLens (s) | analyzer speed-up | CLI speed-up |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for k, (r_res, r_tl) in enumerate(rounds, 1):
+            a_s, c_s, t_s = r_res["analyzer"][0], r_res["cli"][0], r_tl[0]  # type: ignore[index]
+            lines.append(f"| {k} | {a_s:.2f} | {c_s:.2f} | {t_s:.2f} | {t_s / a_s:.1f}x | {t_s / c_s:.1f}x |")
     args.out.write_text("\n".join(lines) + "\n")
     print(args.out.read_text())
     return 0
