@@ -25,7 +25,9 @@ not the pipe: the parent's reader thread needs the GIL for every pipe read,
 and while the parent decodes its own share it gets it only every switch
 interval (5 ms), so a 38 MB result took over a second to cross the pipe and
 held the child back from its next task meanwhile. Through a file it is one
-write, and one read by the parent when its own share is done.
+write, and one read by the parent when its own share is done. The files live
+in a private folder made for the run and removed with everything in it at
+the end, whatever happened to the children.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 import threading
@@ -70,7 +73,7 @@ def _result_dir() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
-def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int]) -> None:
+def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int], folder: str) -> None:
     while (index := _next(counter, order)) is not None:
         conn.send(("start", index))
         result = _call(tasks[index])
@@ -82,8 +85,8 @@ def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int])
         if len(data) < FILE_RESULT_BYTES:
             conn.send(("done", index, result))
             continue
-        fd, path = tempfile.mkstemp(prefix="magpie-task-", suffix=".pickle", dir=_result_dir())
-        with os.fdopen(fd, "wb") as f:
+        path = os.path.join(folder, f"{index}.pickle")
+        with open(path, "wb") as f:
             f.write(data)
         conn.send(("file", index, _InFile(path)))
     conn.close()
@@ -113,10 +116,11 @@ def run_tasks(tasks: Sequence[Task], workers: int, weights: Sequence[float] | No
     ctx = multiprocessing.get_context(start_method())
     counter = ctx.Value("i", 0)
     results: list[Any] = [None] * len(tasks)
+    folder = tempfile.mkdtemp(prefix="magpie-tasks-", dir=_result_dir())  # mode 0700: this user's only
     children = []
     for _ in range(workers - 1):
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(send, tasks, counter, order), daemon=True)
+        proc = ctx.Process(target=_child, args=(send, tasks, counter, order, folder), daemon=True)
         proc.start()
         send.close()
         children.append((proc, recv))
@@ -127,16 +131,19 @@ def run_tasks(tasks: Sequence[Task], workers: int, weights: Sequence[float] | No
     try:
         while (index := _next(counter, order)) is not None:
             results[index] = _call(tasks[index])
-    except BaseException:  # interrupted: children take no further task; their result files are removed
+    except BaseException:  # interrupted: children take no further task
         with counter.get_lock():
             counter.value = len(order)
         raise
     finally:
-        for t in readers:
-            t.join()
-        for index, r in enumerate(results):
-            if isinstance(r, _InFile):
-                results[index] = _read_result(r)
+        try:
+            for t in readers:
+                t.join()
+            for index, r in enumerate(results):
+                if isinstance(r, _InFile):
+                    results[index] = _read_result(r)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
@@ -146,11 +153,6 @@ def _read_result(path: str) -> Any:
             return pickle.loads(f.read())
     except Exception as exc:
         return RuntimeError(f"task result could not be read back from {path}: {exc}")
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 def _collect(child: tuple[Any, Any], results: list[Any]) -> None:

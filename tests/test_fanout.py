@@ -79,8 +79,8 @@ def test_large_results_come_back_through_files_that_are_then_removed() -> None:
     from magpie_core import fanout
 
     where = fanout._result_dir() or __import__("tempfile").gettempdir()
-    before = {p for p in os.listdir(where) if p.startswith("magpie-task-")}
+    before = {p for p in os.listdir(where) if p.startswith("magpie-tasks-")}
     results = run_tasks([(_big, (i,)) for i in range(6)], workers=2)
     assert [r[1] == bytes([i]) * (3 << 20) for i, r in enumerate(results)] == [True] * 6
     assert len({r[0] for r in results}) == 2  # the child returned some of them
-    assert {p for p in os.listdir(where) if p.startswith("magpie-task-")} == before
+    assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
