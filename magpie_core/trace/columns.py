@@ -486,7 +486,8 @@ class _PieceSkipper:
     Profilers write such events in long runs (a Kineto trace's Python frames and CPU instant events: over
     half of its bytes, in one run per profiling window), so a sink that drops them anyway need not have
     them decoded. A piece qualifies when its first event's ``"cat": "<skipped>"`` key occurs as often as
-    ``"ph":`` keys (one per event, however spelled) do; otherwise it is decoded as usual."""
+    ``"ph":`` keys do (one per event, however spelled: the trace format requires it); otherwise, or for a
+    trace written with other spacing, it is decoded as usual."""
 
     def __init__(self, categories: Iterable[str]) -> None:
         cats = [json_string(c) for c in sorted(set(categories))]

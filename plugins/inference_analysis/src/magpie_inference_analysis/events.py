@@ -84,7 +84,7 @@ GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
 SKIPPED_CATS = ("python_function", "cpu_instant_event")
 _ENCODE = msgspec.msgpack.Encoder().encode
 _BUCKETS = msgspec.msgpack.Decoder(tuple[list[_KeptEv], list[_KeptEv], list[_KeptEv], list[_KeptEv]])
-#: a worker's part costs more than the caller's (the JSON round trip of its events), so parts are
+#: a worker's part costs more than the caller's (the msgpack round trip of its events), so parts are
 #: smaller here than for gap analysis and the caller, free sooner, takes more of them
 PARTS_PER_WORKER = 3
 
