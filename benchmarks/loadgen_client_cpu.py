@@ -24,8 +24,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,32 +90,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    from magpie_core.serving.server import free_port
+    from magpie_core.loadgen.fake_server import running
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "magpie_core.loadgen.fake_server",
-            "--port",
-            str(port),
-            "--ttft-ms",
-            str(a.ttft_ms),
-            "--itl-ms",
-            str(a.itl_ms),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with running(a.ttft_ms, a.itl_ms) as url:
         args = [url, str(a.requests), str(a.concurrency), str(a.tokens)]
         rows = []
         for r in range(a.rounds):
@@ -138,9 +113,6 @@ def main() -> int:
                 f"mean TTFT {v['mean_ttft_ms']:.2f} / {m['mean_ttft_ms']:.2f} ms (server: {a.ttft_ms:.1f} ms); "
                 f"chunks {v['chunks']} / {m['chunks']}, ok {v['ok']} / {m['ok']}"
             )
-    finally:
-        server.terminate()
-        server.wait(10)
     summary = {
         "workload": vars(a),
         "median_vllm_us_per_chunk": statistics.median(r["vllm_us_per_chunk"] for r in rows),

@@ -20,54 +20,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 
 import numpy as np
 
 from magpie_core.loadgen import LoadSpec, SampleRequest, run_load
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from magpie_core.loadgen.fake_server import running
 
 
 def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, warmup: int) -> dict:
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "magpie_core.loadgen.fake_server",
-            "--port",
-            str(port),
-            "--ttft-ms",
-            str(ttft_ms),
-            "--itl-ms",
-            str(itl_ms),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with running(ttft_ms, itl_ms, own_session=True) as url:
         reqs = [
             SampleRequest(prompt=f"request {i:06d} " + "x " * 8, prompt_len=10, expected_output_len=tokens)
             for i in range(streams)
         ]
         spec = LoadSpec(
-            base_url=f"http://127.0.0.1:{port}",
+            base_url=url,
             model="fake-model",
             requests=reqs,
             request_rate=rate,
@@ -75,11 +43,8 @@ def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, w
             warmup_requests=warmup,
         )
         load = run_load(spec)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/fake/stats", timeout=10) as resp:
+        with urllib.request.urlopen(f"{url}/fake/stats", timeout=10) as resp:
             records = json.loads(resp.read())["records"]
-    finally:
-        server.terminate()
-        server.wait(10)
     by_key = {r["key"]: r for r in records}
     ttft_err, itl_err, ttft_meas = [], [], []
     for req, res in zip(reqs, load.results, strict=True):

@@ -73,27 +73,7 @@ collect_ignore_glob = ["data/*"]
 @pytest.fixture
 def fake_stream_server():
     """A local fake OpenAI streaming server (TTFT 5 ms, 1 ms between tokens); yields its base URL."""
-    from magpie_core.serving.server import free_port
+    from magpie_core.loadgen.fake_server import running
 
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "magpie_core.loadgen.fake_server",
-            "--port",
-            str(port),
-            "--ttft-ms",
-            "5",
-            "--itl-ms",
-            "1",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        server.stdout.readline()  # it prints once it listens
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(5)
+    with running(ttft_ms=5, itl_ms=1) as url:
+        yield url

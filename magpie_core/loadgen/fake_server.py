@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gzip
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,6 +168,32 @@ async def serve(host: str, port: int, settings: FakeSettings, ready: asyncio.Eve
         ready.set()
     async with server:
         await server.serve_forever()
+
+
+@contextlib.contextmanager
+def running(ttft_ms: float, itl_ms: float, *, own_session: bool = False) -> Iterator[str]:
+    """This server in its own process on a free loopback port, for the ``with`` block; yields its base URL
+    once ``/health`` answers, and stops the process afterwards. ``own_session``: start it in a new session."""
+    from magpie_core.serving.server import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "magpie_core.loadgen.fake_server"]
+    argv += ["--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=own_session)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"fake server exited with code {proc.returncode}") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(5)
 
 
 def main() -> None:
