@@ -80,10 +80,9 @@ def _child(conn: Any, tasks: Sequence[Task], counter: Any, order: Sequence[int],
         try:
             data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an unpicklable result fails its task, as the pipe would have
-            conn.send(("done", index, RuntimeError(f"task result cannot be sent back: {exc}")))
-            continue
+            data = pickle.dumps(RuntimeError(f"task result cannot be sent back: {exc}"))
         if len(data) < FILE_RESULT_BYTES:
-            conn.send(("done", index, result))
+            conn.send(("done", index, data))  # the result is pickled once; the collector unpickles it
             continue
         path = os.path.join(folder, f"{index}.pickle")
         with open(path, "wb") as f:
@@ -163,8 +162,8 @@ def _collect(child: tuple[Any, Any], results: list[Any]) -> None:
             tag, index, *rest = recv.recv()
             if tag == "start":
                 running = index
-            else:  # "done" with the result, or "file" with the path of the file holding it
-                results[index] = rest[0]
+            else:  # "done" with the pickled result, or "file" with the path of the file holding it
+                results[index] = pickle.loads(rest[0]) if tag == "done" else rest[0]
                 running = None
     except (EOFError, OSError):
         pass

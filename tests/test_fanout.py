@@ -84,3 +84,16 @@ def test_large_results_come_back_through_files_that_are_then_removed() -> None:
     assert [r[1] == bytes([i]) * (3 << 20) for i, r in enumerate(results)] == [True] * 6
     assert len({r[0] for r in results}) == 2  # the child returned some of them
     assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
+
+
+def _unpicklable(parent: int) -> object:
+    time.sleep(0.1)
+    return (lambda: None) if os.getpid() != parent else parent
+
+
+def test_a_result_the_child_cannot_send_fails_only_its_task() -> None:
+    me = os.getpid()
+    results = run_tasks([(_unpicklable, (me,)), (_unpicklable, (me,))], workers=2)
+    assert me in results
+    errors = [r for r in results if isinstance(r, RuntimeError)]
+    assert len(errors) == 1 and "cannot be sent back" in str(errors[0])
