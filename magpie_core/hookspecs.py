@@ -1,6 +1,6 @@
 """The magpie plugin surface: every hook a plugin can implement, in one file.
 
-magpie is built from plugins of six kinds. A plugin is a Python module that
+magpie is built from plugins. A plugin is a Python module that
 implements one or more of the hooks below with ``@magpie_core.hookimpl`` and is
 declared under the ``magpie`` entry-point group of its distribution::
 
@@ -22,7 +22,12 @@ a second plugin claiming a taken name is a :class:`PluginConflictError`.
 The interfaces each kind must satisfy live in :mod:`magpie_core.interfaces`.
 
 magpie's own built-in plugins register through exactly these hooks, so
-anything a built-in does, a third-party plugin can do too.
+anything a built-in does, a third-party plugin can do too: ``magpie gap``,
+``magpie inference`` and ``magpie mcp`` are plugins, and so is every MCP tool.
+
+Hooks are called through pluggy (``pm.hook.<name>(...)``); a function in a
+plugin whose name starts with ``magpie_`` but matches no hook below is an
+error at load time that names the plugin (pluggy's ``check_pending``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 Register = Callable[[Any], None]
 
 
-# --- The six plugin kinds ---------------------------------------------------
+# --- Component kinds: each hook registers components of one kind ---------------------------------------------------
 
 
 @hookspec
@@ -74,8 +79,18 @@ def magpie_register_profilers(register: Register) -> None:
 def magpie_register_trace_analyzers(register: Register) -> None:
     """Register trace analyzers (:class:`~magpie_core.interfaces.TraceAnalyzer`).
 
-    An analyzer takes loaded profiler traces and writes tables and a summary
-    (gap analysis, stage split, roofline, ...).
+    An analyzer reads profiler trace files (with :mod:`magpie_core.trace`, the
+    public trace-reading library) and writes tables and a summary: ``gap``
+    (kernel tables, GPU idle gaps), ``inference`` (stage split, roofline), ...
+    """
+
+
+@hookspec
+def magpie_register_source_finders(register: Register) -> None:
+    """Register kernel-source finders (:class:`~magpie_core.interfaces.KernelSourceFinder`).
+
+    A finder maps kernel names (as they appear in traces) to the source files
+    that define them, and says how sure it is.
     """
 
 
@@ -100,6 +115,27 @@ def magpie_register_environments(register: Register) -> None:
 
 
 @hookspec
+def magpie_register_commands(cli: Any) -> None:
+    """Add commands to the ``magpie`` command line.
+
+    ``cli`` is the root :class:`typer.Typer`; add commands with ``@cli.command()``.
+    Errors raised as :class:`magpie_core.cli.app.UsageError` or ``NotAvailable``
+    become one clear line and exit code 2, as for the built-in commands.
+    """
+
+
+@hookspec
+def magpie_register_config_blocks(register: Register) -> None:
+    """Register config blocks (:class:`~magpie_core.interfaces.ConfigBlock`) that a plugin owns.
+
+    A block is a top-level key of a config file (``mcp:`` in ``config.yaml``,
+    ``ray_config:`` in a kernel or benchmark file) with the plugin's own pydantic
+    model. The core validates it with that model, with the same file:line
+    errors as its own keys; without the plugin the key is an unknown key.
+    """
+
+
+@hookspec
 def magpie_register_timers(register: Register) -> None:
     """Register timers (:class:`~magpie_core.interfaces.Timer`), one per device kind.
 
@@ -120,8 +156,31 @@ def magpie_detect_gpus() -> list[Any]:
 
 @hookspec
 def magpie_register_mcp_tools(register: Register) -> None:
-    """Register extra tools for ``magpie mcp``: plain typed Python callables.
+    """Register tools for ``magpie mcp``: plain typed Python callables.
 
     The function's name becomes the tool name, its docstring the description
-    and its type hints the input and output schema.
+    and its type hints the input and output schema. Every built-in tool is
+    registered through this hook too.
+    """
+
+
+# --- Vendor knowledge the engine-neutral core asks for ----------------------
+
+
+@hookspec(firstresult=True)
+def magpie_gpu_vendor_for_arch(arch: str) -> str | None:
+    """The GPU vendor (``nvidia``, ``amd``, ...) of a GPU architecture name (``sm_90``, ``gfx942``), or None."""
+
+
+@hookspec(firstresult=True)
+def magpie_visible_devices_env(vendor: str) -> str | None:
+    """The environment variable that restricts which of ``vendor``'s GPUs a process sees, or None."""
+
+
+@hookspec(firstresult=True)
+def magpie_container_gpu_access(vendor: str, devices: list[int]) -> Any:
+    """How a container gets ``vendor``'s GPUs ``devices`` (empty: all).
+
+    Return a :class:`~magpie_core.interfaces.ContainerGpuAccess` (``docker run``
+    arguments and environment variables), or None when ``vendor`` is not yours.
     """

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from magpie_core.config.models import BenchmarkConfig, KernelConfig
+    from pydantic import BaseModel
+
+    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_core.config.kernel import KernelConfig
     from magpie_core.reports import (
         CompileResult,
         EvaluationOutcome,
@@ -138,11 +142,31 @@ class Profiler(Component):
 
 
 class TraceAnalyzer(Component):
-    """Turns loaded profiler traces into tables and a JSON summary."""
+    """Turns profiler trace files into tables and a JSON summary.
+
+    Read traces with the public library :mod:`magpie_core.trace` (streaming
+    decode, column tables, split-by-bytes for several processes).
+    """
 
     @abstractmethod
-    def analyze(self, traces: Any, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-        """Analyze and write outputs under ``out_dir``; return the summary."""
+    def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+        """Analyze ``traces`` (a trace file or a folder of them) and write outputs under ``out_dir``.
+
+        ``options`` are the analyzer's own settings (its documented keys); an unusable input is a
+        ``ValueError`` or ``OSError`` with a message that names the file. Returns the summary.
+        """
+
+
+class KernelSourceFinder(Component):
+    """Maps kernel names, as traces show them, to the source files that define them."""
+
+    @abstractmethod
+    def find(self, kernels: Sequence[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+        """Find sources for ``kernels`` (``[{"name": str, "parsed": ParsedKernelName | None}]``).
+
+        ``options`` name where to look (``repos``: folders) and how (``cache_dir``, ``clone``).
+        Returns ``{"sources": {name: ...}, "repos": [...], "errors": [...]}``.
+        """
 
 
 class KernelNameParser(Component):
@@ -182,6 +206,29 @@ class ExecutionEnvironment(Component):
         An item whose call raised yields the exception object instead of a result.
         ``on_result(index, result)`` is called as each item finishes (for progress).
         """
+
+
+@dataclass(frozen=True)
+class ConfigBlock:
+    """A top-level config key owned by a plugin, validated by the plugin's own model.
+
+    ``scopes`` says which files may hold it: ``framework`` (``config.yaml``),
+    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``) and
+    ``benchmark`` (the ``benchmark:`` block).
+    """
+
+    name: str
+    model: type[BaseModel]
+    scopes: tuple[str, ...]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ContainerGpuAccess:
+    """What ``docker run`` needs to give a container some GPUs of one vendor."""
+
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def component_names(kind: str, component: Any) -> tuple[str, ...]:

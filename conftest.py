@@ -1,0 +1,77 @@
+"""Fixtures shared by every test folder (tests/ and each plugin's tests/): running the real
+``magpie`` CLI, third-party plugins installed for real, a fake streaming server.
+
+Paths to the shared test data are in :mod:`tests.conftest` (``DATA``, ``ROOT``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+TEST_PLUGINS = ROOT / "tests" / "plugins"
+
+RunMagpie = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _run(
+    args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "magpie_core", *args],
+        env=full_env,
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def run_magpie() -> RunMagpie:
+    """Run the real CLI in a subprocess (so plugin discovery happens as for users)."""
+    return _run
+
+
+@pytest.fixture(scope="session")
+def third_party_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pip-install the test plugin packages into a private folder (the venv stays clean).
+
+    Entry points are found through the installed dist-info, exactly as for a
+    plugin a user installs from PyPI; put the folder on PYTHONPATH to use it.
+    """
+    target = tmp_path_factory.mktemp("third_party_site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(TEST_PLUGINS / "example_plugin"),
+            str(TEST_PLUGINS / "broken_plugin"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return target
+
+
+@pytest.fixture
+def fake_stream_server():
+    """A local fake OpenAI streaming server (TTFT 5 ms, 1 ms between tokens); yields its base URL."""
+    from magpie_core.loadgen.fake_server import running
+
+    with running(ttft_ms=5, itl_ms=1) as url:
+        yield url
