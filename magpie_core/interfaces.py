@@ -221,6 +221,9 @@ class ConfigBlock:
     model: type[BaseModel]
     scopes: tuple[str, ...]
     description: str = ""
+    #: an execution environment that a kernel file holding this block runs on unless told otherwise
+    #: (AMD Magpie: a ``ray_config:`` block means Ray)
+    implies_environment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,8 @@ def component_names(kind: str, component: Any) -> tuple[str, ...]:
         return tuple(component.kernel_types)
     if kind == "timer" and getattr(component, "device_kinds", ()):
         return tuple(component.device_kinds)
+    if kind == "config_block":
+        return tuple(f"{scope}.{component.name}" for scope in component.scopes)
     name = getattr(component, "name", None)
     if name is None and kind == "mcp_tool" and callable(component):
         name = getattr(component, "__name__", None)  # MCP tools are plain functions

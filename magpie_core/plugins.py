@@ -1,20 +1,33 @@
-"""Plugin discovery and the registry of named components.
+"""The plugin manager: discovery, hook calls, and the registry of named components.
 
-Plugins are found through ``importlib.metadata`` entry points in the
-``magpie`` group. ``MAGPIE_PLUGINS`` (a comma list of entry-point or
-distribution names; set but empty means none) restricts what loads. A plugin
-that fails to import or to register is reported once as a warning naming its
-distribution and the error; everything else keeps working.
+Plugins come from two places, as in pytest and llm: :data:`DEFAULT_PLUGINS`, the
+few modules that ship inside the core, and every entry point of the ``magpie``
+group (each first-party plugin is its own distribution). ``MAGPIE_PLUGINS`` (a
+comma list of entry-point or distribution names; set but empty means none)
+restricts which entry points load, through pluggy's own blocking.
+
+Every hook is called through pluggy (``pm.hook.<name>(...)``). A plugin that
+fails to import, that implements a ``magpie_*`` function no hook knows (a
+misspelt hook: pluggy's ``check_pending``), or that raises inside a hook is
+reported once as a warning naming its distribution and the error; it is then
+unregistered and everything else keeps working.
+
+The process-wide manager is :func:`get_plugin_manager`; code that needs another
+one (tests with ad-hoc plugins, an embedding application) builds a
+:class:`PluginManager` and passes it, or installs it with :func:`use_plugin_manager`.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import importlib.metadata as md
 import os
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
-from types import ModuleType
+from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
 import pluggy
@@ -24,16 +37,22 @@ from magpie_core.interfaces import component_names
 
 ENTRY_POINT_GROUP = "magpie"
 
+#: Plugins that ship inside the core and always load (like pytest's and llm's default plugins).
+#: ``MAGPIE_PLUGINS`` restricts them too, by their last name (``local``).
+DEFAULT_PLUGINS: tuple[str, ...] = ("magpie_core.builtins.local",)
+
 #: kind -> the hook that registers components of that kind
 KIND_HOOKS: dict[str, str] = {
     "kernel_backend": "magpie_register_kernel_backends",
     "serving_framework": "magpie_register_serving_frameworks",
     "profiler": "magpie_register_profilers",
     "trace_analyzer": "magpie_register_trace_analyzers",
+    "source_finder": "magpie_register_source_finders",
     "kernel_name_parser": "magpie_register_kernel_name_parsers",
     "environment": "magpie_register_environments",
     "timer": "magpie_register_timers",
     "mcp_tool": "magpie_register_mcp_tools",
+    "config_block": "magpie_register_config_blocks",
 }
 
 
@@ -51,7 +70,7 @@ class UnknownComponentError(LookupError):
 
 @dataclass
 class PluginInfo:
-    """One entry point of the ``magpie`` group and what became of it."""
+    """One plugin (an entry point of the ``magpie`` group, or a default plugin) and what became of it."""
 
     name: str
     module: str
@@ -98,82 +117,207 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class PluginManager:
-    """Loads plugins and holds every registered component, by kind and name."""
+def _core_version() -> str:
+    from magpie_core import __version__
 
-    def __init__(self, entry_points: list[md.EntryPoint] | None = None) -> None:
+    return __version__
+
+
+class PluginManager:
+    """Loads plugins, calls hooks through pluggy, and holds every registered component by kind and name.
+
+    ``entry_points``: the entry points to load (default: every one of the ``magpie`` group;
+    ``[]`` for none). ``plugins``: extra ``(name, module_or_object)`` pairs registered in-process,
+    as a test or an embedding application would. ``defaults``: load :data:`DEFAULT_PLUGINS`.
+    """
+
+    def __init__(
+        self,
+        entry_points: Sequence[md.EntryPoint] | None = None,
+        plugins: Sequence[tuple[str, ModuleType | object]] = (),
+        *,
+        defaults: bool = True,
+    ) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, Registered]] = {kind: {} for kind in KIND_HOOKS}
-        self._load_entry_points(
-            entry_points if entry_points is not None else list(md.entry_points(group=ENTRY_POINT_GROUP))
-        )
+        if defaults:
+            self._load_defaults()
+        found = entry_points if entry_points is not None else md.entry_points(group=ENTRY_POINT_GROUP)
+        self._load_entry_points(list(found))
+        for name, plugin in plugins:
+            self._register(plugin, PluginInfo(name, getattr(plugin, "__name__", name), "", ""))
+        self._check_pending()
         self._collect_components()
 
     # -- discovery -----------------------------------------------------------
+
+    def _load_defaults(self) -> None:
+        allowed = _allowed_names()
+        for module_name in DEFAULT_PLUGINS:
+            info = PluginInfo(module_name.rsplit(".", 1)[-1], module_name, "magpie-core", _core_version())
+            if allowed is not None and not {info.name, info.distribution} & allowed:
+                self.pm.set_blocked(info.name)
+                info.status = "disabled"
+                self.plugins[info.name] = info
+                continue
+            self._register(importlib.import_module(module_name), info)
 
     def _load_entry_points(self, entry_points: list[md.EntryPoint]) -> None:
         allowed = _allowed_names()
         for ep in sorted(entry_points, key=lambda e: e.name):
             dist = ep.dist.name if ep.dist else "unknown"
-            info = PluginInfo(
-                name=ep.name,
-                module=ep.value,
-                distribution=dist,
-                version=ep.dist.version if ep.dist else "",
-            )
+            info = PluginInfo(ep.name, ep.value, dist, ep.dist.version if ep.dist else "")
             if ep.name in self.plugins:
                 other = self.plugins[ep.name].distribution
                 raise PluginConflictError(f"plugin name {ep.name!r} is declared by both {other!r} and {dist!r}")
-            self.plugins[ep.name] = info
             if allowed is not None and ep.name not in allowed and dist not in allowed:
+                self.pm.set_blocked(ep.name)
+            if self.pm.is_blocked(ep.name):
                 info.status = "disabled"
+                self.plugins[ep.name] = info
                 continue
             try:
                 module = ep.load()
-                self.register_module(module, ep.name)
             except Exception as exc:  # a broken plugin must not take the others down
+                self.plugins[ep.name] = info
                 self._fail(info, exc, "failed to load")
+                continue
+            self._register(module, info)
+
+    def _register(self, plugin: ModuleType | object, info: PluginInfo) -> None:
+        self.plugins[info.name] = info
+        try:
+            self.pm.register(plugin, name=info.name)
+        except Exception as exc:  # e.g. a hookimpl whose arguments the hook does not have
+            self._fail(info, exc, "failed to register")
+            return
+        info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
 
     def register_module(self, module: ModuleType | object, name: str) -> None:
-        """Register an already-imported plugin object (used for tests and entry points)."""
-        self.pm.register(module, name=name)
-        info = self.plugins.setdefault(
-            name, PluginInfo(name=name, module=getattr(module, "__name__", name), distribution="", version="")
-        )
-        info.hooks = sorted(impl.name for impl in self.pm.get_hookcallers(module) or [])
+        """Register one more plugin object after loading; its components are collected at once."""
+        self._register(module, PluginInfo(name, getattr(module, "__name__", name), "", ""))
+        self._check_pending()
+        self._collect_components(only=name)
+
+    def _check_pending(self) -> None:
+        """A ``magpie_*`` function that matches no hook is a misspelt hook: fail that plugin, say which."""
+        for name, plugin in list(self.pm.list_name_plugin()):
+            unknown = [
+                hook_name
+                for hook_name in dir(plugin)
+                if hook_name.startswith(f"{hookspecs.PROJECT}_")
+                and self.pm.parse_hookimpl_opts(plugin, hook_name) is not None
+                and not hasattr(hookspecs, hook_name)
+            ]
+            if unknown:
+                info = self.plugins[name]
+                self._fail(info, pluggy.PluginValidationError(plugin, _unknown_hooks_message(unknown)), "is invalid")
+                self._unregister(info)
+        self.pm.check_pending()  # anything else pluggy finds wrong is a bug worth a traceback
 
     def _fail(self, info: PluginInfo, exc: BaseException, what: str) -> None:
         info.status = "failed"
         info.error = _short_error(exc)
         warnings.warn(
-            f"magpie plugin {info.name!r} from distribution {info.distribution!r} {what}: {info.error}",
+            f"magpie plugin {info.name!r} from distribution {info.distribution or 'unknown'!r} {what}: {info.error}",
             PluginWarning,
             stacklevel=2,
         )
 
+    def _unregister(self, info: PluginInfo) -> None:
+        """Forget a failed plugin and everything it registered."""
+        for table in self._components.values():
+            for name in [n for n, r in table.items() if r.plugin == info.name]:
+                del table[name]
+        info.components.clear()
+        plugin = self.pm.get_plugin(info.name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+
+    # -- hook calls ------------------------------------------------------------
+
+    def call(self, hook_name: str, make_kwargs: Callable[[], dict[str, Any]], *, fatal: bool = True) -> Any:
+        """Call ``pm.hook.<hook_name>(**make_kwargs())`` so that one raising plugin fails alone.
+
+        The plugin whose implementation raised is found in the traceback. With ``fatal`` it is
+        marked failed and unregistered (a plugin that cannot register is not half-installed);
+        without, it is only warned about and skipped for this call. The call is then repeated,
+        with fresh arguments, without it. Errors outside any plugin propagate.
+        """
+        skipped: list[object] = []
+        while True:
+            caller = getattr(self.pm.hook, hook_name)
+            if skipped:
+                caller = self.pm.subset_hook_caller(hook_name, remove_plugins=skipped)
+            try:
+                return caller(**make_kwargs())
+            except PluginConflictError:
+                raise
+            except Exception as exc:
+                culprit = self._plugin_in_traceback(hook_name, exc.__traceback__)
+                if culprit is None:
+                    raise
+                info = self.plugins[culprit]
+                if fatal:
+                    self._fail(info, exc, f"failed in {hook_name}")
+                    self._unregister(info)
+                else:
+                    self._warn(info, exc, f"failed in {hook_name}")
+                    skipped.append(self.pm.get_plugin(culprit))
+
+    def _warn(self, info: PluginInfo, exc: BaseException, what: str) -> None:
+        warnings.warn(
+            f"magpie plugin {info.name!r} ({info.distribution or 'unknown'}) {what}: {_short_error(exc)}",
+            PluginWarning,
+            stacklevel=3,
+        )
+
+    def _impl_codes(self, hook_name: str) -> dict[CodeType, str]:
+        caller = getattr(self.pm.hook, hook_name)
+        return {impl.function.__code__: impl.plugin_name for impl in caller.get_hookimpls()}
+
+    def _plugin_in_traceback(self, hook_name: str, tb: TracebackType | None) -> str | None:
+        codes = self._impl_codes(hook_name)
+        culprit = None
+        while tb is not None:  # the innermost hook implementation on the way down raised
+            culprit = codes.get(tb.tb_frame.f_code, culprit)
+            tb = tb.tb_next
+        return culprit
+
     # -- registration ----------------------------------------------------------
 
-    def _collect_components(self) -> None:
+    def _collect_components(self, only: str | None = None) -> None:
+        """Call every registration hook, once per plugin, so each component is credited to its plugin.
+
+        Each call still goes through pluggy (a caller restricted to that plugin); a plugin that
+        raises in any of them is failed and everything it registered is forgotten.
+        """
         for kind, hook_name in KIND_HOOKS.items():
-            caller = getattr(self.pm.hook, hook_name)
-            for impl in caller.get_hookimpls():
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                 info = self.plugins[impl.plugin_name]
-                if info.status != "loaded":
+                if info.status != "loaded" or (only is not None and info.name != only):
                     continue
-                staged: list[tuple[str, Any]] = []
+                staged: list[Any] = []
                 try:
-                    impl.function(register=lambda c, _s=staged, _k=kind: _s.append((_k, c)))
-                    for _, component in staged:
+                    self.hook_of(info.name, hook_name)(register=staged.append)
+                    for component in staged:
                         self._add(kind, component, info)
                 except PluginConflictError:
                     raise
                 except Exception as exc:
                     self._fail(info, exc, f"failed in {hook_name}")
-                    self._drop(info)
+                    self._unregister(info)
+
+    def hook_of(self, plugin_name: str, hook_name: str) -> Any:
+        """The pluggy caller of ``hook_name`` restricted to one plugin."""
+        others = [p for name, p in self.pm.list_name_plugin() if name != plugin_name]
+        return self.pm.subset_hook_caller(hook_name, remove_plugins=others)
 
     def _add(self, kind: str, component: Any, info: PluginInfo) -> None:
+        if info.status != "loaded":
+            return
         names = component_names(kind, component)
         table = self._components[kind]
         for name in names:
@@ -187,16 +331,6 @@ class PluginManager:
         for name in names:
             table[name] = Registered(component, info.name, info.distribution)
         info.components.setdefault(kind, []).extend(names)
-
-    def _drop(self, info: PluginInfo) -> None:
-        """Forget everything a plugin registered before it failed."""
-        for table in self._components.values():
-            for name in [n for n, r in table.items() if r.plugin == info.name]:
-                del table[name]
-        info.components.clear()
-        module = self.pm.get_plugin(info.name)
-        if module is not None:
-            self.pm.unregister(module)
 
     # -- lookup ----------------------------------------------------------------
 
@@ -219,21 +353,40 @@ class PluginManager:
         return self._components[kind][name]
 
     def detect_gpus(self) -> list[Any]:
-        gpus: list[Any] = []
-        for impl in self.pm.hook.magpie_detect_gpus.get_hookimpls():
-            try:
-                gpus.extend(impl.function() or [])
-            except Exception as exc:
-                info = self.plugins[impl.plugin_name]
-                warnings.warn(
-                    f"magpie plugin {info.name!r} ({info.distribution}) could not list GPUs: {_short_error(exc)}",
-                    PluginWarning,
-                    stacklevel=2,
-                )
-        return gpus
+        """Every GPU the vendor plugins see; a plugin whose detection fails is warned about and skipped."""
+        found = self.call("magpie_detect_gpus", dict, fatal=False)
+        return [gpu for gpus in reversed(found) for gpu in (gpus or [])]  # pluggy calls the last-registered first
+
+    def first(self, hook_name: str, **kwargs: Any) -> Any:
+        """The first answer of a ``firstresult`` hook (vendor knowledge the core asks for), or None."""
+        return self.call(hook_name, lambda: dict(kwargs), fatal=False)
 
 
-@cache
+def _unknown_hooks_message(names: list[str]) -> str:
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, [h for h in dir(hookspecs) if h.startswith("magpie_")], n=1)
+        parts.append(f"{name!r} is not a magpie hook" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return "; ".join(parts)
+
+
+_DEFAULT: PluginManager | None = None
+
+
 def get_plugin_manager() -> PluginManager:
     """The process-wide plugin manager, loaded on first use."""
-    return PluginManager()
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = PluginManager()
+    return _DEFAULT
+
+
+@contextmanager
+def use_plugin_manager(manager: PluginManager) -> Iterator[PluginManager]:
+    """Make ``manager`` the process-wide one for the duration (tests, embedding applications)."""
+    global _DEFAULT
+    previous, _DEFAULT = _DEFAULT, manager
+    try:
+        yield manager
+    finally:
+        _DEFAULT = previous

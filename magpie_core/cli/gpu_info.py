@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import typer
 from rich.table import Table
 
 from magpie_core.cli.app import app, console, handle_errors
-from magpie_core.plugins import KIND_HOOKS, get_plugin_manager
-from magpie_core.reports import GpuInfo, ToolInfo
-
-
-def collect_gpu_info() -> dict[str, Any]:
-    """GPUs from every vendor plugin, and every tool any component relies on."""
-    manager = get_plugin_manager()
-    gpus = [GpuInfo.model_validate(g) if isinstance(g, dict) else g for g in manager.detect_gpus()]
-    tools: dict[str, ToolInfo] = {}
-    for kind in KIND_HOOKS:
-        for component in manager.components(kind).values():
-            tools_fn = getattr(component, "tools", None)
-            for tool in tools_fn() if callable(tools_fn) else []:
-                tools.setdefault(tool.name, tool)
-    return {
-        "gpus": [g.model_dump() for g in gpus],
-        "tools": [t.model_dump() for t in sorted(tools.values(), key=lambda t: t.name)],
-        "message": None if gpus else "no GPU found on this machine",
-    }
+from magpie_core.gpus import collect_gpu_info
 
 
 def print_gpu_info(as_json: bool) -> None:

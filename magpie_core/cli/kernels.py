@@ -135,8 +135,8 @@ class KernelFlags:
 def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
     """Environment, workers, output folder and environment config blocks for one run."""
     framework = STATE.framework
-    defaults = {"ray_config": framework.ray_config.model_dump(exclude_none=True)} if framework.ray_config else {}
     pipeline = _pipeline()
+    defaults = pipeline.block_options(framework)
     environment = STATE.resolve_environment(pipeline.file_environment(file))
     shared = None
     if environment != "local":

@@ -8,11 +8,11 @@ adds a typed load description (dataset, rate, concurrency, SLOs, sweeps).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
-from magpie_core.config.common import StrictModel
+from magpie_core.config.common import PluginBlocksModel, StrictModel
 
 DEFAULT_ENVS: dict[str, Any] = {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "RANDOM_RANGE_RATIO": 0.5}
 
@@ -100,22 +100,6 @@ class GpuSelectionConfig(StrictModel):
     devices: list[int] | None = Field(None, description="pin these GPU indices (disables auto)")
 
 
-class BenchmarkRayConfig(StrictModel):
-    cluster_address: str = "auto"
-    shared_storage_path: str = "/shared_nfs/magpie"
-    entrypoint_num_gpus: float = 0
-    entrypoint_num_cpus: float = 16
-    multi_node: bool = False
-    total_num_gpus: int = 8
-    num_nodes: int = 1
-    gpus_per_node: int = 8
-    pip_packages: list[str] = Field(default_factory=list)
-    env_vars: dict[str, str] = Field(default_factory=dict)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    install_magpie: bool = True
-    magpie_install_path: str | None = None
-
-
 class SweepCase(StrictModel):
     CONC: int | None = None
     ISL: int | None = None
@@ -169,11 +153,21 @@ class SloConfig(StrictModel):
     e2el_ms: float | None = None
 
 
-class BenchmarkConfig(StrictModel):
+#: where the core itself can run a server; any other ``run_mode`` names an installed execution environment
+CORE_RUN_MODES = ("docker", "local", "external")
+
+
+class BenchmarkConfig(PluginBlocksModel):
+    """The ``benchmark:`` block; environment plugins may own further keys of it (``ray_config:``)."""
+
+    block_scope: ClassVar[str] = "benchmark"
+
     framework: str | None = Field(None, description="serving framework plugin name")
     model: str = ""
     precision: str = "fp8"
-    run_mode: Literal["docker", "local", "ray", "external"] = "docker"
+    run_mode: str = Field(
+        "docker", description="docker | local | external | an installed execution environment (e.g. ray)"
+    )
     run_kind: Literal["measurement", "diagnostic", "auto"] = "auto"
     envs: dict[str, Any] = Field(default_factory=dict)
     profiler: ProfilerConfig = Field(default_factory=ProfilerConfig)
@@ -186,7 +180,6 @@ class BenchmarkConfig(StrictModel):
     runner_type: str | None = None
     benchmark_script: str | None = None
     gpu_selection: GpuSelectionConfig = Field(default_factory=GpuSelectionConfig)
-    ray_config: BenchmarkRayConfig | None = None
     sweep_matrix: SweepMatrixConfig | None = None
     lm_eval_runtime: dict[str, Any] | None = None
     # magpie's own
@@ -206,6 +199,17 @@ class BenchmarkConfig(StrictModel):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     load: LoadConfig = Field(default_factory=LoadConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
+
+    @field_validator("run_mode")
+    @classmethod
+    def _known_run_mode(cls, value: str) -> str:
+        from magpie_core.plugins import get_plugin_manager
+
+        environments = sorted(set(get_plugin_manager().components("environment")) - set(CORE_RUN_MODES))
+        if value not in CORE_RUN_MODES and value not in environments:
+            choices = ", ".join([*CORE_RUN_MODES, *environments])
+            raise ValueError(f"run_mode {value!r} is not one of {choices} (an environment plugin may add more)")
+        return value
 
     @field_validator("envs", mode="after")
     @classmethod

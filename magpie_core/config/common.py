@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 #: A command as AMD Magpie writes it: a string, an argv list, or a list of argv lists.
 CommandSpec = str | list[str] | list[list[str]]
@@ -32,3 +33,64 @@ def as_argv_list(spec: CommandSpec | None) -> list[list[str]]:
 def dump(model: BaseModel) -> dict[str, Any]:
     """A config as plain data, for snapshots (aliases, no unset defaults)."""
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class PluginBlocksModel(StrictModel):
+    """A config model whose extra top-level keys are blocks owned by plugins (``magpie_register_config_blocks``).
+
+    ``block_scope`` names the file it stands for (``framework``, ``kernel_file``, ``benchmark``).
+    An extra key is validated by the model of the plugin that registered it for that scope; a key no
+    installed plugin owns is an unknown key, reported like any other (file, line, "did you mean").
+    """
+
+    model_config = StrictModel.model_config | {"extra": "allow"}
+    block_scope: ClassVar[str] = ""
+
+    @model_validator(mode="after")
+    def _validate_plugin_blocks(self) -> PluginBlocksModel:
+        extra = self.__pydantic_extra__ or {}
+        if not extra:
+            return self
+        blocks = config_blocks(self.block_scope)
+        for key, value in list(extra.items()):
+            block = blocks.get(key)
+            if block is None:
+                known = [*type(self).model_fields, *blocks]
+                raise PydanticCustomError(UNKNOWN_KEY, "unknown key {key!r}", {"key": key, "known": known})
+            if not isinstance(value, block.model):
+                extra[key] = _validate_block(block, key, value)
+        return self
+
+    def plugin_block(self, name: str) -> Any:
+        """The validated block ``name`` (the owning plugin's model), or None when the file has none."""
+        return (self.__pydantic_extra__ or {}).get(name)
+
+    def plugin_blocks(self) -> dict[str, Any]:
+        """Every plugin block this config holds, by key."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+#: pydantic error types the loader turns into located messages (see ``loader.validate``)
+UNKNOWN_KEY = "magpie_unknown_key"
+BLOCK_ERROR = "magpie_block_error"
+
+
+def config_blocks(scope: str) -> dict[str, Any]:
+    """The plugin config blocks allowed in ``scope``, by key."""
+    from magpie_core.plugins import get_plugin_manager
+
+    blocks = get_plugin_manager().components("config_block").values()
+    return {block.name: block for block in blocks if scope in block.scopes}
+
+
+def _validate_block(block: Any, key: str, value: Any) -> Any:
+    try:
+        return block.model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        problem = str(first["msg"])
+        if first["type"] == "extra_forbidden":
+            problem = f"unknown key {first['loc'][-1]!r}"
+        raise PydanticCustomError(
+            BLOCK_ERROR, "{problem}", {"key": key, "inner": list(first["loc"]), "problem": problem}
+        ) from None

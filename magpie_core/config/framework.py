@@ -7,12 +7,12 @@ by measured time only (counters explain, they never outvote the clock).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from magpie_core.config.common import StrictModel
-from magpie_core.config.kernel import CorrectnessConfig, LatencyConfig, PerformanceConfig, RayConfig
+from magpie_core.config.common import PluginBlocksModel, StrictModel
+from magpie_core.config.kernel import CorrectnessConfig, LatencyConfig, PerformanceConfig
 
 
 class GpuConfig(StrictModel):
@@ -60,13 +60,11 @@ class BenchmarkDefaults(StrictModel):
     profiler: dict[str, Any] = Field(default_factory=dict)
 
 
-class McpConfig(StrictModel):
-    allowed_roots: list[str] = Field(
-        default_factory=list, description="commands from tool inputs run only under these folders (default: CWD)"
-    )
+class FrameworkConfig(PluginBlocksModel):
+    """``config.yaml``; plugins own further top-level blocks (``mcp:``, ``ray_config:``)."""
 
+    block_scope: ClassVar[str] = "framework"
 
-class FrameworkConfig(StrictModel):
     gpu: GpuConfig = Field(default_factory=GpuConfig)
     scheduler: SchedulerDefaults = Field(default_factory=SchedulerDefaults)
     output: OutputConfig = Field(default_factory=OutputConfig)
@@ -77,5 +75,3 @@ class FrameworkConfig(StrictModel):
     latency: LatencyConfig | None = None
     compare: CompareConfig = Field(default_factory=CompareConfig)
     benchmark: BenchmarkDefaults = Field(default_factory=BenchmarkDefaults)
-    ray_config: RayConfig | None = None
-    mcp: McpConfig = Field(default_factory=McpConfig)

@@ -10,11 +10,11 @@ per-kernel tolerances and timing settings, and an explicit ``baseline``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from magpie_core.config.common import CommandSpec, StrictModel, as_argv_list
+from magpie_core.config.common import CommandSpec, PluginBlocksModel, StrictModel, as_argv_list
 
 
 class BenchTarget(StrictModel):
@@ -114,19 +114,15 @@ class LatencyConfig(StrictModel):
     output_dir: str | None = None
 
 
-class RayConfig(StrictModel):
-    cluster_address: str | None = None
-    shared_storage_path: str | None = None
-    num_gpus_per_task: float | None = None
-    num_cpus_per_task: float | None = None
+class SchedulerConfig(PluginBlocksModel):
+    """Where a kernel file's work runs; environment plugins may own extra blocks here (``ray_config:``)."""
 
+    block_scope: ClassVar[str] = "kernel_file"
 
-class SchedulerConfig(StrictModel):
     max_workers: int | None = Field(None, ge=1)
     gpu_devices: list[int] | None = None
     docker_image: str | None = None
     environment: str | None = None
-    ray_config: RayConfig | None = None
 
 
 class KernelConfig(StrictModel):
@@ -198,8 +194,10 @@ class KernelConfig(StrictModel):
         return (config_dir / path).resolve()
 
 
-class KernelConfigFile(StrictModel):
-    """A kernel YAML file: one ``kernel:`` or a list of ``kernels:``, plus shared blocks."""
+class KernelConfigFile(PluginBlocksModel):
+    """A kernel YAML file: one ``kernel:`` or a list of ``kernels:``, plus shared blocks (plugins may own some)."""
+
+    block_scope: ClassVar[str] = "kernel_file"
 
     kernel: KernelConfig | None = None
     kernels: list[KernelConfig] = Field(default_factory=list)
@@ -207,7 +205,6 @@ class KernelConfigFile(StrictModel):
     performance: PerformanceConfig | None = None
     correctness: CorrectnessConfig | None = None
     scheduler: SchedulerConfig | None = None
-    ray_config: RayConfig | None = None
     latency: LatencyConfig | None = None
     gpu: dict[str, Any] | None = None
 

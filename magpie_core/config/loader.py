@@ -15,6 +15,8 @@ from typing import Any, TypeVar, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
+
 M = TypeVar("M", bound=BaseModel)
 Loc = tuple[str | int, ...]
 
@@ -163,8 +165,22 @@ def model_keys(model: type[BaseModel]) -> list[str]:
     return keys
 
 
+def _plugin_block_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A plugin block's error (raised by ``PluginBlocksModel``) located at its own key."""
+    ctx = error.get("ctx") or {}
+    if error["type"] == UNKNOWN_KEY:
+        match = difflib.get_close_matches(ctx["key"], ctx["known"], n=1, cutoff=0.6)
+        msg = f"unknown key {ctx['key']!r}" + (f" (did you mean {match[0]!r}?)" if match else "")
+        return {**error, "loc": (*error["loc"], ctx["key"]), "msg": msg}
+    if error["type"] == BLOCK_ERROR:
+        return {**error, "loc": (*error["loc"], ctx["key"], *ctx["inner"]), "msg": ctx["problem"]}
+    return error
+
+
 def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
     loc = tuple(error["loc"])
+    if error["type"] in (UNKNOWN_KEY, BLOCK_ERROR):
+        return str(error["msg"])
     if error["type"] == "extra_forbidden":
         owner = _model_at(model, loc)
         key = str(loc[-1])
@@ -184,7 +200,7 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
         return model.model_validate(data)
     except ValidationError as exc:
         errors = []
-        for err in exc.errors():
+        for err in map(_plugin_block_error, exc.errors()):
             loc = _real_loc(data, tuple(err["loc"]))
             errors.append(ConfigError(file, _problem(model, {**err, "loc": loc}), _nearest_line(lines, loc), loc))
         unique = {e.format(): e for e in errors}

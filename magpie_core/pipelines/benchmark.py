@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from pydantic import Field
 
-from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
+from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import load_yaml, validate
 from magpie_core.loadgen import datasets as ds
@@ -634,34 +634,25 @@ def _benchmark_task(args: tuple[dict[str, Any], str]) -> dict[str, Any]:
 
 
 def run_benchmark_on_environment(config: BenchmarkConfig, output_dir: Path, environment: str) -> BenchmarkReport:
-    """``run_mode: ray``: the whole benchmark (server and load) runs as one task that asks for the
-    server's GPUs (``envs.TP``, or ``ray_config.entrypoint_num_gpus`` when given) on the node it lands
-    on; the report comes back into this process. Workspaces belong on shared storage."""
+    """``run_mode: <environment>`` (e.g. ``ray``): the whole benchmark (server and load) runs as one item of
+    that execution environment, asking for the server's GPUs (``envs.TP``; the environment's own config
+    block may say otherwise); the report comes back into this process. Workspaces belong on shared storage."""
     from magpie_core.plugins import get_plugin_manager
 
-    env = get_plugin_manager().get("environment", environment)
-    ray_config = config.ray_config
-    if ray_config is not None and hasattr(env, "with_options"):
-        options = {"cluster_address": ray_config.cluster_address, "shared_storage_path": ray_config.shared_storage_path}
-        if "entrypoint_num_cpus" in ray_config.model_fields_set:
-            options["num_cpus_per_task"] = ray_config.entrypoint_num_cpus
-        env = env.with_options({"ray_config": options})
-    if ray_config is not None and "entrypoint_num_gpus" in ray_config.model_fields_set:
-        gpus = float(ray_config.entrypoint_num_gpus)
-    else:
-        gpus = float(config.env_int("TP") or 1)
+    env = get_plugin_manager().get("environment", environment).with_options(config.plugin_blocks())
+    gpus = float(config.env_int("TP") or 1)
     inner = config.model_copy(update={"run_mode": "external" if config.base_url else "local"})
     (result,) = env.map(_benchmark_task, [(inner.model_dump(mode="json"), str(output_dir))], gpus_per_item=gpus)
     if isinstance(result, BaseException):
         return BenchmarkReport(
             framework=config.framework,
             model=config.model,
-            run_mode="ray",
+            run_mode=environment,
             success=False,
             errors=[f"{environment} task failed: {type(result).__name__}: {result}"],
         )
     report = BenchmarkReport.model_validate(result)
-    report.run_mode = "ray"
+    report.run_mode = environment
     return report
 
 
@@ -679,13 +670,13 @@ def run_benchmark_cli(
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         _plugin(config.framework)  # unknown framework: exit 2 with the installed list
-    if config.run_mode == "ray":
-        try:
-            report = run_benchmark_on_environment(config, output_dir, "ray")
-        except LookupError as exc:
-            raise NotAvailable(f"run_mode ray needs the ray environment plugin (magpie-env-ray): {exc}") from exc
-    else:
+    if config.run_mode in CORE_RUN_MODES:
         report = run_benchmark(config, output_dir)
+    else:
+        try:
+            report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+        except LookupError as exc:
+            raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
     t = report.throughput
     if t:
         console.print(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from magpie_core.config.common import as_argv_list, dump
+from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
 from magpie_core.pipelines.kernel_reports import (
@@ -364,12 +364,21 @@ def check_backends(file: KernelConfigFile) -> None:
         manager.get("kernel_backend", kernel.type)
 
 
+def block_options(*configs: PluginBlocksModel | None) -> dict[str, dict[str, Any]]:
+    """The plugin config blocks of ``configs`` as plain mappings, later configs overlaying earlier ones."""
+    options: dict[str, dict[str, Any]] = {}
+    for config in configs:
+        for key, block in (config.plugin_blocks() if config is not None else {}).items():
+            options[key] = {**options.get(key, {}), **block.model_dump(exclude_none=True)}
+    return options
+
+
 def environment_options(file: KernelConfigFile, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Config blocks for the execution environment: the framework's ``defaults``, then the file's."""
+    """Config blocks for the execution environment: the framework's ``defaults``, then the file's own
+    (top level, then ``scheduler:``)."""
     options = dict(defaults or {})
-    block = file.ray_config or (file.scheduler.ray_config if file.scheduler else None)
-    if block is not None:
-        options["ray_config"] = {**options.get("ray_config", {}), **block.model_dump(exclude_none=True)}
+    for key, block in block_options(file, file.scheduler).items():
+        options[key] = {**options.get(key, {}), **block}
     return options
 
 
@@ -382,10 +391,13 @@ def shared_output_dir(options: dict[str, Any]) -> str | None:
 
 
 def file_environment(file: KernelConfigFile) -> str | None:
-    """The environment a kernel file asks for (AMD Magpie: a ``ray_config`` block implies ``ray``)."""
+    """The environment a kernel file asks for: ``scheduler.environment``, else the one a plugin block
+    implies (AMD Magpie: a ``ray_config`` block means Ray)."""
     if file.scheduler and file.scheduler.environment:
         return file.scheduler.environment
-    return "ray" if file.ray_config or (file.scheduler and file.scheduler.ray_config) else None
+    blocks = config_blocks(KernelConfigFile.block_scope)
+    held = [*file.plugin_blocks(), *(file.scheduler.plugin_blocks() if file.scheduler else {})]
+    return next((blocks[key].implies_environment for key in held if blocks[key].implies_environment), None)
 
 
 def _run(

@@ -35,21 +35,48 @@ import msgspec
 import numpy as np
 
 from magpie_core.trace.loader import (
-    _LIST_DECODER,
-    _OBJECT_DECODER,
+    LIST_DECODER,
+    OBJECT_DECODER,
     Event,
     LoadedTrace,
-    _header_platform,
-    _TraceObject,
+    TraceObject,
+    platform_from_header,
 )
+
+__all__ = [
+    "ANNOTATION_CATS",
+    "BLOCK_BYTES",
+    "GPU_ACTIVITY_CATS",
+    "NONE",
+    "PLATFORM_SCAN_EVENTS",
+    "RUNTIME_CATS",
+    "SPLIT_MIN_BYTES",
+    "EventTable",
+    "FallBack",
+    "Interner",
+    "StreamedFile",
+    "TableBuilder",
+    "json_string",
+    "load_table",
+    "merge_tables",
+    "part_count",
+    "splittable",
+    "stream_events",
+    "stream_table",
+    "table_from_loaded",
+]
 
 #: ``None`` in an integer id column (correlation, External id)
 NONE = np.iinfo(np.int64).min
 
+#: categories of device activity (kernels, copies, memsets): the ``act`` group of an :class:`EventTable`
 GPU_ACTIVITY_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "gpu_kernel"})
+#: categories of host runtime and driver calls (``cudaLaunchKernel``, ``hipLaunchKernel``...): the ``rt`` group
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"})
+#: categories of user annotations (``record_function`` ranges, serving engines' step markers): the ``ann`` group
 ANNOTATION_CATS = frozenset({"user_annotation", "gpu_user_annotation"})
-PLATFORM_SCAN_EVENTS = 200_000  # as loader._platform: the first events that may name the runtime
+#: as the loader: only the first events of a file may name the runtime (``hip*`` or ``cu*`` calls)
+PLATFORM_SCAN_EVENTS = 200_000
 
 _CPU, _PY, _RT, _ACT, _ANN = 1, 2, 3, 4, 5
 _GROUP_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
@@ -221,11 +248,14 @@ class TableBuilder:
         sel = x & self._cat_sel[cid]
         self._add_flows(evs, ph, cid, ts, timed)
         keep = np.flatnonzero((code != 0) | sel)
-        if not len(keep):
-            return
-        # from here on, only the kept events: names for all of them, ids only where some group reads them
-        evs, code, sel, cid = _take(evs, keep), code[keep], sel[keep], cid[keep]
-        ts, dur = ts[keep], dur[keep]
+        if len(keep):
+            self._add_kept(_take(evs, keep), code[keep], sel[keep], cid[keep], ts[keep], dur[keep])
+
+    def _add_kept(
+        self, evs: list[Event], code: np.ndarray, sel: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray
+    ) -> None:
+        """Append a chunk's kept events (complete, timed, of a group or selected) to their groups' columns:
+        names for all of them, ids only where some group reads them."""
         m = len(evs)
         name = self._ids(self.names, map(_NAME, evs), m)
         with_ids = np.flatnonzero(sel | (code == _CPU) | (code == _RT) | (code == _ACT))
@@ -381,6 +411,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
+#: how many bytes :func:`stream_events` reads (or decompresses) at a time
 BLOCK_BYTES = 4 << 20
 
 
@@ -475,7 +506,7 @@ class StreamedFile:
     size_bytes: int  # decompressed size (the size on disk for a part of a plain file)
     #: the keys around the event array (distributedInfo, deviceProperties, ...); None for a bare event
     #: list and for a part that does not reach the end of the file
-    header: _TraceObject | None = None
+    header: TraceObject | None = None
     #: events in pieces skipped whole because every event in them had a ``skip_categories`` category
     skipped_events: int = 0
 
@@ -508,6 +539,169 @@ class _PieceSkipper:
         return True
 
 
+class _PieceBuffer:
+    """The one reused buffer :func:`stream_events` decodes pieces from, and where it stands in the file.
+
+    Data lies in ``work[wpos:end]``; ``work[1]`` is file offset ``base``; ``work[0]`` is room for the first
+    piece's ``[``. Each step below runs once per block or piece read, never per event."""
+
+    def __init__(
+        self,
+        src: _Source,
+        chunk_bytes: int,
+        block_bytes: int,
+        decoder: msgspec.json.Decoder[Any],
+        sink: Callable[[list[Any]], None],
+        skipper: _PieceSkipper | None,
+    ) -> None:
+        self.src = src
+        self.chunk_bytes = chunk_bytes
+        self.block_bytes = block_bytes
+        self.decoder = decoder
+        self.sink = sink
+        self.skipper = skipper
+        self.work = bytearray(1 + chunk_bytes + block_bytes)
+        self.wpos = 1
+        self.end = 1
+        self.base = 0
+
+    def fill(self) -> bool:
+        """Move the unread data to the front, grow the buffer if one event outgrew it, read one block."""
+        work, wpos, end = self.work, self.wpos, self.end
+        r = end - wpos
+        if wpos > 1:
+            work[1 : 1 + r] = work[wpos:end]
+            self.base += wpos - 1
+            wpos, end = 1, 1 + r
+        if len(work) - end < self.block_bytes // 2:  # one event larger than a chunk: grow
+            grown = bytearray(end + self.block_bytes)
+            grown[:end] = work[:end]
+            work = self.work = grown
+        n = self.src.readinto(memoryview(work)[end:])
+        self.wpos, self.end = wpos, end + n
+        return n > 0
+
+    def find_event_array(self) -> bytes | None:
+        """Move to the first event of the file's event array; the bytes before its ``[`` (None: a bare list)."""
+        while True:
+            if not self.fill():
+                raise FallBack("no event array")
+            work = self.work
+            m = _NON_WS.search(work, 1, self.end)
+            if m is None:
+                continue
+            c = work[m.start()]
+            if c == 0x5B:  # "[": a bare event list
+                self.wpos = m.start() + 1
+                return None
+            if c != 0x7B:  # "{"
+                raise FallBack("not JSON")
+            m = _EVENTS_KEY.search(work, 1, self.end)
+            if m is not None:
+                self.wpos = m.end()
+                return bytes(work[1 : m.end() - 1])
+
+    def find_first_event(self, f: Any, start_at: int) -> bytes | None:
+        """For a later part: move to the first event boundary at or after file offset ``start_at``;
+        the bytes before the event array (read separately, from the start of the file)."""
+        header, array_at = _read_header(f, 1 << 20)  # the header is near the start: small reads
+        if start_at <= array_at:
+            raise FallBack("part starts before the event array")
+        self.src.seek(start_at)
+        self.base = start_at
+        while True:
+            if not self.fill():
+                raise FallBack("no event boundary in this part")
+            m = _BOUNDARY.search(self.work, 1, self.end)
+            if m is not None:
+                self.wpos = m.end() - 1
+                return header
+            self.wpos = max(1, self.end - 64)  # keep a possible boundary's beginning
+
+    def decode(self, lo: int, hi: int) -> None:
+        """Decode the events in work[lo:hi] (the bytes at lo - 1 and hi are separators) and hand them on."""
+        work = self.work
+        if self.skipper is not None and self.skipper.skips(work, lo, hi):
+            return
+        work[lo - 1] = 0x5B
+        work[hi] = 0x5D
+        try:
+            events = self.decoder.decode(memoryview(work)[lo - 1 : hi + 1])
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise FallBack(str(exc)) from None
+        self.sink(events)
+
+    def decode_pieces(self, stop_at: int | None) -> bool:
+        """Decode whole pieces of about ``chunk_bytes``. True when the part that ends at the first event
+        boundary at or after file offset ``stop_at`` is done; False at the end of the file, where the
+        last piece and what follows the array are left in the buffer (:meth:`rest`)."""
+        chunk_bytes = self.chunk_bytes
+        eof = False
+        stop = -1  # index in ``work`` of the byte after this part's last event, once known
+        while True:
+            if stop_at is not None and stop < 0 and self.base + self.end - 1 > stop_at:
+                m = _BOUNDARY.search(self.work, max(self.wpos, stop_at - self.base + 1), self.end)
+                if m is not None:
+                    stop = m.start() + 1
+            end = self.end
+            limit = stop if stop >= 0 else (end if stop_at is None else min(end, stop_at - self.base + 1))
+            while limit - self.wpos > chunk_bytes:
+                m = _BOUNDARY.search(self.work, self.wpos + chunk_bytes, limit)
+                if m is None:
+                    break
+                self.decode(self.wpos, m.start() + 1)
+                self.wpos = m.end() - 1
+            if stop >= 0:
+                self.decode(self.wpos, stop)
+                return True
+            if eof:
+                if stop_at is not None:
+                    raise FallBack("no event boundary after the end of this part")
+                return False
+            eof = not self.fill()
+
+    def rest(self) -> bytes:
+        """The unread bytes (a copy), the buffer released."""
+        rest = bytes(self.work[self.wpos : self.end])
+        self.work = bytearray()
+        return rest
+
+
+def _decode_last_piece(
+    rest: bytes, header: bytes | None, decoder: msgspec.json.Decoder[Any], sink: Callable[[list[Any]], None]
+) -> TraceObject | None:
+    """Decode the last piece of the event array and the keys after it, from ``rest`` (the file from the
+    last piece on). The array's closing ``]`` is one of the last ``]`` in ``rest``: the first of them after
+    which the rest of the file decodes. The header object, or None for a bare event list."""
+    obj: TraceObject | None = None
+    k = len(rest)
+    for _ in range(8):
+        k = rest.rfind(b"]", 0, k)
+        if k < 0:
+            break
+        tail = rest[k + 1 :]
+        try:
+            if header is None:
+                if tail.strip(_WS):
+                    raise FallBack("trailing data")
+            else:
+                obj = OBJECT_DECODER.decode(header + b"[]" + tail)
+                if obj.traceEvents:
+                    raise FallBack("second event array")
+            events = decoder.decode(b"".join((b"[", rest[:k], b"]")))
+        except (msgspec.DecodeError, msgspec.ValidationError, FallBack):
+            obj = None
+            continue
+        sink(events)
+        del events
+        break
+    else:
+        raise FallBack("end of the event array not found")
+    if k < 0:
+        raise FallBack("end of the event array not found")
+    return obj
+
+
 def json_string(text: str) -> bytes:
     """``text`` as a JSON string literal, as trace writers spell it (non-ASCII kept)."""
     return msgspec.json.encode(text)
@@ -517,7 +711,7 @@ def stream_events(
     path: Path,
     sink: Callable[[list[Any]], None],
     *,
-    decoder: msgspec.json.Decoder[Any] = _LIST_DECODER,
+    decoder: msgspec.json.Decoder[Any] = LIST_DECODER,
     part: tuple[int, int] = (0, 1),
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
@@ -550,131 +744,16 @@ def stream_events(
         src = _Source(f, block_bytes)
         if count > 1 and src.gzipped:
             raise FallBack("a gzip stream cannot be split")
-        work = bytearray(1 + chunk_bytes + block_bytes)  # work[0]: room for the first piece's "["
-        end = 1  # data lies in work[wpos:end]; work[1] is file offset ``base``
-        wpos = 1
-        base = 0
-        start_at = index * size_on_disk // count
+        buf = _PieceBuffer(src, chunk_bytes, block_bytes, decoder, sink, skipper)
         stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
-
-        def fill() -> bool:
-            nonlocal work, wpos, end, base
-            r = end - wpos
-            if wpos > 1:
-                work[1 : 1 + r] = work[wpos:end]
-                base += wpos - 1
-                wpos, end = 1, 1 + r
-            if len(work) - end < block_bytes // 2:  # one event larger than a chunk: grow
-                grown = bytearray(end + block_bytes)
-                grown[:end] = work[:end]
-                work = grown
-            n = src.readinto(memoryview(work)[end:])
-            end += n
-            return n > 0
-
-        # -- find the event array (or, for a later part, the first event after its start) -------
-        header: bytes | None = None
-        if index == 0:
-            while True:
-                if not fill():
-                    raise FallBack("no event array")
-                m = _NON_WS.search(work, 1, end)
-                if m is None:
-                    continue
-                c = work[m.start()]
-                if c == 0x5B:  # "[": a bare event list
-                    wpos = m.start() + 1
-                    break
-                if c != 0x7B:  # "{"
-                    raise FallBack("not JSON")
-                m = _EVENTS_KEY.search(work, 1, end)
-                if m is not None:
-                    header = bytes(work[1 : m.end() - 1])
-                    wpos = m.end()
-                    break
-        else:
-            header, array_at = _read_header(f, 1 << 20)  # the header is near the start: small reads
-            if start_at <= array_at:
-                raise FallBack("part starts before the event array")
-            src.seek(start_at)
-            base = start_at
-            while True:
-                if not fill():
-                    raise FallBack("no event boundary in this part")
-                m = _BOUNDARY.search(work, 1, end)
-                if m is not None:
-                    wpos = m.end() - 1
-                    break
-                wpos = max(1, end - 64)  # keep a possible boundary's beginning
-
-        # -- whole pieces -------------------------------------------------------------------
-        eof = False
-        stop = -1  # index in ``work`` of the byte after this part's last event, once known
-
-        def decode(lo: int, hi: int) -> None:
-            """Decode events in work[lo:hi] (the bytes at lo - 1 and hi are separators)."""
-            if skipper is not None and skipper.skips(work, lo, hi):
-                return
-            work[lo - 1] = 0x5B
-            work[hi] = 0x5D
-            try:
-                events = decoder.decode(memoryview(work)[lo - 1 : hi + 1])
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise FallBack(str(exc)) from None
-            sink(events)
-
-        while True:
-            if stop_at is not None and stop < 0 and base + end - 1 > stop_at:
-                m = _BOUNDARY.search(work, max(wpos, stop_at - base + 1), end)
-                if m is not None:
-                    stop = m.start() + 1
-            limit = stop if stop >= 0 else (end if stop_at is None else min(end, stop_at - base + 1))
-            while limit - wpos > chunk_bytes:
-                m = _BOUNDARY.search(work, wpos + chunk_bytes, limit)
-                if m is None:
-                    break
-                decode(wpos, m.start() + 1)
-                wpos = m.end() - 1
-            if stop >= 0:
-                decode(wpos, stop)
-                return StreamedFile(size_bytes=size_on_disk, skipped_events=skipper.skipped if skipper else 0)
-            if eof:
-                if stop_at is not None:
-                    raise FallBack("no event boundary after the end of this part")
-                break
-            eof = not fill()
-        rest = bytes(work[wpos:end])
+        start_at = index * size_on_disk // count
+        header = buf.find_event_array() if index == 0 else buf.find_first_event(f, start_at)
+        if buf.decode_pieces(stop_at):  # this part ended before the end of the file
+            return StreamedFile(size_bytes=size_on_disk, skipped_events=skipper.skipped if skipper else 0)
+        rest = buf.rest()
         size = src.size if index == 0 else size_on_disk
-        work = bytearray()
-
-    # -- the last piece and what follows the array ---------------------------------------
-    obj: _TraceObject | None = None
-    k = len(rest)
-    for _ in range(8):
-        k = rest.rfind(b"]", 0, k)
-        if k < 0:
-            break
-        tail = rest[k + 1 :]
-        try:
-            if header is None:
-                if tail.strip(_WS):
-                    raise FallBack("trailing data")
-            else:
-                obj = _OBJECT_DECODER.decode(header + b"[]" + tail)
-                if obj.traceEvents:
-                    raise FallBack("second event array")
-            events = decoder.decode(b"".join((b"[", rest[:k], b"]")))
-        except (msgspec.DecodeError, msgspec.ValidationError, FallBack):
-            obj = None
-            continue
-        sink(events)
-        del events
-        break
-    else:
-        raise FallBack("end of the event array not found")
-    if k < 0:
-        raise FallBack("end of the event array not found")
-
+        del buf
+    obj = _decode_last_piece(rest, header, decoder, sink)
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
@@ -692,7 +771,7 @@ def stream_table(
     got = stream_events(path, builder.add, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes)
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None
-    header_platform = _header_platform(obj)
+    header_platform = platform_from_header(obj)
     return builder.finish(
         path,
         platform=header_platform or builder.platform_hint or "unknown",
@@ -757,6 +836,34 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
         platform_hint=hint,
         platform_hint_at=hint_at,
     )
+
+
+#: plain-JSON traces at least this large are split across idle workers (smaller ones are not worth a process)
+SPLIT_MIN_BYTES = 64 << 20
+
+
+def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at least ``min_bytes`` (default SPLIT_MIN_BYTES),
+    so it can be decoded in parts."""
+    min_bytes = SPLIT_MIN_BYTES if min_bytes is None else min_bytes
+    try:
+        with Path(path).open("rb") as f:
+            return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= min_bytes
+    except OSError:
+        return False
+
+
+def part_count(path: Path | str, workers: int, per_worker: int = 1) -> int:
+    """How many byte-range parts to decode ``path`` in with ``workers`` processes (1: read it whole).
+
+    Workers take parts as they become free (:mod:`magpie_core.fanout`), so with more parts per worker they
+    finish closer together, but each part costs a little (its buffer, its transfer, the merge): on the
+    555 MB benchmark trace gap analysis was fastest with one part per worker (1.56-1.72 s vs 1.70-1.90 s
+    with two)."""
+    if workers <= 1 or not splittable(path):
+        return 1
+    size = Path(path).stat().st_size
+    return max(2, min(workers * per_worker, size // max(SPLIT_MIN_BYTES // 2, 1)))
 
 
 def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool]) -> EventTable:

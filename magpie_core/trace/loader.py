@@ -11,7 +11,6 @@ runtime, roctracer, hex stream ids) flavours.
 
 from __future__ import annotations
 
-import gzip
 import math
 import zlib
 from dataclasses import dataclass
@@ -22,14 +21,18 @@ import msgspec
 from msgspec import Struct, field
 
 __all__ = [
+    "LIST_DECODER",
     "NO_ARGS",
     "NO_ID",
+    "OBJECT_DECODER",
     "Args",
     "DistributedInfo",
     "Event",
     "LoadedTrace",
     "TraceLoadError",
+    "TraceObject",
     "load_trace",
+    "platform_from_header",
     "read_trace_bytes",
 ]
 
@@ -69,12 +72,16 @@ class Event(Struct, gc=False):
 
 
 class DistributedInfo(Struct):
+    """The ``distributedInfo`` key of a trace written by one rank of a distributed run."""
+
     rank: int | None = None
     world_size: int | None = None
     backend: str | None = None
 
 
-class _TraceObject(Struct):
+class TraceObject(Struct):
+    """A trace file written as a JSON object: the event array and the keys around it that magpie reads."""
+
     traceEvents: list[Event] = []
     distributedInfo: DistributedInfo | None = None
     deviceProperties: list[dict[str, Any]] | None = None
@@ -84,8 +91,10 @@ class _TraceObject(Struct):
     cupti_version: Any = None
 
 
-_OBJECT_DECODER = msgspec.json.Decoder(_TraceObject)
-_LIST_DECODER = msgspec.json.Decoder(list[Event])
+#: decodes a whole trace written as a JSON object (:class:`TraceObject`)
+OBJECT_DECODER = msgspec.json.Decoder(TraceObject)
+#: decodes a JSON list of events (a trace written as a bare event list, or one piece of an event array)
+LIST_DECODER = msgspec.json.Decoder(list[Event])
 
 
 class TraceLoadError(ValueError):
@@ -99,6 +108,8 @@ class TraceLoadError(ValueError):
 
 @dataclass
 class LoadedTrace:
+    """One trace file decoded whole: its events and what its header says."""
+
     path: Path
     events: list[Event]
     platform: str  # "cuda" | "rocm" | "unknown"
@@ -164,7 +175,8 @@ def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
     return TraceLoadError(path, f"unexpected trace content: {text}")
 
 
-def _header_platform(obj: _TraceObject | None) -> str | None:
+def platform_from_header(obj: TraceObject | None) -> str | None:
+    """``rocm`` or ``cuda`` when the header names that runtime's tracer or version, else None."""
     if obj is not None:
         if obj.roctracer_version is not None or obj.hip_runtime_version is not None:
             return "rocm"
@@ -173,8 +185,8 @@ def _header_platform(obj: _TraceObject | None) -> str | None:
     return None
 
 
-def _platform(obj: _TraceObject | None, events: list[Event]) -> str:
-    from_header = _header_platform(obj)
+def _platform(obj: TraceObject | None, events: list[Event]) -> str:
+    from_header = platform_from_header(obj)
     if from_header is not None:
         return from_header
     for e in events[:200000]:
@@ -195,12 +207,12 @@ def load_trace(path: Path | str) -> LoadedTrace:
         start += 1
     if start >= len(buf):
         raise TraceLoadError(path, "empty file")
-    obj: _TraceObject | None = None
+    obj: TraceObject | None = None
     try:
         if buf[start : start + 1] == b"[":
-            events = _LIST_DECODER.decode(buf)
+            events = LIST_DECODER.decode(buf)
         elif buf[start : start + 1] == b"{":
-            obj = _OBJECT_DECODER.decode(buf)
+            obj = OBJECT_DECODER.decode(buf)
             events = obj.traceEvents
         else:
             raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start : start + 16]!r})", offset=start)
@@ -218,7 +230,3 @@ def load_trace(path: Path | str) -> LoadedTrace:
         size_bytes=len(buf),
     )
 
-
-def open_text(path: Path) -> Any:
-    """Open a trace for text reading, transparently gunzipping (used by simple tools)."""
-    return gzip.open(path, "rt") if path.name.endswith(".gz") else path.open()

@@ -209,8 +209,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
     import gc
 
     from magpie_core.fanout import run_tasks
-    from magpie_core.trace.analysis import part_count
-    from magpie_core.trace.columns import FallBack, stream_events
+    from magpie_core.trace.columns import FallBack, part_count, stream_events
 
     path = Path(path)
     gc_was = gc.isenabled()

@@ -1,6 +1,8 @@
-"""Entry point: registers the ``inference`` trace analyzer."""
+"""Entry point: registers the ``inference`` trace analyzer and the ``magpie inference`` command."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from magpie_core import hookimpl
 
@@ -10,3 +12,10 @@ def magpie_register_trace_analyzers(register):  # type: ignore[no-untyped-def]
     from magpie_inference_analysis.analyzer import InferenceAnalyzer
 
     register(InferenceAnalyzer())
+
+
+@hookimpl
+def magpie_register_commands(cli: Any) -> None:
+    from magpie_inference_analysis.cli import register
+
+    register(cli)

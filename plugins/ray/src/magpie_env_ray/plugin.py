@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from magpie_core import hookimpl
-from magpie_core.interfaces import ExecutionEnvironment
+from magpie_core.interfaces import ConfigBlock, ExecutionEnvironment
 from magpie_core.reports import ToolInfo
+from magpie_env_ray.config import BenchmarkRayConfig, RayConfig, environment_options
 
 log = logging.getLogger("magpie.ray")
 
@@ -65,7 +66,8 @@ class RayEnvironment(ExecutionEnvironment):
         self.ray_config = dict(ray_config or {})
 
     def with_options(self, options: dict[str, Any]) -> RayEnvironment:
-        return RayEnvironment({**self.ray_config, **(options.get("ray_config") or {})})
+        """Overlay a ``ray_config`` block (this plugin's model, or a plain mapping)."""
+        return RayEnvironment({**self.ray_config, **environment_options(options.get("ray_config"))})
 
     def tools(self) -> list[ToolInfo]:
         try:
@@ -171,3 +173,24 @@ def _as_failure(exc: BaseException) -> BaseException:
 @hookimpl
 def magpie_register_environments(register: Callable[[Any], None]) -> None:
     register(RayEnvironment())
+
+
+@hookimpl
+def magpie_register_config_blocks(register: Callable[[Any], None]) -> None:
+    register(
+        ConfigBlock(
+            "ray_config",
+            RayConfig,
+            scopes=("framework", "kernel_file"),
+            description="Ray tasks: cluster address, shared storage, GPUs and CPUs per task",
+            implies_environment="ray",
+        )
+    )
+    register(
+        ConfigBlock(
+            "ray_config",
+            BenchmarkRayConfig,
+            scopes=("benchmark",),
+            description="the Ray job that runs a whole benchmark (run_mode: ray)",
+        )
+    )

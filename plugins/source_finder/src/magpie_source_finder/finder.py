@@ -349,8 +349,6 @@ def clone_upstreams(names: list[str], cache_dir: Path) -> tuple[list[Path], list
 
 # -- resolution ----------------------------------------------------------------
 
-_KIND_FOR_FAMILY = {"triton_jit": ("triton_jit",), "inductor": (), "tensile_gemm": ()}
-
 
 def _candidate_names(parsed: dict[str, Any]) -> list[tuple[str, bool]]:
     """(symbol, exact?) pairs to look up, most specific first."""

@@ -1,22 +1,25 @@
 """``magpie inference TRACE``: stage split and per-op roofline of an inference profiler trace.
 
-The core only forwards to the ``inference`` trace analyzer of the installed plugins; what a
-step annotation means, which ops have FLOPs models and the GPU specs all live there.
+Added to the ``magpie`` command line by this plugin's ``magpie_register_commands`` hook; the
+command calls the ``inference`` trace analyzer through the plugin manager, as any other
+caller would.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
 
 ANALYZER = "inference"
 
 
 def default_output_dir(trace: Path) -> Path:
+    """``tracelens/`` beside a benchmark workspace's ``torch_trace/``, else beside the trace folder."""
     if trace.is_dir() and (trace / "torch_trace").is_dir():
         return trace / "tracelens"
     base = trace if trace.is_dir() else trace.parent
@@ -37,7 +40,23 @@ def run_inference_analysis(trace: Path, options: dict[str, object], output_dir: 
         raise UsageError(str(exc)) from exc
 
 
-@app.command("inference")
+def print_summary(summary: dict[str, Any]) -> None:
+    """The human-readable lines: per trace, its stages, notes and errors, and where the summary is."""
+    for tr in summary.get("traces", []):
+        console.print(f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})")
+        for st in tr["stages"].values():
+            console.print(
+                f"  {st['label']}: window {len(st['window_iterations'])}/{st['iterations']} iterations, "
+                f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, modelled {st['modelled_kernel_time_pct']}%"
+            )
+            console.print(f"    {st['roofline_csv']}")
+        for note in tr["notes"]:
+            console.print(f"  note: {note}")
+    for err in summary.get("errors", []):
+        console.print(f"[red]error:[/red] {err}")
+    console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
+
+
 @handle_errors
 def inference_command(
     trace: Path = typer.Argument(..., help="a trace file, a folder of traces, or a benchmark workspace"),
@@ -64,17 +83,10 @@ def inference_command(
     if as_json:
         console.print_json(json.dumps(summary, default=str))
     else:
-        for tr in summary.get("traces", []):  # type: ignore[union-attr]
-            console.print(f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})")
-            for st in tr["stages"].values():
-                console.print(
-                    f"  {st['label']}: window {len(st['window_iterations'])}/{st['iterations']} iterations, "
-                    f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, modelled {st['modelled_kernel_time_pct']}%"
-                )
-                console.print(f"    {st['roofline_csv']}")
-            for note in tr["notes"]:
-                console.print(f"  note: {note}")
-        for err in summary.get("errors", []):  # type: ignore[union-attr]
-            console.print(f"[red]error:[/red] {err}")
-        console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
+        print_summary(summary)
     raise typer.Exit(1 if summary.get("errors") else 0)
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``magpie inference`` to the root command line ``cli``."""
+    cli.command("inference")(inference_command)

@@ -1,4 +1,5 @@
-"""Offline kernel source finder over the small checked-in source tree in tests/data/kernel_sources."""
+"""Offline kernel source finder (plugin magpie-source-finder) over the small checked-in source tree in
+tests/data/kernel_sources."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from magpie_source_finder.finder import clone_upstreams, find_sources, load_checkout
 
 from magpie_core.trace.kernel_names import parse_kernel_name
+from tests.conftest import DATA
 
-TREE = Path(__file__).parent / "data" / "kernel_sources"
+TREE = DATA / "kernel_sources"
 ROTARY_VLLM = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*)"
 ROTARY_SGL = "void rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*)"
 AITER = "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
@@ -123,3 +125,23 @@ def test_offline_by_default_and_clone_only_known(tmp_path: Path, monkeypatch: py
 def test_missing_repo_path_is_reported(tmp_path: Path) -> None:
     out = find_sources(_kernels(ROTARY_VLLM), [str(tmp_path / "nope")], str(tmp_path / "cache"))
     assert any("not found" in e for e in out["errors"])
+
+
+def test_registered_as_source_finder(repos: list[str], tmp_path: Path) -> None:
+    """The plugin manager hands out the finder as the ``kernel-sources`` source finder (not a trace
+    analyzer); ``find`` gives what :func:`find_sources` gives, whether ``parsed`` is a dict, the
+    :class:`ParsedKernelName` itself, or absent (then it is parsed here)."""
+    from magpie_core.interfaces import KernelSourceFinder
+    from magpie_core.plugins import get_plugin_manager
+
+    pm = get_plugin_manager()
+    finder = pm.get("source_finder", "kernel-sources")
+    assert isinstance(finder, KernelSourceFinder)
+    assert "kernel-sources" not in pm.components("trace_analyzer")
+    options = {"repos": repos, "cache_dir": str(tmp_path / "cache"), "clone": False}
+    expected = find_sources(_kernels(ROTARY_VLLM, AITER), repos, str(tmp_path / "cache"))
+    assert finder.find(_kernels(ROTARY_VLLM, AITER), options) == expected
+    models = [{"name": n, "parsed": parse_kernel_name(n, {"platform": "rocm"})} for n in (ROTARY_VLLM, AITER)]
+    assert finder.find(models, options) == expected
+    got = finder.find([{"name": ROTARY_VLLM, "parsed": None}], options)
+    assert got["sources"][ROTARY_VLLM]["source_resolution"] == "exact"

@@ -1,0 +1,82 @@
+"""Commands that plugins add to the ``magpie`` command line (``magpie_register_commands``).
+
+Each plugin adds its commands to a staging :class:`typer.Typer` of its own call, so a plugin
+that raises halfway adds nothing; the commands are then moved onto the root app. A command
+name that is taken already is skipped with a warning naming both.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import typer
+from typer.models import CommandInfo
+
+from magpie_core.plugins import PluginManager, PluginWarning, get_plugin_manager
+
+#: Commands that come from magpie's own plugin distributions: a clear message when one is missing.
+FIRST_PARTY_COMMANDS = {
+    "gap": "magpie-gap-analysis (plugins/gap_analysis)",
+    "inference": "magpie-inference-analysis (plugins/inference_analysis)",
+    "mcp": "magpie-mcp (plugins/mcp)",
+}
+
+#: Global options of the root command that take a value (to find the command word in argv).
+_VALUED_GLOBALS = {"-c", "--config", "-e", "--environment", "-w", "--workers", "-o", "--output-dir", "--docker-image"}
+
+
+def command_name(info: CommandInfo) -> str:
+    if info.name:
+        return info.name
+    callback = info.callback
+    return callback.__name__.replace("_", "-") if callback else ""
+
+
+def add_plugin_commands(cli: typer.Typer, manager: PluginManager | None = None) -> list[str]:
+    """Call ``magpie_register_commands`` and add what the plugins registered; return the names added."""
+    manager = manager or get_plugin_manager()
+    staged: list[typer.Typer] = []
+
+    def make_kwargs() -> dict[str, typer.Typer]:
+        staged[:] = [typer.Typer()]
+        return {"cli": staged[0]}
+
+    manager.call("magpie_register_commands", make_kwargs)
+    taken = {command_name(c) for c in cli.registered_commands} | {g.name for g in cli.registered_groups if g.name}
+    added = []
+    for info in staged[0].registered_commands if staged else []:
+        name = command_name(info)
+        if name in taken:
+            where = getattr(info.callback, "__module__", "?")
+            warnings.warn(f"command {name!r} from {where} is already taken; skipped", PluginWarning, stacklevel=2)
+            continue
+        cli.registered_commands.append(info)
+        taken.add(name)
+        added.append(name)
+    if staged:
+        cli.registered_groups.extend(g for g in staged[0].registered_groups if g.name not in taken)
+    return added
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The command the user typed (the first word that is neither a global option nor its value)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUED_GLOBALS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def missing_plugin_message(cli: typer.Typer, argv: list[str]) -> str | None:
+    """Why the command in ``argv`` is not there, when it is one of magpie's own plugin commands."""
+    word = command_word(argv)
+    if word not in FIRST_PARTY_COMMANDS or word in {command_name(c) for c in cli.registered_commands}:
+        return None
+    return (
+        f"'magpie {word}' comes from the plugin distribution {FIRST_PARTY_COMMANDS[word]}, which is not installed "
+        "or not loaded (see 'magpie plugins'; MAGPIE_PLUGINS may exclude it)"
+    )

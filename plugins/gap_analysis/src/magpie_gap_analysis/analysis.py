@@ -1,0 +1,705 @@
+"""Per-rank trace analysis: kernel statistics, GPU busy/idle time, gaps, launch-boundness.
+
+Everything here runs inside a worker process per rank and returns a small
+picklable :class:`RankAnalysis`, never the events themselves.
+
+Definitions (also in docs/gap-analysis.md):
+
+* kernel statistics follow AMD Magpie: events whose ``cat`` contains one of
+  ``categories`` (case-insensitive substring) and none of ``ignore_categories``,
+  overlapping the window, at least ``min_duration_us`` long, grouped by name;
+  durations are not clamped to the window.
+* GPU activity = ``kernel``, ``gpu_memcpy`` and ``gpu_memset`` events, per
+  device (``args.device``, else ``pid``). Busy time is the union of their
+  intervals clipped to the window, so concurrent streams are not counted twice.
+  The active span runs from the first activity start to the last end inside the
+  window; idle = active span - busy; each hole in the union is a gap.
+* a gap is "host-bound" when the call that launched the kernel ending the gap
+  started after the gap began: the device had nothing queued and waited for the
+  CPU. ``launch_bound`` is set when idle time is at least 10% of the active span
+  and at least half of it is host-bound.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from magpie_core.trace.columns import NONE, EventTable, load_table, merge_tables
+from magpie_core.trace.parts import category_matcher
+
+__all__ = [
+    "AnalysisOptions",
+    "DeviceStats",
+    "Gap",
+    "KernelStat",
+    "RankAnalysis",
+    "WindowSpec",
+    "analyze_file",
+    "analyze_parts",
+    "analyze_table",
+]
+MAX_SHAPES = 10
+
+Columns = dict[str, np.ndarray]
+Intervals = list[tuple[float, float]]
+
+
+@dataclass
+class WindowSpec:
+    """What part of the trace to analyze; at most one of pct / absolute / annotation applies."""
+
+    start_pct: float = 0.0
+    end_pct: float = 100.0
+    start_us: float | None = None  # microseconds from the trace's first timestamp
+    end_us: float | None = None
+    annotation: str | None = None  # user_annotation / record_function name (exact, or glob with *)
+
+
+@dataclass
+class AnalysisOptions:
+    """What one rank's analysis selects: event categories, shortest event, window, gaps reported."""
+
+    categories: list[str] = field(default_factory=lambda: ["kernel", "gpu"])
+    ignore_categories: list[str] = field(default_factory=lambda: ["gpu_user_annotation", "user_annotation"])
+    min_duration_us: float = 0.0
+    window: WindowSpec = field(default_factory=WindowSpec)
+    top_gaps: int = 10
+
+
+@dataclass
+class KernelStat:
+    """Calls and time of one kernel name."""
+
+    name: str
+    calls: int = 0
+    total_us: float = 0.0
+    sumsq: float = 0.0
+    min_us: float = math.inf
+    max_us: float = 0.0
+    shapes: list[str] = field(default_factory=list)
+
+    @property
+    def avg_us(self) -> float:
+        return self.total_us / self.calls if self.calls else 0.0
+
+    @property
+    def std_us(self) -> float:
+        """Sample standard deviation (as Python's statistics.stdev)."""
+        if self.calls < 2:
+            return 0.0
+        var = (self.sumsq - self.total_us * self.total_us / self.calls) / (self.calls - 1)
+        return math.sqrt(var) if var > 0 else 0.0
+
+    def merge(self, other: KernelStat) -> None:
+        self.calls += other.calls
+        self.total_us += other.total_us
+        self.sumsq += other.sumsq
+        self.min_us = min(self.min_us, other.min_us)
+        self.max_us = max(self.max_us, other.max_us)
+        for s in other.shapes:
+            if len(self.shapes) >= MAX_SHAPES:
+                break
+            if s not in self.shapes:
+                self.shapes.append(s)
+
+
+@dataclass
+class Gap:
+    """One hole in a device's busy time."""
+
+    device: str
+    start_us: float  # relative to the trace start
+    duration_us: float
+    before: str  # last activity before the gap
+    after: str  # activity that ended the gap
+    host_bound: bool | None  # None: no launch record for the activity after
+    cpu_op: str | None  # innermost CPU op running when the gap began
+    annotation: str | None  # innermost user annotation at that moment
+    launch_call: str | None  # the runtime call that launched ``after``
+
+
+@dataclass
+class DeviceStats:
+    """Busy and idle time of one device, its launch records and largest gaps."""
+
+    device: str
+    activities: int
+    busy_us: float
+    active_span_us: float
+    idle_us: float
+    wall_us: float
+    num_gaps: int
+    host_bound_idle_us: float
+    launch_records: int
+    median_launch_to_start_us: float | None
+    median_launch_call_us: float | None
+    median_kernel_us: float | None
+    kernels_shorter_than_launch_pct: float | None
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * self.idle_us / self.active_span_us if self.active_span_us > 0 else 0.0
+
+    @property
+    def host_bound_idle_pct(self) -> float:
+        return 100.0 * self.host_bound_idle_us / self.idle_us if self.idle_us > 0 else 0.0
+
+    @property
+    def launch_bound(self) -> bool:
+        return self.idle_pct >= 10.0 and self.host_bound_idle_pct >= 50.0
+
+
+@dataclass
+class RankAnalysis:
+    """Everything the pipeline keeps of one rank's trace."""
+
+    rank: int
+    label: str
+    path: str
+    platform: str = "unknown"
+    error: str | None = None
+    size_bytes: int = 0
+    num_events: int = 0
+    trace_start_ts: float = 0.0
+    trace_span_us: float = 0.0
+    window_us: tuple[float, float] = (0.0, 0.0)  # relative to trace start
+    window_note: str | None = None
+    total_duration_us: float = 0.0  # sum over the selected events (AMD Magpie's % Total denominator)
+    kernels: dict[str, KernelStat] = field(default_factory=dict)
+    devices: list[DeviceStats] = field(default_factory=list)
+    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dist_rank: int | None = None
+    world_size: int | None = None
+
+    @property
+    def busy_us(self) -> float:
+        return sum(d.busy_us for d in self.devices)
+
+    @property
+    def wall_us(self) -> float:
+        return sum(d.wall_us for d in self.devices)
+
+
+# -- small helpers -------------------------------------------------------------------------------------------------
+
+
+def _format_dims(raw: msgspec.Raw | bytes) -> str:
+    if not raw:
+        return ""
+    try:
+        dims = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return ""
+    if not isinstance(dims, list):
+        return ""
+    parts = ["[" + ",".join(str(d) for d in dim) + "]" for dim in dims if isinstance(dim, list) and dim]
+    return "x".join(parts)
+
+
+def _merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of intervals. Returns (merged_starts, merged_ends, index of the interval opening each merged one)."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return s[first], run_end[last], order[first]
+
+
+def _merge_simple(intervals: Intervals) -> Intervals:
+    out: Intervals = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+class _IdNames:
+    """``names[ids[i]]`` as a sequence, so the helpers below can take interned names."""
+
+    def __init__(self, ids: np.ndarray, names: list[str]) -> None:
+        self.ids = ids
+        self.names = names
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[int(self.ids[i])]
+
+
+def _innermost(starts: np.ndarray, ends: np.ndarray, names: Any, t: float) -> str | None:
+    if len(starts) == 0:
+        return None
+    mask = (starts <= t) & (ends >= t)
+    idx = np.flatnonzero(mask)
+    if len(idx) == 0:
+        return None
+    best = idx[np.argmin(ends[idx] - starts[idx])]
+    return names[int(best)]
+
+
+def _frames_at(starts: np.ndarray, ends: np.ndarray, names: Any, t: float, n: int = 4) -> list[str]:
+    if len(starts) == 0:
+        return []
+    idx = np.flatnonzero((starts <= t) & (ends >= t))
+    if len(idx) == 0:
+        return []
+    idx = idx[np.argsort(ends[idx] - starts[idx])][:n]
+    return [names[int(i)] for i in idx]
+
+
+def _looks_bare(name: str) -> bool:
+    return not (" " in name or "<" in name or "(" in name or name.startswith("_Z"))
+
+
+def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys (NONE left out) and, for each, the index of its last occurrence."""
+    if len(keys) == 0:
+        return keys, np.zeros(0, np.int64)
+    rev = keys[::-1]
+    uniq, first_rev = np.unique(rev, return_index=True)
+    last = len(keys) - 1 - first_rev
+    keep = uniq != NONE
+    return uniq[keep], last[keep]
+
+
+def _lookup(uniq: np.ndarray, where: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each key, ``where`` of its match in ``uniq``; -1 when absent (or NONE)."""
+    if len(uniq) == 0 or len(keys) == 0:
+        return np.full(len(keys), -1, np.int64)
+    pos = np.minimum(np.searchsorted(uniq, keys), len(uniq) - 1)
+    found = (uniq[pos] == keys) & (keys != NONE)
+    return np.where(found, where[pos], -1)
+
+
+# -- the pieces of one rank's analysis -------------------------------------------------------------------------------
+
+
+class _Launches:
+    """Which runtime call launched a GPU event: the last call with its correlation id, or else the flow start."""
+
+    def __init__(self, rt: Columns, flow: Columns) -> None:
+        self.rt = rt
+        self.flow = flow
+        self.rt_keys, self.rt_row = _last_index(rt["corr"])
+        self.fl_keys, self.fl_row = _last_index(flow["id"])
+
+    def of(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute launch time or nan, row of the runtime call or -1) for each correlation id."""
+        call = _lookup(self.rt_keys, self.rt_row, corr)
+        fl = _lookup(self.fl_keys, self.fl_row, corr)
+        t = np.full(len(corr), np.nan)
+        if len(self.fl_row):
+            t = np.where(fl >= 0, self.flow["ts"][np.maximum(fl, 0)], t)
+        if len(self.rt_row):
+            t = np.where(call >= 0, self.rt["ts"][np.maximum(call, 0)], t)
+        return t, call
+
+
+@dataclass
+class _Window:
+    """The analyzed time ranges (absolute timestamps) and how events are placed in them."""
+
+    intervals: Intervals
+    full: bool  # the whole trace: every event is inside
+    # CPU-side ranges (no GPU-side copy of the annotation): a GPU event belongs to the
+    # range in which it was *launched*, since it runs later than the host code around it.
+    by_launch: bool
+    note: str | None = None
+    lo: np.ndarray = field(init=False)  # range starts
+    hi: np.ndarray = field(init=False)  # range ends
+
+    def __post_init__(self) -> None:
+        self.lo = np.array([a for a, _ in self.intervals], dtype=np.float64)
+        self.hi = np.array([b for _, b in self.intervals], dtype=np.float64)
+
+    def group_of(self, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Index of the window range each event falls in (inclusive overlap, as AMD Magpie); -1 outside."""
+        if self.full:
+            return np.zeros(len(ts), np.int64)
+        if not self.intervals:
+            return np.full(len(ts), -1, np.int64)
+        i = np.searchsorted(self.lo, end, side="right") - 1
+        j = np.maximum(i, 0)
+        return np.where((i >= 0) & (ts <= self.hi[j]) & (end >= self.lo[j]), i, -1)
+
+    def members(self, group: Columns, launches: _Launches) -> np.ndarray:
+        """The window range of each event of ``group`` (by launch time for CPU-side ranges); -1 outside."""
+        ts = group["ts"]
+        if self.by_launch:
+            t, _ = launches.of(group["corr"])
+            t = np.where(np.isnan(t), ts, t)
+            return self.group_of(t, t)
+        return self.group_of(ts, ts + group["dur"])
+
+
+def _annotation_window(table: EventTable, pattern: str) -> _Window:
+    """The ranges of the annotations (or record_function cpu_ops) named ``pattern``: GPU-side copies when the
+    trace has them, else the CPU-side ranges."""
+    names = table.names
+    ann, cpu = table["ann"], table["cpu"]
+
+    def hit(name: str) -> bool:
+        return name == pattern or ("*" in pattern and fnmatch.fnmatchcase(name, pattern))
+
+    ids = np.unique(np.concatenate([ann["name"], cpu["name"]]))
+    hits = ids[np.array([hit(names[i]) for i in ids.tolist()], dtype=bool)] if len(ids) else ids
+
+    def chosen_rows(group: Columns, mask: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(mask & np.isin(group["name"], hits))
+
+    is_gpu = ann["cat"] == {c: i for i, c in enumerate(table.cats)}.get("gpu_user_annotation", -1)
+    gpu_side = chosen_rows(ann, is_gpu)
+    src, rows = (ann, gpu_side) if len(gpu_side) else (ann, chosen_rows(ann, ~is_gpu))
+    if not len(rows):
+        # record_function ranges may also be exported as cpu_op events
+        src, rows = cpu, chosen_rows(cpu, np.ones(len(cpu["name"]), bool))
+    if not len(rows):
+        return _Window([], full=False, by_launch=False, note=f"annotation {pattern!r} not found in this trace")
+    a_ts = src["ts"][rows]
+    intervals = _merge_simple(list(zip(a_ts.tolist(), (a_ts + src["dur"][rows]).tolist(), strict=True)))
+    side = "GPU" if len(gpu_side) else "CPU"
+    note = f"{len(rows)} {side}-side range(s) named {pattern!r}"
+    return _Window(intervals, full=False, by_launch=side == "CPU", note=note)
+
+
+def _window(table: EventTable, win: WindowSpec) -> _Window:
+    """The window of ``win`` in this trace: annotation ranges, else microseconds, else percentages."""
+    t_min, t_max = table.t_min, table.t_max
+    if win.annotation:
+        return _annotation_window(table, win.annotation)
+    if win.start_us is not None or win.end_us is not None:
+        a = t_min + (win.start_us or 0.0)
+        b = t_min + win.end_us if win.end_us is not None else t_max
+        intervals = [(a, min(b, t_max))] if b > a else []
+    else:
+        span = t_max - t_min
+        intervals = [(t_min + span * win.start_pct / 100.0, t_min + span * win.end_pct / 100.0)]
+    return _Window(intervals, full=intervals == [(t_min, t_max)], by_launch=False)
+
+
+def _kernel_stats(
+    table: EventTable, options: AnalysisOptions, window: _Window, launches: _Launches
+) -> tuple[dict[str, KernelStat], dict[str, int]]:
+    """Statistics per kernel name of the selected events in the window (in order of first appearance), and
+    the row of each name's first event."""
+    sel = table["sel"]
+    keep = sel["dur"] >= options.min_duration_us
+    if not window.full:
+        keep &= window.members(sel, launches) >= 0
+    rows = np.flatnonzero(keep)
+    stats: dict[str, KernelStat] = {}
+    first_row: dict[str, int] = {}
+    if not len(rows):
+        return stats, first_row
+    d = sel["dur"][rows]
+    uniq, inv = np.unique(sel["name"][rows], return_inverse=True)
+    inv = inv.reshape(-1)
+    calls = np.bincount(inv, minlength=len(uniq))
+    total = np.bincount(inv, weights=d, minlength=len(uniq))  # accumulates in event order, as a loop would
+    sumsq = np.bincount(inv, weights=d * d, minlength=len(uniq))
+    lo = np.full(len(uniq), math.inf)
+    np.minimum.at(lo, inv, d)
+    hi = np.zeros(len(uniq))
+    np.maximum.at(hi, inv, d)
+    first = np.full(len(uniq), len(rows), np.int64)
+    np.minimum.at(first, inv, np.arange(len(rows)))
+    slot_stats: list[KernelStat] = [None] * len(uniq)  # type: ignore[list-item]
+    for k in np.argsort(first, kind="stable").tolist():
+        name = table.names[int(uniq[k])]
+        ks = KernelStat(name, int(calls[k]), float(total[k]), float(sumsq[k]), float(lo[k]), float(hi[k]))
+        stats[name] = ks
+        slot_stats[k] = ks
+        first_row[name] = int(rows[first[k]])
+    _add_shapes(table, sel["ext"][rows], inv, slot_stats)
+    return stats, first_row
+
+
+def _add_shapes(table: EventTable, ext: np.ndarray, inv: np.ndarray, slot_stats: list[KernelStat]) -> None:
+    """Input shapes of each kernel: the Input Dims of the CPU op with the kernel's External id, the first
+    MAX_SHAPES distinct ones."""
+    cpu = table["cpu"]
+    has = ext != NONE
+    if not has.any() or not len(cpu["ext"]):
+        return
+    wanted: dict[int, set[int]] = {}
+    for x, k in zip(ext[has].tolist(), inv[has].tolist(), strict=True):
+        wanted.setdefault(x, set()).add(k)
+    c_rows = np.flatnonzero((cpu["dims"] >= 0) & np.isin(cpu["ext"], np.fromiter(wanted, np.int64)))
+    formatted: dict[int, str] = {}  # the same Input Dims text repeats: format it once
+    for x, di in zip(cpu["ext"][c_rows].tolist(), cpu["dims"][c_rows].tolist(), strict=True):
+        shape = formatted.get(di)
+        if shape is None:
+            shape = formatted[di] = _format_dims(table.dims[di])
+        if shape:
+            for k in wanted[x]:
+                shapes = slot_stats[k].shapes
+                if len(shapes) < MAX_SHAPES and shape not in shapes:
+                    shapes.append(shape)
+
+
+class _HostRanges:
+    """CPU ops and user annotations, relative to the trace start: what the host was doing at a moment."""
+
+    def __init__(self, table: EventTable) -> None:
+        cpu, ann = table["cpu"], table["ann"]
+        t_min = table.t_min
+        self.cpu_s = cpu["ts"] - t_min
+        self.cpu_e = self.cpu_s + cpu["dur"]
+        self.cpu_names = _IdNames(cpu["name"], table.names)
+        user_ann = {c: i for i, c in enumerate(table.cats)}.get("user_annotation", -1)
+        ann_rows = np.flatnonzero(ann["cat"] == user_ann)
+        self.ann_s = ann["ts"][ann_rows] - t_min
+        self.ann_e = self.ann_s + ann["dur"][ann_rows]
+        self.ann_names = _IdNames(ann["name"][ann_rows], table.names)
+
+    def cpu_op_at(self, t: float) -> str | None:
+        return _innermost(self.cpu_s, self.cpu_e, self.cpu_names, t)
+
+    def annotation_at(self, t: float) -> str | None:
+        return _innermost(self.ann_s, self.ann_e, self.ann_names, t)
+
+
+def _launch_contexts(
+    table: EventTable, first_row: dict[str, int], launches: _Launches, host: _HostRanges
+) -> dict[str, dict[str, Any]]:
+    """What launched each kernel's first event (runtime call; for names that do not say what they are, the CPU
+    op and Python frames at that moment): context for the kernel-name parsers."""
+    cpu, py, rt, sel = table["cpu"], table["py"], table["rt"], table["sel"]
+    if not (len(py["ts"]) or len(cpu["ts"])):
+        return {name: {"platform": table.platform} for name in first_row}
+    names, t_min = table.names, table.t_min
+    py_by_tid: dict[Any, tuple[np.ndarray, np.ndarray, _IdNames]] = {}
+    contexts: dict[str, dict[str, Any]] = {}
+    firsts = np.fromiter(first_row.values(), np.int64, len(first_row))
+    f_launch, f_call = launches.of(sel["corr"][firsts])
+    for name, t_abs, call in zip(first_row, f_launch.tolist(), f_call.tolist(), strict=True):
+        ctx: dict[str, Any] = {"platform": table.platform}
+        if call >= 0:
+            ctx["launch_api"] = names[int(rt["name"][call])]
+        if not math.isnan(t_abs) and _looks_bare(name):
+            ts_launch = t_abs - t_min
+            ctx["cpu_op"] = host.cpu_op_at(ts_launch)
+            tid = int(rt["tid"][call]) if call >= 0 else None
+            if tid not in py_by_tid:
+                group = np.arange(len(py["ts"])) if tid is None else np.flatnonzero(py["tid"] == tid)
+                ps = py["ts"][group] - t_min
+                py_by_tid[tid] = (ps, ps + py["dur"][group], _IdNames(py["name"][group], names))
+            ps, pe, pn = py_by_tid[tid]
+            ctx["python_frames"] = _frames_at(ps, pe, pn, ts_launch)
+        contexts[name] = ctx
+    return contexts
+
+
+@dataclass
+class _Activity:
+    """One device's GPU activity in the window, relative to the trace start, merged into busy runs."""
+
+    rows: np.ndarray  # rows of the ``act`` columns
+    groups: np.ndarray  # window range of each
+    starts: np.ndarray
+    durs: np.ndarray
+    starts_c: np.ndarray  # clipped to the window range (not with by-launch windows)
+    ends_c: np.ndarray
+    launch_ts: np.ndarray  # nan: no launch record
+    calls: np.ndarray  # row of the launching runtime call, -1: none
+    merged_s: np.ndarray  # the union of the activity intervals
+    merged_e: np.ndarray
+    opener: np.ndarray  # activity that opens each merged run
+    gap_len: np.ndarray  # hole before each merged run after the first (0: not a gap)
+
+
+def _device_activity(
+    table: EventTable, rows: np.ndarray, groups: np.ndarray, launch: tuple[np.ndarray, np.ndarray], window: _Window
+) -> _Activity:
+    act, t_min = table["act"], table.t_min
+    starts = act["ts"][rows] - t_min
+    durs = act["dur"][rows]
+    ends = starts + durs
+    if window.by_launch:
+        starts_c, ends_c = starts, ends
+    else:
+        rel_lo = np.array([a - t_min for a, _ in window.intervals])[groups]
+        rel_hi = np.array([b - t_min for _, b in window.intervals])[groups]
+        starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
+    ms, me, opener = _merge_intervals(starts_c, ends_c)
+    gap_len = ms[1:] - me[:-1]
+    if len(gap_len) and len(window.intervals) > 1:
+        # a hole between two window ranges is not a gap
+        gap_len = np.where(groups[opener[1:]] == groups[opener[:-1]], gap_len, 0.0)
+    launch_ts, calls = launch[0][rows] - t_min, launch[1][rows]
+    return _Activity(rows, groups, starts, durs, starts_c, ends_c, launch_ts, calls, ms, me, opener, gap_len)
+
+
+def _device_stats(table: EventTable, device: str, a: _Activity, wall: float) -> DeviceStats:
+    """Busy, idle and host-bound time of one device, and its launch-record medians."""
+    rt_dur = table["rt"]["dur"]
+    busy = float(np.sum(a.merged_e - a.merged_s))
+    span = 0.0
+    for g in np.unique(a.groups):
+        sel_g = a.groups == g
+        span += float(a.ends_c[sel_g].max() - a.starts_c[sel_g].min())
+    launch_dur = (
+        np.where(a.calls >= 0, rt_dur[np.maximum(a.calls, 0)], np.nan) if len(rt_dur) else np.full(len(a.rows), np.nan)
+    )
+    has = ~np.isnan(a.launch_ts)
+    # host-bound gaps: the activity after the gap was launched after the gap began
+    host_bound = a.launch_ts[a.opener[1:]] >= a.merged_e[:-1]
+    host_idle = float(np.sum(np.where(host_bound & (a.gap_len > 0), a.gap_len, 0.0)))
+    kinds = table["act"]["kernel"][a.rows]
+    kl = has & kinds & ~np.isnan(launch_dur)
+    return DeviceStats(
+        device=device,
+        activities=len(a.rows),
+        busy_us=busy,
+        active_span_us=span,
+        idle_us=max(0.0, span - busy),
+        wall_us=wall,
+        num_gaps=int(np.count_nonzero(a.gap_len > 0)),
+        host_bound_idle_us=host_idle,
+        launch_records=int(np.count_nonzero(has)),
+        median_launch_to_start_us=float(np.median(a.starts[has] - a.launch_ts[has])) if has.any() else None,
+        median_launch_call_us=float(np.median(launch_dur[kl])) if kl.any() else None,
+        median_kernel_us=float(np.median(a.durs[kinds])) if kinds.any() else None,
+        kernels_shorter_than_launch_pct=(
+            100.0 * float(np.count_nonzero(a.durs[kl] < launch_dur[kl])) / int(np.count_nonzero(kl))
+            if kl.any()
+            else None
+        ),
+    )
+
+
+def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRanges, top_gaps: int) -> list[Gap]:
+    """The ``top_gaps`` longest gaps of one device, longest first, with what ran around them."""
+    if not len(a.gap_len) or top_gaps <= 0:
+        return []
+    act, rt, names = table["act"], table["rt"], table.names
+    after_idx = a.opener[1:]
+    # the activity that ends each merged run before a gap: latest-ending one
+    order_by_end = np.argsort(a.ends_c, kind="stable")
+    sorted_ends = a.ends_c[order_by_end]
+    gaps: list[Gap] = []
+    for gi in np.argsort(-a.gap_len, kind="stable")[:top_gaps]:
+        if a.gap_len[gi] <= 0:
+            break
+        g0 = float(a.merged_e[gi])
+        j = int(np.searchsorted(sorted_ends, g0, side="right")) - 1
+        before = names[int(act["name"][a.rows[int(order_by_end[j])]])] if j >= 0 else ""
+        after = int(after_idx[gi])
+        call = int(a.calls[after])
+        lt = a.launch_ts[after]
+        gaps.append(
+            Gap(
+                device=device,
+                start_us=g0,
+                duration_us=float(a.gap_len[gi]),
+                before=before,
+                after=names[int(act["name"][a.rows[after]])],
+                host_bound=None if math.isnan(lt) else bool(lt >= g0),
+                cpu_op=host.cpu_op_at(g0),
+                annotation=host.annotation_at(g0),
+                launch_call=names[int(rt["name"][call])] if call >= 0 else None,
+            )
+        )
+    return gaps
+
+
+def _devices(
+    table: EventTable, options: AnalysisOptions, window: _Window, launches: _Launches, host: _HostRanges
+) -> list[DeviceStats]:
+    """GPU busy / idle time and largest gaps per device, devices by name."""
+    act = table["act"]
+    if not len(act["ts"]):
+        return []
+    wall = sum(b - a for a, b in window.intervals)
+    groups_all = window.members(act, launches)
+    launch_all = launches.of(act["corr"])
+    out = []
+    for dev_id in sorted(np.unique(act["dev"]).tolist(), key=lambda i: table.devs[i]):
+        dev = table.devs[dev_id]
+        rows = np.flatnonzero((act["dev"] == dev_id) & (groups_all >= 0))
+        if not len(rows):
+            continue
+        activity = _device_activity(table, rows, groups_all[rows], launch_all, window)
+        stats = _device_stats(table, dev, activity, wall)
+        stats.gaps = _largest_gaps(table, dev, activity, host, options.top_gaps)
+        out.append(stats)
+    return out
+
+
+# -- entry points ----------------------------------------------------------------------------------------------------
+
+
+def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
+    """The per-rank analysis over the columns of one trace (see the module docstring for definitions)."""
+    result = RankAnalysis(
+        rank=rank,
+        label=label,
+        path=str(table.path),
+        platform=table.platform,
+        size_bytes=table.size_bytes,
+        num_events=table.num_events,
+        dist_rank=table.rank,
+        world_size=table.world_size,
+    )
+    if table.t_min is math.inf:
+        result.window_note = "no timed events"
+        return result
+    result.trace_start_ts = table.t_min
+    result.trace_span_us = table.t_max - table.t_min
+    window = _window(table, options.window)
+    result.window_note = window.note
+    if window.intervals:
+        result.window_us = (window.intervals[0][0] - table.t_min, window.intervals[-1][1] - table.t_min)
+    launches = _Launches(table["rt"], table["flow"])
+    result.kernels, first_row = _kernel_stats(table, options, window, launches)
+    result.total_duration_us = sum(k.total_us for k in result.kernels.values())
+    host = _HostRanges(table)
+    result.contexts = _launch_contexts(table, first_row, launches, host)
+    result.devices = _devices(table, options, window, launches, host)
+    return result
+
+
+def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
+    """Load and analyze one rank; a broken file gives a result with ``error`` set, never an exception.
+
+    The file is decoded chunk by chunk into compact columns (:mod:`magpie_core.trace.columns`),
+    so memory stays well below the file's size.
+    """
+    import gc
+
+    from magpie_core.trace.loader import TraceLoadError
+
+    gc_was = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, none cyclic: skip the collector's repeated scans
+    try:
+        table = load_table(Path(path), category_matcher(options.categories, options.ignore_categories))
+        return analyze_table(table, rank, label, options)
+    except TraceLoadError as exc:
+        return RankAnalysis(rank=rank, label=label, path=path, error=str(exc))
+    except MemoryError:
+        return RankAnalysis(rank=rank, label=label, path=path, error=f"{path}: out of memory while loading")
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def analyze_parts(
+    path: str, rank: int, label: str, options: AnalysisOptions, parts: list[EventTable | None]
+) -> RankAnalysis:
+    """The analysis of one file from its parts (:func:`magpie_core.trace.parts.table_part`); any missing part
+    means the whole file is analyzed again by :func:`analyze_file`, which also reports what is wrong with it."""
+    if not parts or any(p is None for p in parts):
+        return analyze_file(path, rank, label, options)
+    return analyze_table(merge_tables(parts), rank, label, options)  # type: ignore[arg-type]
