@@ -174,7 +174,11 @@ def magpie_gpu_vendor_for_arch(arch: str) -> str | None:
 
 @hookspec(firstresult=True)
 def magpie_visible_devices_env(vendor: str) -> str | None:
-    """The environment variable that restricts which of ``vendor``'s GPUs a process sees, or None."""
+    """The environment variable that restricts which of ``vendor``'s GPUs a process sees, or None.
+
+    ``vendor`` is ``""`` when nothing tells the vendor (GPUs pinned on a machine where none was
+    detected): a plugin whose variable other runtimes honour too may answer for it.
+    """
 
 
 @hookspec(firstresult=True)

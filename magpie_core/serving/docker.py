@@ -1,9 +1,8 @@
-"""The ``docker run`` command for a containerized server.
+"""The ``docker run`` command for a containerized server or work item.
 
-Built as an argv (never a shell string). GPU access per vendor:
-NVIDIA ``--gpus "device=0,1"``; AMD ``--device /dev/kfd --device /dev/dri
---group-add video --security-opt seccomp=unconfined --cap-add SYS_PTRACE``
-plus ``HIP_VISIBLE_DEVICES``. The container shares the host network (the
+Built as an argv (never a shell string). GPU access comes from the vendor plugins
+(``magpie_container_gpu_access``: e.g. ``--gpus`` for one vendor, device nodes and a
+visible-devices variable for another). The container shares the host network (the
 server binds the host port magpie chose) and IPC namespace. Secrets such as
 ``HF_TOKEN`` are passed by name only (``-e HF_TOKEN``): docker copies the
 value from magpie's environment, so it never appears in the argv or logs.
@@ -17,30 +16,38 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from magpie_core.interfaces import ContainerGpuAccess
+    from magpie_core.plugins import PluginManager
 
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-AMD_DEVICE_FLAGS = [
-    "--device",
-    "/dev/kfd",
-    "--device",
-    "/dev/dri",
-    "--group-add",
-    "video",
-    "--security-opt",
-    "seccomp=unconfined",
-    "--cap-add",
-    "SYS_PTRACE",
-]
 
 
-def vendor_for(gpu_arch: str | None, detected_vendor: str | None) -> str | None:
-    """``nvidia`` or ``amd`` from the config's ``gpu_arch`` (``sm_90``, ``gfx942``) or what was detected."""
+def vendor_for(gpu_arch: str | None, detected_vendor: str | None, manager: PluginManager | None = None) -> str | None:
+    """The GPU vendor of the config's ``gpu_arch`` (as a vendor plugin reads it), else the one detected."""
     if gpu_arch:
-        if gpu_arch.lower().startswith("gfx"):
-            return "amd"
-        if re.match(r"(sm_?\d+|compute_\d+)", gpu_arch.lower()):
-            return "nvidia"
+        from magpie_core.plugins import get_plugin_manager
+
+        vendor = (manager or get_plugin_manager()).first("magpie_gpu_vendor_for_arch", arch=gpu_arch)
+        if vendor:
+            return str(vendor)
     return detected_vendor
+
+
+def gpu_access(vendor: str | None, devices: Sequence[int], manager: PluginManager | None = None) -> ContainerGpuAccess:
+    """What ``docker run`` needs for ``vendor``'s GPUs ``devices``, from the vendor's plugin."""
+    from magpie_core.plugins import get_plugin_manager
+
+    if vendor is None:
+        raise ValueError("cannot tell the GPU vendor for docker mode: set gpu_arch (sm_90, gfx942, ...)")
+    access = (manager or get_plugin_manager()).first(
+        "magpie_container_gpu_access", vendor=vendor, devices=list(devices)
+    )
+    if access is None:
+        raise ValueError(f"no installed plugin knows how to give a container {vendor!r} GPUs (see 'magpie plugins')")
+    return access
 
 
 def container_name(label: str) -> str:
@@ -64,16 +71,10 @@ def docker_command(
     """``docker run`` argv that runs ``inner_argv`` in ``image`` with the given GPUs (``gpus=False``: none)."""
     environ = os.environ if environ is None else environ
     argv = [docker, "run", "--rm", "--name", name, "--network", "host", "--ipc", "host", "--shm-size", "16g"]
-    if not gpus:
-        pass
-    elif vendor == "nvidia":
-        argv += ["--gpus", f'"device={",".join(map(str, devices))}"' if devices else "all"]
-    elif vendor == "amd":
-        argv += AMD_DEVICE_FLAGS
-        if devices:
-            env = {**env, "HIP_VISIBLE_DEVICES": ",".join(map(str, devices))}
-    else:
-        raise ValueError("cannot tell the GPU vendor for docker mode: set gpu_arch (sm_90, gfx942, ...)")
+    if gpus:
+        access = gpu_access(vendor, devices)
+        argv += access.args
+        env = {**env, **access.env}
     for key, value in sorted(env.items()):
         if key in SECRET_ENV:
             continue

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-#: environment variable that restricts visible devices, by vendor (a plugin may set ``visible_devices_env``)
-VISIBLE_DEVICES_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES"}
 BUSY_UTILIZATION_PCT = 10.0
 
 
@@ -76,6 +74,13 @@ def _try_lock(path: Path) -> IO[str] | None:
     return fh
 
 
+def visible_devices_env(vendor: str | None) -> str | None:
+    """The variable that restricts ``vendor``'s visible GPUs, from the vendor plugins (``""``: vendor unknown)."""
+    from magpie_core.plugins import get_plugin_manager
+
+    return get_plugin_manager().first("magpie_visible_devices_env", vendor=vendor or "")
+
+
 def is_idle(gpu: Any, min_free_memory_gb: float) -> bool:
     total, used = getattr(gpu, "memory_total_mib", None), getattr(gpu, "memory_used_mib", None)
     if total is not None and used is not None and (total - used) < min_free_memory_gb * 1024:
@@ -99,9 +104,9 @@ def select_gpus(
     vendor = next(iter(vendors)) if len(vendors) == 1 else None
     env_name = next(
         (getattr(g, "visible_devices_env", None) for g in gpus if getattr(g, "visible_devices_env", None)), None
-    ) or VISIBLE_DEVICES_ENV.get(vendor or "")
+    ) or visible_devices_env(vendor)
     if pinned:
-        lease = GpuLease(vendor, list(pinned), "pinned", visible_env=env_name or "CUDA_VISIBLE_DEVICES")
+        lease = GpuLease(vendor, list(pinned), "pinned", visible_env=env_name)
         for index in pinned:  # pinned GPUs are locked too, so an auto run elsewhere skips them
             fh = _try_lock(lock_dir / f"{vendor or 'gpu'}-{index}.lock")
             if fh is None:

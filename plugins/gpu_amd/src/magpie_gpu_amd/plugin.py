@@ -8,7 +8,23 @@ import subprocess
 from typing import Any
 
 from magpie_core import hookimpl
+from magpie_core.interfaces import ContainerGpuAccess
 from magpie_core.reports import GpuInfo
+
+VISIBLE_DEVICES_ENV = "HIP_VISIBLE_DEVICES"
+#: what a ROCm container needs to reach the GPUs (the kernel driver and render nodes) and to be profiled
+CONTAINER_DEVICE_FLAGS = [
+    "--device",
+    "/dev/kfd",
+    "--device",
+    "/dev/dri",
+    "--group-add",
+    "video",
+    "--security-opt",
+    "seccomp=unconfined",
+    "--cap-add",
+    "SYS_PTRACE",
+]
 
 
 def _json_document(text: str) -> Any:
@@ -62,7 +78,7 @@ def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
                 utilization_pct=_value(usage.get("gfx_activity")),
                 driver=(row.get("driver") or {}).get("version") if isinstance(row.get("driver"), dict) else None,
                 source="amd-smi",
-                visible_devices_env="HIP_VISIBLE_DEVICES",
+                visible_devices_env=VISIBLE_DEVICES_ENV,
             )
         )
     return gpus
@@ -85,7 +101,7 @@ def parse_rocm_smi(text: str) -> list[GpuInfo]:
                 memory_used_mib=int(int(used) / 2**20) if used else None,
                 utilization_pct=_value(info.get("GPU use (%)")),
                 source="rocm-smi",
-                visible_devices_env="HIP_VISIBLE_DEVICES",
+                visible_devices_env=VISIBLE_DEVICES_ENV,
             )
         )
     return sorted(gpus, key=lambda g: g.index)
@@ -117,3 +133,23 @@ def magpie_detect_gpus() -> list[Any]:
             except (ValueError, TypeError, AttributeError):
                 return []
     return []
+
+
+@hookimpl
+def magpie_gpu_vendor_for_arch(arch: str) -> str | None:
+    """``gfx942``, ``gfx90a``: AMD."""
+    return "amd" if arch.lower().startswith("gfx") else None
+
+
+@hookimpl
+def magpie_visible_devices_env(vendor: str) -> str | None:
+    return VISIBLE_DEVICES_ENV if vendor == "amd" else None
+
+
+@hookimpl
+def magpie_container_gpu_access(vendor: str, devices: list[int]) -> ContainerGpuAccess | None:
+    """Device nodes for every GPU, narrowed by ``HIP_VISIBLE_DEVICES`` (ROCm has no ``--gpus``)."""
+    if vendor != "amd":
+        return None
+    env = {VISIBLE_DEVICES_ENV: ",".join(map(str, devices))} if devices else {}
+    return ContainerGpuAccess(args=list(CONTAINER_DEVICE_FLAGS), env=env)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from typing import Any
 
 from magpie_core import hookimpl
+from magpie_core.interfaces import ContainerGpuAccess
 from magpie_core.reports import GpuInfo
+
+VISIBLE_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"
 
 QUERY = "index,name,uuid,memory.total,memory.used,utilization.gpu,driver_version,compute_cap"
 
@@ -40,7 +44,7 @@ def parse_query_csv(text: str) -> list[GpuInfo]:
                 utilization_pct=_num(util),
                 driver=driver,
                 source="nvidia-smi",
-                visible_devices_env="CUDA_VISIBLE_DEVICES",
+                visible_devices_env=VISIBLE_DEVICES_ENV,
             )
         )
     return gpus
@@ -62,3 +66,23 @@ def magpie_detect_gpus() -> list[Any]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_query_csv(out.stdout) if out.returncode == 0 else []
+
+
+@hookimpl
+def magpie_gpu_vendor_for_arch(arch: str) -> str | None:
+    """``sm_90``, ``sm90``, ``compute_90``: NVIDIA."""
+    return "nvidia" if re.match(r"(sm_?\d+|compute_\d+)", arch.lower()) else None
+
+
+@hookimpl
+def magpie_visible_devices_env(vendor: str) -> str | None:
+    # answers for an unknown vendor too: ROCm's HIP runtime honours CUDA_VISIBLE_DEVICES as well
+    return VISIBLE_DEVICES_ENV if vendor in ("nvidia", "") else None
+
+
+@hookimpl
+def magpie_container_gpu_access(vendor: str, devices: list[int]) -> ContainerGpuAccess | None:
+    """The NVIDIA Container Toolkit's ``--gpus`` (quoted: docker splits an unquoted list at the comma)."""
+    if vendor != "nvidia":
+        return None
+    return ContainerGpuAccess(args=["--gpus", f'"device={",".join(map(str, devices))}"' if devices else "all"])
