@@ -1,17 +1,93 @@
 """``magpie benchmark``: drive an LLM server with a streaming load and report.
 
 ``--trace-dir`` keeps AMD Magpie's standalone gap analysis of an existing
-trace folder.
+trace folder: the core forwards it to the installed ``gap`` trace analyzer
+(the ``magpie-gap-analysis`` plugin, which also gives ``magpie gap``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, app, handle_errors
-from magpie_core.cli.gap import GapFlags, gap_config_from_flags, run_gap_pipeline
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+
+if TYPE_CHECKING:
+    from magpie_core.config.benchmark import GapAnalysisConfig
+
+#: the trace analyzer that ``--trace-dir`` runs, and the distribution that provides it
+GAP_ANALYZER = "gap"
+GAP_DISTRIBUTION = "magpie-gap-analysis"
+
+
+def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None) -> int:
+    """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
+
+    Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
+    """
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
+    if not trace_dir.exists():
+        raise UsageError(f"trace path not found: {trace_dir}")
+    try:
+        analyzer = get_plugin_manager().get("trace_analyzer", GAP_ANALYZER)
+    except UnknownComponentError as exc:
+        raise NotAvailable(
+            f"--trace-dir needs gap analysis, from the plugin distribution {GAP_DISTRIBUTION}: {exc}"
+        ) from exc
+    try:
+        summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), output_dir)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    for err in summary.get("errors") or []:
+        console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
+    console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
+    failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
+    return 1 if failed or not summary.get("num_ranks") else 0
+
+
+def run_benchmark_cli(
+    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
+) -> int:
+    """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
+    from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_core.pipelines.benchmark import (
+        _plugin,
+        apply_overrides,
+        load_benchmark_config,
+        run_benchmark,
+        run_benchmark_on_environment,
+    )
+
+    if benchmark_config is None and framework is None:
+        raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
+    config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
+    config = apply_overrides(config, framework, overrides)
+    if config.run_mode != "external" and not config.model and not config.base_url:
+        raise UsageError("no model: set benchmark.model or --model")
+    if config.run_mode != "external" or config.run_kind == "diagnostic":
+        _plugin(config.framework)  # unknown framework: exit 2 with the installed list
+    if config.run_mode in CORE_RUN_MODES:
+        report = run_benchmark(config, output_dir)
+    else:
+        try:
+            report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+        except LookupError as exc:
+            raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    t = report.throughput
+    if t:
+        console.print(
+            f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
+            f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
+            f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
+        )
+    for err in report.errors:
+        console.print(f"[red]error:[/red] {err}")
+    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    return 0 if report.success else 1
 
 
 @app.command("benchmark")
@@ -56,11 +132,7 @@ def benchmark_command(
             find_kernel_sources=find_kernel_sources,
             kernel_source_repos=kernel_source_repos,
         )
-        raise typer.Exit(run_gap_pipeline(trace_dir, config, output_dir or STATE.output_dir))
-    try:
-        from magpie_core.pipelines.benchmark import run_benchmark_cli
-    except ImportError as exc:
-        raise NotAvailable(f"benchmark mode is not available in this build ({exc})") from exc
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir))
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,

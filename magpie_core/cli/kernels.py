@@ -23,6 +23,7 @@ from magpie_core.cli.app import (
     err_console,
     handle_errors,
 )
+from magpie_core.compat import DEFAULT_KERNEL_TYPE
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -126,7 +127,7 @@ class KernelFlags:
     kernels = typer.Argument(None, help="kernel source files (AMD Magpie form; needs --testcase)")
     kernel_config = typer.Option(None, "--kernel-config", "-k", help="kernel YAML")
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
-    kernel_type = typer.Option("hip", "--type", help="kernel type for source files")
+    kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
     no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
     output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from magpie_core.compat import DEFAULT_KERNEL_TYPE
 from magpie_core.config.common import CommandSpec, PluginBlocksModel, StrictModel, as_argv_list
 
 
@@ -129,7 +130,7 @@ class KernelConfig(StrictModel):
     """One kernel (or one variant in a comparison)."""
 
     id: str = "kernel"
-    type: str = "hip"
+    type: str = Field(DEFAULT_KERNEL_TYPE, description="the kernel backend plugin's type (AMD Magpie's default: hip)")
     description: str | None = None
     source_files: list[str] = Field(default_factory=list)
     working_dir: str | None = None

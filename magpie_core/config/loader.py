@@ -15,6 +15,7 @@ from typing import Any, TypeVar, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from magpie_core.compat import warn_unimplemented
 from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
 
 M = TypeVar("M", bound=BaseModel)
@@ -195,9 +196,10 @@ def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
 
 def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] | None = None) -> M:
     """Validate ``data`` against ``model``; errors carry file, line and key path."""
+    from_file = lines is not None
     lines = lines or {}
     try:
-        return model.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         errors = []
         for err in map(_plugin_block_error, exc.errors()):
@@ -207,6 +209,9 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
         if len(unique) == 1:
             raise next(iter(unique.values())) from None
         raise ConfigErrors(list(unique.values())) from None
+    if from_file:
+        warn_unimplemented(model.__name__, data, file, lines)
+    return validated
 
 
 def _real_loc(data: Any, loc: Loc) -> Loc:

@@ -28,7 +28,8 @@ from typing import Any
 import httpx
 from pydantic import Field
 
-from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig, BenchmarkConfigFile
+from magpie_core.compat import throughput_block
+from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import load_yaml, validate
 from magpie_core.loadgen import datasets as ds
@@ -126,6 +127,8 @@ def apply_overrides(config: BenchmarkConfig, framework: str | None, overrides: d
         if overrides.get(key) is not None:
             envs[env] = overrides[key]
     data["envs"] = envs
+    for key, block in config.plugin_blocks().items():  # a plugin may care which of its keys the file set
+        data[key] = block.model_dump(exclude_unset=True)
     if overrides.get("torch_profiler") is not None:
         data["profiler"]["torch_profiler"]["enabled"] = bool(overrides["torch_profiler"])
     if overrides.get("base_url") and overrides.get("run_mode") is None:
@@ -336,20 +339,6 @@ def run_point(
     return row, load
 
 
-def amd_throughput(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "request_throughput": metrics["request_throughput"],
-        "output_throughput": metrics["output_throughput"],
-        "total_token_throughput": metrics["total_token_throughput"],
-        "completed_requests": metrics["completed"],
-        "failed_requests": metrics["failed"],
-        "total_input_tokens": metrics["total_input_tokens"],
-        "total_output_tokens": metrics["total_output_tokens"],
-        "duration_seconds": metrics["duration_s"],
-        "request_goodput": metrics["request_goodput"],
-    }
-
-
 # --- diagnostic run -------------------------------------------------------------------
 
 
@@ -372,16 +361,25 @@ def wait_for_traces(folder: Path, patterns: tuple[str, ...], timeout_s: float, s
         time.sleep(0.5)
 
 
+#: the trace analyzer of ``gap_analysis:`` (plugin distribution magpie-gap-analysis)
+GAP_ANALYZER = "gap"
+
+
 def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """``gap_analysis:`` by the installed ``gap`` trace analyzer: its summary, or ``errors`` (never raises)."""
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
     try:
-        from magpie_core.pipelines.gap import gap_analysis  # type: ignore[attr-defined]
-    except ImportError as exc:
-        return {"errors": [f"gap analysis is not available in this build ({exc})"], "trace_dir": str(trace_dir)}
+        analyzer = get_plugin_manager().get("trace_analyzer", GAP_ANALYZER)
+    except UnknownComponentError as exc:
+        message = f"gap analysis is not available: install the plugin distribution magpie-gap-analysis ({exc})"
+        return {"errors": [message], "trace_dir": str(trace_dir)}
     try:
-        result = gap_analysis(trace_dir, config.gap_analysis, out_dir)
+        data = dict(analyzer.analyze(trace_dir, config.gap_analysis.model_dump(), out_dir))
+    except (ValueError, OSError) as exc:
+        return {"errors": [str(exc)], "trace_dir": str(trace_dir)}
     except Exception as exc:  # the measurement must survive a broken analysis
         return {"errors": [f"gap analysis failed: {type(exc).__name__}: {exc}"], "trace_dir": str(trace_dir)}
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else dict(result)
     data.setdefault("trace_dir", str(trace_dir))
     return data
 
@@ -614,7 +612,7 @@ def _summarize(report: BenchmarkReport) -> None:
         idx = measured[-1]
         m = report.points[idx]["metrics"]
         report.summary_point = idx
-        report.throughput = amd_throughput(m)
+        report.throughput = throughput_block(m)
         report.latency = {k: m[k] for k in LATENCY_KEYS}
         report.client_checks.update({"points_ok": all(p["client_checks"]["ok"] for p in report.points)})
         methods: dict[str, int] = {}
@@ -654,37 +652,3 @@ def run_benchmark_on_environment(config: BenchmarkConfig, output_dir: Path, envi
     report = BenchmarkReport.model_validate(result)
     report.run_mode = environment
     return report
-
-
-def run_benchmark_cli(
-    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
-) -> int:
-    """Entry point of ``magpie benchmark``: exit 0 ok, 1 the run failed, 2 usage (raised)."""
-    from magpie_core.cli.app import NotAvailable, UsageError, console
-
-    if benchmark_config is None and framework is None:
-        raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
-    config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
-    config = apply_overrides(config, framework, overrides)
-    if config.run_mode != "external" and not config.model and not config.base_url:
-        raise UsageError("no model: set benchmark.model or --model")
-    if config.run_mode != "external" or config.run_kind == "diagnostic":
-        _plugin(config.framework)  # unknown framework: exit 2 with the installed list
-    if config.run_mode in CORE_RUN_MODES:
-        report = run_benchmark(config, output_dir)
-    else:
-        try:
-            report = run_benchmark_on_environment(config, output_dir, config.run_mode)
-        except LookupError as exc:
-            raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
-    t = report.throughput
-    if t:
-        console.print(
-            f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
-            f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
-            f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
-        )
-    for err in report.errors:
-        console.print(f"[red]error:[/red] {err}")
-    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
-    return 0 if report.success else 1

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field, computed_field
 
+from magpie_core.compat import EVALUATION_STATE
 from magpie_core.reports import (
     CompileResult,
     CorrectnessResult,
@@ -20,14 +21,6 @@ from magpie_core.reports import (
     Report,
     StageStatus,
 )
-
-_AMD_STATE = {
-    StageStatus.PASSED: "SUCCESS",
-    StageStatus.FAILED: "FAILED",
-    StageStatus.ERROR: "FAILED",
-    StageStatus.SKIPPED: "SKIPPED",
-    StageStatus.NOT_RUN: "SKIPPED",
-}
 
 
 class KernelResult(Model):
@@ -64,17 +57,17 @@ class KernelResult(Model):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def compiling_state(self) -> str:
-        return _AMD_STATE[self.compile.status]
+        return EVALUATION_STATE[self.compile.status.value]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def correctness_state(self) -> str:
-        return _AMD_STATE[self.correctness.status]
+        return EVALUATION_STATE[self.correctness.status.value]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def performance_state(self) -> str:
-        return _AMD_STATE[self.performance.status]
+        return EVALUATION_STATE[self.performance.status.value]
 
     @computed_field  # type: ignore[prop-decorator]
     @property

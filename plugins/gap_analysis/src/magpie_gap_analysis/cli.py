@@ -1,0 +1,152 @@
+"""``magpie gap TRACE_DIR``: gap analysis of PyTorch profiler traces.
+
+Flags match AMD Magpie's ``benchmark --trace-dir`` gap analysis; list flags
+accept several values after one flag (``--categories kernel gpu``), repeated
+flags, or a comma list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from magpie_core.cli.app import STATE, UsageError, console, handle_errors
+from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_gap_analysis.models import GapAnalysisResult
+
+__all__ = ["gap_command", "print_summary", "register", "run_gap_analysis"]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _short(name: str, width: int = 72) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _kernel_table(result: GapAnalysisResult, top_k: int) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))")
+    for col in ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy"):
+        if col == "kernel":
+            table.add_column(col, no_wrap=True, overflow="ellipsis", min_width=20, max_width=40)
+        else:
+            table.add_column(col, justify="left" if col == "category" else "right", no_wrap=True)
+    for i, k in enumerate(result.top_kernels[:top_k], 1):
+        table.add_row(
+            str(i),
+            _short(k.function or k.name),
+            k.category,
+            str(k.calls),
+            _fmt(k.self_cuda_total_us),
+            _fmt(k.avg_time_us),
+            _fmt(k.pct_total),
+            _fmt(k.pct_gpu_busy),
+        )
+    return table
+
+
+def _print_devices(result: GapAnalysisResult) -> None:
+    """One line per device of each readable rank, and its largest gap."""
+    for r in result.ranks:
+        if not r.ok:
+            continue
+        for d in r.devices:
+            flag = "  [bold]LAUNCH-BOUND[/bold]" if d.launch_bound else ""
+            console.print(
+                f"rank {r.rank} device {d.device}: busy {_fmt(d.busy_us)} us, idle {_fmt(d.idle_us)} us "
+                f"({d.idle_pct:.1f}% of active span, {d.host_bound_idle_pct:.0f}% of it waiting on the host), "
+                f"{d.num_gaps} gaps{flag}"
+            )
+            if d.largest_gaps:
+                g = d.largest_gaps[0]
+                console.print(
+                    f"  largest gap {_fmt(g.duration_us)} us at +{_fmt(g.start_us)} us; CPU op: "
+                    f"{g.cpu_op or '-'}; next: {_short(g.after, 60)}",
+                    markup=False,
+                )
+
+
+def print_summary(result: GapAnalysisResult, top_k: int) -> None:
+    """The top-k kernel table, a line per device, the warnings and where the files are."""
+    console.print(_kernel_table(result, top_k))
+    _print_devices(result)
+    for err in result.errors:
+        console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
+    console.print(f"wrote {result.csv_path} and {result.json_path}", markup=False)
+
+
+def run_gap_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, as_json: bool = False) -> int:
+    """Run, print (table or ``as_json``), return the exit code (0 ok, 1 some rank failed); nothing to analyze
+    is a :class:`~magpie_core.cli.app.UsageError`."""
+    from magpie_gap_analysis.pipeline import gap_analysis
+
+    trace_dir = Path(trace_dir)
+    if not trace_dir.exists():
+        raise UsageError(f"trace path not found: {trace_dir}")
+    result = gap_analysis(trace_dir, config, output_dir)
+    if result.output_dir is None:
+        raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
+    if as_json:
+        print(json.dumps(json.loads(result.model_dump_json()), indent=2))
+    else:
+        print_summary(result, config.top_k)
+    failed = [r for r in result.ranks if not r.ok]
+    return 1 if failed or result.num_ranks == 0 else 0
+
+
+@handle_errors
+def gap_command(
+    trace_dir: Path = typer.Argument(..., help="a trace file, a folder of rank traces, or a benchmark workspace"),
+    top_k: int = GapFlags.top_k,
+    start_pct: float = GapFlags.start_pct,
+    end_pct: float = GapFlags.end_pct,
+    min_duration_us: float = GapFlags.min_duration_us,
+    categories: list[str] | None = GapFlags.categories,
+    ignore_categories: list[str] | None = GapFlags.ignore_categories,
+    no_rank_csv: bool = GapFlags.no_rank_csv,
+    find_kernel_sources: bool = GapFlags.find_kernel_sources,
+    kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis"),
+    window_annotation: str | None = GapFlags.window_annotation,
+    start_us: float | None = GapFlags.start_us,
+    end_us: float | None = GapFlags.end_us,
+    as_json: bool = typer.Option(False, "--json", help="print the JSON summary instead of the table"),
+    clone: bool = GapFlags.clone,
+    repos_base_dir: str | None = GapFlags.repos_base_dir,
+    workers: int | None = GapFlags.workers,
+) -> None:
+    """Kernel time tables, GPU idle gaps and launch-bound indicators from profiler traces."""
+    config = gap_config_from_flags(
+        top_k=top_k,
+        start_pct=start_pct,
+        end_pct=end_pct,
+        min_duration_us=min_duration_us,
+        categories=categories,
+        ignore_categories=ignore_categories,
+        no_rank_csv=no_rank_csv,
+        find_kernel_sources=find_kernel_sources,
+        kernel_source_repos=kernel_source_repos,
+        window_annotation=window_annotation,
+        start_us=start_us,
+        end_us=end_us,
+        clone=clone,
+        workers=workers or STATE.workers,
+        repos_base_dir=repos_base_dir,
+    )
+    raise typer.Exit(run_gap_analysis(trace_dir, config, output_dir or STATE.output_dir, as_json=as_json))
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``gap`` to the command line ``cli``."""
+    cli.command("gap")(gap_command)

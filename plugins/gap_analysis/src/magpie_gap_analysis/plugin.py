@@ -1,0 +1,27 @@
+"""Entry point: registers the ``gap`` trace analyzer and the ``magpie gap`` command.
+
+Imports stay inside the hooks: this module is loaded by every ``magpie`` command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from magpie_core import hookimpl
+
+
+@hookimpl
+def magpie_register_trace_analyzers(register: Callable[[Any], None]) -> None:
+    from magpie_gap_analysis.analyzer import GapAnalyzer
+
+    register(GapAnalyzer())
+
+
+@hookimpl
+def magpie_register_commands(cli: typer.Typer) -> None:
+    from magpie_gap_analysis.cli import register
+
+    register(cli)

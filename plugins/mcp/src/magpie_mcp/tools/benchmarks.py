@@ -1,0 +1,154 @@
+"""Serving-benchmark tools: ``benchmark`` (a job, like ``magpie benchmark``) and the benchmark results."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from magpie_core import hookimpl
+from magpie_core.hookspecs import Register
+from magpie_core.plugins import get_plugin_manager
+from magpie_mcp.context import ToolContext, ToolFailure
+from magpie_mcp.jobs import JobInfo
+from magpie_mcp.reports import BenchmarkRun, benchmark_run, find_benchmark_reports, load_report_file
+
+log = logging.getLogger("magpie.mcp")
+
+
+class BenchmarkResult(BaseModel):
+    job: JobInfo
+    success: bool | None = None
+    report_path: str | None = None
+    summary: BenchmarkRun | None = None
+    report: dict[str, Any] | None = None
+
+
+class BenchmarkRuns(BaseModel):
+    root: str
+    runs: list[BenchmarkRun]
+
+
+class BenchmarkDetail(BaseModel):
+    summary: BenchmarkRun
+    report: dict[str, Any]
+
+
+def run_benchmark_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """Job runner (in the job process): the benchmark pipeline."""
+    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_core.pipelines.benchmark import run_benchmark
+
+    config = BenchmarkConfig.model_validate(args["config"])
+    emit(f"benchmark {config.framework} {config.model} ({config.run_mode})")
+    report = run_benchmark(config, Path(args["output_dir"]))
+    folder = getattr(report, "workspace_dir", None) or report.workspace or ""
+    return report.model_dump(mode="json"), str(Path(folder) / "benchmark_report.json")
+
+
+async def benchmark(
+    tool: ToolContext,
+    framework: Annotated[str | None, Field(description="serving framework plugin name")] = None,
+    benchmark_config: Annotated[str | None, Field(description="benchmark YAML path")] = None,
+    model: str | None = None,
+    precision: str | None = None,
+    tp: Annotated[int | None, Field(ge=1)] = None,
+    concurrency: Annotated[int | None, Field(ge=1)] = None,
+    input_len: Annotated[int | None, Field(ge=1)] = None,
+    output_len: Annotated[int | None, Field(ge=1)] = None,
+    torch_profiler: bool | None = None,
+    run_mode: Annotated[str | None, Field(description="local | docker | external")] = None,
+    run_kind: Annotated[str | None, Field(description="measurement | diagnostic")] = None,
+    base_url: Annotated[str | None, Field(description="benchmark an already running server")] = None,
+    timeout: Annotated[float | None, Field(gt=0)] = None,
+    output_dir: str | None = None,
+    wait: bool = True,
+) -> BenchmarkResult:
+    """Benchmark an LLM serving framework under a streaming load (same pipeline as `magpie benchmark`)."""
+    try:
+        from magpie_core.config.benchmark import BenchmarkConfig
+        from magpie_core.pipelines.benchmark import apply_overrides, load_benchmark_config
+    except ImportError as exc:  # magpie-core, another distribution
+        raise ToolFailure(f"not available: benchmark mode is not part of this magpie build ({exc})") from exc
+    if framework is None and benchmark_config is None:
+        raise ToolFailure("give framework or benchmark_config")
+    config = (
+        load_benchmark_config(tool.check_path(benchmark_config, "benchmark_config"))
+        if benchmark_config
+        else BenchmarkConfig()
+    )
+    overrides = {
+        "model": model,
+        "precision": precision,
+        "tp": tp,
+        "concurrency": concurrency,
+        "input_len": input_len,
+        "output_len": output_len,
+        "torch_profiler": torch_profiler,
+        "run_mode": run_mode,
+        "run_kind": run_kind,
+        "base_url": base_url,
+        "docker_image": None,
+        "timeout": timeout,
+    }
+    config = apply_overrides(config, framework, overrides)
+    if config.run_mode != "external" and not config.model:
+        raise ToolFailure("no model: set model or benchmark.model in the config")
+    if config.run_mode != "external" or config.run_kind == "diagnostic":
+        get_plugin_manager().get("serving_framework", config.framework)
+    args = {"config": config.model_dump(mode="json"), "output_dir": str(tool.out_dir(output_dir))}
+    job = await tool.follow(tool.start_job("benchmark", args, run_benchmark_job), wait)
+    if job.result is None:
+        return BenchmarkResult(job=job.info())
+    return BenchmarkResult(
+        job=job.info(),
+        success=bool(job.result.get("success")),
+        report_path=job.report_path,
+        summary=benchmark_run(Path(job.report_path or "."), job.result),
+        report=job.result,
+    )
+
+
+def list_benchmark_results(
+    tool: ToolContext,
+    output_dir: Annotated[str | None, Field(description="where benchmark workspaces are (default: config)")] = None,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+) -> BenchmarkRuns:
+    """Previous benchmark runs (benchmark_<framework>_<time>/benchmark_report.json), newest first."""
+    root = tool.out_dir(output_dir)
+    runs = []
+    for path in find_benchmark_reports(root, limit):
+        try:
+            runs.append(benchmark_run(path, load_report_file(path)))
+        except ValueError as exc:
+            log.warning("skipping %s: %s", path, exc)
+    return BenchmarkRuns(root=str(root), runs=runs)
+
+
+def get_benchmark_result(
+    tool: ToolContext,
+    path: Annotated[str, Field(description="a benchmark_report.json or its workspace folder")],
+    sections: Annotated[list[str] | None, Field(description="only these top-level keys")] = None,
+) -> BenchmarkDetail:
+    """One benchmark run: its summary and the report (or the sections asked for)."""
+    report = load_report_file(tool.check_path(path, "path"))
+    where = Path(report.pop("_path"))
+    if report.get("mode") not in (None, "benchmark"):
+        raise ToolFailure(f"{where} is a {report.get('mode')} report, not a benchmark report")
+    summary = benchmark_run(where, report)
+    if sections:
+        unknown = [s for s in sections if s not in report]
+        if unknown:
+            raise ToolFailure(f"no section(s) {', '.join(unknown)} in {where} (have: {', '.join(sorted(report))})")
+        report = {s: report[s] for s in sections}
+    return BenchmarkDetail(summary=summary, report=report)
+
+
+@hookimpl
+def magpie_register_mcp_tools(register: Register) -> None:
+    register(benchmark)
+    register(list_benchmark_results)
+    register(get_benchmark_result)
