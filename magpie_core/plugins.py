@@ -332,6 +332,15 @@ class PluginManager:
             table[name] = Registered(component, info.name, info.distribution)
         info.components.setdefault(kind, []).extend(names)
 
+    def credit(self, kind: str, name: str, module: str) -> None:
+        """Show ``name`` under the plugin whose package defines ``module`` (for things not in the registry,
+        such as commands)."""
+        package = module.split(".", 1)[0]
+        for info in self.plugins.values():
+            if info.status == "loaded" and info.module.split(".", 1)[0].split(":", 1)[0] == package:
+                info.components.setdefault(kind, []).append(name)
+                return
+
     # -- lookup ----------------------------------------------------------------
 
     def components(self, kind: str) -> dict[str, Any]:

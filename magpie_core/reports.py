@@ -7,7 +7,6 @@ any report whose major version matches theirs.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -177,11 +176,3 @@ class Report(Model):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")
         return path
-
-
-def read_report(path: Path) -> dict[str, Any]:
-    """Load any magpie report as a dict (schema-checked by the caller)."""
-    data = json.loads(path.read_text())
-    if not isinstance(data, dict) or "mode" not in data:
-        raise ValueError(f"{path}: not a magpie report (no 'mode' key)")
-    return data

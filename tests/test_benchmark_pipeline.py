@@ -94,7 +94,7 @@ def test_measurement_and_diagnostic_in_one_report(tmp_path):
     assert data["server"]["stopped"] is True
     gap = data["gap_analysis"]
     try:
-        import magpie_core.pipelines.gap  # noqa: F401
+        import magpie_gap_analysis  # noqa: F401  (the plugin that provides the gap trace analyzer)
     except ImportError:
         assert gap["errors"] and data["success"] is False
         assert all("gap analysis" in e for e in data["errors"])

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from magpie_core.cli.argv import expand_multi_value_options
+
 
 def test_version_both_ways(run_magpie):
     result = run_magpie(["--version"])
@@ -40,7 +42,7 @@ def test_usage_errors_exit_2(run_magpie, tmp_path):
     assert run_magpie(["no-such-command"]).returncode == 2
 
 
-@pytest.mark.parametrize("command", ["analyze", "compare", "benchmark", "gap", "plugins", "mcp", "gpu-info"])
+@pytest.mark.parametrize("command", ["analyze", "compare", "benchmark", "plugins", "mcp", "gpu-info"])
 def test_every_command_has_help(run_magpie, command):
     result = run_magpie([command, "--help"])
     assert result.returncode == 0, result.stderr
@@ -58,3 +60,28 @@ def test_workspace_holds_config_snapshot_report_and_logs(run_magpie, tmp_path):
     assert report["schema_version"] == "1.0" and report["mode"] == "analyze"
     assert report["results"][0]["correctness_state"] == "SUCCESS"
     assert (ws / "tc" / "testcase.log").read_text().strip().endswith("1")
+
+
+def test_argv_rewrite_for_list_flags() -> None:
+    argv = ["gap", "t", "--categories", "kernel", "gpu", "--top-k", "3", "--kernel-source-repos", "/a", "/b"]
+    assert expand_multi_value_options(argv) == [
+        "gap",
+        "t",
+        "--categories",
+        "kernel",
+        "--categories",
+        "gpu",
+        "--top-k",
+        "3",
+        "--kernel-source-repos",
+        "/a",
+        "--kernel-source-repos",
+        "/b",
+    ]
+    assert expand_multi_value_options(["--categories=kernel", "--", "--categories", "a", "b"]) == [
+        "--categories=kernel",
+        "--",
+        "--categories",
+        "a",
+        "b",
+    ]

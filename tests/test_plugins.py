@@ -12,7 +12,14 @@ import pytest
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelBackend
-from magpie_core.plugins import PluginConflictError, PluginManager, PluginWarning, UnknownComponentError
+from magpie_core.plugins import (
+    PluginConflictError,
+    PluginManager,
+    PluginWarning,
+    UnknownComponentError,
+    get_plugin_manager,
+    use_plugin_manager,
+)
 
 from .conftest import DATA
 
@@ -29,8 +36,20 @@ def test_third_party_plugin_is_listed_with_its_kinds(run_magpie, third_party_sit
     assert example["status"] == "loaded"
     assert example["distribution"] == "magpie-example-plugin"
     assert example["version"] == "0.3.1"
-    assert example["components"] == {"kernel_backend": ["numpy"], "kernel_name_parser": ["mylib"]}
-    assert set(example["hooks"]) == {"magpie_register_kernel_backends", "magpie_register_kernel_name_parsers"}
+    assert example["components"] == {
+        "kernel_backend": ["numpy"],
+        "kernel_name_parser": ["mylib"],
+        "trace_analyzer": ["kernel-count"],
+        "mcp_tool": ["example_kernel_count"],
+        "command": ["kernel-count"],
+    }
+    assert set(example["hooks"]) == {
+        "magpie_register_kernel_backends",
+        "magpie_register_kernel_name_parsers",
+        "magpie_register_trace_analyzers",
+        "magpie_register_commands",
+        "magpie_register_mcp_tools",
+    }
     # first-party plugins register through the same hooks
     assert plugins["pytorch"]["components"]["kernel_backend"] == ["pytorch", "torch", "py", "torch_compile"]
     assert plugins["local"]["components"] == {"environment": ["local"]}
@@ -43,7 +62,7 @@ def test_broken_plugins_are_isolated_with_one_warning_each(run_magpie, third_par
     assert plugins["broken_register"]["status"] == "failed"
     assert "deliberately broken while registering" in plugins["broken_register"]["error"]
     assert plugins["broken_register"]["components"] == {}
-    assert stderr.count("magpie-broken-plugin") == 2  # one warning per broken entry point, naming the distribution
+    assert stderr.count("magpie-broken-plugin") == 3  # one warning per broken entry point, naming the distribution
     assert plugins["example"]["status"] == "loaded"
 
 
@@ -153,3 +172,60 @@ def test_third_party_name_parser_is_used_by_gap_analysis(run_magpie, third_party
     (row,) = json.loads(result.stdout)["top_kernels"]
     assert (row["family"], row["category"], row["dtype"]) == ("mylib", "gemm", "fp16")
     assert row["self_cuda_total_us"] == 80.0
+
+
+def test_misspelt_hook_fails_its_plugin_and_names_the_hook(run_magpie, third_party_site):
+    plugins, stderr = _plugins_json(run_magpie, {"PYTHONPATH": str(third_party_site)})
+    misspelt = plugins["misspelt_hook"]
+    assert misspelt["status"] == "failed"
+    assert "'magpie_register_kernel_backend' is not a magpie hook" in misspelt["error"]
+    assert "did you mean 'magpie_register_kernel_backends'" in misspelt["error"]
+    assert "misspelt_hook" in stderr
+
+
+def test_ad_hoc_plugins_in_an_explicit_manager(monkeypatch):
+    monkeypatch.setenv("MAGPIE_PLUGINS", "")  # nothing from entry points: only what the test registers
+    module = _module_plugin("magpie_adhoc_plugin")
+    manager = PluginManager(plugins=[("adhoc", module)])
+    assert manager.plugins["adhoc"].components == {"kernel_backend": ["same_type"]}
+    assert manager.plugins["local"].status == "disabled"  # default plugins obey MAGPIE_PLUGINS too
+    with use_plugin_manager(manager):
+        assert get_plugin_manager().get("kernel_backend", "same_type") is manager.get("kernel_backend", "same_type")
+    assert get_plugin_manager() is not manager
+
+
+def test_a_hook_that_raises_fails_only_its_plugin(monkeypatch):
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    bad = types.ModuleType("magpie_gpu_raiser")
+
+    @hookimpl
+    def magpie_detect_gpus():
+        raise OSError("driver went away")
+
+    bad.magpie_detect_gpus = magpie_detect_gpus
+    good = types.ModuleType("magpie_gpu_finder")
+    good.magpie_detect_gpus = hookimpl(lambda: ["gpu0"])
+    manager = PluginManager(entry_points=[], plugins=[("raiser", bad), ("finder", good)], defaults=False)
+    with pytest.warns(PluginWarning, match="'raiser'.*could not|'raiser'.*failed in magpie_detect_gpus.*driver went away"):
+        assert manager.detect_gpus() == ["gpu0"]
+
+
+def test_third_party_command_and_analyzer_have_the_builtins_powers(run_magpie, third_party_site, tmp_path):
+    env = {"PYTHONPATH": str(third_party_site)}
+    help_text = run_magpie(["--help"], env=env).stdout
+    for command in ("kernel-count", "gap", "inference", "analyze"):
+        assert command in help_text
+    trace = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+    result = run_magpie(["kernel-count", str(trace), "--output-dir", str(tmp_path)], env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert Path(summary["output"]).is_file()
+    plugins, _ = _plugins_json(run_magpie, env)
+    assert plugins["example"]["components"]["trace_analyzer"] == ["kernel-count"]
+    assert plugins["example"]["components"]["mcp_tool"] == ["example_kernel_count"]
+
+
+def test_first_party_command_of_a_plugin_that_is_not_loaded(run_magpie, third_party_site):
+    result = run_magpie(["-v", "gap", "x.json"], env={"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "example"})
+    assert result.returncode == 2
+    assert "'magpie gap' comes from the plugin distribution magpie-gap-analysis" in result.stderr

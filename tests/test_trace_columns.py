@@ -1,147 +1,27 @@
-"""Streaming columnar decoding: same analysis as the decoded event list, whatever the chunking or split."""
+"""Streaming columnar decoding: byte-range parts meet at event boundaries, skipped categories are counted.
+
+That analyses over the columns equal those over the decoded event list is checked with the gap analysis,
+in plugins/gap_analysis/tests/test_gap_columns.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 from pathlib import Path
 
 import pytest
 
-from magpie_core.config.benchmark import GapAnalysisConfig
-from magpie_core.pipelines.gap import gap_analysis
-from magpie_core.trace import analysis
-from magpie_core.trace.analysis import AnalysisOptions, WindowSpec, analyze_file, analyze_table
-from magpie_core.trace.columns import FallBack, merge_tables, stream_table, table_from_loaded
-from magpie_core.trace.loader import load_trace
+from magpie_core.trace.columns import (
+    EventTable,
+    category_matcher,
+    merge_tables,
+    part_count,
+    stream_table,
+    table_part,
+)
 
 TRACES = Path(__file__).parent / "data" / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
-OPTIONS = [
-    AnalysisOptions(),
-    AnalysisOptions(window=WindowSpec(start_pct=25, end_pct=50), min_duration_us=2.0),
-    AnalysisOptions(window=WindowSpec(annotation="step*")),
-    AnalysisOptions(categories=["cpu", "kernel"], ignore_categories=[]),
-]
-
-
-def _selected(options: AnalysisOptions) -> dict[str, bool]:
-    return analysis._cat_matcher(options.categories, options.ignore_categories)
-
-
-def _as_json(result: analysis.RankAnalysis) -> str:
-    return json.dumps(dataclasses.asdict(result), default=str)
-
-
-def _reference(path: Path, options: AnalysisOptions) -> str:
-    table = table_from_loaded(load_trace(path), _selected(options))
-    return _as_json(analyze_table(table, 0, "r", options))
-
-
-def _variants(tmp_path: Path, src: Path) -> list[Path]:
-    """The trace as Kineto writes it (indented), compact, as a bare list, and with keys after the events."""
-    raw = gzip.decompress(src.read_bytes())
-    data = json.loads(raw)
-    out = [tmp_path / "indented.json", tmp_path / "compact.json", tmp_path / "bare.json", tmp_path / "tail.json"]
-    out[0].write_bytes(raw)
-    out[1].write_text(json.dumps(data))
-    out[2].write_text(json.dumps(data["traceEvents"], indent=1))
-    rest = {k: v for k, v in data.items() if k != "traceEvents"}
-    out[3].write_text(json.dumps({**rest, "traceEvents": data["traceEvents"], "zz": [1, [2]], "x": "]"}))
-    return out
-
-
-@pytest.mark.parametrize("path", ALL, ids=lambda p: p.parent.name)
-def test_streamed_chunks_and_parts_give_the_same_analysis(path: Path, tmp_path: Path) -> None:
-    options = OPTIONS[0]
-    ref = _reference(path, options)
-    for chunk in (4 << 20, 20_000, 1):  # 1: every event is its own piece
-        table = stream_table(path, _selected(options), chunk_bytes=chunk, block_bytes=max(chunk, 65536))
-        assert _as_json(analyze_table(table, 0, "r", options)) == ref
-    for variant in _variants(tmp_path, path):
-        ref_v = _reference(variant, options)
-        for n in (1, 2, 3):
-            parts = [
-                stream_table(variant, _selected(options), part=(i, n), chunk_bytes=30_000, block_bytes=65536)
-                for i in range(n)
-            ]
-            assert _as_json(analyze_table(merge_tables(parts), 0, "r", options)) == ref_v, (variant.name, n)
-
-
-@pytest.mark.parametrize("options", OPTIONS, ids=["default", "window", "cpu-ranges", "categories"])
-def test_analyze_file_matches_the_event_list_analysis(options: AnalysisOptions) -> None:
-    for path in ALL:
-        assert _as_json(analyze_file(str(path), 0, "r", options)) == _reference(path, options)
-
-
-def test_boundary_lookalikes_inside_strings_and_nested_objects(tmp_path: Path) -> None:
-    events = [
-        {"ph": "X", "cat": "kernel", "name": f"k}}, {{{i}", "pid": 0, "tid": 7, "ts": i * 10.0, "dur": 2.5}
-        for i in range(300)
-    ]
-    for e in events[::7]:
-        e["args"] = {"nested": [{"a": 1}, {"b": [{"c": 2}, {"d": 3}]}], "correlation": 1}
-    p = tmp_path / "odd.json"
-    p.write_text(json.dumps({"traceEvents": events}))
-    options = AnalysisOptions()
-    ref = _reference(p, options)
-    assert json.loads(ref)["total_duration_us"] == pytest.approx(300 * 2.5)
-    for chunk in (1, 50, 333):
-        try:
-            table = stream_table(p, _selected(options), chunk_bytes=chunk, block_bytes=4096)
-        except FallBack:  # a cut that is not between events is detected, never silently wrong
-            continue
-        assert _as_json(analyze_table(table, 0, "r", options)) == ref
-    for n in (2, 3, 7):
-        try:
-            parts = [stream_table(p, _selected(options), part=(i, n), chunk_bytes=64) for i in range(n)]
-        except FallBack:
-            continue
-        assert _as_json(analyze_table(merge_tables(parts), 0, "r", options)) == ref
-    assert _as_json(analyze_file(str(p), 0, "r", options)) == ref
-
-
-def test_broken_files_still_name_the_position(tmp_path: Path) -> None:
-    good = ",\n".join(json.dumps({"ph": "X", "cat": "kernel", "name": "k", "ts": i, "dur": 1}) for i in range(5000))
-    p = tmp_path / "broken.json"
-    p.write_text('{"traceEvents": [\n' + good + ',\n{"ph": "X", "name": oops}\n]}')
-    r = analyze_file(str(p), 0, "r", AnalysisOptions())
-    assert r.error is not None and "broken JSON" in r.error and "line 5002" in r.error
-
-
-def test_one_large_plain_file_is_split_across_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    src = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
-    plain = tmp_path / "rank-0.json"
-    plain.write_bytes(gzip.decompress(src.read_bytes()))
-    one = gap_analysis(plain, GapAnalysisConfig(), tmp_path / "one", workers=1)
-    monkeypatch.setattr(analysis, "SPLIT_MIN_BYTES", 1 << 20)
-    split = gap_analysis(plain, GapAnalysisConfig(), tmp_path / "two", workers=2)
-    assert split.workers == 2 and not split.errors
-    assert split.model_dump(
-        exclude={
-            "elapsed_s",
-            "workers",
-            "output_dir",
-            "csv_path",
-            "json_path",
-            "full_csv_path",
-            "gaps_csv_path",
-            "ranks",
-        }
-    ) == one.model_dump(
-        exclude={
-            "elapsed_s",
-            "workers",
-            "output_dir",
-            "csv_path",
-            "json_path",
-            "full_csv_path",
-            "gaps_csv_path",
-            "ranks",
-        }
-    )
-    assert [d.model_dump() for d in split.ranks[0].devices] == [d.model_dump() for d in one.ranks[0].devices]
 
 
 def test_every_cut_count_yields_each_event_once(tmp_path: Path) -> None:
@@ -210,7 +90,32 @@ def test_skipping_runs_keeps_every_other_event_of_real_traces(path: Path) -> Non
     some: list[object] = []
     got = stream_events(path, some.extend, chunk_bytes=1 << 14, skip_categories=skip)
     assert len(some) + got.skipped_events == len(whole)
+
     def key(events: list[object]) -> list[tuple[object, ...]]:  # Raw fields are views of a reused buffer
         return [(e.ph, e.cat, e.name, e.tid, e.ts, e.dur) for e in events if e.cat not in skip]  # type: ignore[attr-defined]
 
     assert key(some) == key(whole)
+
+
+def _named_rows(table: EventTable, group: str) -> list[tuple[str, float, float]]:
+    cols = table[group]
+    return [(table.names[n], ts, dur) for n, ts, dur in zip(cols["name"], cols["ts"], cols["dur"], strict=True)]
+
+
+def test_table_parts_merge_into_the_whole_table(tmp_path: Path) -> None:
+    """``table_part`` (one byte range, in a worker) and ``merge_tables`` give the columns of one whole-file decode."""
+    plain = tmp_path / "rank-0.json"
+    plain.write_bytes(gzip.decompress((TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").read_bytes()))
+    cats, ignore = ["kernel", "gpu"], ["user_annotation"]
+    selected = category_matcher(cats, ignore)
+    assert selected["Kernel"] and selected["gpu_memcpy"] and not selected["gpu_user_annotation"]
+    assert not selected["cpu_op"] and part_count(plain, 4) == 1  # below SPLIT_MIN_BYTES: read whole
+    whole = stream_table(plain, selected)
+    parts = [table_part(str(plain), i, 3, cats, ignore) for i in range(3)]
+    assert all(p is not None for p in parts)
+    merged = merge_tables(parts)  # type: ignore[arg-type]
+    assert merged.num_events == whole.num_events and (merged.t_min, merged.t_max) == (whole.t_min, whole.t_max)
+    for group, cols in whole.groups.items():
+        if "name" in cols and "dur" in cols:
+            assert _named_rows(merged, group) == _named_rows(whole, group), group
+    assert table_part(str(tmp_path / "missing.json"), 0, 2, cats, ignore) is None

@@ -126,3 +126,19 @@ def test_demangling_uses_a_library() -> None:
     # a mangling no installed library reads (C++20 'Tn'): the nested name is still recovered
     odd = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i"
     assert leading_names(odd) == ["sgl_hip", "activation", "act_and_mul_kernel"]
+
+
+def test_batch_demangling_through_a_cxxfilt_tool_or_the_library(tmp_path: Path) -> None:
+    """``demangle_names``, the demangler kernel backends call for compile reports: a c++filt-style program
+    when one is found (by name or path, in the given order), else the library; unreadable names stay."""
+    from magpie_core.trace.demangle import demangle_names
+
+    names = ["_Z6matmulPKfS0_Pfi", "plain_kernel", "_Zbroken"]
+    by_library = demangle_names(names, tools=())
+    assert by_library == {"_Z6matmulPKfS0_Pfi": "matmul(float const*, float const*, float*, int)",
+                          "plain_kernel": "plain_kernel", "_Zbroken": "_Zbroken"}  # fmt: skip
+    fake = tmp_path / "fake-filt"
+    fake.write_text("#!/bin/sh\nexec sed 's/.*/<&>/'\n")
+    fake.chmod(0o755)
+    assert demangle_names(names, tools=("no-such-filt", fake)) == {n: f"<{n}>" for n in names}
+    assert demangle_names([], tools=(fake,)) == {}

@@ -53,6 +53,7 @@ def add_plugin_commands(cli: typer.Typer, manager: PluginManager | None = None) 
         cli.registered_commands.append(info)
         taken.add(name)
         added.append(name)
+        manager.credit("command", name, getattr(info.callback, "__module__", ""))
     if staged:
         cli.registered_groups.extend(g for g in staged[0].registered_groups if g.name not in taken)
     return added

@@ -56,6 +56,7 @@ __all__ = [
     "Interner",
     "StreamedFile",
     "TableBuilder",
+    "category_matcher",
     "json_string",
     "load_table",
     "merge_tables",
@@ -64,6 +65,7 @@ __all__ = [
     "stream_events",
     "stream_table",
     "table_from_loaded",
+    "table_part",
 ]
 
 #: ``None`` in an integer id column (correlation, External id)
@@ -864,6 +866,41 @@ def part_count(path: Path | str, workers: int, per_worker: int = 1) -> int:
         return 1
     size = Path(path).stat().st_size
     return max(2, min(workers * per_worker, size // max(SPLIT_MIN_BYTES // 2, 1)))
+
+
+def category_matcher(categories: Sequence[str], ignore: Sequence[str]) -> dict[str, bool]:
+    """A cached ``cat -> selected`` mapping for :func:`load_table` and :func:`stream_table`: ``cat`` contains one of
+    ``categories`` and none of ``ignore`` (case-insensitive substrings; no ``categories``: all not ignored)."""
+    cats = [c.lower() for c in categories]
+    ign = [c.lower() for c in ignore]
+
+    class _Cache(dict[str, bool]):
+        def __missing__(self, cat: str) -> bool:
+            low = cat.lower()
+            ok = not (ign and any(i in low for i in ign)) and (not cats or any(c in low for c in cats))
+            self[cat] = ok
+            return ok
+
+    return _Cache()
+
+
+def table_part(
+    path: str, index: int, count: int, categories: Sequence[str], ignore_categories: Sequence[str]
+) -> EventTable | None:
+    """Part ``index`` of ``count`` (:func:`part_count`) of a plain-JSON trace as columns, the events selected by
+    :func:`category_matcher`; runs in a worker process. None when the file has to be read whole (a
+    :class:`FallBack` of :func:`stream_table`, an unreadable file, no memory); merge parts with :func:`merge_tables`."""
+    import gc
+
+    gc_was = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, none cyclic: skip the collector's repeated scans
+    try:
+        return stream_table(Path(path), category_matcher(categories, ignore_categories), part=(index, count))
+    except (FallBack, OSError, MemoryError):
+        return None
+    finally:
+        if gc_was:
+            gc.enable()
 
 
 def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool]) -> EventTable:

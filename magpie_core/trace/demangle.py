@@ -6,11 +6,20 @@ manglings such as ``DF16b`` for bfloat16) and ``cxxfilt`` (libstdc++'s
 template parameters, ``Tn``) fall back to :func:`leading_names`, which walks
 the Itanium ``<nested-name>`` grammar just far enough to return the
 namespace and function names; callers mark such results as lower confidence.
+
+:func:`demangle_names` demangles a batch the way compilers' own reports spell names: through a
+``c++filt``-compatible program when one is installed (``c++filt``, ``llvm-cxxfilt``, ``cu++filt``),
+else through :func:`demangle`. It is the one demangler of magpie: kernel backends call it for their
+compile reports.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 try:  # pragma: no cover - import guard
     import cpp_demangle as _cpp_demangle
@@ -22,12 +31,15 @@ except ImportError:  # pragma: no cover
     _cxxfilt = None
 
 
+__all__ = ["demangle", "demangle_names", "is_mangled", "leading_names"]
+
+#: the ``c++filt``-compatible programs :func:`demangle_names` looks for by default, in order
+DEMANGLER_TOOLS = ("c++filt", "llvm-cxxfilt")
+
+
 def is_mangled(name: str) -> bool:
+    """Whether ``name`` is an Itanium-mangled C++ symbol (``_Z...``)."""
     return name.startswith("_Z") and len(name) > 3
-
-
-def available_demanglers() -> list[str]:
-    return [n for n, m in (("cpp_demangle", _cpp_demangle), ("cxxfilt", _cxxfilt)) if m is not None]
 
 
 @lru_cache(maxsize=65536)
@@ -88,3 +100,33 @@ def leading_names(name: str) -> list[str]:
         if not nested:
             break
     return out
+
+
+def _find_tool(tools: Sequence[str | Path]) -> str | None:
+    for tool in tools:
+        if isinstance(tool, Path) or "/" in tool:
+            if Path(tool).is_file():
+                return str(tool)
+        elif found := shutil.which(tool):
+            return found
+    return None
+
+
+def demangle_names(names: Sequence[str], tools: Sequence[str | Path] = DEMANGLER_TOOLS) -> dict[str, str]:
+    """Each of ``names`` -> its demangled form, or the name itself where it cannot be demangled.
+
+    ``tools``: ``c++filt``-compatible programs, each a name looked up on ``PATH`` or a path, tried in order;
+    the first one found demangles the whole batch in one call. Without one (or when it cannot run), each
+    name goes through :func:`demangle`.
+    """
+    names = list(names)
+    tool = _find_tool(tools) if names else None
+    if tool is not None:
+        try:
+            out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            pass
+        else:
+            lines = out.splitlines()
+            return {n: (lines[i] if i < len(lines) and lines[i] else n) for i, n in enumerate(names)}
+    return {n: demangle(n) or n for n in names}

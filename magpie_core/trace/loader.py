@@ -229,4 +229,3 @@ def load_trace(path: Path | str) -> LoadedTrace:
         device_names=devices,
         size_bytes=len(buf),
     )
-

@@ -85,9 +85,9 @@ def parse_resource_remarks(output: str) -> dict[str, Any]:
             current[_KEYS[key]] = int(value)
     if not kernels:
         return {}
-    from magpie_kernels_hip.demangle import demangle
+    from magpie_core.trace.demangle import demangle_names
 
-    names = demangle(list(kernels))
+    names = demangle_names(list(kernels))
     named = {}
     for mangled, info in kernels.items():
         info["registers"] = info.get("vgprs", 0) + info.get("agprs", 0)

@@ -430,12 +430,12 @@ def test_parallel_byte_range_decode_gives_the_same_analysis(
     the size threshold lowered): same events, same tables as one process."""
     from magpie_inference_analysis import events
 
-    import magpie_core.trace.analysis as core_analysis
+    import magpie_core.trace.columns as core_columns
 
     plain = tmp_path / "trace.json"
     with gzip.open(source, "rb") as f:
         plain.write_bytes(f.read())
-    monkeypatch.setattr(core_analysis, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(core_columns, "SPLIT_MIN_BYTES", 0)
     one, two = events.load(plain, workers=1), events.load(plain, workers=2)
     assert two.num_events == one.num_events > len(one.events) > 0
     assert msgspec.json.encode(two.events) == msgspec.json.encode(one.events)

@@ -82,18 +82,11 @@ _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 
 
 def demangle(names: list[str]) -> dict[str, str]:
-    tool = shutil.which("cu++filt") or shutil.which("c++filt")
+    """Kernel names as ptxas reports them -> demangled (core demangler; ``cu++filt`` first, also beside nvcc)."""
+    from magpie_core.trace.demangle import demangle_names
+
     nvcc = find_nvcc()
-    if not tool and nvcc and (Path(nvcc).parent / "cu++filt").is_file():
-        tool = str(Path(nvcc).parent / "cu++filt")
-    if not tool or not names:
-        return {n: n for n in names}
-    try:
-        out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {n: n for n in names}
-    lines = out.splitlines()
-    return {n: (lines[i] if i < len(lines) and lines[i] else n) for i, n in enumerate(names)}
+    return demangle_names(names, ("cu++filt", "c++filt", *([Path(nvcc).parent / "cu++filt"] if nvcc else [])))
 
 
 def parse_ptxas(output: str) -> dict[str, Any]:

@@ -31,8 +31,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from magpie_core.trace.columns import NONE, EventTable, load_table, merge_tables
-from magpie_core.trace.parts import category_matcher
+from magpie_core.trace.columns import NONE, EventTable, category_matcher, load_table, merge_tables
 
 __all__ = [
     "AnalysisOptions",
@@ -698,7 +697,7 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
 def analyze_parts(
     path: str, rank: int, label: str, options: AnalysisOptions, parts: list[EventTable | None]
 ) -> RankAnalysis:
-    """The analysis of one file from its parts (:func:`magpie_core.trace.parts.table_part`); any missing part
+    """The analysis of one file from its parts (:func:`magpie_core.trace.columns.table_part`); any missing part
     means the whole file is analyzed again by :func:`analyze_file`, which also reports what is wrong with it."""
     if not parts or any(p is None for p in parts):
         return analyze_file(path, rank, label, options)

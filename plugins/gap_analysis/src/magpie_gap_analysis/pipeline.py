@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magpie_core.fanout import Task, run_tasks
+from magpie_core.trace.columns import part_count, table_part
 from magpie_core.trace.discover import TraceFile, discover
 from magpie_core.trace.kernel_names import parse_many
-from magpie_core.trace.parts import part_count, table_part
 from magpie_gap_analysis.analysis import (
     AnalysisOptions,
     DeviceStats,

@@ -86,8 +86,10 @@ def _public_signature(fn: Callable[..., Any]) -> tuple[inspect.Signature, list[s
         p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in injected
     ]
     if request is None and inspect.iscoroutinefunction(fn):
-        params.append(inspect.Parameter(REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context))
-    return sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation)), injected, request
+        hidden = inspect.Parameter(REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context)
+        params.append(hidden)
+    public = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
+    return public, injected, request
 
 
 def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any]:
@@ -146,7 +148,9 @@ def build_server(
             server.add_tool(bind_tool(fn, context), name=name)
         except Exception as exc:  # a broken tool must not take the server down
             owner = manager.owner("mcp_tool", name)
-            log.warning("plugin %r (%s): MCP tool %r could not be added: %s", owner.plugin, owner.distribution, name, exc)
+            log.warning(
+                "plugin %r (%s): MCP tool %r could not be added: %s", owner.plugin, owner.distribution, name, exc
+            )
     return server, context
 
 

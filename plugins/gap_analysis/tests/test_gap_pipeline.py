@@ -10,14 +10,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from magpie_source_finder.finder import SOURCE_COLUMNS
+from magpie_gap_analysis.cli import run_gap_analysis
+from magpie_gap_analysis.output import AMD_COLUMNS
+from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.cli import run
-from magpie_core.cli.gap import expand_multi_value_options
 from magpie_core.config.benchmark import GapAnalysisConfig
-from magpie_core.pipelines.gap import AMD_COLUMNS, gap_analysis, run_gap_analysis
+from tests.conftest import DATA
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
 
@@ -189,60 +189,27 @@ def test_multi_rank_with_broken_ranks(tmp_path: Path) -> None:
     assert run_gap_analysis(tmp_path, config, tmp_path / "out", as_json=True) == 1
 
 
-def test_argv_rewrite_for_list_flags() -> None:
-    argv = ["gap", "t", "--categories", "kernel", "gpu", "--top-k", "3", "--kernel-source-repos", "/a", "/b"]
-    assert expand_multi_value_options(argv) == [
-        "gap",
-        "t",
-        "--categories",
-        "kernel",
-        "--categories",
-        "gpu",
-        "--top-k",
-        "3",
-        "--kernel-source-repos",
-        "/a",
-        "--kernel-source-repos",
-        "/b",
-    ]
-    assert expand_multi_value_options(["--categories=kernel", "--", "--categories", "a", "b"]) == [
-        "--categories=kernel",
-        "--",
-        "--categories",
-        "a",
-        "b",
-    ]
-
-
-def test_cli_gap_json_with_amd_style_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        run(
-            [
-                "gap",
-                str(TRACES / "h100"),
-                "-o",
-                str(tmp_path),
-                "--top-k",
-                "4",
-                "--categories",
-                "kernel",
-                "gpu_memset",
-                "--json",
-            ]
-        )
-    assert info.value.code == 0
-    out = json.loads(capsys.readouterr().out)
+def test_cli_gap_json_with_amd_style_flags(run_magpie, tmp_path: Path) -> None:
+    args = ["gap", str(TRACES / "h100"), "-o", str(tmp_path), "--top-k", "4", "--categories", "kernel", "gpu_memset"]
+    done = run_magpie([*args, "--json"])
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
     assert out["config"]["categories"] == ["kernel", "gpu_memset"] and len(out["top_kernels"]) == 4
-    with pytest.raises(SystemExit) as info:
-        run(["benchmark", "--trace-dir", str(TRACES / "h100"), "-o", str(tmp_path / "b"), "--no-rank-csv"])
-    assert info.value.code == 0 and not (tmp_path / "b" / "gap_analysis_rank0.csv").exists()
-    with pytest.raises(SystemExit) as info:
-        run(["gap", str(tmp_path / "nothing-here")])
-    assert info.value.code == 2
+    done = run_magpie(["benchmark", "--trace-dir", str(TRACES / "h100"), "-o", str(tmp_path / "b"), "--no-rank-csv"])
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "b" / "gap_analysis_rank0.csv").exists()
+    assert run_magpie(["gap", str(tmp_path / "nothing-here")]).returncode == 2
+
+
+def test_gap_command_has_help(run_magpie) -> None:
+    result = run_magpie(["gap", "--help"])
+    assert result.returncode == 0, result.stderr
 
 
 def test_source_columns_present_when_finder_requested(tmp_path: Path) -> None:
-    repos = Path(__file__).parent / "data" / "kernel_sources"
+    finder = pytest.importorskip("magpie_source_finder.finder", reason="the kernel source finder plugin is absent")
+    source_columns = finder.SOURCE_COLUMNS
+    repos = DATA / "kernel_sources"
     config = GapAnalysisConfig(
         find_kernel_sources=True,
         kernel_source_repos=[str(repos / "vllm")],
@@ -253,7 +220,7 @@ def test_source_columns_present_when_finder_requested(tmp_path: Path) -> None:
     text = (tmp_path / "o" / "gap_analysis.csv").read_text()
     lines = [line for line in text.splitlines(keepends=True) if not line.startswith("#")]
     header = next(csv.reader(lines))
-    assert header[6:21] == SOURCE_COLUMNS
+    assert header[6:21] == source_columns
     rows = {r[0]: dict(zip(header, r, strict=True)) for r in csv.reader(lines[1:])}
     rotary = next(v for k, v in rows.items() if "vllm::rotary_embedding_kernel" in k)
     assert rotary["source_resolution"] == "exact" and rotary["source_file"] == "$VLLM_DIR/csrc/pos_encoding_kernels.cu"

@@ -1,0 +1,72 @@
+"""The advice plugin's MCP tools: ``discover_kernels``, ``suggest_optimizations``, ``compare_benchmark_reports``.
+
+Registered through ``magpie_register_mcp_tools`` like any plugin's tools; paths from tool
+inputs go through the server's trust policy (:class:`magpie_mcp.ToolContext`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from magpie_mcp import ToolContext, ToolFailure
+from magpie_mcp.reports import load_report_file
+from pydantic import Field
+
+from magpie_advice import comparison, discovery, suggestions
+from magpie_core import hookimpl
+from magpie_core.hookspecs import Register
+
+
+def discover_kernels(
+    tool: ToolContext,
+    path: Annotated[str, Field(description="folder to search (under an allowed root)")] = ".",
+    max_depth: Annotated[int, Field(ge=0, le=20)] = 6,
+    max_results: Annotated[int, Field(ge=1, le=5000)] = 500,
+) -> discovery.Discovery:
+    """Kernel sources (.cu/.hip, Python with kernel decorators, KernelBench-style modules) and kernel YAMLs."""
+    root = tool.check_path(path, "path")
+    if not root.is_dir():
+        raise ToolFailure(f"{root} is not a folder")
+    return discovery.discover_kernels(root, max_depth=max_depth, max_results=max_results)
+
+
+def suggest_optimizations(
+    tool: ToolContext,
+    report_path: Annotated[str | None, Field(description="a report JSON or a run workspace folder")] = None,
+    job_id: Annotated[str | None, Field(description="or: a finished job of this server")] = None,
+    peak_tflops: Annotated[float | None, Field(gt=0, description="device peak, for roofline position")] = None,
+    peak_bandwidth_gbps: Annotated[float | None, Field(gt=0, description="device peak DRAM bandwidth")] = None,
+) -> suggestions.Suggestions:
+    """What to try next, derived from a report's measurements (correctness, timing spread, launch-bound
+    notes, profiler counters and roofline position, speedup verdicts, trace gaps), with the evidence."""
+    peaks = {"peak_tflops": peak_tflops, "peak_bandwidth_gbps": peak_bandwidth_gbps}
+    if (report_path is None) == (job_id is None):
+        raise ToolFailure("give report_path or job_id")
+    if job_id is not None:
+        job = tool.jobs.get(job_id)
+        if job.result is None:
+            raise ToolFailure(f"job {job_id} has no report (state: {job.state})")
+        return suggestions.suggest_optimizations(job.result, job.report_path or job_id, **peaks)
+    report = load_report_file(tool.check_path(report_path, "report_path"))  # type: ignore[arg-type]
+    return suggestions.suggest_optimizations(report, report.pop("_path"), **peaks)
+
+
+def compare_benchmark_reports(
+    tool: ToolContext,
+    paths: Annotated[list[str], Field(min_length=2, description="benchmark reports or workspaces; first = base")],
+    top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+) -> comparison.BenchmarkComparison:
+    """Throughput, latency and GPU-idle side by side, change vs the first run, and top-kernel time shares."""
+    loaded = []
+    for p in paths:
+        report = load_report_file(tool.check_path(p, "path"))
+        loaded.append((Path(report.pop("_path")), report))
+    return comparison.compare_benchmark_reports(loaded, top_k)
+
+
+@hookimpl
+def magpie_register_mcp_tools(register: Register) -> None:
+    register(discover_kernels)
+    register(suggest_optimizations)
+    register(compare_benchmark_reports)
