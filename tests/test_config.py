@@ -133,3 +133,43 @@ def test_semantic_checks(tmp_path):
     path.write_text("performance:\n  backend: events\n")
     with pytest.raises(ConfigError, match="no kernels"):
         load_config(KernelConfigFile, path)
+
+
+def test_plugin_blocks_are_validated_by_their_plugin_with_located_errors(tmp_path):
+    cfg = load_config(KernelConfigFile, AMD / "kernel_config_example.yaml")
+    block = cfg.scheduler.plugin_block("ray_config")
+    assert type(block).__module__ == "magpie_env_ray.config"  # the Ray plugin's own model, not the core's
+    bad = tmp_path / "k.yaml"
+    bad.write_text("kernel:\n  id: a\n  type: pytorch\nray_config:\n  cluster_adress: auto\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(KernelConfigFile, bad)
+    assert str(err.value) == f"{bad}:5: ray_config.cluster_adress: unknown key 'cluster_adress'"
+    typo = tmp_path / "k2.yaml"
+    typo.write_text("kernel:\n  id: a\nray_confg:\n  cluster_address: auto\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(KernelConfigFile, typo)
+    assert str(err.value) == f"{typo}:3: ray_confg: unknown key 'ray_confg' (did you mean 'ray_config'?)"
+
+
+def test_a_plugin_block_without_its_plugin_is_an_unknown_key(tmp_path, monkeypatch):
+    from magpie_core.plugins import PluginManager, use_plugin_manager
+
+    monkeypatch.setenv("MAGPIE_PLUGINS", "pytorch")
+    path = tmp_path / "k.yaml"
+    path.write_text("kernel:\n  id: a\nray_config:\n  cluster_address: auto\n")
+    with use_plugin_manager(PluginManager()), pytest.raises(ConfigError, match=r"k.yaml:3: ray_config: unknown key"):
+        load_config(KernelConfigFile, path)
+
+
+def test_amd_magpie_keys_magpie_does_not_implement_are_named(caplog):
+    with caplog.at_level("WARNING", logger="magpie.compat"):
+        load_config(BenchmarkConfigFile, AMD / "benchmark_vllm_tracelens.yaml")
+        load_config(FrameworkConfig, AMD / "config.yaml")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(
+        "benchmark_vllm_tracelens.yaml:" in m
+        and "benchmark.profiler.tracelens.perf_report_enabled: AMD Magpie key not implemented by magpie" in m
+        for m in messages
+    ), messages
+    assert any("config.yaml:61: compare.perf_weights_ncu: AMD Magpie key not implemented" in m for m in messages)
+    assert all("measured time only" in m for m in messages if "perf_weights" in m)
