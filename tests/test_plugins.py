@@ -206,7 +206,9 @@ def test_a_hook_that_raises_fails_only_its_plugin(monkeypatch):
     good = types.ModuleType("magpie_gpu_finder")
     good.magpie_detect_gpus = hookimpl(lambda: ["gpu0"])
     manager = PluginManager(entry_points=[], plugins=[("raiser", bad), ("finder", good)], defaults=False)
-    with pytest.warns(PluginWarning, match="'raiser'.*could not|'raiser'.*failed in magpie_detect_gpus.*driver went away"):
+    with pytest.warns(
+        PluginWarning, match="'raiser'.*could not|'raiser'.*failed in magpie_detect_gpus.*driver went away"
+    ):
         assert manager.detect_gpus() == ["gpu0"]
 
 

@@ -6,7 +6,9 @@ import csv
 import gzip
 import json
 import shutil
+import subprocess
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from magpie_core.config.benchmark import GapAnalysisConfig
 from tests.conftest import DATA
 
 TRACES = DATA / "traces"
+RunMagpie = Callable[..., subprocess.CompletedProcess[str]]
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
 
@@ -189,7 +192,7 @@ def test_multi_rank_with_broken_ranks(tmp_path: Path) -> None:
     assert run_gap_analysis(tmp_path, config, tmp_path / "out", as_json=True) == 1
 
 
-def test_cli_gap_json_with_amd_style_flags(run_magpie, tmp_path: Path) -> None:
+def test_cli_gap_json_with_amd_style_flags(run_magpie: RunMagpie, tmp_path: Path) -> None:
     args = ["gap", str(TRACES / "h100"), "-o", str(tmp_path), "--top-k", "4", "--categories", "kernel", "gpu_memset"]
     done = run_magpie([*args, "--json"])
     assert done.returncode == 0, done.stderr
@@ -201,7 +204,7 @@ def test_cli_gap_json_with_amd_style_flags(run_magpie, tmp_path: Path) -> None:
     assert run_magpie(["gap", str(tmp_path / "nothing-here")]).returncode == 2
 
 
-def test_gap_command_has_help(run_magpie) -> None:
+def test_gap_command_has_help(run_magpie: RunMagpie) -> None:
     result = run_magpie(["gap", "--help"])
     assert result.returncode == 0, result.stderr
 

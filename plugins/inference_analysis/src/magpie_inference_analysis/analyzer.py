@@ -22,6 +22,7 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from operator import attrgetter
@@ -397,60 +398,67 @@ def _signature(dims_raw: bytes, types_raw: bytes) -> str:
     return dims_raw.decode(errors="replace").replace(" ", "") + "|" + types_raw.decode(errors="replace")
 
 
-def analyze_state(
-    st: TraceState,
-    spec: GpuSpec | None,
-    stages: tuple[str, ...],
-    out_dir: Path,
-    prefix: str,
-    suffix: str,
-    captures: list[CapturedGraph],
-) -> dict[str, Any]:
-    its = st.iterations()
+GraphMap = dict[int, tuple[CapturedGraph, int, int]]  # kernel index -> (graph, index in its capture, replay id)
+
+
+def _map_graph_replays(
+    st: TraceState, its: list[Iteration], captures: list[CapturedGraph]
+) -> tuple[GraphMap, dict[str, Any]]:
+    """Align each graph replay's kernels with a capture trace's (the capture whose batch size fits the
+    iteration's tokens best, first); the kernel -> captured-op map and the ``graph`` summary."""
     kernels = st.kernels
-    t0 = st.t0
-    # graph replays ------------------------------------------------------------------------------
-    graph_map: dict[int, tuple[CapturedGraph, int, int]] = {}  # kernel index -> (graph, launch idx, replay id)
+    graph_map: GraphMap = {}
     graph_info: dict[str, Any] = {"replays": 0, "kernels": sum(st.graph), "mapped": 0, "captures": len(captures)}
-    if any(st.graph):
-        replays: dict[int, list[int]] = {}
-        for i, g in enumerate(st.graph):
-            if g:
-                replays.setdefault(id(st.launch[i]), []).append(i)
-        graph_info["replays"] = len(replays)
-        unmatched = 0
-        for rid, idxs in replays.items():
-            names = [kernels[i].name for i in idxs if kernels[i].cat == "kernel"]
-            kidx = [i for i in idxs if kernels[i].cat == "kernel"]
-            it = its[st.k_iter[idxs[0]]] if st.k_iter[idxs[0]] >= 0 else None
-            want = it.step.tokens if it is not None and it.step is not None else None
-            cands = sorted(
-                captures,
-                key=lambda g: (
-                    want is not None and g.batch_size < want,
-                    abs(g.batch_size - want) if want is not None else 0,
-                    abs(len(g.kernel_names) - len(names)),
-                ),
-            )
-            done = False
-            for g in cands:
-                m = align(g.kernel_names, names)
-                if m is not None:
-                    for i, ci in zip(kidx, m, strict=True):
-                        if ci is not None:
-                            graph_map[i] = (g, ci, rid)
-                    done = True
-                    break
-            unmatched += not done
-        graph_info["mapped"] = len(graph_map)
-        if captures and unmatched:
-            st.notes.append(f"{unmatched} graph replay(s) could not be aligned with any capture trace")
-        if not captures:
-            st.notes.append(
-                f"{graph_info['kernels']} graph-replayed kernels in {len(replays)} replay(s) have no capture trace: "
-                "reported as one 'graph' group"
-            )
-    # op instances per kernel ---------------------------------------------------------------------
+    if not any(st.graph):
+        return graph_map, graph_info
+    replays: dict[int, list[int]] = {}
+    for i, g in enumerate(st.graph):
+        if g:
+            replays.setdefault(id(st.launch[i]), []).append(i)
+    graph_info["replays"] = len(replays)
+    unmatched = 0
+    for rid, idxs in replays.items():
+        names = [kernels[i].name for i in idxs if kernels[i].cat == "kernel"]
+        kidx = [i for i in idxs if kernels[i].cat == "kernel"]
+        it = its[st.k_iter[idxs[0]]] if st.k_iter[idxs[0]] >= 0 else None
+        want = it.step.tokens if it is not None and it.step is not None else None
+        cands = sorted(
+            captures,
+            key=lambda g: (
+                want is not None and g.batch_size < want,
+                abs(g.batch_size - want) if want is not None else 0,
+                abs(len(g.kernel_names) - len(names)),
+            ),
+        )
+        done = False
+        for g in cands:
+            m = align(g.kernel_names, names)
+            if m is not None:
+                for i, ci in zip(kidx, m, strict=True):
+                    if ci is not None:
+                        graph_map[i] = (g, ci, rid)
+                done = True
+                break
+        unmatched += not done
+    graph_info["mapped"] = len(graph_map)
+    if captures and unmatched:
+        st.notes.append(f"{unmatched} graph replay(s) could not be aligned with any capture trace")
+    if not captures:
+        st.notes.append(
+            f"{graph_info['kernels']} graph-replayed kernels in {len(replays)} replay(s) have no capture trace: "
+            "reported as one 'graph' group"
+        )
+    return graph_map, graph_info
+
+
+ChooseOp = Callable[[tuple[int, ...], list[ev_mod.Ev], str, StepInfo | None], int | None]
+InstanceOf = Callable[[Any, ev_mod.Ev | None, StepInfo | None], int]
+
+
+def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf]:
+    """``choose(chain, ops, kernel category, step)``: the op of a kernel's enclosing-op chain its time goes
+    to; ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
+    first use, with its FLOPs/bytes model; models are cached per op name, inputs and step)."""
     model_cache: dict[Any, OpModel | None] = {}
 
     def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
@@ -478,8 +486,6 @@ def analyze_state(
             return innermost_model
         return chain[0] if chain else None
 
-    instances: dict[Any, OpInstance] = {}
-
     def instance(key: Any, op: ev_mod.Ev | None, step: StepInfo | None) -> int:
         inst = instances.get(key)
         if inst is None:
@@ -493,6 +499,15 @@ def analyze_state(
             instances[key] = inst
         return inst.index
 
+    return choose, instance
+
+
+def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> KernelOps:
+    """The op instance and origin of every kernel inside an iteration: through its launch call's chain of
+    enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
+    kernels = st.kernels
+    instances: dict[Any, OpInstance] = {}
+    choose, instance = _op_choosers(instances)
     n = len(kernels)
     k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
     k_origin = [ORIGIN_LAUNCH] * n
@@ -529,8 +544,23 @@ def analyze_state(
                 if j is None
                 else instance(("op", j), cpu_ops[j], step)
             )
-    kernel_ops = KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
-    # stages ----------------------------------------------------------------------------------------
+    return KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
+
+
+def analyze_state(
+    st: TraceState,
+    spec: GpuSpec | None,
+    stages: tuple[str, ...],
+    out_dir: Path,
+    prefix: str,
+    suffix: str,
+    captures: list[CapturedGraph],
+) -> dict[str, Any]:
+    """Iterations, graph replays, kernel -> op, then each requested stage's tables and the timeline."""
+    its = st.iterations()
+    t0 = st.t0
+    graph_map, graph_info = _map_graph_replays(st, its, captures)
+    kernel_ops = _kernel_ops(st, its, graph_map)
     by_phase: dict[str, list[Iteration]] = {}
     for it in its:
         by_phase.setdefault(it.phase, []).append(it)
@@ -556,7 +586,7 @@ def analyze_state(
         "phases": dict(phases),
         "phase_source": "annotation" if its and its[0].phase_source == "annotation" else "inferred",
         "engine": its[0].step.engine if its and its[0].step else None,
-        "kernels": len(kernels),
+        "kernels": len(st.kernels),
         "kernels_outside_iterations": int(np.count_nonzero(st.k_iter < 0)),
         "graph": graph_info,
         "stages": stage_results,
@@ -623,6 +653,7 @@ def _write_stage(
     out_dir: Path,
     t0: float,
 ) -> dict[str, Any]:
+    """One stage's kernel table and roofline table over its steady-state ``window``; its summary."""
     sel = np.array([i for it in window for i in it.kernels], np.int64)
     dur = st.k_dur[sel]
     dur_l = dur.tolist()
@@ -630,7 +661,61 @@ def _write_stage(
     total = sum(dur_l, 0.0)
     no_launch = sum(dur[~st.k_launched[sel]].tolist(), 0.0)
     inst_sel = kernel_ops.k_inst[sel]
-    # kernel table ---------------------------------------------------------------------------------
+    kpath = out_dir / f"{label}_kernels.csv"
+    _write_kernel_table(kpath, st, sel, dur, total, inst_sel, kernel_ops)
+    inst_time, inst_kernels = _instance_times(inst_sel, dur, kernel_ops)
+    instances = {inst.key: inst for inst in kernel_ops.instances}
+    out_rows: list[dict[str, Any]] = []
+    bound_time = {"compute": 0.0, "memory": 0.0}
+    modelled_time = 0.0
+    for (cat, name, sig), keys in _roofline_groups(st, inst_time, instances).items():
+        times = [inst_time[k] for k in keys]
+        tsum = sum(times)
+        row, modelled, bound = _roofline_row(
+            cat, name, sig, instances[keys[0]], times, sum(inst_kernels[k] for k in keys), total, spec
+        )
+        if modelled:
+            modelled_time += tsum
+        if bound is not None:
+            bound_time[bound] += tsum
+        out_rows.append(row)
+    out_rows.sort(key=lambda r: -float(r["kernel_time_ms_sum"] or 0))
+    rpath = out_dir / f"{label}_kernel_roofline_simple.csv"
+    with rpath.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ROOFLINE_COLUMNS)
+        w.writeheader()
+        w.writerows(out_rows)
+    return {
+        "label": label,
+        "iterations": len(stage_its),
+        "window_iterations": [it.index for it in window],
+        "window_choice": how,
+        "kernel_time_us": round(total, 3),
+        "kernel_time_without_launch_record_us": round(no_launch, 3),
+        "kernels": len(sel),
+        "modelled_kernel_time_pct": round(100.0 * modelled_time / total, 2) if total else 0.0,
+        "bound_time_us": {k: round(v, 3) for k, v in bound_time.items()},
+        "timeline": _window_timeline([_iter_row(st, it, t0) for it in window]),
+        "roofline_csv": str(rpath),
+        "kernels_csv": str(kpath),
+        "top_ops": [
+            {k: r[k] for k in ("source_category", "op_name", "kernel_time_ms_sum", "time_pct", "roofline_bound")}
+            for r in out_rows[:10]
+        ],
+    }
+
+
+def _write_kernel_table(
+    path: Path,
+    st: TraceState,
+    sel: np.ndarray,
+    dur: np.ndarray,
+    total: float,
+    inst_sel: np.ndarray,
+    kernel_ops: KernelOps,
+) -> None:
+    """The kernel table of the kernels ``sel`` (durations ``dur``, ops ``inst_sel``): one row per name,
+    by total time."""
     names = st.kernel_names.values
     _, first, inv = np.unique(st.k_name[sel], return_index=True, return_inverse=True)
     name_ids = st.k_name[sel][first]
@@ -643,8 +728,7 @@ def _write_stage(
     # the origin of a name's last kernel, and its most frequent op (ties: the op met first)
     last = len(sel) - 1 - np.unique(inv[::-1], return_index=True)[1]
     top_op = _most_common_op(inv, inst_sel, kernel_ops.instances, len(first))
-    kpath = out_dir / f"{label}_kernels.csv"
-    with kpath.open("w", newline="") as f:
+    with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(KERNEL_COLUMNS)
         for r in np.lexsort((first, -sums)).tolist():
@@ -656,19 +740,29 @@ def _write_stage(
                     top_op[r], ORIGINS[kernel_ops.k_origin[sel[last[r]]]],
                 ]
             )  # fmt: skip
-    # per instance kernel time within the window (instances in order of their first kernel)
+
+
+def _instance_times(
+    inst_sel: np.ndarray, dur: np.ndarray, kernel_ops: KernelOps
+) -> tuple[dict[Any, float], dict[Any, int]]:
+    """Per op instance (by key, in order of its first kernel): kernel time and kernel count in the window."""
     has = inst_sel >= 0
     ids, first_k, inst_inv = np.unique(inst_sel[has], return_index=True, return_inverse=True)
     inst_sum = np.bincount(inst_inv, weights=dur[has], minlength=len(ids))
     inst_count = np.bincount(inst_inv, minlength=len(ids))
     inst_time: dict[Any, float] = {}
     inst_kernels: dict[Any, int] = {}
-    instances = {inst.key: inst for inst in kernel_ops.instances}
     for r in np.argsort(first_k, kind="stable").tolist():
         key = kernel_ops.instances[ids[r]].key
         inst_time[key] = float(inst_sum[r])
         inst_kernels[key] = int(inst_count[r])
-    # roofline rows: group instances by (category, op, signature)
+    return inst_time, inst_kernels
+
+
+def _roofline_groups(
+    st: TraceState, inst_time: dict[Any, float], instances: dict[Any, OpInstance]
+) -> dict[tuple[str, str, str], list[Any]]:
+    """The instances of each roofline row: grouped by (category, op, signature)."""
     groups: dict[tuple[str, str, str], list[Any]] = {}
     for key in inst_time:
         inst = instances[key]
@@ -683,91 +777,79 @@ def _write_stage(
             if m is not None and m.category == "InferenceAttention_fwd":
                 sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
         groups.setdefault((cat, inst.name, sig), []).append(key)
-    out_rows: list[dict[str, Any]] = []
-    bound_time = {"compute": 0.0, "memory": 0.0}
-    modelled_time = 0.0
-    for (cat, name, sig), keys in groups.items():
-        inst0 = instances[keys[0]]
-        m = inst0.model
-        times = [inst_time[k] for k in keys]
-        tsum = sum(times)
-        nk = sum(inst_kernels[k] for k in keys)
-        row: dict[str, Any] = {c: "" for c in ROOFLINE_COLUMNS}
-        row.update(
-            source_category=cat,
-            op_name=name,
-            param_signature=sig,
-            operation_count=len(keys),
-            num_kernels=round(nk / len(keys), 3),
-            kernel_time_ms_sum=_fmt(tsum / 1000.0, 6),
-            time_pct=_fmt(100.0 * tsum / total if total else 0.0, 3),
-            kernel_time_us_mean=_fmt(tsum / len(keys), 3),
-            has_perf_model=bool(m is not None and not math.isnan(m.flops)),
-            input_dims=json.dumps(_dec(inst0.dims_raw)),
-            input_type=json.dumps(_dec(inst0.types_raw)),
-        )
-        if m is not None:
-            row["params_json"] = json.dumps(m.params, default=str)
-        if m is not None and not math.isnan(m.flops):
-            modelled_time += tsum
-            flops, nbytes = m.flops, m.bytes
-            row.update(
-                gflops=_g(flops / 1e9),
-                data_moved_mb=_g(nbytes / MIB),
-                arithmetic_intensity_flops_per_byte=_fmt(flops / nbytes if nbytes else None, 4),
-                achieved_tflops_mean=_fmt(float(np.mean([flops / (t * 1e6) for t in times if t > 0] or [0])), 4),
-                achieved_tbps_mean=_fmt(float(np.mean([nbytes / (t * 1e6) for t in times if t > 0] or [0])), 4),
-            )
-            if spec is not None:
-                peak, key = spec.peak_tflops(m.kind, m.dtype)
-                row["compute_spec"] = key
-                t_mem = nbytes / (spec.hbm_bandwidth_tbps * 1e6)  # us
-                t_cmp = flops / (peak * 1e6) if peak else math.nan
-                roof = max(t_mem, t_cmp) if not math.isnan(t_cmp) else t_mem
-                bound = "compute" if not math.isnan(t_cmp) and t_cmp >= t_mem else "memory"
-                bound_time[bound] += tsum
-                row.update(
-                    roofline_bound=bound,
-                    roofline_time_us=_fmt(roof, 4),
-                    pct_roofline_mean=_fmt(float(np.mean([100.0 * roof / t for t in times if t > 0] or [0])), 3),
-                )
-        out_rows.append(row)
-    out_rows.sort(key=lambda r: -float(r["kernel_time_ms_sum"] or 0))
-    rpath = out_dir / f"{label}_kernel_roofline_simple.csv"
-    with rpath.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=ROOFLINE_COLUMNS)
-        w.writeheader()
-        w.writerows(out_rows)
-    iter_rows = [_iter_row(st, it, t0) for it in window]
+    return groups
+
+
+def _roofline_row(
+    cat: str,
+    name: str,
+    sig: str,
+    inst0: OpInstance,
+    times: list[float],
+    nk: int,
+    total: float,
+    spec: GpuSpec | None,
+) -> tuple[dict[str, Any], bool, str | None]:
+    """One roofline row from its instances' kernel ``times`` (``nk`` kernels in all); whether its time is
+    modelled, and what bounds it (None without a model or a spec)."""
+    m = inst0.model
+    tsum = sum(times)
+    row: dict[str, Any] = {c: "" for c in ROOFLINE_COLUMNS}
+    row.update(
+        source_category=cat,
+        op_name=name,
+        param_signature=sig,
+        operation_count=len(times),
+        num_kernels=round(nk / len(times), 3),
+        kernel_time_ms_sum=_fmt(tsum / 1000.0, 6),
+        time_pct=_fmt(100.0 * tsum / total if total else 0.0, 3),
+        kernel_time_us_mean=_fmt(tsum / len(times), 3),
+        has_perf_model=bool(m is not None and not math.isnan(m.flops)),
+        input_dims=json.dumps(_dec(inst0.dims_raw)),
+        input_type=json.dumps(_dec(inst0.types_raw)),
+    )
+    if m is not None:
+        row["params_json"] = json.dumps(m.params, default=str)
+    if m is None or math.isnan(m.flops):
+        return row, False, None
+    flops, nbytes = m.flops, m.bytes
+    row.update(
+        gflops=_g(flops / 1e9),
+        data_moved_mb=_g(nbytes / MIB),
+        arithmetic_intensity_flops_per_byte=_fmt(flops / nbytes if nbytes else None, 4),
+        achieved_tflops_mean=_fmt(float(np.mean([flops / (t * 1e6) for t in times if t > 0] or [0])), 4),
+        achieved_tbps_mean=_fmt(float(np.mean([nbytes / (t * 1e6) for t in times if t > 0] or [0])), 4),
+    )
+    if spec is None:
+        return row, True, None
+    peak, key = spec.peak_tflops(m.kind, m.dtype)
+    row["compute_spec"] = key
+    t_mem = nbytes / (spec.hbm_bandwidth_tbps * 1e6)  # us
+    t_cmp = flops / (peak * 1e6) if peak else math.nan
+    roof = max(t_mem, t_cmp) if not math.isnan(t_cmp) else t_mem
+    bound = "compute" if not math.isnan(t_cmp) and t_cmp >= t_mem else "memory"
+    row.update(
+        roofline_bound=bound,
+        roofline_time_us=_fmt(roof, 4),
+        pct_roofline_mean=_fmt(float(np.mean([100.0 * roof / t for t in times if t > 0] or [0])), 3),
+    )
+    return row, True, bound
+
+
+def _window_timeline(iter_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over the window's iteration rows (:func:`_iter_row`)."""
     n = len(iter_rows) or 1
     mean = lambda key: sum(float(r[key] or 0) for r in iter_rows) / n  # noqa: E731
     toks = [r["tokens"] for r in iter_rows if r["tokens"] != ""]
     return {
-        "label": label,
-        "iterations": len(stage_its),
-        "window_iterations": [it.index for it in window],
-        "window_choice": how,
-        "kernel_time_us": round(total, 3),
-        "kernel_time_without_launch_record_us": round(no_launch, 3),
-        "kernels": len(sel),
-        "modelled_kernel_time_pct": round(100.0 * modelled_time / total, 2) if total else 0.0,
-        "bound_time_us": {k: round(v, 3) for k, v in bound_time.items()},
-        "timeline": {
-            "mean_step_time_us": round(mean("step_time_us"), 3),
-            "mean_gpu_busy_us": round(mean("gpu_busy_us"), 3),
-            "mean_gpu_idle_us": round(mean("gpu_idle_us"), 3),
-            "mean_gpu_span_us": round(mean("gpu_span_us"), 3),
-            "mean_tokens_per_step": round(sum(toks) / len(toks), 3) if toks else None,
-            "tokens_per_s": round(sum(toks) / (sum(float(r["step_time_us"]) for r in iter_rows) * 1e-6), 1)
-            if toks
-            else None,
-        },
-        "roofline_csv": str(rpath),
-        "kernels_csv": str(kpath),
-        "top_ops": [
-            {k: r[k] for k in ("source_category", "op_name", "kernel_time_ms_sum", "time_pct", "roofline_bound")}
-            for r in out_rows[:10]
-        ],
+        "mean_step_time_us": round(mean("step_time_us"), 3),
+        "mean_gpu_busy_us": round(mean("gpu_busy_us"), 3),
+        "mean_gpu_idle_us": round(mean("gpu_idle_us"), 3),
+        "mean_gpu_span_us": round(mean("gpu_span_us"), 3),
+        "mean_tokens_per_step": round(sum(toks) / len(toks), 3) if toks else None,
+        "tokens_per_s": round(sum(toks) / (sum(float(r["step_time_us"]) for r in iter_rows) * 1e-6), 1)
+        if toks
+        else None,
     }
 
 
@@ -799,6 +881,31 @@ def _trace_files(target: Path) -> list[Path]:
     return [p for p in files if "capture_traces" not in p.parts[len(target.parts) - 1 :]]
 
 
+def _input_files(traces: Any) -> list[Path]:
+    """The trace files of ``traces`` (a file, a folder of them, or a list of files); none is an error."""
+    if isinstance(traces, (str, Path)):
+        root = Path(traces)
+        if not root.exists():
+            raise AnalysisError(f"{root}: no such file or folder")
+        files = _trace_files(root)
+    else:
+        files = [Path(p) for p in traces]
+        root = files[0] if files else Path(".")
+    if not files:
+        raise AnalysisError(f"{root}: no trace files (.json, .json.gz) found")
+    return files
+
+
+def _user_spec(options: dict[str, Any]) -> GpuSpec | None:
+    """The GPU spec the options name (a bundled name or a JSON file), or None."""
+    if not options.get("spec"):
+        return None
+    try:
+        return load_spec(str(options["spec"]))
+    except SpecError as exc:
+        raise AnalysisError(str(exc)) from None
+
+
 class InferenceAnalyzer(TraceAnalyzer):
     """Stage split (prefill / decode / mixed), steady-state window and per-op roofline of inference traces."""
 
@@ -818,27 +925,10 @@ class InferenceAnalyzer(TraceAnalyzer):
         stages_opt = str(options.get("stages") or "all")
         if stages_opt not in STAGES_FOR:
             raise AnalysisError(f"stages must be one of {', '.join(STAGES_FOR)}, not {stages_opt!r}")
-        stages = STAGES_FOR[stages_opt]
-        user_spec = None
-        if options.get("spec"):
-            try:
-                user_spec = load_spec(str(options["spec"]))
-            except SpecError as exc:
-                raise AnalysisError(str(exc)) from None
-        if isinstance(traces, (str, Path)):
-            root = Path(traces)
-            if not root.exists():
-                raise AnalysisError(f"{root}: no such file or folder")
-            files = _trace_files(root)
-        else:
-            files = [Path(p) for p in traces]
-            root = files[0] if files else Path(".")
-        if not files:
-            raise AnalysisError(f"{root}: no trace files (.json, .json.gz) found")
+        user_spec = _user_spec(options)
+        files = _input_files(traces)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        suffix = str(options.get("label_suffix") or "")
-        workers = int(options.get("workers") or os.cpu_count() or 1)
         summary: dict[str, Any] = {
             "analyzer": self.name,
             "stages_requested": stages_opt,
@@ -848,35 +938,53 @@ class InferenceAnalyzer(TraceAnalyzer):
             "outputs": [],
         }
         for n, path in enumerate(files):
-            cap_dir = options.get("capture_traces")
-            cap_path = Path(cap_dir) if cap_dir else path.parent / "capture_traces"
-            captures: list[CapturedGraph] = []
-            if cap_path.is_dir():
-                captures, cap_errors = load_captures(cap_path)
-                summary["errors"] += cap_errors
-            elif cap_dir:
-                summary["errors"].append(f"{cap_path}: capture_traces folder not found")
-            try:
-                trace = ev_mod.load(path, workers)
-            except ev_mod.TraceLoadError as exc:
-                summary["errors"].append(str(exc))
-                continue
-            spec = user_spec or detect_spec(trace.device_properties)
-            st = TraceState(trace, options)
             prefix = f"rank{n}_" if len(files) > 1 else ""
-            result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
-            result["spec"] = spec.as_dict() if spec is not None else None
-            if spec is None:
-                result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")
-            if captures:
-                result["capture_traces"] = str(cap_path)
+            result = _analyze_file(path, options, STAGES_FOR[stages_opt], user_spec, out_dir, prefix, summary)
+            if result is None:
+                continue
             summary["traces"].append(result)
             for s in result["stages"].values():
                 summary["outputs"] += [s["roofline_csv"], s["kernels_csv"]]
             summary["outputs"].append(result["iterations_csv"])
-            del st, trace
         summary["elapsed_s"] = round(time.perf_counter() - t_start, 3)
         jpath = out_dir / "inference_summary.json"
         summary["outputs"].append(str(jpath))
         jpath.write_text(json.dumps(summary, indent=2, default=str))
         return summary
+
+
+def _analyze_file(
+    path: Path,
+    options: dict[str, Any],
+    stages: tuple[str, ...],
+    user_spec: GpuSpec | None,
+    out_dir: Path,
+    prefix: str,
+    summary: dict[str, Any],
+) -> dict[str, Any] | None:
+    """One trace file with its capture traces; its result, or None when it could not be read (errors go
+    to ``summary["errors"]``)."""
+    cap_dir = options.get("capture_traces")
+    cap_path = Path(cap_dir) if cap_dir else path.parent / "capture_traces"
+    captures: list[CapturedGraph] = []
+    if cap_path.is_dir():
+        captures, cap_errors = load_captures(cap_path)
+        summary["errors"] += cap_errors
+    elif cap_dir:
+        summary["errors"].append(f"{cap_path}: capture_traces folder not found")
+    workers = int(options.get("workers") or os.cpu_count() or 1)
+    try:
+        trace = ev_mod.load(path, workers)
+    except ev_mod.TraceLoadError as exc:
+        summary["errors"].append(str(exc))
+        return None
+    spec = user_spec or detect_spec(trace.device_properties)
+    st = TraceState(trace, options)
+    suffix = str(options.get("label_suffix") or "")
+    result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+    result["spec"] = spec.as_dict() if spec is not None else None
+    if spec is None:
+        result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")
+    if captures:
+        result["capture_traces"] = str(cap_path)
+    return result

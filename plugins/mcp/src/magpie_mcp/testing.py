@@ -1,0 +1,118 @@
+"""Test helpers: drive a real ``magpie mcp`` through the MCP SDK's stdio client.
+
+For the tests of the built-in tools and of any plugin's tools::
+
+    ws = write_workspace(tmp_path / "ws", roots=[tmp_path / "ws", DATA])
+
+    async def scenario(s):
+        out = await call(s, "my_tool", {"x": 1})          # must succeed: its structured content
+        msg = await call_error(s, "my_tool", {"x": -1})   # must be a tool error: its text
+
+    run_session(ws, scenario)
+
+The server is started as users start it (``python -m magpie_core -c config.yaml mcp``) with the
+workspace as its working directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+Scenario = Callable[[ClientSession], Awaitable[Any]]
+
+
+def write_workspace(folder: Path, roots: Sequence[Path]) -> Path:
+    """``folder`` with a ``config.yaml``: results under ``folder/results``, allowed roots ``roots``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = ", ".join(str(r) for r in roots)
+    (folder / "config.yaml").write_text(
+        f"output:\n  directory: {folder / 'results'}\nmcp:\n  allowed_roots: [{listed}]\n"
+    )
+    return folder
+
+
+def add_roots(workspace: Path, *roots: Path) -> None:
+    """Allow more roots in ``workspace``'s config."""
+    config = workspace / "config.yaml"
+    text = config.read_text()
+    head, _, listed = text.rpartition("allowed_roots: [")
+    config.write_text(f"{head}allowed_roots: [{', '.join(str(r) for r in roots)}, {listed}")
+
+
+def run_session(workspace: Path, scenario: Scenario, env: dict[str, str] | None = None) -> Any:
+    """Start ``magpie -c <workspace>/config.yaml mcp`` over stdio, initialize, run ``scenario``; its result.
+
+    The server's stderr goes to ``<workspace>/server.stderr``.
+    """
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp"],
+        cwd=str(workspace),
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    )
+
+    async def main() -> Any:
+        with (workspace / "server.stderr").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                return await scenario(session)
+
+    return anyio.run(main)
+
+
+def _text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def call(session: ClientSession, name: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; return its structured content."""
+    result = await session.call_tool(name, args or {}, **kw)
+    if result.is_error:
+        raise AssertionError(f"{name} failed: {_text(result)}")
+    if result.structured_content is None:
+        raise AssertionError(f"{name}: no structured content")
+    return result.structured_content
+
+
+async def call_error(session: ClientSession, name: str, args: dict[str, Any]) -> str:
+    """Call a tool that must fail as a tool error; return its message."""
+    result = await session.call_tool(name, args)
+    if not result.is_error:
+        raise AssertionError(f"{name} should have failed, got {result.structured_content}")
+    return _text(result)
+
+
+def write_benchmark_report(
+    folder: Path, framework: str, req_s: float, ttft: float, top: list[tuple[str, float]]
+) -> Path:
+    """A small ``benchmark_report.json`` as ``magpie benchmark`` writes it (with a gap analysis)."""
+    folder.mkdir(parents=True)
+    report = {
+        "schema_version": "1.0",
+        "mode": "benchmark",
+        "success": True,
+        "framework": framework,
+        "model": "m",
+        "timestamp": "2025-01-01T00:00:00+00:00",
+        "run_kind": "measurement",
+        "workspace_dir": str(folder),
+        "throughput": {"request_throughput": req_s, "output_throughput": req_s * 100},
+        "latency": {"ttft": {"mean_ms": ttft, "p99_ms": ttft * 2}, "tpot": {"mean_ms": 5.0}},
+        "gap_analysis": {
+            "gpu_idle_pct": 30.0,
+            "launch_bound": True,
+            "top_kernels": [{"name": n, "pct_total": p, "calls": 10, "avg_time_us": 3.0} for n, p in top],
+        },
+        "errors": [],
+    }
+    path = folder / "benchmark_report.json"
+    path.write_text(json.dumps(report))
+    return path

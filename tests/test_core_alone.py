@@ -1,0 +1,81 @@
+"""The core installs and works alone: no first-party plugin, and a third-party one with the built-ins' powers.
+
+A fresh venv gets only ``magpie-core`` (dependencies from the package index or pip's cache), then the
+test plugin package; nothing of the repository's other distributions is importable there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, TEST_PLUGINS
+
+TRACE = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+
+
+def _pip(python: Path, *args: str) -> None:
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-c",
+            str(ROOT / "constraints.txt"),
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def core_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("core_only") / "venv"
+    venv.create(where, with_pip=True)
+    python = where / "bin" / "python"
+    _pip(python, str(ROOT))
+    return where / "bin"
+
+
+def _magpie(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1", "HOME": str(cwd)}
+    return subprocess.run(
+        [str(bin_dir / "magpie"), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+def test_core_alone_lists_its_one_builtin_and_names_missing_plugins(core_only, tmp_path):
+    listed = _magpie(core_only, "plugins", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert [(p["name"], p["distribution"]) for p in json.loads(listed.stdout)] == [("local", "magpie-core")]
+    for command, distribution in (("gap", "magpie-gap-analysis"), ("inference", "magpie-inference-analysis")):
+        result = _magpie(core_only, command, str(TRACE), cwd=tmp_path)
+        assert result.returncode == 2
+        assert f"'magpie {command}' comes from the plugin distribution {distribution}" in result.stderr
+    unknown = _magpie(core_only, "analyze", "-k", str(DATA / "kernels" / "numpy_kernel.yaml"), cwd=tmp_path)
+    assert unknown.returncode == 2 and "no kernel backend named 'numpy' is installed" in unknown.stderr
+
+
+def test_a_third_party_plugin_adds_a_command_and_an_analyzer(core_only, tmp_path):
+    _pip(core_only / "python", "--no-deps", str(TEST_PLUGINS / "example_plugin"))
+    result = _magpie(core_only, "kernel-count", str(TRACE), "--top", "2", "--output-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert len(summary["kernels"]) == 2 and all(count > 0 for count in summary["kernels"].values())
+    listed = {p["name"]: p for p in json.loads(_magpie(core_only, "plugins", "--json", cwd=tmp_path).stdout)}
+    assert listed["example"]["components"]["command"] == ["kernel-count"]
+    analyzed = _magpie(core_only, "analyze", "-k", str(DATA / "kernels" / "numpy_kernel.yaml"), "--json", cwd=tmp_path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert json.loads(analyzed.stdout)["results"][0]["correctness"]["status"] == "passed"
+    assert sys.executable not in str(core_only)  # the test venv is not the one running the tests
