@@ -53,7 +53,7 @@ PIPELINE = r"""
 import json, resource, sys
 from pathlib import Path
 from magpie_core.config.benchmark import GapAnalysisConfig
-from magpie_core.pipelines.gap import gap_analysis
+from magpie_gap_analysis.pipeline import gap_analysis
 r = gap_analysis(Path(sys.argv[1]), GapAnalysisConfig(no_rank_csv=True), Path(sys.argv[2]), workers=int(sys.argv[3]))
 assert not r.errors, r.errors
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

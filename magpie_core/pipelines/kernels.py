@@ -163,98 +163,103 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     backend = get_plugin_manager().get("kernel_backend", kernel.type)
     cwd = kernel.resolved_working_dir(Path(job.config_dir))
     timeout = float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
-    errors: list[str] = []
-
+    result = KernelResult(
+        kernel_id=kernel.id,
+        kernel_type=kernel.type,
+        compile=CompileResult(status=StageStatus.SKIPPED),
+        correctness=CorrectnessResult(status=StageStatus.SKIPPED),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message="not measured"),
+        workdir=str(workdir),
+    )
     if job.timing_only:
-        compiled = CompileResult(status=StageStatus.SKIPPED, artifacts=job.build_artifacts, message="built in round 1")
+        result.compile = CompileResult(
+            status=StageStatus.SKIPPED, artifacts=job.build_artifacts, message="built in round 1"
+        )
     else:
-        compiled = _compile(kernel, backend, cwd, workdir, timeout)
-    skipped = PerformanceResult(status=StageStatus.SKIPPED, message="not measured")
-    if compiled.status == StageStatus.FAILED:
-        errors.append(compiled.message or "compile failed")
-        return KernelResult(
-            kernel_id=kernel.id,
-            kernel_type=kernel.type,
-            compile=compiled,
-            correctness=CorrectnessResult(status=StageStatus.SKIPPED, message="compile failed"),
-            performance=skipped,
-            errors=errors,
-            workdir=str(workdir),
-        )
-
-    blocker = backend.cannot_run(kernel) if compiled.status == StageStatus.PASSED else None
+        result.compile = _compile(kernel, backend, cwd, workdir, timeout)
+    if result.compile.status == StageStatus.FAILED:
+        result.errors.append(result.compile.message or "compile failed")
+        result.correctness.message = "compile failed"
+        return result
+    blocker = backend.cannot_run(kernel) if result.compile.status == StageStatus.PASSED else None
     if blocker:
-        return KernelResult(
-            kernel_id=kernel.id,
-            kernel_type=kernel.type,
-            compile=compiled,
-            correctness=CorrectnessResult(status=StageStatus.NOT_RUN, message=blocker),
-            performance=PerformanceResult(status=StageStatus.NOT_RUN, message=blocker),
-            errors=errors,
-            workdir=str(workdir),
-            no_device=True,
-        )
+        result.correctness = CorrectnessResult(status=StageStatus.NOT_RUN, message=blocker)
+        result.performance = PerformanceResult(status=StageStatus.NOT_RUN, message=blocker)
+        result.no_device = True
+        return result
+    _check_and_time(kernel, job, result, cwd, workdir, timeout)
+    for stage in (result.correctness, result.performance):
+        if stage.status in (StageStatus.FAILED, StageStatus.ERROR) and stage.message:
+            result.errors.append(stage.message.splitlines()[0])
+    return result
 
+
+def _check_and_time(
+    kernel: KernelConfig, job: KernelJob, result: KernelResult, cwd: Path, workdir: Path, timeout: float
+) -> None:
+    """The correctness gates (testcase commands, the backend's harness) and timing of a compiled kernel."""
     correctness: CorrectnessResult | None = None
-    performance = skipped
-    environment: dict[str, Any] = {}
     run_testcases = bool(kernel.testcase_commands()) and not job.timing_only
     if run_testcases and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
         correctness = _run_testcases(kernel, cwd, workdir, timeout)
-
     if kernel.uses_harness:
-        perf_settings = dict(job.performance)
-        perf_settings["enabled"] = job.measure_performance and perf_settings.get("backend", "events") != "none"
-        task = EvaluationTask(
-            kernel=job.kernel,
-            kernel_type=kernel.type,
-            config_dir=job.config_dir,
-            workspace=str(workdir),
-            build_artifacts=compiled.artifacts,
-            baseline_outputs=job.baseline_outputs,
-            save_outputs=job.save_outputs,
-            seed=int(job.correctness.get("seed", 0)),
-            settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
-        )
-        worker_env = {**_command_env(kernel, workdir), **job.extra_env}
-        outcome = _run_worker(task, cwd, workdir, worker_env, timeout)
-        environment = outcome.environment
-        performance = outcome.performance
-        profiler_name = str(perf_settings.get("backend", "events"))
-        if (
-            job.measure_performance
-            and not job.timing_only  # counters once, from round 1
-            and profiler_name not in BUILT_IN_TIMING
-            and outcome.correctness.status == StageStatus.PASSED
-        ):
-            _profile_harness(task, profiler_name, job, cwd, workdir, worker_env, timeout, performance)
-        if correctness is None or correctness.status == StageStatus.PASSED:
-            if correctness is not None:  # both gates ran: report the harness, mention the testcase
-                outcome.correctness.message = f"{outcome.correctness.message or ''} (testcase_command also passed)"
-            correctness = outcome.correctness
-        if correctness.status != StageStatus.PASSED and performance.status == StageStatus.PASSED:
-            performance.notes.append("timed, but not ranked: correctness did not pass")
+        correctness = _run_harness(kernel, job, result, correctness, cwd, workdir, timeout)
     elif correctness is None:
         correctness = CorrectnessResult(
             status=StageStatus.NOT_RUN,
             message="no correctness check configured: give testcase_command, or entry with reference/get_inputs",
         )
+    result.correctness = correctness
     if not kernel.uses_harness and job.measure_performance:
-        performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
+        result.performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
 
-    for stage in (correctness, performance):
-        if stage.status in (StageStatus.FAILED, StageStatus.ERROR) and stage.message:
-            errors.append(stage.message.splitlines()[0])
-    return KernelResult(
-        kernel_id=kernel.id,
+
+def _run_harness(
+    kernel: KernelConfig,
+    job: KernelJob,
+    result: KernelResult,
+    testcase: CorrectnessResult | None,
+    cwd: Path,
+    workdir: Path,
+    timeout: float,
+) -> CorrectnessResult:
+    """The backend's harness in an isolated worker: correctness, then timing (and counters, once).
+
+    Returns the correctness verdict: the harness's, unless a testcase command already failed.
+    """
+    perf_settings = dict(job.performance)
+    perf_settings["enabled"] = job.measure_performance and perf_settings.get("backend", "events") != "none"
+    task = EvaluationTask(
+        kernel=job.kernel,
         kernel_type=kernel.type,
-        compile=compiled,
-        correctness=correctness,
-        performance=performance,
-        environment=environment,
-        errors=errors,
-        workdir=str(workdir),
+        config_dir=job.config_dir,
+        workspace=str(workdir),
+        build_artifacts=result.compile.artifacts,
+        baseline_outputs=job.baseline_outputs,
+        save_outputs=job.save_outputs,
+        seed=int(job.correctness.get("seed", 0)),
+        settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
     )
+    worker_env = {**_command_env(kernel, workdir), **job.extra_env}
+    outcome = _run_worker(task, cwd, workdir, worker_env, timeout)
+    result.environment = outcome.environment
+    result.performance = performance = outcome.performance
+    profiler_name = str(perf_settings.get("backend", "events"))
+    if (
+        job.measure_performance
+        and not job.timing_only  # counters once, from round 1
+        and profiler_name not in BUILT_IN_TIMING
+        and outcome.correctness.status == StageStatus.PASSED
+    ):
+        _profile_harness(task, profiler_name, job, cwd, workdir, worker_env, timeout, performance)
+    correctness = testcase
+    if correctness is None or correctness.status == StageStatus.PASSED:
+        if correctness is not None:  # both gates ran: report the harness, mention the testcase
+            outcome.correctness.message = f"{outcome.correctness.message or ''} (testcase_command also passed)"
+        correctness = outcome.correctness
+    if correctness.status != StageStatus.PASSED and performance.status == StageStatus.PASSED:
+        performance.notes.append("timed, but not ranked: correctness did not pass")
+    return correctness
 
 
 PROFILE_LAUNCHES = 5
@@ -535,7 +540,7 @@ def compare(
         rounds = int(jobs[base_index].performance.get("rounds", 1))
         for job in jobs:
             job.performance = _split_budget(job.performance, rounds)
-        expected = ws.path / "expected_outputs.pt"
+        expected = ws.path / "baseline_outputs"  # written by the baseline's backend, in its own format
         jobs[base_index].save_outputs = str(expected)
         if progress:
             progress(f"baseline {kernels[base_index].id}")

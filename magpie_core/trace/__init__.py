@@ -16,7 +16,8 @@ third-party trace analyzer (a plugin implementing ``magpie_register_trace_analyz
   grouped by category (:data:`GPU_ACTIVITY_CATS`, :data:`RUNTIME_CATS`, :data:`ANNOTATION_CATS`).
   A large plain-JSON file is decoded in byte ranges by several processes: ``part=(i, n)`` of
   :func:`stream_events` / :func:`stream_table`, :func:`part_count` to choose ``n``,
-  :func:`merge_tables` to join the parts (and :func:`magpie_core.fanout.run_tasks` to run them).
+  :func:`merge_tables` to join the parts (and :func:`magpie_core.fanout.run_tasks` to run them;
+  :func:`table_part` is such a task, selecting events with :func:`category_matcher`).
   :class:`FallBack` says the fast path cannot handle a file: decode it whole instead.
 * :mod:`~magpie_core.trace.discover`: the trace files of a run and the rank of each
   (:func:`discover`, :func:`find_trace_files`, :class:`TraceFile`).
@@ -55,12 +56,14 @@ if TYPE_CHECKING:
         FallBack,
         Interner,
         StreamedFile,
+        category_matcher,
         load_table,
         merge_tables,
         part_count,
         splittable,
         stream_events,
         stream_table,
+        table_part,
     )
 
 _COLUMNS = frozenset(
@@ -73,12 +76,14 @@ _COLUMNS = frozenset(
         "FallBack",
         "Interner",
         "StreamedFile",
+        "category_matcher",
         "load_table",
         "merge_tables",
         "part_count",
         "splittable",
         "stream_events",
         "stream_table",
+        "table_part",
     }
 )
 
@@ -99,6 +104,7 @@ __all__ = [
     "TraceFile",
     "TraceLoadError",
     "TraceObject",
+    "category_matcher",
     "discover",
     "find_trace_files",
     "load_table",
@@ -110,6 +116,7 @@ __all__ = [
     "splittable",
     "stream_events",
     "stream_table",
+    "table_part",
 ]
 
 

@@ -8,8 +8,6 @@ import csv
 import gzip
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
@@ -22,7 +20,8 @@ from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, parse_
 from magpie_inference_analysis.models import model_op
 from magpie_inference_analysis.specs import SpecError, bundled, detect_spec, load_spec
 
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
+
 TRACES = DATA / "traces"
 SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"
 VLLM = TRACES / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
@@ -358,46 +357,7 @@ def test_crosscheck_with_tracelens(tmp_path: Path, trace: Path, ref: str, attent
     assert t["kernels_outside_iterations"] == (8 if ref == "h100_qwen" else 0)
 
 
-# -- CLI and benchmark wiring ----------------------------------------------------------------------------
-
-
-def test_cli_inference(tmp_path: Path) -> None:
-    magpie = str(Path(sys.executable).with_name("magpie"))
-    ok = subprocess.run(
-        [magpie, "inference", str(CPU), "--spec", "MI355X", "-o", str(tmp_path / "o"), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert ok.returncode == 0, ok.stderr
-    summary = json.loads(ok.stdout)
-    assert summary["traces"][0]["spec"]["name"] == "MI355X"
-    assert (tmp_path / "o" / "decode_only_kernel_roofline_simple.csv").is_file()
-    bad = subprocess.run([magpie, "inference", str(CPU), "--spec", "A100"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "unknown GPU spec" in bad.stdout + bad.stderr
-    bad = subprocess.run([magpie, "inference", str(tmp_path / "none")], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2
-
-
-def test_benchmark_writes_tracelens_outputs(tmp_path: Path) -> None:
-    from magpie_core.pipelines.benchmark import run_benchmark
-    from tests.test_benchmark_pipeline import FakeFramework, config
-
-    cfg = config(
-        run_kind="diagnostic",
-        load={"warmup_requests": 0, "progress": False},
-        profiler={"tracelens": {"enabled": True, "analysis_stages": "all", "export_format": "csv"}},
-    )
-    report = run_benchmark(cfg, tmp_path, framework_component=FakeFramework())
-    data = json.loads((Path(report.workspace_dir) / "benchmark_report.json").read_text())
-    tl = data["tracelens_analysis"]
-    assert tl is not None and tl["output_dir"].endswith("tracelens"), data["errors"]
-    assert not tl["errors"] and tl["outputs"]
-    assert all(Path(p).is_file() and "/tracelens/" in p for p in tl["outputs"])
-    assert (Path(report.workspace_dir) / "tracelens" / "inference_summary.json").is_file()
-
-
-GPU_TRACE = Path(__file__).parent / "data" / "traces_gpu" / "llama_h200.json.gz"
+GPU_TRACE = DATA / "traces_gpu" / "llama_h200.json.gz"
 
 
 def test_gpu_recorded_trace_h200(tmp_path: Path) -> None:

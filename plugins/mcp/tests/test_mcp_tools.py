@@ -11,9 +11,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from magpie_mcp.testing import call, call_error, run_session, write_benchmark_report, write_workspace
 from mcp import ClientSession
 
-from magpie_mcp.testing import call, call_error, run_session, write_benchmark_report, write_workspace
 from tests.conftest import DATA
 
 KERNELS = DATA / "kernels"

@@ -112,7 +112,10 @@ def numel(shape: Any) -> int:
     return n
 
 
-def _tensors(dims: list[Any], types: list[Any]) -> list[tuple[int, list[int], str | None, float]]:
+Tensor = tuple[int, list[int], str | None, float]  # argument index, shape, dtype, bytes/element
+
+
+def _tensors(dims: list[Any], types: list[Any]) -> list[Tensor]:
     """(argument index, shape, dtype, bytes/element) of every tensor argument (non-empty dims, known type)."""
     out = []
     for i, d in enumerate(dims):
@@ -134,9 +137,12 @@ def _bool_at(concrete: list[Any], i: int) -> bool:
     return i < len(concrete) and str(concrete[i]).strip().lower() in ("true", "1")
 
 
-def gemm(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpModel | None:
-    t = _tensors(dims, types)
-    base = op.split("::", 1)[-1]
+#: a GEMM's operands: A, B (as [.., K] x [K, N]), and the bias shape and bytes/element (None, 0.0: no bias)
+GemmOperands = tuple[Tensor, Tensor, list[int] | None, float]
+
+
+def _gemm_operands(op: str, base: str, t: list[Tensor]) -> GemmOperands | None:
+    """A, B and the bias of a GEMM-like op's tensor arguments ``t``, by the op's argument convention."""
     bias_shape: list[int] | None = None
     bias_b = 0.0
     if base in ("addmm", "baddbmm"):
@@ -172,6 +178,16 @@ def gemm(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpM
             return None
         if len(t) > 2 and len(t[2][1]) == 1 and t[2][1][0] == b[1][1] and t[2][2] in FLOATS:
             bias_shape, bias_b = t[2][1], t[2][3]
+    return a, b, bias_shape, bias_b
+
+
+def gemm(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpModel | None:
+    """``2 * B * M * N * K`` FLOPs (plus one per output for a bias); A, B and C (and the bias) moved once."""
+    base = op.split("::", 1)[-1]
+    operands = _gemm_operands(op, base, _tensors(dims, types))
+    if operands is None:
+        return None
+    a, b, bias_shape, bias_b = operands
     sa, sb = a[1], b[1]
     if len(sa) < 1 or len(sb) < 1:
         return None
@@ -290,69 +306,55 @@ def _broadcast(a: list[int], b: list[int]) -> list[int]:
     return [max(x, y) for x, y in zip(a2, b2, strict=True)]
 
 
-def model_op(
-    op: str, dims: list[Any], types: list[Any], concrete: list[Any], step: StepInfo | None = None
-) -> OpModel | None:
-    """The FLOPs/bytes model of one op call, or None when none applies."""
-    low = op.lower()
-    base = _base(op)
-    ns = op.split("::", 1)[0] if "::" in op else ""
-    if op in GEMM_OPS:
-        return gemm(op, dims, types, concrete)
-    if op in SDPA_CAUSAL_ARG:
-        return sdpa(op, dims, types, concrete)
-    if ns != "aten":
-        if "moe" in low or "expert" in low:
-            return moe(dims, types)
-        if "attention" in low or "attn" in low:
-            return inference_attention(dims, types, step)
-        if "gemm" in low or low.endswith(("_mm", "::mm", "matmul", "linear")):
-            return gemm(op, dims, types, concrete)
-    t = _tensors(dims, types)
-    if not t:
+def _rms_norm(t: list[Tensor], low: str) -> OpModel:
+    x = t[0]
+    n = numel(x[1])
+    fused_add = "add" in low
+    weight = next((y for y in t[1:] if len(y[1]) == 1), None)
+    nbytes = 2 * n * x[3] + (numel(weight[1]) * weight[3] if weight else 0) + (2 * n * x[3] if fused_add else 0)
+    return _vector("RMSNorm_fwd", (5 if fused_add else 4) * n, nbytes, x[2], shape=x[1], fused_add=fused_add)
+
+
+def _normalization(t: list[Tensor]) -> OpModel:
+    x = t[0]
+    n = numel(x[1])
+    extra = sum(numel(y[1]) * y[3] for y in t[1:] if len(y[1]) == 1)
+    return _vector("Normalization", 5 * n, 2 * n * x[3] + extra, x[2], shape=x[1])
+
+
+def _rope(t: list[Tensor]) -> OpModel | None:
+    floats = [y for y in t if y[2] in FLOATS]
+    if not floats:
         return None
+    tokens = floats[0][1][0]
+    qk = [y for y in floats if y[1][0] == tokens]
+    cache = [y for y in floats if y[1][0] != tokens]
+    pos = [y for y in t if y[2] not in FLOATS and y[1][0] == tokens]
+    n = sum(numel(y[1]) for y in qk)
+    rot = cache[0][1][-1] if cache else 0
+    nbytes = 2 * sum(numel(y[1]) * y[3] for y in qk)
+    nbytes += tokens * rot * (cache[0][3] if cache else 0) + sum(numel(y[1]) * y[3] for y in pos)
+    return _vector("RoPE_fwd", 3 * n, nbytes, qk[0][2] if qk else None, tokens=tokens, elements=n)
+
+
+def _embedding(t: list[Tensor]) -> OpModel | None:
+    if len(t) < 2:
+        return None
+    w, idx = t[0], t[1]
+    rows = numel(idx[1])
+    d = w[1][-1]
+    return _vector("Embedding", 0, 2 * rows * d * w[3] + rows * idx[3], w[2], rows=rows, dim=d)
+
+
+def _act_and_mul(t: list[Tensor]) -> OpModel:
+    x = max(t, key=lambda y: numel(y[1]))
+    n_out = numel(x[1]) // 2
+    return _vector("BinaryElementwise", 2 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
+
+
+def _aten_vector(base: str, t: list[Tensor]) -> OpModel | None:
+    """Copies, reductions and elementwise ops of ``aten``."""
     first = t[0]
-    if "rms" in low and "norm" in low:
-        x = first
-        n = numel(x[1])
-        fused_add = "add" in low
-        weight = next((y for y in t[1:] if len(y[1]) == 1), None)
-        nbytes = 2 * n * x[3] + (numel(weight[1]) * weight[3] if weight else 0) + (2 * n * x[3] if fused_add else 0)
-        return _vector("RMSNorm_fwd", (5 if fused_add else 4) * n, nbytes, x[2], shape=x[1], fused_add=fused_add)
-    if base in ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "batch_norm"):
-        x = first
-        n = numel(x[1])
-        extra = sum(numel(y[1]) * y[3] for y in t[1:] if len(y[1]) == 1)
-        return _vector("Normalization", 5 * n, 2 * n * x[3] + extra, x[2], shape=x[1])
-    if "rotary" in low or "rope" in low:
-        floats = [y for y in t if y[2] in FLOATS]
-        if not floats:
-            return None
-        tokens = floats[0][1][0]
-        qk = [y for y in floats if y[1][0] == tokens]
-        cache = [y for y in floats if y[1][0] != tokens]
-        pos = [y for y in t if y[2] not in FLOATS and y[1][0] == tokens]
-        n = sum(numel(y[1]) for y in qk)
-        rot = cache[0][1][-1] if cache else 0
-        nbytes = 2 * sum(numel(y[1]) * y[3] for y in qk)
-        nbytes += tokens * rot * (cache[0][3] if cache else 0) + sum(numel(y[1]) * y[3] for y in pos)
-        return _vector("RoPE_fwd", 3 * n, nbytes, qk[0][2] if qk else None, tokens=tokens, elements=n)
-    if base in ("softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax", "_safe_softmax"):
-        n = numel(first[1])
-        return _vector("Softmax", 5 * n, 2 * n * first[3], first[2], shape=first[1])
-    if base == "embedding":
-        if len(t) < 2:
-            return None
-        w, idx = t[0], t[1]
-        rows = numel(idx[1])
-        d = w[1][-1]
-        return _vector("Embedding", 0, 2 * rows * d * w[3] + rows * idx[3], w[2], rows=rows, dim=d)
-    if ("silu_and_mul" in low or "gelu_and_mul" in low or "act_and_mul" in low) and t:
-        x = max(t, key=lambda y: numel(y[1]))
-        n_out = numel(x[1]) // 2
-        return _vector("BinaryElementwise", 2 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
-    if ns not in ("aten", ""):
-        return None
     if base in COPY:
         if base in ("fill_", "zero_"):
             return _vector("Copy", 0, numel(first[1]) * first[3], first[2], shape=first[1])
@@ -376,3 +378,46 @@ def model_op(
             "BinaryElementwise", n, numel(a[1]) * a[3] + numel(b[1]) * b[3] + n * a[3], a[2], shape_a=a[1], shape_b=b[1]
         )
     return None
+
+
+_NORMS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "batch_norm")
+_SOFTMAX = ("softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax", "_safe_softmax")
+
+
+def model_op(
+    op: str, dims: list[Any], types: list[Any], concrete: list[Any], step: StepInfo | None = None
+) -> OpModel | None:
+    """The FLOPs/bytes model of one op call, or None when none applies."""
+    low = op.lower()
+    base = _base(op)
+    ns = op.split("::", 1)[0] if "::" in op else ""
+    if op in GEMM_OPS:
+        return gemm(op, dims, types, concrete)
+    if op in SDPA_CAUSAL_ARG:
+        return sdpa(op, dims, types, concrete)
+    if ns != "aten":
+        if "moe" in low or "expert" in low:
+            return moe(dims, types)
+        if "attention" in low or "attn" in low:
+            return inference_attention(dims, types, step)
+        if "gemm" in low or low.endswith(("_mm", "::mm", "matmul", "linear")):
+            return gemm(op, dims, types, concrete)
+    t = _tensors(dims, types)
+    if not t:
+        return None
+    if "rms" in low and "norm" in low:
+        return _rms_norm(t, low)
+    if base in _NORMS:
+        return _normalization(t)
+    if "rotary" in low or "rope" in low:
+        return _rope(t)
+    if base in _SOFTMAX:
+        n = numel(t[0][1])
+        return _vector("Softmax", 5 * n, 2 * n * t[0][3], t[0][2], shape=t[0][1])
+    if base == "embedding":
+        return _embedding(t)
+    if "silu_and_mul" in low or "gelu_and_mul" in low or "act_and_mul" in low:
+        return _act_and_mul(t)
+    if ns not in ("aten", ""):
+        return None
+    return _aten_vector(base, t)
