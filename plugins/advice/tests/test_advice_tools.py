@@ -45,7 +45,7 @@ def test_discover_kernels(workspace):
 def test_discovery_finds_gpu_sources_no_backend_claims(tmp_path):
     from magpie_advice.discovery import discover_kernels
 
-    (tmp_path / "axpy.cu").write_text("__global__ void __launch_bounds__(256) axpy(float a, float* x) {}\n")
+    (tmp_path / "axpy.cu").write_text("__global__ __launch_bounds__(256) void axpy(float a, float* x) {}\n")
     (tmp_path / "host.cpp").write_text("int main() { return 0; }\n")
     found = discover_kernels(tmp_path)
     assert [(Path(s.path).name, s.kernels) for s in found.sources] == [("axpy.cu", ["axpy"])]

@@ -6,11 +6,12 @@ Imports stay inside the hooks: this module is loaded by every ``magpie`` command
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
+
+if TYPE_CHECKING:
+    import typer
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -15,6 +15,9 @@ from magpie_core.plugins import get_plugin_manager
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import JobInfo
 from magpie_mcp.reports import BenchmarkRun, benchmark_run, find_benchmark_reports, load_report_file
+
+if TYPE_CHECKING:
+    from magpie_core.config.benchmark import BenchmarkConfig
 
 log = logging.getLogger("magpie.mcp")
 
@@ -49,6 +52,30 @@ def run_benchmark_job(args: dict[str, Any], emit: Callable[[str], None]) -> tupl
     return report.model_dump(mode="json"), str(Path(folder) / "benchmark_report.json")
 
 
+def benchmark_config_for(
+    tool: ToolContext, framework: str | None, benchmark_config: str | None, overrides: dict[str, Any]
+) -> BenchmarkConfig:
+    """The benchmark config of a tool call: the YAML it names (checked), with the call's overrides."""
+    try:
+        from magpie_core.config.benchmark import BenchmarkConfig
+        from magpie_core.pipelines.benchmark import apply_overrides, load_benchmark_config
+    except ImportError as exc:  # magpie-core, another distribution
+        raise ToolFailure(f"not available: benchmark mode is not part of this magpie build ({exc})") from exc
+    if framework is None and benchmark_config is None:
+        raise ToolFailure("give framework or benchmark_config")
+    config = (
+        load_benchmark_config(tool.check_path(benchmark_config, "benchmark_config"))
+        if benchmark_config
+        else BenchmarkConfig()
+    )
+    config = apply_overrides(config, framework, overrides)
+    if config.run_mode != "external" and not config.model:
+        raise ToolFailure("no model: set model or benchmark.model in the config")
+    if config.run_mode != "external" or config.run_kind == "diagnostic":
+        get_plugin_manager().get("serving_framework", config.framework)
+    return config
+
+
 async def benchmark(
     tool: ToolContext,
     framework: Annotated[str | None, Field(description="serving framework plugin name")] = None,
@@ -68,18 +95,6 @@ async def benchmark(
     wait: bool = True,
 ) -> BenchmarkResult:
     """Benchmark an LLM serving framework under a streaming load (same pipeline as `magpie benchmark`)."""
-    try:
-        from magpie_core.config.benchmark import BenchmarkConfig
-        from magpie_core.pipelines.benchmark import apply_overrides, load_benchmark_config
-    except ImportError as exc:  # magpie-core, another distribution
-        raise ToolFailure(f"not available: benchmark mode is not part of this magpie build ({exc})") from exc
-    if framework is None and benchmark_config is None:
-        raise ToolFailure("give framework or benchmark_config")
-    config = (
-        load_benchmark_config(tool.check_path(benchmark_config, "benchmark_config"))
-        if benchmark_config
-        else BenchmarkConfig()
-    )
     overrides = {
         "model": model,
         "precision": precision,
@@ -94,11 +109,7 @@ async def benchmark(
         "docker_image": None,
         "timeout": timeout,
     }
-    config = apply_overrides(config, framework, overrides)
-    if config.run_mode != "external" and not config.model:
-        raise ToolFailure("no model: set model or benchmark.model in the config")
-    if config.run_mode != "external" or config.run_kind == "diagnostic":
-        get_plugin_manager().get("serving_framework", config.framework)
+    config = benchmark_config_for(tool, framework, benchmark_config, overrides)
     args = {"config": config.model_dump(mode="json"), "output_dir": str(tool.out_dir(output_dir))}
     job = await tool.follow(tool.start_job("benchmark", args, run_benchmark_job), wait)
     if job.result is None:
