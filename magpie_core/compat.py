@@ -86,7 +86,7 @@ UNIMPLEMENTED: dict[str, dict[str, str]] = {
         "gpu.device_ids": "set the GPU runtime's visible-devices variable, or benchmark.gpu_selection.devices",
         "gpu.parallel": "kernels run one at a time per device unless --workers says otherwise",
         "gpu.hardware": "GPU facts come from the vendor plugins (magpie gpu-info)",
-        "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per Ray task)",
+        "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per cluster task)",
         "benchmark.image_config": "set benchmark.docker_image, or the framework plugin's default image is used",
         "benchmark.inferencex_path": _OWN_LOAD,
     },
@@ -97,7 +97,7 @@ UNIMPLEMENTED: dict[str, dict[str, str]] = {
         "latency.warmup_iters": "warm-up is performance.warmup_ms (latency.rep_ms maps onto it)",
         "latency.kernel_filter": "the whole testcase or entry is timed",
         "latency.pythonpath": "put modules next to the kernel file or in working_dir",
-        "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per Ray task)",
+        "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per cluster task)",
     },
 }
 

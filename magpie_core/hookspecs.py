@@ -107,7 +107,7 @@ def magpie_register_kernel_name_parsers(register: Register) -> None:
 def magpie_register_environments(register: Register) -> None:
     """Register execution environments (:class:`~magpie_core.interfaces.ExecutionEnvironment`).
 
-    An environment decides where work runs: ``local``, ``container``, ``ray``.
+    An environment decides where work runs: ``local`` (the core's), a container, a cluster.
     """
 
 

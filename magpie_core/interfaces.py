@@ -222,7 +222,7 @@ class ConfigBlock:
     scopes: tuple[str, ...]
     description: str = ""
     #: an execution environment that a kernel file holding this block runs on unless told otherwise
-    #: (AMD Magpie: a ``ray_config:`` block means Ray)
+    #: (AMD Magpie: its cluster block means the cluster environment)
     implies_environment: str | None = None
 
 

@@ -166,7 +166,7 @@ class BenchmarkConfig(PluginBlocksModel):
     model: str = ""
     precision: str = "fp8"
     run_mode: str = Field(
-        "docker", description="docker | local | external | an installed execution environment (e.g. ray)"
+        "docker", description="docker | local | external | the name of an installed execution environment"
     )
     run_kind: Literal["measurement", "diagnostic", "auto"] = "auto"
     envs: dict[str, Any] = Field(default_factory=dict)

@@ -625,14 +625,14 @@ def _summarize(report: BenchmarkReport) -> None:
 
 
 def _benchmark_task(args: tuple[dict[str, Any], str]) -> dict[str, Any]:
-    """One benchmark config, run where an execution environment placed it (a Ray task: with its GPUs)."""
+    """One benchmark config, run where an execution environment placed it (e.g. a cluster task holding its GPUs)."""
     config_data, output_dir = args
     config = BenchmarkConfig.model_validate(config_data)
     return run_benchmark(config, Path(output_dir)).model_dump(mode="json")
 
 
 def run_benchmark_on_environment(config: BenchmarkConfig, output_dir: Path, environment: str) -> BenchmarkReport:
-    """``run_mode: <environment>`` (e.g. ``ray``): the whole benchmark (server and load) runs as one item of
+    """``run_mode: <environment>`` (an environment plugin's name): the whole benchmark (server and load) runs as one item of
     that execution environment, asking for the server's GPUs (``envs.TP``; the environment's own config
     block may say otherwise); the report comes back into this process. Workspaces belong on shared storage."""
     from magpie_core.plugins import get_plugin_manager

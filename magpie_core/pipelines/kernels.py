@@ -1,7 +1,7 @@
 """``analyze`` and ``compare``: compile → correctness → performance, per kernel, isolated.
 
 Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level
-function, so any execution environment (local threads, Ray tasks) can run it.
+function, so any execution environment (local threads, cluster tasks, containers) can run it.
 The backend's correctness harness and timer run in a separate worker process
 with a timeout: a crash or hang fails that kernel alone.
 """
@@ -397,7 +397,7 @@ def shared_output_dir(options: dict[str, Any]) -> str | None:
 
 def file_environment(file: KernelConfigFile) -> str | None:
     """The environment a kernel file asks for: ``scheduler.environment``, else the one a plugin block
-    implies (AMD Magpie: a ``ray_config`` block means Ray)."""
+    implies (e.g. AMD Magpie's cluster block)."""
     if file.scheduler and file.scheduler.environment:
         return file.scheduler.environment
     blocks = config_blocks(KernelConfigFile.block_scope)
