@@ -149,8 +149,9 @@ class TraceAnalyzer(Component):
     """
 
     @abstractmethod
-    def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-        """Analyze ``traces`` (a trace file or a folder of them) and write outputs under ``out_dir``.
+    def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path | None) -> dict[str, Any]:
+        """Analyze ``traces`` (a trace file or a folder of them) and write outputs under ``out_dir``
+        (``None``: the analyzer's default place, said in the summary).
 
         ``options`` are the analyzer's own settings (its documented keys); an unusable input is a
         ``ValueError`` or ``OSError`` with a message that names the file. Returns the summary.

@@ -11,7 +11,6 @@ import sys
 
 from magpie_core.cli import (  # noqa: F401  (importing registers the commands)
     benchmark,
-    gap,
     gpu_info,
     kernels,
     mcp,
@@ -23,8 +22,8 @@ __all__ = ["app", "run"]
 
 
 def run(argv: list[str] | None = None) -> None:
+    from magpie_core.cli.argv import expand_multi_value_options
     from magpie_core.cli.commands import add_plugin_commands, missing_plugin_message
-    from magpie_core.cli.gap import expand_multi_value_options
 
     args = sys.argv[1:] if argv is None else list(argv)
     add_plugin_commands(app)

@@ -127,7 +127,7 @@ def _gpu_info_callback(value: bool) -> None:
 def main(
     config: Path | None = typer.Option(None, "--config", "-c", help="framework config.yaml"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging"),
-    environment: str | None = typer.Option(None, "--environment", "-e", help="local, or an installed environment (magpie plugins)"),
+    environment: str | None = typer.Option(None, "--environment", "-e", help="local, or an installed environment"),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="parallel workers"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="where run workspaces go"),
     docker_image: str | None = typer.Option(None, "--docker-image", help="image for -e container"),

@@ -102,7 +102,7 @@ def benchmark_command(
     input_len: int | None = typer.Option(None, "--input-len", min=1),
     output_len: int | None = typer.Option(None, "--output-len", min=1),
     torch_profiler: bool | None = typer.Option(None, "--torch-profiler/--no-torch-profiler"),
-    run_mode: str | None = typer.Option(None, "--run-mode", help="local | docker | external | an installed environment"),
+    run_mode: str | None = typer.Option(None, "--run-mode", help="docker | local | external | an environment"),
     run_kind: str | None = typer.Option(None, "--run-kind", help="measurement | diagnostic"),
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
     docker_image: str | None = typer.Option(None, "--docker-image"),

@@ -632,9 +632,10 @@ def _benchmark_task(args: tuple[dict[str, Any], str]) -> dict[str, Any]:
 
 
 def run_benchmark_on_environment(config: BenchmarkConfig, output_dir: Path, environment: str) -> BenchmarkReport:
-    """``run_mode: <environment>`` (an environment plugin's name): the whole benchmark (server and load) runs as one item of
-    that execution environment, asking for the server's GPUs (``envs.TP``; the environment's own config
-    block may say otherwise); the report comes back into this process. Workspaces belong on shared storage."""
+    """``run_mode: <environment>`` (an environment plugin's name): the whole benchmark (server and load)
+    runs as one item of that execution environment, asking for the server's GPUs (``envs.TP``; the
+    environment's own config block may say otherwise); the report comes back into this process.
+    Workspaces belong on shared storage."""
     from magpie_core.plugins import get_plugin_manager
 
     env = get_plugin_manager().get("environment", environment).with_options(config.plugin_blocks())

@@ -23,6 +23,8 @@ _TP_RE = re.compile(r"(?:^|[^a-z0-9])tp[-_]?(\d+)(?![0-9])", re.IGNORECASE)
 
 @dataclass
 class TraceFile:
+    """One trace file of a run and the rank it belongs to."""
+
     path: Path
     rank: int
     label: str  # how the rank was found: "rank-3", "dp0_tp1", "order"
@@ -116,4 +118,5 @@ def assign_ranks(files: list[Path], root: Path | None = None) -> list[TraceFile]
 
 
 def discover(root: Path) -> list[TraceFile]:
+    """The trace files under ``root`` (or ``root`` itself, a file) with their ranks, by rank."""
     return assign_ranks(find_trace_files(root), root if root.is_dir() else None)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from magpie_mcp.models import ToolModel
 from magpie_mcp.reports import BenchmarkRun, benchmark_run, number
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 #: metric -> (path in the report, higher is better)
 COMPARED_METRICS: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -23,7 +24,7 @@ COMPARED_METRICS: dict[str, tuple[tuple[str, ...], bool]] = {
 }
 
 
-class MetricComparison(BaseModel):
+class MetricComparison(ToolModel):
     metric: str
     higher_is_better: bool
     values: list[float | None]
@@ -31,12 +32,12 @@ class MetricComparison(BaseModel):
     best_index: int | None
 
 
-class KernelShare(BaseModel):
+class KernelShare(ToolModel):
     name: str
     pct_total: list[float | None]
 
 
-class BenchmarkComparison(BaseModel):
+class BenchmarkComparison(ToolModel):
     runs: list[BenchmarkRun]
     metrics: list[MetricComparison]
     top_kernels: list[KernelShare] = Field(default_factory=list)

@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from magpie_mcp.models import ToolModel
+from pydantic import Field
 
 from magpie_core.config.kernel import KernelConfigFile
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
@@ -31,24 +32,24 @@ GLOBAL_FN = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\
 Rules = dict[str, list[tuple[str, re.Pattern[str]]]]
 
 
-class DiscoveredSource(BaseModel):
+class DiscoveredSource(ToolModel):
     path: str
     kernel_types: list[str]
     kernels: list[str] = Field(default_factory=list, description="kernel function or class names found")
 
 
-class DiscoveredConfig(BaseModel):
+class DiscoveredConfig(ToolModel):
     path: str
     kernel_ids: list[str]
     kernel_types: list[str]
 
 
-class InvalidConfig(BaseModel):
+class InvalidConfig(ToolModel):
     path: str
     problem: str
 
 
-class Discovery(BaseModel):
+class Discovery(ToolModel):
     root: str
     sources: list[DiscoveredSource] = Field(default_factory=list)
     configs: list[DiscoveredConfig] = Field(default_factory=list)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from magpie_mcp.models import ToolModel
+from pydantic import Field
 
 Severity = Literal["blocker", "high", "medium", "info"]
 
 
-class Suggestion(BaseModel):
+class Suggestion(ToolModel):
     kernel_id: str | None = None
     category: str = Field(
         description="correctness | measurement | launch_overhead | roofline | occupancy | "
@@ -29,7 +30,7 @@ class Suggestion(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict, description="the measured numbers behind it")
 
 
-class Suggestions(BaseModel):
+class Suggestions(ToolModel):
     report_path: str
     mode: str
     suggestions: list[Suggestion]

@@ -680,11 +680,7 @@ def _write_stage(
             bound_time[bound] += tsum
         out_rows.append(row)
     out_rows.sort(key=lambda r: -float(r["kernel_time_ms_sum"] or 0))
-    rpath = out_dir / f"{label}_kernel_roofline_simple.csv"
-    with rpath.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=ROOFLINE_COLUMNS)
-        w.writeheader()
-        w.writerows(out_rows)
+    rpath = _write_rows(out_dir / f"{label}_kernel_roofline_simple.csv", ROOFLINE_COLUMNS, out_rows)
     return {
         "label": label,
         "iterations": len(stage_its),
@@ -703,6 +699,14 @@ def _write_stage(
             for r in out_rows[:10]
         ],
     }
+
+
+def _write_rows(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(rows)
+    return path
 
 
 def _write_kernel_table(

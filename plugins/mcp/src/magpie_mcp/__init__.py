@@ -7,6 +7,7 @@ server) and :class:`ToolFailure` (a tool error with your message). See ``docs/mc
 from magpie_mcp.config import McpConfig
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import Job, JobInfo
+from magpie_mcp.models import ToolModel
 from magpie_mcp.trust import TrustError, TrustPolicy
 
-__all__ = ["Job", "JobInfo", "McpConfig", "ToolContext", "ToolFailure", "TrustError", "TrustPolicy"]
+__all__ = ["Job", "JobInfo", "McpConfig", "ToolContext", "ToolFailure", "ToolModel", "TrustError", "TrustPolicy"]

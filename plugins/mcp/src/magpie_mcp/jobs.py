@@ -31,9 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from magpie_core.processes import stop_group
+from magpie_mcp.models import ToolModel
 
 JobState = Literal["running", "succeeded", "failed", "cancelled"]
 #: What a job runs, in the job process: ``(args, emit) -> (report, report_path)``.
@@ -42,7 +43,7 @@ MAX_MESSAGES = 50
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-class JobInfo(BaseModel):
+class JobInfo(ToolModel):
     """Where a job stands."""
 
     job_id: str

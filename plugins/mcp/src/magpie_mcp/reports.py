@@ -10,12 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
+
+from magpie_mcp.models import ToolModel
 
 REPORT_NAME = "benchmark_report.json"
 
 
-class BenchmarkRun(BaseModel):
+class BenchmarkRun(ToolModel):
     path: str
     workspace: str
     framework: str | None = None

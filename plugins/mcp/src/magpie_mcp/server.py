@@ -73,19 +73,24 @@ def _is(annotation: Any, cls: type) -> bool:
     return inspect.isclass(annotation) and issubclass(annotation, cls)
 
 
+def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What to inspect: the function itself, or the ``__call__`` method of a callable object."""
+    return fn if inspect.isfunction(fn) or inspect.ismethod(fn) else fn.__call__  # type: ignore[operator]
+
+
 def _public_signature(fn: Callable[..., Any]) -> tuple[inspect.Signature, list[str], str | None]:
     """``fn``'s signature with resolved annotations and without its ToolContext parameters.
 
     Also returns the names of those parameters and of a parameter of the SDK's ``Context``, if any.
     """
-    hints = typing.get_type_hints(fn, include_extras=True)
+    hints = typing.get_type_hints(_target(fn), include_extras=True)
     sig = inspect.signature(fn)
     injected = [name for name in sig.parameters if _is(hints.get(name), ToolContext)]
     request = next((name for name in sig.parameters if _is(hints.get(name), Context)), None)
     params = [
         p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in injected
     ]
-    if request is None and inspect.iscoroutinefunction(fn):
+    if request is None and inspect.iscoroutinefunction(_target(fn)):
         hidden = inspect.Parameter(REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context)
         params.append(hidden)
     public = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
@@ -102,7 +107,7 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
     sig, injected, request_param = _public_signature(fn)
     bound = dict.fromkeys(injected, context)
 
-    if inspect.iscoroutinefunction(fn):
+    if inspect.iscoroutinefunction(_target(fn)):
 
         async def call_async(**kwargs: Any) -> Any:
             request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)

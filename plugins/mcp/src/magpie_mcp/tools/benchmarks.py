@@ -7,13 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from magpie_core import hookimpl
 from magpie_core.hookspecs import Register
 from magpie_core.plugins import get_plugin_manager
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import JobInfo
+from magpie_mcp.models import ToolModel
 from magpie_mcp.reports import BenchmarkRun, benchmark_run, find_benchmark_reports, load_report_file
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("magpie.mcp")
 
 
-class BenchmarkResult(BaseModel):
+class BenchmarkResult(ToolModel):
     job: JobInfo
     success: bool | None = None
     report_path: str | None = None
@@ -30,12 +31,12 @@ class BenchmarkResult(BaseModel):
     report: dict[str, Any] | None = None
 
 
-class BenchmarkRuns(BaseModel):
+class BenchmarkRuns(ToolModel):
     root: str
     runs: list[BenchmarkRun]
 
 
-class BenchmarkDetail(BaseModel):
+class BenchmarkDetail(ToolModel):
     summary: BenchmarkRun
     report: dict[str, Any]
 

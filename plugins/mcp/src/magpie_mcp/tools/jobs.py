@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from magpie_core import hookimpl
 from magpie_core.hookspecs import Register
 from magpie_mcp.context import ToolContext, finished
 from magpie_mcp.jobs import JobInfo
+from magpie_mcp.models import ToolModel
 
 
-class JobResult(BaseModel):
+class JobResult(ToolModel):
     job: JobInfo
     report: dict[str, Any] | None = None
 
 
-class JobList(BaseModel):
+class JobList(ToolModel):
     jobs: list[JobInfo]
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from magpie_core import hookimpl
 from magpie_core.config.common import dump
@@ -17,15 +17,16 @@ from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport
 from magpie_core.plugins import get_plugin_manager
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import JobInfo
+from magpie_mcp.models import ToolModel
 
 #: A command from a tool input: one argv list, or several run in order. Never a shell string.
 ArgvCommand = list[str] | list[list[str]]
 
 
-class KernelInput(BaseModel):
+class KernelInput(ToolModel):
     """One kernel, as a tool input (the kernel YAML's fields; commands as argv lists)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = "kernel"
     type: str = Field("pytorch", description="kernel type: a type some installed kernel backend owns")
@@ -46,14 +47,14 @@ class KernelInput(BaseModel):
         return KernelConfig.model_validate(self.model_dump(exclude_none=True))
 
 
-class AnalyzeResult(BaseModel):
+class AnalyzeResult(ToolModel):
     job: JobInfo
     passed: bool | None = Field(None, description="every kernel correct and no stage failed (None while running)")
     report_path: str | None = None
     report: AnalyzeReport | None = None
 
 
-class CompareResult(BaseModel):
+class CompareResult(ToolModel):
     job: JobInfo
     winner_id: str | None = None
     verdict: str | None = None
@@ -61,7 +62,7 @@ class CompareResult(BaseModel):
     report: CompareReport | None = None
 
 
-class CreatedConfig(BaseModel):
+class CreatedConfig(ToolModel):
     yaml: str
     path: str | None = None
     kernel_ids: list[str]

@@ -7,7 +7,7 @@ import platform
 import sys
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from magpie_core import __version__, hookimpl
 from magpie_core.gpus import collect_gpu_info
@@ -15,9 +15,10 @@ from magpie_core.hookspecs import Register
 from magpie_core.plugins import KIND_HOOKS, get_plugin_manager
 from magpie_core.reports import GpuInfo, ToolInfo
 from magpie_mcp.context import ToolFailure
+from magpie_mcp.models import ToolModel
 
 
-class HostInfo(BaseModel):
+class HostInfo(ToolModel):
     hostname: str
     platform: str
     machine: str
@@ -26,7 +27,7 @@ class HostInfo(BaseModel):
     magpie_version: str
 
 
-class HardwareSpec(BaseModel):
+class HardwareSpec(ToolModel):
     gpu_count: int
     gpus: list[GpuInfo]
     tools: list[ToolInfo]
@@ -34,7 +35,7 @@ class HardwareSpec(BaseModel):
     message: str | None = None
 
 
-class PluginEntry(BaseModel):
+class PluginEntry(ToolModel):
     name: str
     module: str
     distribution: str
@@ -46,7 +47,7 @@ class PluginEntry(BaseModel):
     components: dict[str, list[str]]
 
 
-class PluginList(BaseModel):
+class PluginList(ToolModel):
     plugins: list[PluginEntry]
     components: dict[str, list[str]] = Field(description="kind -> component names available")
 

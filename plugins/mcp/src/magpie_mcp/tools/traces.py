@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from magpie_core import hookimpl
 from magpie_core.config.loader import validate
@@ -18,6 +18,7 @@ from magpie_core.hookspecs import Register
 from magpie_core.plugins import UnknownComponentError, get_plugin_manager
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import JobInfo
+from magpie_mcp.models import ToolModel
 
 #: the trace analyzer behind ``gap_analysis``, and the distribution that provides it
 GAP_ANALYZER = ("gap", "magpie-gap-analysis")
@@ -25,7 +26,7 @@ GAP_ANALYZER = ("gap", "magpie-gap-analysis")
 SOURCE_FINDER = ("kernel-sources", "magpie-source-finder")
 
 
-class GapResult(BaseModel):
+class GapResult(ToolModel):
     job: JobInfo
     report_path: str | None = None
     total_duration_us: float | None = None
@@ -36,7 +37,7 @@ class GapResult(BaseModel):
     result: dict[str, Any] | None = None
 
 
-class KernelSources(BaseModel):
+class KernelSources(ToolModel):
     sources: dict[str, dict[str, Any]]
     repos: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
