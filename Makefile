@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,mcp,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
 	touch $(STAMP)
 
 demo: setup

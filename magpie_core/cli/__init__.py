@@ -13,7 +13,6 @@ from magpie_core.cli import (  # noqa: F401  (importing registers the commands)
     benchmark,
     gpu_info,
     kernels,
-    mcp,
     plugins_cmd,
 )
 from magpie_core.cli.app import EXIT_USAGE, app, err_console
