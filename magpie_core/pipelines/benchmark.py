@@ -529,22 +529,9 @@ def run_benchmark(
             framework = _plugin(config.framework)
         points = plan_points(config)
         if config.run_mode == "external":
-            if not config.base_url:
-                raise ServerError("run_mode external needs base_url (--base-url)")
-            handle = ServerHandle(config.base_url.rstrip("/"), None, {"external": True})
-            if diagnose:
-                report.errors.append("profiling an external server: its traces stay where that server writes them")
+            handle = _external_server(config, report, diagnose)
         else:
-            tp = config.env_int("TP") or 1
-            gs = config.gpu_selection
-            gpus = [] if gs.devices else _detect_gpus()
-            lease = select_gpus(
-                gpus,
-                gs.count or tp,
-                pinned=gs.devices,
-                candidates=gs.candidates,
-                min_free_memory_gb=gs.min_free_memory_gb,
-            )
+            lease = _lease_gpus(config)
             report.gpus = lease.as_dict()
             handle = start_server(config, framework, ws, lease, ws.path / "torch_trace" if diagnose else None)
         report.server = handle.info
@@ -552,39 +539,9 @@ def run_benchmark(
         model = config.served_model_name or served_model(handle.base_url, config.model)
         tokenizer = _tokenizer(config, report)
         if measure:
-            for i, point in enumerate(points):
-                if i and (
-                    config.load.inter_point_sleep_s
-                    or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
-                ):
-                    time.sleep(config.load.inter_point_sleep_s or config.sweep_matrix.inter_client_sleep_s)
-                row, load = run_point(config, handle.base_url, model, point, tokenizer)
-                report.points.append(row)
-                if handle.process:
-                    handle.process.check_alive()
-                if load.timed_out:
-                    report.errors.append(f"point {point.label()} timed out; the server may hang")
-                    break
-                if row["metrics"]["completed"] == 0:
-                    report.errors.append(
-                        f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})"
-                    )
-                    if config.sweep_matrix and config.sweep_matrix.on_failure == "abort":
-                        break
+            _measure_points(config, handle, model, points, tokenizer, report)
         if diagnose and handle.process is not None:
-            diag = run_diagnostic(config, framework, handle, model, points[0], tokenizer, ws)
-            if handle.process:
-                handle.process.check_alive()
-            if diag.get("traces"):
-                report.gap_analysis = run_gap_analysis(config, ws.path / "torch_trace", ws.path / "gap_analysis")
-                report.errors += [f"gap analysis: {e}" for e in report.gap_analysis.get("errors") or []]
-                if config.profiler.tracelens.enabled:
-                    report.tracelens_analysis = run_tracelens_analysis(
-                        config, ws.path / "torch_trace", ws.path / "tracelens", points[0]
-                    )
-                    report.errors += [f"trace analysis: {e}" for e in report.tracelens_analysis.get("errors") or []]
-            report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
-            report.diagnostic = diag
+            _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
     except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError) as exc:
         report.errors.append(str(exc))
     except Exception as exc:
@@ -603,6 +560,79 @@ def run_benchmark(
         logging.getLogger("magpie").removeHandler(handler)
         handler.close()
     return report
+
+
+def _external_server(config: BenchmarkConfig, report: BenchmarkReport, diagnose: bool) -> ServerHandle:
+    if not config.base_url:
+        raise ServerError("run_mode external needs base_url (--base-url)")
+    if diagnose:
+        report.errors.append("profiling an external server: its traces stay where that server writes them")
+    return ServerHandle(config.base_url.rstrip("/"), None, {"external": True})
+
+
+def _lease_gpus(config: BenchmarkConfig) -> GpuLease:
+    """The server's GPUs: pinned ones, or ``TP`` idle ones found by the vendor plugins."""
+    gs = config.gpu_selection
+    gpus = [] if gs.devices else _detect_gpus()
+    return select_gpus(
+        gpus,
+        gs.count or config.env_int("TP") or 1,
+        pinned=gs.devices,
+        candidates=gs.candidates,
+        min_free_memory_gb=gs.min_free_memory_gb,
+    )
+
+
+def _measure_points(
+    config: BenchmarkConfig,
+    handle: ServerHandle,
+    model: str,
+    points: list[Any],
+    tokenizer: Any,
+    report: BenchmarkReport,
+) -> None:
+    """The unprofiled measurement: one load run per sweep point, stopping when the server fails."""
+    pause = config.load.inter_point_sleep_s or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
+    for i, point in enumerate(points):
+        if i and pause:
+            time.sleep(pause)
+        row, load = run_point(config, handle.base_url, model, point, tokenizer)
+        report.points.append(row)
+        if handle.process:
+            handle.process.check_alive()
+        if load.timed_out:
+            report.errors.append(f"point {point.label()} timed out; the server may hang")
+            break
+        if row["metrics"]["completed"] == 0:
+            report.errors.append(f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})")
+            if config.sweep_matrix and config.sweep_matrix.on_failure == "abort":
+                break
+
+
+def _diagnose(
+    config: BenchmarkConfig,
+    framework: Any,
+    handle: ServerHandle,
+    model: str,
+    point: Any,
+    tokenizer: Any,
+    ws: Workspace,
+    report: BenchmarkReport,
+) -> None:
+    """The profiled diagnostic run, then the trace analyses of what it recorded."""
+    diag = run_diagnostic(config, framework, handle, model, point, tokenizer, ws)
+    if handle.process:
+        handle.process.check_alive()
+    if diag.get("traces"):
+        report.gap_analysis = run_gap_analysis(config, ws.path / "torch_trace", ws.path / "gap_analysis")
+        report.errors += [f"gap analysis: {e}" for e in report.gap_analysis.get("errors") or []]
+        if config.profiler.tracelens.enabled:
+            report.tracelens_analysis = run_tracelens_analysis(
+                config, ws.path / "torch_trace", ws.path / "tracelens", point
+            )
+            report.errors += [f"trace analysis: {e}" for e in report.tracelens_analysis.get("errors") or []]
+    report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
+    report.diagnostic = diag
 
 
 def _summarize(report: BenchmarkReport) -> None:
