@@ -55,11 +55,11 @@ def run_benchmark_cli(
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
     from magpie_core.pipelines.benchmark import (
-        _plugin,
         apply_overrides,
         load_benchmark_config,
         run_benchmark,
         run_benchmark_on_environment,
+        serving_framework,
     )
 
     if benchmark_config is None and framework is None:
@@ -69,7 +69,7 @@ def run_benchmark_cli(
     if config.run_mode != "external" and not config.model and not config.base_url:
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
-        _plugin(config.framework)  # unknown framework: exit 2 with the installed list
+        serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
     if config.run_mode in CORE_RUN_MODES:
         report = run_benchmark(config, output_dir)
     else:

@@ -466,7 +466,7 @@ def run_diagnostic(
 # --- the run -----------------------------------------------------------------------------
 
 
-def _plugin(name: str | None) -> Any:
+def serving_framework(name: str | None) -> Any:
     from magpie_core.plugins import get_plugin_manager
 
     if not name:
@@ -526,7 +526,7 @@ def run_benchmark(
     try:
         framework = framework_component
         if framework is None and (config.run_mode != "external" or diagnose):
-            framework = _plugin(config.framework)
+            framework = serving_framework(config.framework)
         points = plan_points(config)
         if config.run_mode == "external":
             handle = _external_server(config, report, diagnose)

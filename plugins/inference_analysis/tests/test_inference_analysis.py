@@ -12,9 +12,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
-pytest.importorskip("magpie_inference_analysis")
-
 from magpie_inference_analysis.analyzer import ROOFLINE_COLUMNS, InferenceAnalyzer
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, parse_capture, parse_step
 from magpie_inference_analysis.models import model_op

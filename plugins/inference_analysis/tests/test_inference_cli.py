@@ -8,10 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("magpie_inference_analysis")
-
 from magpie_inference_analysis.cli import default_output_dir
 
 from tests.conftest import DATA
