@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         ParsedKernelName,
         ToolInfo,
     )
+    from magpie_core.timing import TimingSession
 
 
 class Component(ABC):
@@ -74,6 +75,15 @@ class KernelBackend(Component):
     @abstractmethod
     def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
         """Correctness, then timing, of one kernel. Runs in an isolated worker process."""
+
+    def open_timing(self, task: EvaluationTask) -> TimingSession | None:
+        """Keep a kernel whose correctness passed ready for timing, in a long-lived worker process.
+
+        ``compare`` then times every candidate in short interleaved blocks through this session
+        (:class:`magpie_core.timing.SamplerSession` wraps the core's batch sampler). ``None``: not
+        supported, and ``compare`` falls back to whole timing rounds with :meth:`evaluate`.
+        """
+        return None
 
 
 class Timer(Component):

@@ -41,6 +41,17 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+def register_started(proc: subprocess.Popen[bytes]) -> None:
+    """Count a long-lived process magpie started (in its own group) among those :func:`stop_started` stops."""
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+
+
+def unregister_started(proc: subprocess.Popen[bytes]) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
 def stop_started(grace_s: float = 2.0) -> None:
     """Stop the process groups of every command this process started that is still running."""
     with _LIVE_LOCK:

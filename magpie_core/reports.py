@@ -124,6 +124,8 @@ class PerformanceResult(Model):
     notes: list[str] = Field(default_factory=list)
     timing_meaningful: bool = True  # False e.g. under an interpreter: reported, never ranked
     batch_size: int | None = None  # launches between two timestamps
+    #: compare: this kernel's median in each interleaved block (paired with the baseline's, block by block)
+    block_medians_us: list[float] | None = None
 
 
 class ParsedKernelName(Model):

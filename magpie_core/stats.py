@@ -111,6 +111,8 @@ class Verdict(str, Enum):
     FASTER = "FASTER"
     SLOWER = "SLOWER"
     SAME = "SAME"
+    #: the measurements cannot decide at the requested effect size (too noisy, too few blocks)
+    UNSTABLE = "UNSTABLE"
 
 
 @dataclass
@@ -121,6 +123,30 @@ class Speedup:
     ci_low: float
     ci_high: float
     verdict: Verdict
+    reason: str = ""
+
+
+def decide(point: float, lo: float, hi: float, min_effect: float) -> tuple[Verdict, str]:
+    """The verdict a speedup ``point`` with confidence interval ``[lo, hi]`` supports.
+
+    FASTER (SLOWER): the whole interval above (below) 1 *and* an effect of at least ``min_effect``.
+    SAME: the whole interval inside ``[1/(1+min_effect), 1+min_effect]`` — no difference that matters.
+    UNSTABLE: anything else — the interval reaches past the effect of interest on a side the data
+    cannot rule out, so any of the other answers could be wrong.
+    """
+    band_hi, band_lo = 1 + min_effect, 1 / (1 + min_effect)
+    if not all(map(math.isfinite, (point, lo, hi))):
+        return Verdict.UNSTABLE, "no finite estimate"
+    if lo > 1 and point >= band_hi:
+        return Verdict.FASTER, ""
+    if hi < 1 and point <= band_lo:
+        return Verdict.SLOWER, ""
+    if lo >= band_lo and hi <= band_hi:
+        return Verdict.SAME, ""
+    return Verdict.UNSTABLE, (
+        f"95% CI {lo:.3f}-{hi:.3f} reaches past the {min_effect:.0%} effect of interest: "
+        "too noisy to decide (more budget, a quieter machine, or a larger min_effect)"
+    )
 
 
 def speedup(
@@ -132,11 +158,10 @@ def speedup(
     resamples: int = 2000,
     seed: int = 0,
 ) -> Speedup:
-    """Speedup of medians with a bootstrap confidence interval, and a verdict.
+    """Speedup of medians of two independent sample sets, with a bootstrap interval and a verdict.
 
-    FASTER (SLOWER) needs the whole interval above (below) 1 *and* an effect
-    of at least ``min_effect``: run-to-run drift (clocks, thermals) is not in
-    the within-run samples, so tiny but "significant" differences are SAME.
+    Only sound when both sets were taken under the same conditions; a compare uses
+    :func:`paired_speedup` over interleaved blocks instead (see docs/kernel-evaluation.md).
     """
     base = np.asarray(baseline_us, dtype=float)
     cand = np.asarray(candidate_us, dtype=float)
@@ -147,10 +172,101 @@ def speedup(
     ratios = base_meds / cand_meds
     alpha = (1 - confidence) / 2
     lo, hi = (float(x) for x in np.quantile(ratios, [alpha, 1 - alpha]))
-    if lo > 1 and point >= 1 + min_effect:
-        verdict = Verdict.FASTER
-    elif hi < 1 and point <= 1 / (1 + min_effect):
-        verdict = Verdict.SLOWER
-    else:
-        verdict = Verdict.SAME
-    return Speedup(point, lo, hi, verdict)
+    verdict, reason = decide(point, lo, hi, min_effect)
+    return Speedup(point, lo, hi, verdict, reason)
+
+
+#: below this many blocks, a t interval on the mean log-ratio; from here on, a bootstrap of the median
+MIN_BOOTSTRAP_BLOCKS = 8
+
+
+def log_ratio_ci(
+    log_ratios: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Centre and confidence interval of per-block log-ratios: (estimate, low, high), in log units.
+
+    Many blocks: median with a percentile bootstrap over blocks (robust to a few disturbed blocks).
+    Few blocks (compare rounds run elsewhere): mean with Student's t interval. Fewer than two: nan.
+    """
+    d = np.asarray(log_ratios, dtype=float)
+    n = len(d)
+    if n < 2:
+        return (float(d[0]) if n else math.nan), math.nan, math.nan
+    alpha = (1 - confidence) / 2
+    if n >= MIN_BOOTSTRAP_BLOCKS:
+        rng = np.random.default_rng(seed)
+        meds = np.median(rng.choice(d, size=(resamples, n), replace=True), axis=1)
+        lo, hi = np.quantile(meds, [alpha, 1 - alpha])
+        return float(np.median(d)), float(lo), float(hi)
+    from statistics import NormalDist
+
+    t = _student_t(1 - alpha, n - 1) if n < 30 else NormalDist().inv_cdf(1 - alpha)
+    half = t * float(d.std(ddof=1)) / math.sqrt(n)
+    mean = float(d.mean())
+    return mean, mean - half, mean + half
+
+
+def _student_t(q: float, dof: int) -> float:
+    """Quantile of Student's t by bisection on its CDF (regularised incomplete beta via math.lgamma)."""
+    lo, hi = 0.0, 1000.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _t_cdf(mid, dof) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _t_cdf(t: float, dof: int) -> float:
+    x = dof / (dof + t * t)
+    return 1 - 0.5 * _betainc(dof / 2, 0.5, x)
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b) by its continued fraction (Numerical Recipes' betacf)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x))
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _betainc(b, a, 1 - x)
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > 1e-300 else 1e-300)
+    result = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > 1e-300 else 1e-300)
+            c = 1 + numerator / c
+            c = c if abs(c) > 1e-300 else 1e-300
+            result *= d * c
+    return front * result / a
+
+
+def paired_speedup(
+    baseline_blocks: Sequence[float],
+    candidate_blocks: Sequence[float],
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Speedup:
+    """Speedup from per-block times of the baseline and a candidate measured side by side.
+
+    Block ``b`` of both lists was taken in the same short window, so a change of machine load
+    between windows moves both and cancels in the ratio; the interval is over blocks, so load
+    that hits one side of a block unevenly widens it instead of biasing the answer.
+    """
+    base = np.asarray(baseline_blocks, dtype=float)
+    cand = np.asarray(candidate_blocks, dtype=float)
+    if len(base) != len(cand):
+        raise ValueError("paired blocks must have the same count")
+    centre, lo, hi = log_ratio_ci(np.log(base / cand), confidence=confidence, seed=seed)
+    point, low, high = math.exp(centre), math.exp(lo), math.exp(hi)
+    if len(base) < 2:
+        return Speedup(point, low, high, Verdict.UNSTABLE, f"{len(base)} block(s): no interval")
+    verdict, reason = decide(point, low, high, min_effect)
+    return Speedup(point, low, high, verdict, reason)

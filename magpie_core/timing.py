@@ -89,31 +89,87 @@ class TimingRun:
     notes: list[str]
 
 
+class BatchSampler:
+    """Per-launch times of one kernel, a batch of launches per sample: warmed up, batch size chosen.
+
+    :func:`measure` samples it until the median is stable; a compare's timing session
+    (:class:`TimingSession`) asks it for a few samples at a time, block after block.
+    """
+
+    def __init__(self, clock: BatchClock, launch: Launch, settings: TimingSettings, copies: int = 1) -> None:
+        self.clock, self.launch, self.copies = clock, launch, copies
+        deadline = time.perf_counter() + settings.warmup_ms / 1000
+        clock.time_batch(launch, max(1, copies))
+        while time.perf_counter() < deadline:
+            clock.time_batch(launch, 1)
+        # the fastest of three estimates: one taken while the machine was busy would make batches too
+        # short, and short batches carry more per-batch overhead (a comparison across batch sizes is biased)
+        per_launch = max(min(clock.time_batch(launch, 4) / 4 for _ in range(3)), 1e-3)
+        self.batch = int(min(MAX_BATCH, max(1, math.ceil(settings.min_batch_us / per_launch))))
+
+    def sample(self) -> float:
+        return self.clock.time_batch(self.launch, self.batch) / self.batch
+
+    def notes(self, samples: list[float]) -> list[str]:
+        """What the reader of these samples must know: cache state, launch-boundness, batch size."""
+        notes: list[str] = []
+        if self.copies > 1:
+            notes.append(
+                f"cold cache: {self.copies} rotating input copies (>= 2x the {self.clock.cache_bytes >> 20} MiB cache)"
+            )
+        else:
+            notes.append("warm cache: the same inputs every launch")
+        host = self.clock.host_overhead_us()
+        if host is not None and samples:
+            device = sorted(samples)[len(samples) // 2]
+            if host > device:
+                notes.append(
+                    f"launch-bound: the host needs {host:.1f} us per launch, the device {device:.1f} us; "
+                    "device time is reported, end-to-end calls will be slower"
+                )
+        notes.append(f"{self.batch} launches per sample between two timestamps")
+        return notes
+
+
+class TimingSession(Protocol):
+    """A kernel kept ready for timing in its worker process, sampled a block at a time."""
+
+    def sample(self, count: int) -> list[float]:
+        """``count`` per-launch times in microseconds, one batch of launches each."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """``batch_size``, ``notes`` (as :meth:`BatchSampler.notes`) and anything the backend adds."""
+        ...
+
+
+class SamplerSession:
+    """The :class:`TimingSession` of any backend that can build a :class:`BatchSampler`."""
+
+    def __init__(self, sampler: BatchSampler, notes: list[str] | None = None, meaningful: bool = True) -> None:
+        self.sampler = sampler
+        self.extra_notes = list(notes or [])
+        self.meaningful = meaningful
+        self.taken: list[float] = []
+
+    def sample(self, count: int) -> list[float]:
+        # one untimed launch first: after waiting for its turn, the device queue and the thread pool
+        # are cold, and that cost belongs to no candidate
+        self.sampler.clock.time_batch(self.sampler.launch, 1)
+        got = [self.sampler.sample() for _ in range(max(1, count))]
+        self.taken.extend(got[:64])  # enough for the notes' median; never the whole run
+        return got
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.sampler.batch,
+            "notes": [*self.extra_notes, *self.sampler.notes(self.taken)],
+            "timing_meaningful": self.meaningful,
+        }
+
+
 def measure(clock: BatchClock, launch: Launch, settings: TimingSettings, copies: int = 1) -> TimingRun:
     """Warm up, pick a batch size, then sample per-launch times until stable."""
-    notes: list[str] = []
-    deadline = time.perf_counter() + settings.warmup_ms / 1000
-    clock.time_batch(launch, max(1, copies))
-    while time.perf_counter() < deadline:
-        clock.time_batch(launch, 1)
-    per_launch = max(clock.time_batch(launch, 4) / 4, 1e-3)
-    batch = int(min(MAX_BATCH, max(1, math.ceil(settings.min_batch_us / per_launch))))
-
-    def take() -> float:
-        return clock.time_batch(launch, batch) / batch
-
-    samples, reason = sample_until_stable(take, settings.sampling)
-    if copies > 1:
-        notes.append(f"cold cache: {copies} rotating input copies (>= 2x the {clock.cache_bytes >> 20} MiB cache)")
-    else:
-        notes.append("warm cache: the same inputs every launch")
-    host = clock.host_overhead_us()
-    if host is not None and samples:
-        device = sorted(samples)[len(samples) // 2]
-        if host > device:
-            notes.append(
-                f"launch-bound: the host needs {host:.1f} us per launch, the device {device:.1f} us; "
-                "device time is reported, end-to-end calls will be slower"
-            )
-    notes.append(f"{batch} launches per sample between two timestamps")
-    return TimingRun(samples_us=samples, stop_reason=reason, batch_size=batch, notes=notes)
+    sampler = BatchSampler(clock, launch, settings, copies)
+    samples, reason = sample_until_stable(sampler.sample, settings.sampling)
+    return TimingRun(samples_us=samples, stop_reason=reason, batch_size=sampler.batch, notes=sampler.notes(samples))

@@ -4,13 +4,22 @@
 plugin named by the task and writes an
 :class:`~magpie_core.reports.EvaluationOutcome`. A crash or hang here only
 fails this kernel; the parent reads the exit status and the log.
+
+``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
+(:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per
+command line on stdin: ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` ->
+``{"info": {...}}`` and exit. It first says ``{"ready": {...}}`` or ``{"error": "..."}``.
+Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import traceback
 from pathlib import Path
+from typing import IO, Any
 
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import (
@@ -44,5 +53,42 @@ def main(argv: list[str]) -> int:
     return code
 
 
+def _protocol_stream() -> IO[str]:
+    """A private copy of stdout for the protocol; fd 1 itself now writes to stderr."""
+    stream = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    return stream
+
+
+def _say(stream: IO[str], message: dict[str, Any]) -> None:
+    stream.write(json.dumps(message) + "\n")
+    stream.flush()
+
+
+def serve_session(task_path: Path) -> int:
+    """Open a timing session for the task's kernel and sample it on command until told to stop."""
+    out = _protocol_stream()
+    try:
+        task = EvaluationTask.model_validate_json(task_path.read_text())
+        session = get_plugin_manager().get("kernel_backend", task.kernel_type).open_timing(task)
+        if session is None:
+            _say(out, {"error": f"kernel backend {task.kernel_type!r} has no timing session"})
+            return EXIT_EXCEPTION
+        _say(out, {"ready": session.info()})
+        for line in sys.stdin:
+            command = json.loads(line)
+            if command.get("stop"):
+                _say(out, {"info": session.info()})
+                return 0
+            _say(out, {"samples_us": session.sample(int(command["samples"]))})
+    except Exception as exc:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+        _say(out, {"error": f"{type(exc).__name__}: {exc}"})
+        return EXIT_EXCEPTION
+    return 0  # the parent closed stdin: nothing more to do
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--session"]:
+        sys.exit(serve_session(Path(sys.argv[2])))
     sys.exit(main(sys.argv[1:]))

@@ -120,6 +120,11 @@ def _print_compare(report: CompareReport) -> None:
     for u in report.unranked:
         console.print(f"  not ranked: [red]{u['kernel_id']}[/red]: {u['reason']}", soft_wrap=True)
     console.print(f"[bold]{report.verdict}[/bold]", soft_wrap=True)
+    for e in report.ranking:
+        if e.verdict == "UNSTABLE" and e.verdict_reason and not (report.stability or {}).get("unstable"):
+            console.print(f"  [yellow]{e.kernel_id}[/yellow]: UNSTABLE: {e.verdict_reason}", soft_wrap=True)
+    if report.stability:
+        console.print(f"timing: {report.stability['message']}", soft_wrap=True)
     console.print(f"report: {report.workspace}/compare_report.json")
 
 
@@ -212,7 +217,9 @@ def compare_command(
     _export_container_image(scheduler.docker_image if scheduler else None)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
-        report = _pipeline().compare(
+        from magpie_core.pipelines.compare import compare
+
+        report = compare(
             file,
             config_dir=config_dir,
             **_run_settings(file, output_dir),

@@ -84,7 +84,8 @@ class RankEntry(Model):
     ci95_high_us: float
     speedup: float | None = None  # baseline median / this median
     speedup_ci95: tuple[float, float] | None = None
-    verdict: str | None = None  # FASTER | SLOWER | SAME | BASELINE
+    verdict: str | None = None  # FASTER | SLOWER | SAME | UNSTABLE | BASELINE
+    verdict_reason: str | None = None  # why UNSTABLE
 
 
 class ComparisonResults(Model):
@@ -115,3 +116,5 @@ class CompareReport(Report):
     unranked: list[dict[str, Any]] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
     summary_rows: list[dict[str, Any]] = Field(default_factory=list)
+    #: how noisy the run was: A/A check, noise floor, drift, load (interleaved-block timing)
+    stability: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""``analyze`` and ``compare``: compile → correctness → performance, per kernel, isolated.
+"""``analyze``, and the per-kernel work ``compare`` builds on: compile → correctness → performance, isolated.
 
 Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level
 function, so any execution environment (local threads, cluster tasks, containers) can run it.
@@ -22,10 +22,7 @@ from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
 from magpie_core.pipelines.kernel_reports import (
     AnalyzeReport,
-    CompareReport,
-    ComparisonResults,
     KernelResult,
-    RankEntry,
 )
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.processes import run_command, run_commands, tail
@@ -38,7 +35,6 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.stats import speedup, summarize
 from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.kernels")
@@ -61,6 +57,8 @@ class KernelJob(Model):
     extra_env: dict[str, str] = Field(default_factory=dict)
     #: a later timing round of compare: no compile, no correctness, only timing
     timing_only: bool = False
+    #: compare times this kernel in interleaved blocks afterwards: correctness (and counters) only here
+    timing_elsewhere: bool = False
     build_artifacts: list[str] = Field(default_factory=list)
 
 
@@ -80,7 +78,7 @@ def with_build_dir(commands: list[list[str]], workdir: Path) -> list[list[str]]:
     ]
 
 
-def _command_env(kernel: KernelConfig, workdir: Path) -> dict[str, str]:
+def command_env(kernel: KernelConfig, workdir: Path) -> dict[str, str]:
     return {BUILD_DIR_VAR: str(workdir), **kernel.env}
 
 
@@ -89,7 +87,7 @@ def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeo
     if commands:
         start = time.perf_counter()
         outcomes = run_commands(
-            commands, cwd=cwd, env=_command_env(kernel, workdir), timeout_s=timeout, log_path=workdir / "compile.log"
+            commands, cwd=cwd, env=command_env(kernel, workdir), timeout_s=timeout, log_path=workdir / "compile.log"
         )
         failed = next((o for o in outcomes if not o.ok), None)
         result = CompileResult(
@@ -111,7 +109,7 @@ def _run_testcases(kernel: KernelConfig, cwd: Path, workdir: Path, timeout: floa
     outcomes = run_commands(
         with_build_dir(kernel.testcase_commands(), workdir),
         cwd=cwd,
-        env=_command_env(kernel, workdir),
+        env=command_env(kernel, workdir),
         timeout_s=timeout,
         log_path=workdir / "testcase.log",
     )
@@ -214,6 +212,25 @@ def _check_and_time(
         result.performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
 
 
+def evaluation_task(
+    job: KernelJob, kernel_type: str, artifacts: list[str], workdir: Path, timed: bool
+) -> EvaluationTask:
+    """What the backend's worker gets: the kernel, its build, its settings (``timed``: time it there)."""
+    perf_settings = dict(job.performance)
+    perf_settings["enabled"] = timed and perf_settings.get("backend", "events") != "none"
+    return EvaluationTask(
+        kernel=job.kernel,
+        kernel_type=kernel_type,
+        config_dir=job.config_dir,
+        workspace=str(workdir),
+        build_artifacts=artifacts,
+        baseline_outputs=job.baseline_outputs,
+        save_outputs=job.save_outputs,
+        seed=int(job.correctness.get("seed", 0)),
+        settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
+    )
+
+
 def _run_harness(
     kernel: KernelConfig,
     job: KernelJob,
@@ -227,24 +244,13 @@ def _run_harness(
 
     Returns the correctness verdict: the harness's, unless a testcase command already failed.
     """
-    perf_settings = dict(job.performance)
-    perf_settings["enabled"] = job.measure_performance and perf_settings.get("backend", "events") != "none"
-    task = EvaluationTask(
-        kernel=job.kernel,
-        kernel_type=kernel.type,
-        config_dir=job.config_dir,
-        workspace=str(workdir),
-        build_artifacts=result.compile.artifacts,
-        baseline_outputs=job.baseline_outputs,
-        save_outputs=job.save_outputs,
-        seed=int(job.correctness.get("seed", 0)),
-        settings={"correctness": job.correctness, "performance": perf_settings, "timing_only": job.timing_only},
-    )
-    worker_env = {**_command_env(kernel, workdir), **job.extra_env}
+    timed_here = job.measure_performance and not job.timing_elsewhere
+    task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed_here)
+    worker_env = {**command_env(kernel, workdir), **job.extra_env}
     outcome = _run_worker(task, cwd, workdir, worker_env, timeout)
     result.environment = outcome.environment
     result.performance = performance = outcome.performance
-    profiler_name = str(perf_settings.get("backend", "events"))
+    profiler_name = str(job.performance.get("backend", "events"))
     if (
         job.measure_performance
         and not job.timing_only  # counters once, from round 1
@@ -328,7 +334,7 @@ def _profile_or_explain(
     options = _profiler_options(job, name)
     try:
         counters = profiler.profile(
-            commands[0], cwd, _command_env(kernel, workdir), workdir / f"profile_{name}", options
+            commands[0], cwd, command_env(kernel, workdir), workdir / f"profile_{name}", options
         )
     except Exception as exc:
         return PerformanceResult(status=StageStatus.ERROR, timer=name, message=f"{type(exc).__name__}: {exc}")
@@ -342,7 +348,7 @@ def load_kernel_file(path: Path) -> KernelConfigFile:
     return load_config(KernelConfigFile, path)
 
 
-def _jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure_performance: bool) -> list[KernelJob]:
+def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure_performance: bool) -> list[KernelJob]:
     jobs = []
     for kernel in file.all_kernels():
         jobs.append(
@@ -405,7 +411,7 @@ def file_environment(file: KernelConfigFile) -> str | None:
     return next((blocks[key].implies_environment for key in held if blocks[key].implies_environment), None)
 
 
-def _run(
+def run_jobs(
     jobs: list[KernelJob],
     environment: str,
     workers: int,
@@ -491,7 +497,9 @@ def analyze(
     handler = ws.attach_log()
     try:
         ws.snapshot_config(dump(file))
-        results = _run(_jobs(file, config_dir, ws, measure_performance), environment, workers, progress, options)
+        results = run_jobs(
+            kernel_jobs(file, config_dir, ws, measure_performance), environment, workers, progress, options
+        )
         report = AnalyzeReport(
             workspace=str(ws.path),
             results=results,
@@ -502,230 +510,3 @@ def analyze(
         return report
     finally:
         logging.getLogger("magpie").removeHandler(handler)
-
-
-def compare(
-    file: KernelConfigFile,
-    *,
-    config_dir: Path,
-    output_dir: Path,
-    environment: str = "local",
-    workers: int = 1,
-    baseline: int | str | None = None,
-    measure_performance: bool = True,
-    min_effect: float = 0.02,
-    progress: Progress | None = None,
-    environment_defaults: dict[str, Any] | None = None,
-) -> CompareReport:
-    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones."""
-    kernels = file.all_kernels()
-    if len(kernels) < 2:
-        raise ValueError("compare needs at least two kernels")
-    for k in kernels:
-        if k.correctness is not None or k.performance is not None:
-            raise ValueError(
-                f"kernel {k.id!r}: compare runs every variant under the same correctness and performance "
-                "settings; move its 'correctness'/'performance' block to the top level of the file"
-            )
-    check_backends(file)
-    options = environment_options(file, environment_defaults)
-    if baseline is not None:
-        file = file.model_copy(update={"baseline": baseline})
-    base_index = file.baseline_index()
-    ws = create_workspace(output_dir, "compare", kernels[base_index].id)
-    handler = ws.attach_log()
-    try:
-        ws.snapshot_config(dump(file))
-        jobs = _jobs(file, config_dir, ws, measure_performance)
-        rounds = int(jobs[base_index].performance.get("rounds", 1))
-        for job in jobs:
-            job.performance = _split_budget(job.performance, rounds)
-        expected = ws.path / "baseline_outputs"  # written by the baseline's backend, in its own format
-        jobs[base_index].save_outputs = str(expected)
-        if progress:
-            progress(f"baseline {kernels[base_index].id}")
-        results: list[KernelResult | None] = [None] * len(jobs)
-        results[base_index] = _run([jobs[base_index]], environment, 1, None, options)[0]
-        others = [i for i in range(len(jobs)) if i != base_index]
-        for i in others:
-            jobs[i].baseline_outputs = str(expected)
-        candidates = _run([jobs[i] for i in others], environment, workers, progress, options)
-        for i, result in zip(others, candidates, strict=True):
-            results[i] = result
-        if measure_performance and rounds > 1:
-            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)  # type: ignore[arg-type]
-        report = rank([r for r in results if r is not None], base_index, min_effect=min_effect, workspace=str(ws.path))
-        report.settings = {
-            "environment": environment,
-            "workers": workers,
-            "correctness": jobs[base_index].correctness,
-            "performance": jobs[base_index].performance,
-            "min_effect": min_effect,
-        }
-        report.write(ws.report_path)
-        return report
-    finally:
-        logging.getLogger("magpie").removeHandler(handler)
-
-
-def _split_budget(performance: dict[str, Any], rounds: int) -> dict[str, Any]:
-    """One round's share of the timing budget and sample counts."""
-    per_round = dict(performance)
-    per_round["budget_seconds"] = float(performance.get("budget_seconds", 10)) / rounds
-    per_round["min_samples"] = max(3, -(-int(performance.get("min_samples", 10)) // rounds))
-    per_round["max_samples"] = max(3, int(performance.get("max_samples", 1000)) // rounds)
-    return per_round
-
-
-def _more_timing_rounds(
-    jobs: list[KernelJob],
-    results: list[KernelResult],
-    rounds: int,
-    environment: str,
-    workers: int,
-    progress: Progress | None,
-    options: dict[str, Any] | None = None,
-) -> None:
-    """Rounds 2..n: time every correct candidate again, in rotating order, and pool the samples.
-
-    Sampling all candidates in turn (A B C, B C A, C A B) spreads slow drift —
-    clocks, thermals, other processes — over all of them instead of letting it
-    land on whichever kernel happened to run during a bad minute.
-    """
-    timed = [i for i, r in enumerate(results) if _rankable(r)]
-    if len(timed) < 2:
-        return
-    samples = {i: list(results[i].performance.samples_us or []) for i in timed}
-    reasons = {i: [results[i].performance.timing.stop_reason] for i in timed}  # type: ignore[union-attr]
-    for round_no in range(2, rounds + 1):
-        shift = (round_no - 1) % len(timed)
-        order = timed[shift:] + timed[:shift]
-        round_jobs = [
-            jobs[i].model_copy(
-                update={
-                    "timing_only": True,
-                    "build_artifacts": results[i].compile.artifacts,
-                    "workdir": str(Path(jobs[i].workdir) / f"round{round_no}"),
-                    "save_outputs": None,
-                }
-            )
-            for i in order
-        ]
-        if progress:
-            progress(f"timing round {round_no}/{rounds}")
-        for i, result in zip(order, _run(round_jobs, environment, workers, None, options), strict=True):
-            timing = result.performance.timing
-            if result.performance.status == StageStatus.PASSED and timing is not None:
-                samples[i].extend(result.performance.samples_us or [])
-                reasons[i].append(timing.stop_reason)
-            else:
-                results[i].performance.notes.append(
-                    f"timing round {round_no} failed: {result.performance.message or result.correctness.message}"
-                )
-    for i in timed:
-        perf = results[i].performance
-        perf.samples_us = samples[i]
-        perf.timing = summarize(samples[i], f"{rounds} interleaved rounds ({', '.join(map(str, reasons[i]))})")
-        perf.notes.append(f"timing pooled over {rounds} rounds run in rotating order over all candidates")
-
-
-def rank(
-    results: list[KernelResult], base_index: int, *, min_effect: float = 0.02, workspace: str | None = None
-) -> CompareReport:
-    """Rank correct, timed candidates by median; speedups and verdicts vs the baseline."""
-    base = results[base_index]
-    timed = [(i, r) for i, r in enumerate(results) if _rankable(r)]
-    timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
-    base_ok = any(i == base_index for i, _ in timed)
-    entries: list[RankEntry] = []
-    for position, (i, r) in enumerate(timed, start=1):
-        timing = r.performance.timing
-        assert timing is not None
-        entry = RankEntry(
-            rank=position,
-            index=i,
-            kernel_id=r.kernel_id,
-            median_us=timing.median,
-            ci95_low_us=timing.ci95_low,
-            ci95_high_us=timing.ci95_high,
-        )
-        if i == base_index:
-            entry.speedup, entry.speedup_ci95, entry.verdict = 1.0, (1.0, 1.0), "BASELINE"
-        elif base_ok:
-            s = speedup(base.performance.samples_us or [], r.performance.samples_us or [], min_effect=min_effect)
-            entry.speedup, entry.speedup_ci95, entry.verdict = s.value, (s.ci_low, s.ci_high), s.verdict.value
-        entries.append(entry)
-
-    winner_index, verdict = _winner(timed, min_effect)
-    unranked = [
-        {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
-        for i, r in enumerate(results)
-        if all(i != j for j, _ in timed)
-    ]
-    correct = [r.correctness.status == StageStatus.PASSED for r in results]
-    summary_lines = [
-        f"Compared {len(results)} kernel implementations (baseline: {base.kernel_id})",
-        f"Correctness: {sum(correct)}/{len(results)} passed",
-        *[
-            f"  {'✓' if ok else '✗'} Kernel {i}: {r.kernel_id}"
-            for i, (ok, r) in enumerate(zip(correct, results, strict=True))
-        ],
-        verdict,
-    ]
-    return CompareReport(
-        workspace=workspace,
-        baseline=base_index,
-        baseline_id=base.kernel_id,
-        results=ComparisonResults(
-            kernel_results=results,
-            comparison_metrics={
-                "correctness": correct,
-                "all_correct": all(correct),
-                "perf_scores": [next((e.speedup for e in entries if e.index == i), None) for i in range(len(results))],
-                "median_us": [r.median_us for r in results],
-            },
-            winner=winner_index,
-            rankings=[(e.index, e.median_us) for e in entries],
-            summary="\n".join(summary_lines),
-        ),
-        ranking=entries,
-        winner_id=results[winner_index].kernel_id if winner_index is not None else None,
-        verdict=verdict,
-        unranked=unranked,
-        summary_rows=[summary_row(r) for r in results],
-    )
-
-
-def _rankable(result: KernelResult) -> bool:
-    perf = result.performance
-    return result.passed and perf.timing is not None and bool(perf.samples_us) and perf.timing_meaningful
-
-
-def _winner(timed: list[tuple[int, KernelResult]], min_effect: float) -> tuple[int | None, str]:
-    if not timed:
-        return None, "No winner: no candidate is both correct and timed"
-    if len(timed) == 1:
-        i, r = timed[0]
-        return i, f"Winner: Kernel {i} ({r.kernel_id}), the only correct and timed candidate"
-    (i1, first), (_, second) = timed[0], timed[1]
-    s = speedup(second.performance.samples_us or [], first.performance.samples_us or [], min_effect=min_effect)
-    if s.verdict.value == "FASTER":
-        return i1, (
-            f"Winner: Kernel {i1} ({first.kernel_id}), {s.value:.3f}x faster than the runner-up "
-            f"{second.kernel_id} (95% CI {s.ci_low:.3f}-{s.ci_high:.3f})"
-        )
-    return None, (
-        f"No significant winner: {first.kernel_id} and {second.kernel_id} are within noise "
-        f"({s.value:.3f}x, 95% CI {s.ci_low:.3f}-{s.ci_high:.3f})"
-    )
-
-
-def _unranked_reason(result: KernelResult) -> str:
-    if result.compile.status in (StageStatus.FAILED, StageStatus.ERROR):
-        return f"compile: {result.compile.message}"
-    if result.correctness.status != StageStatus.PASSED:
-        first_line = (result.correctness.message or "").splitlines()[:1]
-        return f"correctness {result.correctness.status.value}: {' '.join(first_line)}"
-    if result.performance.timing and not result.performance.timing_meaningful:
-        return "timings not meaningful here: " + "; ".join(result.performance.notes[:1])
-    return f"performance {result.performance.status.value}: {result.performance.message or 'no timing'}"

@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from magpie_kernels_pytorch.harness_backend import HarnessBackend
 from magpie_kernels_pytorch.native import describe_failure, native_build
 
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
-from magpie_core.interfaces import KernelBackend
-from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, StageStatus, ToolInfo
+from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_hip.gpus import amd_gpus, rocminfo_targets
 from magpie_kernels_hip.hipcc import (
     ARCH_ENV,
@@ -38,6 +38,9 @@ from magpie_kernels_hip.hipcc import (
     rocm_version,
     unsupported_arch_message,
 )
+
+if TYPE_CHECKING:
+    from magpie_kernels_pytorch.harness import HarnessOptions
 
 NO_GPU = "compiled; no AMD GPU to run on"
 
@@ -68,7 +71,7 @@ def has_amd_gpu() -> bool:
         return False
 
 
-class HipBackend(KernelBackend):
+class HipBackend(HarnessBackend):
     name = "hip"
     kernel_types = ("hip",)
     description = 'HIP .hip sources built with hipcc for an AMD offload arch; harness via an extern "C" launcher'
@@ -116,18 +119,15 @@ class HipBackend(KernelBackend):
     def cannot_run(self, kernel: KernelConfig) -> str | None:
         return None if has_amd_gpu() else NO_GPU
 
-    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
-        from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+    def harness_options(self, task: EvaluationTask) -> HarnessOptions:
+        from magpie_kernels_pytorch.harness import HarnessOptions
         from magpie_kernels_pytorch.native import load_native
 
         hipcc = find_hipcc()
-        return evaluate_python_kernel(
-            task,
-            HarnessOptions(
-                backend=self.name,
-                load_entry=lambda kernel, t: load_native(t.build_artifacts),
-                environment={"rocm": rocm_version(hipcc) if hipcc else None, "launcher": 'ctypes extern "C"'},
-            ),
+        return HarnessOptions(
+            backend=self.name,
+            load_entry=lambda kernel, t: load_native(t.build_artifacts),
+            environment={"rocm": rocm_version(hipcc) if hipcc else None, "launcher": 'ctypes extern "C"'},
         )
 
     def tools(self) -> list[ToolInfo]:

@@ -12,11 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_core.interfaces import KernelBackend
-from magpie_core.reports import EvaluationOutcome, EvaluationTask, ToolInfo
+from magpie_core.reports import EvaluationTask, ToolInfo
+
+if TYPE_CHECKING:
+    from magpie_kernels_pytorch.harness import HarnessOptions
+
 
 INTERPRETER_NOTE = "interpreter, timings not meaningful (TRITON_INTERPRET=1 on the CPU: no GPU here)"
 
@@ -27,7 +32,7 @@ def _gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
-class TritonBackend(KernelBackend):
+class TritonBackend(HarnessBackend):
     name = "triton"
     kernel_types = ("triton",)
     description = "Triton kernels on NVIDIA/AMD GPUs; Triton's interpreter on the CPU otherwise"
@@ -36,23 +41,20 @@ class TritonBackend(KernelBackend):
         ".py": (r"@triton\.(?:jit|autotune)\b[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*def\s+(?P<name>\w+)",),
     }
 
-    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
+    def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         interpret = not _gpu_available() or task.kernel.get("options", {}).get("interpret", False)
         if interpret:
             # Must be set before triton is imported by the user's module.
             os.environ["TRITON_INTERPRET"] = "1"
         import triton
-        from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+        from magpie_kernels_pytorch.harness import HarnessOptions
 
-        return evaluate_python_kernel(
-            task,
-            HarnessOptions(
-                backend=self.name,
-                default_device="cpu" if interpret else None,
-                timing_meaningful=not interpret,
-                timing_notes=[INTERPRETER_NOTE] if interpret else [],
-                environment={"triton": triton.__version__, "triton_interpreter": interpret},
-            ),
+        return HarnessOptions(
+            backend=self.name,
+            default_device="cpu" if interpret else None,
+            timing_meaningful=not interpret,
+            timing_notes=[INTERPRETER_NOTE] if interpret else [],
+            environment={"triton": triton.__version__, "triton_interpreter": interpret},
         )
 
     def tools(self) -> list[ToolInfo]:

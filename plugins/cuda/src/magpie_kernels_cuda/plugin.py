@@ -20,21 +20,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from magpie_kernels_pytorch.harness_backend import HarnessBackend
 from magpie_kernels_pytorch.native import describe_failure, native_build
 
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
-from magpie_core.interfaces import KernelBackend
-from magpie_core.reports import CompileResult, EvaluationOutcome, EvaluationTask, StageStatus, ToolInfo
+from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_cuda.gpus import nvidia_gpus
 from magpie_kernels_cuda.nvcc import build_command, find_nvcc, nvcc_version, parse_ptxas, resources_summary, target_arch
+
+if TYPE_CHECKING:
+    from magpie_kernels_pytorch.harness import HarnessOptions
 
 NO_GPU = "compiled; no NVIDIA GPU to run on"
 
 
-class CudaBackend(KernelBackend):
+class CudaBackend(HarnessBackend):
     name = "cuda"
     kernel_types = ("cuda",)
     description = 'CUDA .cu sources built with nvcc (-Xptxas -v resources); harness via an extern "C" launcher'
@@ -75,18 +78,15 @@ class CudaBackend(KernelBackend):
             pass
         return NO_GPU
 
-    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
-        from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+    def harness_options(self, task: EvaluationTask) -> HarnessOptions:
+        from magpie_kernels_pytorch.harness import HarnessOptions
         from magpie_kernels_pytorch.native import load_native
 
         nvcc = find_nvcc()
-        return evaluate_python_kernel(
-            task,
-            HarnessOptions(
-                backend=self.name,
-                load_entry=lambda kernel, t: load_native(t.build_artifacts),
-                environment={"nvcc": nvcc_version(nvcc) if nvcc else None, "launcher": 'ctypes extern "C"'},
-            ),
+        return HarnessOptions(
+            backend=self.name,
+            load_entry=lambda kernel, t: load_native(t.build_artifacts),
+            environment={"nvcc": nvcc_version(nvcc) if nvcc else None, "launcher": 'ctypes extern "C"'},
         )
 
     def tools(self) -> list[ToolInfo]:

@@ -33,8 +33,8 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.stats import summarize
-from magpie_core.timing import TimingSettings, input_copies, measure
+from magpie_core.stats import sample_until_stable, summarize
+from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
@@ -379,6 +379,26 @@ def _tensor_bytes(value: Any) -> int:
     return 0
 
 
+def _sampler(
+    fn: Callable[..., Any], inputs: Any, device: torch.device, perf: PerformanceConfig
+) -> tuple[BatchSampler, str]:
+    """A warmed-up batch sampler of ``fn`` on rotating copies of ``inputs``, and the timer's name."""
+    timer = get_plugin_manager().get("timer", device.type)
+    settings = TimingSettings.from_performance(perf)
+    clock = timer.clock(device, graph_replay=perf.graph_replay)
+    copies = input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings)
+    input_sets = [list(clone(inputs)) for _ in range(copies)]
+
+    def launch(i: int) -> None:
+        fn(*input_sets[i % copies])
+
+    return BatchSampler(clock, launch, settings, copies), timer.name
+
+
+def _graph_note(device: torch.device, perf: PerformanceConfig) -> list[str]:
+    return ["graph replay: launches captured in a device graph"] if perf.graph_replay and device.type == "cuda" else []
+
+
 def _time(
     prepared: _Prepared,
     fn: Callable[..., Any],
@@ -387,33 +407,45 @@ def _time(
     perf: PerformanceConfig,
     options: HarnessOptions,
 ) -> PerformanceResult:
-    timer = get_plugin_manager().get("timer", device.type)
-    settings = TimingSettings.from_performance(perf)
+    timer_name = get_plugin_manager().get("timer", device.type).name
     try:
-        clock = timer.clock(device, graph_replay=perf.graph_replay)
-        copies = input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings)
-        input_sets = [list(clone(inputs)) for _ in range(copies)]
-
-        def launch(i: int) -> None:
-            fn(*input_sets[i % copies])
-
-        run = measure(clock, launch, settings, copies)
+        sampler, timer_name = _sampler(fn, inputs, device, perf)
+        samples, reason = sample_until_stable(sampler.sample, TimingSettings.from_performance(perf).sampling)
     except Exception as exc:
-        return PerformanceResult(
-            status=StageStatus.ERROR, timer=timer.name, message=f"timing failed: {_error_text(exc)}"
-        )
-    notes = [*options.timing_notes, *run.notes]
-    if perf.graph_replay and device.type == "cuda":
-        notes.append("graph replay: launches captured in a device graph")
+        message = f"timing failed: {_error_text(exc)}"
+        return PerformanceResult(status=StageStatus.ERROR, timer=timer_name, message=message)
     return PerformanceResult(
         status=StageStatus.PASSED,
-        timer=timer.name,
-        timing=summarize(run.samples_us, run.stop_reason),
-        samples_us=run.samples_us,
-        notes=notes,
+        timer=timer_name,
+        timing=summarize(samples, reason),
+        samples_us=samples,
+        notes=[*options.timing_notes, *sampler.notes(samples), *_graph_note(device, perf)],
         timing_meaningful=options.timing_meaningful,
-        batch_size=run.batch_size,
+        batch_size=sampler.batch,
     )
+
+
+def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> SamplerSession:
+    """A compare candidate kept ready for timing: loaded, on the inputs its correctness was checked on.
+
+    Runs in the long-lived timing worker; raises (the worker reports it) when the kernel cannot load.
+    """
+    kernel = KernelConfig.model_validate(task.kernel)
+    corr = CorrectnessConfig.model_validate(task.settings.get("correctness", {}))
+    perf = PerformanceConfig.model_validate(task.settings.get("performance", {}))
+    device = torch.device(kernel.device or options.default_device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    torch.inference_mode().__enter__()  # for the life of this worker process, as evaluate's block does
+    load_entry = options.load_entry
+    native = (lambda: load_entry(kernel, task)) if load_entry else None
+    prepared = _Prepared(kernel, [Path.cwd(), Path(task.config_dir)], device, task.seed, native)
+    fn = options.wrap(prepared.fn, kernel) if options.wrap else prepared.fn
+    baseline = None
+    if task.baseline_outputs and prepared.reference is None and Path(task.baseline_outputs).exists():
+        baseline = torch.load(task.baseline_outputs, weights_only=False)
+    inputs = _timing_inputs(prepared, corr, device, baseline)
+    sampler, timer_name = _sampler(fn, inputs, device, perf)
+    notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(device, perf)]
+    return SamplerSession(sampler, notes, meaningful=options.timing_meaningful)
 
 
 def _failed(message: str, env: dict[str, Any]) -> EvaluationOutcome:

@@ -8,12 +8,16 @@ alone costs about a second.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from magpie_core import hookimpl
 from magpie_core.config.kernel import KernelConfig
-from magpie_core.interfaces import KernelBackend, Timer
-from magpie_core.reports import EvaluationOutcome, EvaluationTask
+from magpie_core.interfaces import Timer
+from magpie_core.reports import EvaluationTask
+from magpie_kernels_pytorch.harness_backend import HarnessBackend
+
+if TYPE_CHECKING:
+    from magpie_kernels_pytorch.harness import HarnessOptions
 
 
 def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..., Any]:
@@ -27,7 +31,7 @@ def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..
     return torch.compile(fn, **kwargs)
 
 
-class PyTorchBackend(KernelBackend):
+class PyTorchBackend(HarnessBackend):
     name = "pytorch"
     kernel_types = ("pytorch", "torch", "py", "torch_compile")
     description = "PyTorch callables or nn.Modules, eager or torch.compile, on CPU, CUDA or ROCm"
@@ -36,18 +40,15 @@ class PyTorchBackend(KernelBackend):
         ".py": (r"(?m)^class\s+(?P<name>Model\w*)\s*\(\s*(?:torch\.)?nn\.Module", r"(?m)^def\s+get_inputs\s*\("),
     }
 
-    def evaluate(self, task: EvaluationTask) -> EvaluationOutcome:
-        from magpie_kernels_pytorch.harness import HarnessOptions, evaluate_python_kernel
+    def harness_options(self, task: EvaluationTask) -> HarnessOptions:
+        from magpie_kernels_pytorch.harness import HarnessOptions
 
         kernel = KernelConfig.model_validate(task.kernel)
         compiled = bool(kernel.options.get("torch_compile", kernel.type == "torch_compile"))
-        return evaluate_python_kernel(
-            task,
-            HarnessOptions(
-                backend=self.name,
-                wrap=compile_wrapper,
-                environment={"variant": "torch.compile" if compiled else "eager"},
-            ),
+        return HarnessOptions(
+            backend=self.name,
+            wrap=compile_wrapper,
+            environment={"variant": "torch.compile" if compiled else "eager"},
         )
 
 

@@ -148,7 +148,7 @@ def run_analyze_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[
 
 def run_compare_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     """Job runner (in the job process): the compare pipeline."""
-    from magpie_core.pipelines.kernels import compare
+    from magpie_core.pipelines.compare import compare
 
     file, common = _pipeline_args(args, emit)
     report = compare(file, baseline=args.get("baseline"), min_effect=float(args["min_effect"]), **common)

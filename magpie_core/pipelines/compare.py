@@ -1,0 +1,447 @@
+"""``compare``: every variant under one set of settings, then a ranking whose verdicts hold on a busy machine.
+
+Correctness runs first, each candidate in its own worker (baseline first: its outputs are every
+other candidate's check). Timing then depends on where the work runs:
+
+* on this machine, with backends that keep a kernel ready for timing (``open_timing``), every
+  correct candidate is timed in short **interleaved blocks** (:mod:`magpie_core.pipelines.blocked`)
+  and its speedup comes from per-block paired ratios against the baseline;
+* elsewhere (a cluster, containers), each candidate is timed in ``performance.rounds`` whole rounds
+  run in rotating order, and each round is a block of the same paired statistics.
+
+A verdict is FASTER / SLOWER only when the interval supports it beyond ``min_effect``, SAME only
+when the interval rules out a difference of ``min_effect``, and UNSTABLE otherwise — including
+when the baseline timed against itself does not come out the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from magpie_core.config.common import dump
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.interfaces import KernelBackend
+from magpie_core.pipelines.blocked import BlockedTiming, BlockPlan, stability, time_in_blocks
+from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
+from magpie_core.pipelines.kernels import (
+    KernelJob,
+    Progress,
+    check_backends,
+    command_env,
+    environment_options,
+    evaluation_task,
+    kernel_jobs,
+    run_jobs,
+    summary_row,
+)
+from magpie_core.plugins import get_plugin_manager
+from magpie_core.reports import PerformanceResult, StageStatus
+from magpie_core.stats import Speedup, Verdict, paired_speedup, speedup, summarize
+from magpie_core.threads import map_in_threads
+from magpie_core.timing_workers import TimingWorker
+from magpie_core.workspace import create_workspace
+
+log = logging.getLogger("magpie.compare")
+
+
+def compare(
+    file: KernelConfigFile,
+    *,
+    config_dir: Path,
+    output_dir: Path,
+    environment: str = "local",
+    workers: int = 1,
+    baseline: int | str | None = None,
+    measure_performance: bool = True,
+    min_effect: float = 0.02,
+    progress: Progress | None = None,
+    environment_defaults: dict[str, Any] | None = None,
+) -> CompareReport:
+    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones."""
+    _check_compare_file(file)
+    check_backends(file)
+    options = environment_options(file, environment_defaults)
+    if baseline is not None:
+        file = file.model_copy(update={"baseline": baseline})
+    base_index = file.baseline_index()
+    kernels = file.all_kernels()
+    ws = create_workspace(output_dir, "compare", kernels[base_index].id)
+    handler = ws.attach_log()
+    try:
+        ws.snapshot_config(dump(file))
+        jobs = kernel_jobs(file, config_dir, ws, measure_performance)
+        blocked = measure_performance and environment == "local" and _sessions_supported(kernels, jobs)
+        rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
+        for job in jobs:
+            job.timing_elsewhere = blocked
+            job.performance = _split_budget(job.performance, rounds)
+        results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options)
+        stable: dict[str, Any] | None = None
+        if blocked:
+            stable = _time_in_blocks(jobs, results, base_index, min_effect, progress)
+        elif measure_performance and rounds > 1:
+            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)
+        report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
+        report.settings = {
+            "environment": environment,
+            "workers": workers,
+            "correctness": jobs[base_index].correctness,
+            "performance": jobs[base_index].performance,
+            "min_effect": min_effect,
+            "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
+        }
+        report.write(ws.report_path)
+        return report
+    finally:
+        logging.getLogger("magpie").removeHandler(handler)
+
+
+def _check_compare_file(file: KernelConfigFile) -> None:
+    kernels = file.all_kernels()
+    if len(kernels) < 2:
+        raise ValueError("compare needs at least two kernels")
+    for k in kernels:
+        if k.correctness is not None or k.performance is not None:
+            raise ValueError(
+                f"kernel {k.id!r}: compare runs every variant under the same correctness and performance "
+                "settings; move its 'correctness'/'performance' block to the top level of the file"
+            )
+
+
+def _sessions_supported(kernels: list[KernelConfig], jobs: list[KernelJob]) -> bool:
+    """Every kernel runs in a harness whose backend keeps it ready for timing, and is timed by the clock."""
+    manager = get_plugin_manager()
+    for kernel, job in zip(kernels, jobs, strict=True):
+        backend = manager.get("kernel_backend", kernel.type)
+        if not kernel.uses_harness or type(backend).open_timing is KernelBackend.open_timing:
+            return False
+        if job.performance.get("backend", "events") == "none":
+            return False
+    return True
+
+
+def _correctness_first(
+    jobs: list[KernelJob],
+    base_index: int,
+    workspace: Path,
+    environment: str,
+    workers: int,
+    progress: Progress | None,
+    options: dict[str, Any],
+) -> list[KernelResult]:
+    """The baseline (saving its outputs), then every other candidate checked against them."""
+    expected = workspace / "baseline_outputs"  # written by the baseline's backend, in its own format
+    jobs[base_index].save_outputs = str(expected)
+    if progress:
+        progress(f"baseline {jobs[base_index].kernel.get('id')}")
+    results: list[KernelResult | None] = [None] * len(jobs)
+    results[base_index] = run_jobs([jobs[base_index]], environment, 1, None, options)[0]
+    others = [i for i in range(len(jobs)) if i != base_index]
+    for i in others:
+        jobs[i].baseline_outputs = str(expected)
+    for i, result in zip(
+        others, run_jobs([jobs[i] for i in others], environment, workers, progress, options), strict=True
+    ):
+        results[i] = result
+    return [r for r in results if r is not None]
+
+
+def _split_budget(performance: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """One round's share of the timing budget and sample counts."""
+    per_round = dict(performance)
+    per_round["budget_seconds"] = float(performance.get("budget_seconds", 10)) / rounds
+    per_round["min_samples"] = max(3, -(-int(performance.get("min_samples", 10)) // rounds))
+    per_round["max_samples"] = max(3, int(performance.get("max_samples", 1000)) // rounds)
+    return per_round
+
+
+# --- timing in interleaved blocks --------------------------------------------------------------------
+
+
+def _time_in_blocks(
+    jobs: list[KernelJob], results: list[KernelResult], base_index: int, min_effect: float, progress: Progress | None
+) -> dict[str, Any] | None:
+    """Start a timing worker per correct candidate, time them in blocks, and fill in their performance."""
+    timed = [i for i, r in enumerate(results) if r.passed and r.compile.status != StageStatus.FAILED]
+    if not timed:
+        return None
+    if progress:
+        progress(f"timing {len(timed)} candidate(s) in interleaved blocks")
+    workers = _start_workers(jobs, results, timed)
+    try:
+        live = {i: w for i, w in workers.items() if isinstance(w, TimingWorker)}
+        anchor = base_index if base_index in live else next(iter(live), None)
+        perf = jobs[base_index].performance
+        plan = BlockPlan(
+            budget_s=float(perf.get("budget_seconds", 10)) * max(1, len(live)),
+            min_effect=min_effect,
+            target_rse=float(perf.get("target_rse", 0.01)),
+            timeout_s=float(perf.get("timeout_seconds", 300)),
+        )
+        outcome = time_in_blocks(live, anchor, plan) if anchor is not None else None
+        infos = {i: w.close() for i, w in live.items()}
+    finally:
+        for w in workers.values():
+            if isinstance(w, TimingWorker):
+                w.stop()
+    for i, failure in workers.items():
+        if not isinstance(failure, TimingWorker):
+            _timing_failed(results[i], str(failure))
+    if outcome is None:
+        return None
+    _fill_performance(results, outcome, infos)
+    return stability(outcome, min_effect) if outcome.block_count else None
+
+
+def _start_workers(jobs: list[KernelJob], results: list[KernelResult], timed: list[int]) -> dict[int, Any]:
+    """A timing worker per candidate, started side by side; a failure to start is that candidate's alone."""
+
+    def start(i: int) -> TimingWorker:
+        job, result = jobs[i], results[i]
+        kernel = KernelConfig.model_validate(job.kernel)
+        workdir = Path(job.workdir)
+        task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed=True)
+        return TimingWorker(
+            task,
+            cwd=kernel.resolved_working_dir(Path(job.config_dir)),
+            workdir=workdir,
+            env={**command_env(kernel, workdir), **job.extra_env},
+            start_timeout_s=float(job.performance.get("timeout_seconds", 300)),
+        )
+
+    started = map_in_threads(start, timed, workers=len(timed))
+    return dict(zip(timed, started, strict=True))
+
+
+def _timing_failed(result: KernelResult, why: str) -> None:
+    result.performance = PerformanceResult(status=StageStatus.ERROR, message=f"timing worker failed: {why}")
+    result.errors.append(f"timing worker failed: {why.splitlines()[0] if why else ''}")
+
+
+def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos: dict[int, dict[str, Any]]) -> None:
+    for i, why in outcome.failed.items():
+        _timing_failed(results[i], why)
+    for i, blocks in outcome.blocks.items():
+        if i < 0 or i in outcome.failed:
+            continue
+        info = infos.get(i, {})
+        samples = outcome.samples[i]
+        medians = outcome.baseline_blocks() if i == outcome.baseline else blocks
+        results[i].performance = PerformanceResult(
+            status=StageStatus.PASSED,
+            timer=next((n.split(": ", 1)[1] for n in info.get("notes", []) if n.startswith("timer: ")), None),
+            timing=summarize(samples, f"{outcome.block_count} interleaved blocks"),
+            samples_us=samples,
+            block_medians_us=medians,
+            notes=[
+                *(n for n in info.get("notes", []) if not n.startswith("timer: ")),
+                f"timed in {outcome.block_count} interleaved blocks with every candidate; "
+                "speedups are paired block by block",
+            ],
+            timing_meaningful=bool(info.get("timing_meaningful", True)),
+            batch_size=info.get("batch_size"),
+        )
+
+
+# --- timing in whole rounds (environments other than this machine) ------------------------------
+
+
+def _more_timing_rounds(
+    jobs: list[KernelJob],
+    results: list[KernelResult],
+    rounds: int,
+    environment: str,
+    workers: int,
+    progress: Progress | None,
+    options: dict[str, Any] | None = None,
+) -> None:
+    """Rounds 2..n: time every correct candidate again, in rotating order, and pool the samples.
+
+    Sampling all candidates in turn (A B C, B C A, C A B) spreads slow drift —
+    clocks, thermals, other processes — over all of them instead of letting it
+    land on whichever kernel happened to run during a bad minute.
+    """
+    timed = [i for i, r in enumerate(results) if _rankable(r)]
+    if len(timed) < 2:
+        return
+    samples = {i: list(results[i].performance.samples_us or []) for i in timed}
+    rounds_medians = {i: [float(np.median(samples[i]))] for i in timed}  # each round is a block of the pairing
+    reasons = {i: [results[i].performance.timing.stop_reason] for i in timed}  # type: ignore[union-attr]
+    for round_no in range(2, rounds + 1):
+        shift = (round_no - 1) % len(timed)
+        order = timed[shift:] + timed[:shift]
+        round_jobs = [
+            jobs[i].model_copy(
+                update={
+                    "timing_only": True,
+                    "build_artifacts": results[i].compile.artifacts,
+                    "workdir": str(Path(jobs[i].workdir) / f"round{round_no}"),
+                    "save_outputs": None,
+                }
+            )
+            for i in order
+        ]
+        if progress:
+            progress(f"timing round {round_no}/{rounds}")
+        for i, result in zip(order, run_jobs(round_jobs, environment, workers, None, options), strict=True):
+            timing = result.performance.timing
+            if result.performance.status == StageStatus.PASSED and timing is not None:
+                samples[i].extend(result.performance.samples_us or [])
+                rounds_medians[i].append(timing.median)
+                reasons[i].append(timing.stop_reason)
+            else:
+                results[i].performance.notes.append(
+                    f"timing round {round_no} failed: {result.performance.message or result.correctness.message}"
+                )
+    complete = {i for i in timed if len(rounds_medians[i]) == rounds}
+    for i in timed:
+        perf = results[i].performance
+        perf.samples_us = samples[i]
+        perf.block_medians_us = rounds_medians[i] if i in complete else None
+        perf.timing = summarize(samples[i], f"{rounds} interleaved rounds ({', '.join(map(str, reasons[i]))})")
+        perf.notes.append(f"timing pooled over {rounds} rounds run in rotating order over all candidates")
+
+
+# --- ranking --------------------------------------------------------------------------------------
+
+
+def rank(
+    results: list[KernelResult],
+    base_index: int,
+    *,
+    min_effect: float = 0.02,
+    workspace: str | None = None,
+    stability: dict[str, Any] | None = None,
+) -> CompareReport:
+    """Rank correct, timed candidates by median; speedups and verdicts vs the baseline."""
+    base = results[base_index]
+    timed = [(i, r) for i, r in enumerate(results) if _rankable(r)]
+    timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
+    base_ok = any(i == base_index for i, _ in timed)
+    distrust = bool(stability and stability.get("unstable"))
+    entries = [
+        _entry(position, i, r, base, base_index, base_ok, min_effect, stability)
+        for position, (i, r) in enumerate(timed, start=1)
+    ]
+    winner_index, verdict = _winner(timed, min_effect, distrust)
+    unranked = [
+        {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
+        for i, r in enumerate(results)
+        if all(i != j for j, _ in timed)
+    ]
+    correct = [r.correctness.status == StageStatus.PASSED for r in results]
+    summary_lines = [
+        f"Compared {len(results)} kernel implementations (baseline: {base.kernel_id})",
+        f"Correctness: {sum(correct)}/{len(results)} passed",
+        *[
+            f"  {'✓' if ok else '✗'} Kernel {i}: {r.kernel_id}"
+            for i, (ok, r) in enumerate(zip(correct, results, strict=True))
+        ],
+        verdict,
+        *([f"Timing: {stability['message']}"] if stability else []),
+    ]
+    return CompareReport(
+        workspace=workspace,
+        baseline=base_index,
+        baseline_id=base.kernel_id,
+        results=ComparisonResults(
+            kernel_results=results,
+            comparison_metrics={
+                "correctness": correct,
+                "all_correct": all(correct),
+                "perf_scores": [next((e.speedup for e in entries if e.index == i), None) for i in range(len(results))],
+                "median_us": [r.median_us for r in results],
+            },
+            winner=winner_index,
+            rankings=[(e.index, e.median_us) for e in entries],
+            summary="\n".join(summary_lines),
+        ),
+        ranking=entries,
+        winner_id=results[winner_index].kernel_id if winner_index is not None else None,
+        verdict=verdict,
+        unranked=unranked,
+        summary_rows=[summary_row(r) for r in results],
+        stability=stability,
+    )
+
+
+def _entry(
+    position: int,
+    i: int,
+    r: KernelResult,
+    base: KernelResult,
+    base_index: int,
+    base_ok: bool,
+    min_effect: float,
+    stability: dict[str, Any] | None,
+) -> RankEntry:
+    timing = r.performance.timing
+    assert timing is not None
+    entry = RankEntry(
+        rank=position,
+        index=i,
+        kernel_id=r.kernel_id,
+        median_us=timing.median,
+        ci95_low_us=timing.ci95_low,
+        ci95_high_us=timing.ci95_high,
+    )
+    if i == base_index:
+        entry.speedup, entry.speedup_ci95, entry.verdict = 1.0, (1.0, 1.0), "BASELINE"
+    elif base_ok:
+        s = versus(base, r, min_effect)
+        if stability and stability.get("unstable"):
+            s.verdict, s.reason = Verdict.UNSTABLE, stability["message"]
+        entry.speedup, entry.speedup_ci95, entry.verdict = s.value, (s.ci_low, s.ci_high), s.verdict.value
+        entry.verdict_reason = s.reason or None
+    return entry
+
+
+def versus(reference: KernelResult, other: KernelResult, min_effect: float) -> Speedup:
+    """How much faster ``other`` is than ``reference``: paired block by block when both were timed in
+    the same blocks (or rounds), else from the two sample sets."""
+    a, b = reference.performance, other.performance
+    if a.block_medians_us and b.block_medians_us and len(a.block_medians_us) == len(b.block_medians_us):
+        return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect)
+    return speedup(a.samples_us or [], b.samples_us or [], min_effect=min_effect)
+
+
+def _rankable(result: KernelResult) -> bool:
+    perf = result.performance
+    return result.passed and perf.timing is not None and bool(perf.samples_us) and perf.timing_meaningful
+
+
+def _winner(timed: list[tuple[int, KernelResult]], min_effect: float, distrust: bool) -> tuple[int | None, str]:
+    if not timed:
+        return None, "No winner: no candidate is both correct and timed"
+    if len(timed) == 1:
+        i, r = timed[0]
+        return i, f"Winner: Kernel {i} ({r.kernel_id}), the only correct and timed candidate"
+    (i1, first), (_, second) = timed[0], timed[1]
+    s = versus(second, first, min_effect)
+    interval = f"{s.value:.3f}x, 95% CI {s.ci_low:.3f}-{s.ci_high:.3f}"
+    if s.verdict == Verdict.FASTER and not distrust:
+        return i1, (
+            f"Winner: Kernel {i1} ({first.kernel_id}), {s.value:.3f}x faster than the runner-up "
+            f"{second.kernel_id} (95% CI {s.ci_low:.3f}-{s.ci_high:.3f})"
+        )
+    if distrust or s.verdict == Verdict.UNSTABLE:
+        return None, (
+            f"No verdict: the timing was too noisy to tell {first.kernel_id} from {second.kernel_id} "
+            f"at {min_effect:.0%} ({interval})"
+        )
+    return None, f"No significant winner: {first.kernel_id} and {second.kernel_id} are within noise ({interval})"
+
+
+def _unranked_reason(result: KernelResult) -> str:
+    if result.compile.status in (StageStatus.FAILED, StageStatus.ERROR):
+        return f"compile: {result.compile.message}"
+    if result.correctness.status != StageStatus.PASSED:
+        first_line = (result.correctness.message or "").splitlines()[:1]
+        return f"correctness {result.correctness.status.value}: {' '.join(first_line)}"
+    if result.performance.timing and not result.performance.timing_meaningful:
+        return "timings not meaningful here: " + "; ".join(result.performance.notes[:1])
+    return f"performance {result.performance.status.value}: {result.performance.message or 'no timing'}"

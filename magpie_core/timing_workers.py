@@ -1,0 +1,129 @@
+"""Long-lived timing workers: one isolated process per compare candidate, sampled on command.
+
+Each worker is ``python -m magpie_core.worker --session TASK.json`` in its own process group
+(see :mod:`magpie_core.worker` for the line protocol). A worker that crashes, hangs past its
+timeout or answers nonsense is stopped and fails its candidate alone; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from magpie_core.processes import register_started, stop_group, tail, unregister_started
+from magpie_core.reports import EvaluationTask
+
+
+class TimingWorkerError(RuntimeError):
+    """The timing worker of one candidate failed (crash, hang, error); it has been stopped."""
+
+
+class TimingWorker:
+    """The parent's handle on one timing worker."""
+
+    def __init__(
+        self, task: EvaluationTask, *, cwd: Path, workdir: Path, env: dict[str, str], start_timeout_s: float
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        task_path = workdir / "timing_task.json"
+        task_path.write_text(task.model_dump_json(indent=2))
+        self.log_path = workdir / "timing_worker.log"
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "magpie_core.worker", "--session", str(task_path)],
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            start_new_session=True,
+        )
+        register_started(self.proc)
+        self.info: dict[str, Any] = self._read(start_timeout_s, "ready")
+
+    def sample(self, count: int, timeout_s: float) -> list[float]:
+        """``count`` per-launch times (µs) taken now."""
+        self._send({"samples": count})
+        samples = self._read(timeout_s, "samples_us")
+        if not isinstance(samples, list) or not samples or not all(isinstance(x, (int, float)) for x in samples):
+            self.stop()
+            raise TimingWorkerError(f"timing worker answered without samples: {str(samples)[:200]}")
+        return [float(x) for x in samples]
+
+    def close(self, timeout_s: float = 30) -> dict[str, Any]:
+        """Ask the worker to finish; its final info (notes), or the info it started with."""
+        try:
+            self._send({"stop": True})
+            self.info = self._read(timeout_s, "info")
+        except TimingWorkerError:
+            pass
+        self.stop()
+        return self.info
+
+    def stop(self) -> None:
+        stop_group(self.proc, grace_s=2.0)
+        unregister_started(self.proc)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+        self._log.close()
+
+    # -- the line protocol -------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        stdin: IO[bytes] | None = self.proc.stdin
+        try:
+            assert stdin is not None
+            stdin.write((json.dumps(message) + "\n").encode())
+            stdin.flush()
+        except (BrokenPipeError, ValueError, AssertionError) as exc:
+            raise self._failure(f"timing worker is gone ({type(exc).__name__})") from None
+
+    def _read(self, timeout_s: float, key: str) -> Any:
+        line = _readline(self.proc.stdout, timeout_s)
+        if line is None:
+            raise self._failure(
+                f"timing worker gave no answer within {timeout_s:g} s (hung)"
+                if self.proc.poll() is None
+                else f"timing worker exited with status {self.proc.returncode}"
+            )
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise self._failure(f"timing worker wrote something that is not the protocol: {line[:200]!r}") from None
+        if "error" in message:
+            raise self._failure(str(message["error"]))
+        if key not in message:
+            raise self._failure(f"timing worker answered {sorted(message)} instead of {key!r}")
+        return message[key]
+
+    def _failure(self, what: str) -> TimingWorkerError:
+        self.stop()
+        log = tail(self.log_path.read_text(errors="replace"), 15) if self.log_path.exists() else ""
+        return TimingWorkerError(f"{what}\n{log}".rstrip())
+
+
+def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
+    """One line from ``stream`` within ``timeout_s``, or None (timeout or end of stream)."""
+    if stream is None:
+        return None
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout_s
+        buffer = b""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                return None
+            chunk = os.read(stream.fileno(), 1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
+            if buffer.endswith(b"\n"):  # the worker writes one whole line per answer and then waits
+                return buffer.decode(errors="replace").strip()
