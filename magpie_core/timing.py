@@ -132,7 +132,15 @@ class BatchSampler:
 
 
 class TimingSession(Protocol):
-    """A kernel kept ready for timing in its worker process, sampled a block at a time."""
+    """A kernel kept ready for timing in its worker process, sampled a block at a time.
+
+    Opening it loads the kernel and its inputs (workers open side by side); :meth:`prepare` then
+    warms it up and picks its batch size, one worker at a time, so warm-ups never compete.
+    """
+
+    def prepare(self) -> None:
+        """Warm up and choose the batch size (called once, while no other candidate runs)."""
+        ...
 
     def sample(self, count: int) -> list[float]:
         """``count`` per-launch times in microseconds, one batch of launches each."""
@@ -146,11 +154,24 @@ class TimingSession(Protocol):
 class SamplerSession:
     """The :class:`TimingSession` of any backend that can build a :class:`BatchSampler`."""
 
-    def __init__(self, sampler: BatchSampler, notes: list[str] | None = None, meaningful: bool = True) -> None:
-        self.sampler = sampler
+    def __init__(
+        self, make_sampler: Callable[[], BatchSampler], notes: list[str] | None = None, meaningful: bool = True
+    ) -> None:
+        self.make_sampler = make_sampler
         self.extra_notes = list(notes or [])
         self.meaningful = meaningful
         self.taken: list[float] = []
+        self._sampler: BatchSampler | None = None
+
+    def prepare(self) -> None:
+        self._sampler = self.make_sampler()
+
+    @property
+    def sampler(self) -> BatchSampler:
+        if self._sampler is None:
+            self.prepare()
+        assert self._sampler is not None
+        return self._sampler
 
     def sample(self, count: int) -> list[float]:
         # one untimed launch first: after waiting for its turn, the device queue and the thread pool
@@ -161,9 +182,11 @@ class SamplerSession:
         return got
 
     def info(self) -> dict[str, Any]:
+        if self._sampler is None:
+            return {"timing_meaningful": self.meaningful, "notes": list(self.extra_notes)}
         return {
-            "batch_size": self.sampler.batch,
-            "notes": [*self.extra_notes, *self.sampler.notes(self.taken)],
+            "batch_size": self._sampler.batch,
+            "notes": [*self.extra_notes, *self._sampler.notes(self.taken)],
             "timing_meaningful": self.meaningful,
         }
 

@@ -45,7 +45,12 @@ class TimingWorker:
             start_new_session=True,
         )
         register_started(self.proc)
-        self.info: dict[str, Any] = self._read(start_timeout_s, "ready")
+        self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+
+    def prepare(self, timeout_s: float) -> None:
+        """Warm up and choose the batch size; call for one worker at a time."""
+        self._send({"prepare": True})
+        self.info = self._read(timeout_s, "ready")
 
     def sample(self, count: int, timeout_s: float) -> list[float]:
         """``count`` per-launch times (µs) taken now."""

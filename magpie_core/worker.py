@@ -7,8 +7,9 @@ fails this kernel; the parent reads the exit status and the log.
 
 ``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per
-command line on stdin: ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` ->
-``{"info": {...}}`` and exit. It first says ``{"ready": {...}}`` or ``{"error": "..."}``.
+command line on stdin: ``{"prepare": true}`` -> ``{"ready": {...}}`` (warmed up, batch chosen);
+``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
+It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails.
 Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
 """
 
@@ -74,12 +75,16 @@ def serve_session(task_path: Path) -> int:
         if session is None:
             _say(out, {"error": f"kernel backend {task.kernel_type!r} has no timing session"})
             return EXIT_EXCEPTION
-        _say(out, {"ready": session.info()})
+        _say(out, {"loaded": session.info()})
         for line in sys.stdin:
             command = json.loads(line)
             if command.get("stop"):
                 _say(out, {"info": session.info()})
                 return 0
+            if command.get("prepare"):
+                session.prepare()
+                _say(out, {"ready": session.info()})
+                continue
             _say(out, {"samples_us": session.sample(int(command["samples"]))})
     except Exception as exc:
         sys.stderr.write("".join(traceback.format_exception(exc)))

@@ -51,7 +51,7 @@ def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
             assert entry.verdict_reason  # says why
     assert report.settings["timing"] == "interleaved blocks"
     stability = report.stability
-    assert stability is not None and stability["blocks"] >= 10 and stability["message"]
+    assert stability is not None and stability["blocks"] >= 20 and stability["message"]
     # no reference given: every candidate was checked against the baseline's outputs on the baseline's inputs
     for result in report.results.kernel_results:
         assert result.correctness.status.value == "passed"

@@ -207,6 +207,9 @@ def compare_command(
     kernel_type: str = KernelFlags.kernel_type,
     baseline: str | None = typer.Option(None, "--baseline", help="baseline kernel: index or id (default 0)"),
     min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="smallest speedup called FASTER/SLOWER"),
+    timing: str = typer.Option(
+        "auto", "--timing", help="auto | blocks (interleaved, paired) | rounds (whole rounds in rotating order)"
+    ),
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
@@ -226,6 +229,7 @@ def compare_command(
             baseline=base,
             measure_performance=not no_perf,
             min_effect=min_effect,
+            timing=timing,
             progress=None if as_json else _progress,
         )
     except ValueError as exc:

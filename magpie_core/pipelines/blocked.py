@@ -29,7 +29,7 @@ from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 #: the key of the baseline's second (A/A) slot in a block
 AA = -1
 SLOT_MS = 25.0
-MIN_BLOCKS = 10
+MIN_BLOCKS = 20
 MAX_BLOCKS = 5000
 PRECISION_CHECK_EVERY = 5
 

@@ -42,7 +42,7 @@ from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import PerformanceResult, StageStatus
 from magpie_core.stats import Speedup, Verdict, paired_speedup, speedup, summarize
 from magpie_core.threads import map_in_threads
-from magpie_core.timing_workers import TimingWorker
+from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 from magpie_core.workspace import create_workspace
 
 log = logging.getLogger("magpie.compare")
@@ -60,8 +60,15 @@ def compare(
     min_effect: float = 0.02,
     progress: Progress | None = None,
     environment_defaults: dict[str, Any] | None = None,
+    timing: str = "auto",
 ) -> CompareReport:
-    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones."""
+    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones.
+
+    ``timing``: ``auto`` (interleaved blocks where possible), ``blocks`` (an error where not
+    possible) or ``rounds`` (whole rounds in rotating order, the design before blocks).
+    """
+    if timing not in TIMING_DESIGNS:
+        raise ValueError(f"timing {timing!r}: use one of {', '.join(TIMING_DESIGNS)}")
     _check_compare_file(file)
     check_backends(file)
     options = environment_options(file, environment_defaults)
@@ -74,7 +81,7 @@ def compare(
     try:
         ws.snapshot_config(dump(file))
         jobs = kernel_jobs(file, config_dir, ws, measure_performance)
-        blocked = measure_performance and environment == "local" and _sessions_supported(kernels, jobs)
+        blocked = _use_blocks(timing, measure_performance, environment, kernels, jobs)
         rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
         for job in jobs:
             job.timing_elsewhere = blocked
@@ -98,6 +105,23 @@ def compare(
         return report
     finally:
         logging.getLogger("magpie").removeHandler(handler)
+
+
+TIMING_DESIGNS = ("auto", "blocks", "rounds")
+
+
+def _use_blocks(
+    timing: str, measure_performance: bool, environment: str, kernels: list[KernelConfig], jobs: list[KernelJob]
+) -> bool:
+    if timing == "rounds" or not measure_performance:
+        return False
+    possible = environment == "local" and _sessions_supported(kernels, jobs)
+    if timing == "blocks" and not possible:
+        raise ValueError(
+            "timing in interleaved blocks needs the local environment and kernel backends with timing sessions "
+            "(harness kernels: entry/reference); use --timing rounds"
+        )
+    return possible
 
 
 def _check_compare_file(file: KernelConfigFile) -> None:
@@ -213,8 +237,14 @@ def _start_workers(jobs: list[KernelJob], results: list[KernelResult], timed: li
             start_timeout_s=float(job.performance.get("timeout_seconds", 300)),
         )
 
-    started = map_in_threads(start, timed, workers=len(timed))
-    return dict(zip(timed, started, strict=True))
+    started = dict(zip(timed, map_in_threads(start, timed, workers=len(timed)), strict=True))
+    for i, worker in started.items():  # warm-ups one at a time: side by side they would slow each other down
+        if isinstance(worker, TimingWorker):
+            try:
+                worker.prepare(float(jobs[i].performance.get("timeout_seconds", 300)))
+            except TimingWorkerError as exc:
+                started[i] = exc
+    return started
 
 
 def _timing_failed(result: KernelResult, why: str) -> None:

@@ -443,9 +443,9 @@ def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> Sampler
     if task.baseline_outputs and prepared.reference is None and Path(task.baseline_outputs).exists():
         baseline = torch.load(task.baseline_outputs, weights_only=False)
     inputs = _timing_inputs(prepared, corr, device, baseline)
-    sampler, timer_name = _sampler(fn, inputs, device, perf)
+    timer_name = get_plugin_manager().get("timer", device.type).name
     notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(device, perf)]
-    return SamplerSession(sampler, notes, meaningful=options.timing_meaningful)
+    return SamplerSession(lambda: _sampler(fn, inputs, device, perf)[0], notes, meaningful=options.timing_meaningful)
 
 
 def _failed(message: str, env: dict[str, Any]) -> EvaluationOutcome:
