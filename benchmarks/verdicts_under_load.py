@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,10 +54,22 @@ def is_false(name: str, verdict: str) -> bool:
     return verdict == "FASTER"  # 10 %: SAME is a miss at min_effect 5 %, not a false claim of speed
 
 
+@contextmanager
+def gpu_hog() -> Iterator[None]:
+    """Another process multiplying large matrices on the same GPU (benchmarks/gpu_hog.py)."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "gpu_hog.py"), "--seconds", "900"])
+    try:
+        time.sleep(5)  # CUDA context and first products before the measurement starts
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def one_setting(args: argparse.Namespace, load: bool) -> dict:
     verdicts: dict[str, Counter] = {name: Counter() for name in CANDIDATES}
     walls, timing_s, overheads = [], [], []
-    with injected_load() if load else nullcontext():
+    with injected_load() if load else nullcontext(), gpu_hog() if args.gpu_hog else nullcontext():
         for run in range(args.runs):
             with tempfile.TemporaryDirectory() as out:
                 t0 = time.monotonic()
@@ -81,6 +95,7 @@ def one_setting(args: argparse.Namespace, load: bool) -> dict:
     unstable = sum(c["UNSTABLE"] for c in verdicts.values())
     return {
         "load": load,
+        "gpu_hog": args.gpu_hog,
         "timing": args.timing,
         "device": args.device,
         "runs": args.runs,
@@ -104,6 +119,7 @@ def main() -> None:
     parser.add_argument("--timing", default="blocks", choices=["blocks", "rounds", "auto"])
     parser.add_argument("--load", action="store_true", help="with the load injector")
     parser.add_argument("--quiet", action="store_true", help="without it (both when neither is given)")
+    parser.add_argument("--gpu-hog", action="store_true", help="another process running GEMMs on the same GPU")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     settings = [True] if args.load and not args.quiet else [False] if args.quiet and not args.load else [False, True]
