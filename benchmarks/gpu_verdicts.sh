@@ -32,8 +32,8 @@ PY
     ;;
   aa)
     export MAGPIE_VERDICT_N=2048
-    python3 benchmarks/verdicts_under_load.py --device cuda --runs 6 --quiet --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
-    python3 benchmarks/verdicts_under_load.py --device cuda --runs 6 --load --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
-    python3 benchmarks/verdicts_under_load.py --device cuda --runs 6 --quiet --gpu-hog --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
+    python3 benchmarks/verdicts_under_load.py --device cuda --runs 5 --budget 1 --quiet --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
+    python3 benchmarks/verdicts_under_load.py --device cuda --runs 5 --budget 1 --load --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
+    python3 benchmarks/verdicts_under_load.py --device cuda --runs 5 --budget 1 --quiet --gpu-hog --out "$OUT/verdicts_cuda.json" 2>&1 | tail -3
     ;;
 esac
