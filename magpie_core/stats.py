@@ -126,23 +126,30 @@ class Speedup:
     reason: str = ""
 
 
-def decide(point: float, lo: float, hi: float, min_effect: float) -> tuple[Verdict, str]:
+def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: float = 0.0) -> tuple[Verdict, str]:
     """The verdict a speedup ``point`` with confidence interval ``[lo, hi]`` supports.
 
-    FASTER (SLOWER): the whole interval above (below) 1 *and* an effect of at least ``min_effect``.
+    FASTER (SLOWER): the whole interval above (below) 1 *and* an effect of at least ``min_effect``
+    and of at least the run's ``noise_floor`` (how far apart identical work came out, as a fraction).
     SAME: the whole interval inside ``[1/(1+min_effect), 1+min_effect]`` — no difference that matters.
     UNSTABLE: anything else — the interval reaches past the effect of interest on a side the data
-    cannot rule out, so any of the other answers could be wrong.
+    cannot rule out, or the effect is within the noise floor, so any other answer could be wrong.
     """
+    needed = max(min_effect, noise_floor)
     band_hi, band_lo = 1 + min_effect, 1 / (1 + min_effect)
     if not all(map(math.isfinite, (point, lo, hi))):
         return Verdict.UNSTABLE, "no finite estimate"
-    if lo > 1 and point >= band_hi:
+    if lo > 1 and point >= 1 + needed:
         return Verdict.FASTER, ""
-    if hi < 1 and point <= band_lo:
+    if hi < 1 and point <= 1 / (1 + needed):
         return Verdict.SLOWER, ""
     if lo >= band_lo and hi <= band_hi:
         return Verdict.SAME, ""
+    if needed > min_effect and (lo > 1 or hi < 1):
+        return Verdict.UNSTABLE, (
+            f"{point:.3f}x is within this run's noise floor of {noise_floor:.1%} (identical work came out that far "
+            "apart): too noisy to decide"
+        )
     return Verdict.UNSTABLE, (
         f"95% CI {lo:.3f}-{hi:.3f} reaches past the {min_effect:.0%} effect of interest: "
         "too noisy to decide (more budget, a quieter machine, or a larger min_effect)"
@@ -176,28 +183,25 @@ def speedup(
     return Speedup(point, lo, hi, verdict, reason)
 
 
-#: below this many blocks, a t interval on the mean log-ratio; from here on, a bootstrap of the median
-MIN_BOOTSTRAP_BLOCKS = 8
+#: below this many blocks, a t interval on the mean log-ratio; from here on, the median with a sign-test interval
+MIN_MEDIAN_BLOCKS = 8
 
 
-def log_ratio_ci(
-    log_ratios: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
+def log_ratio_ci(log_ratios: Sequence[float], *, confidence: float = 0.95) -> tuple[float, float, float]:
     """Centre and confidence interval of per-block log-ratios: (estimate, low, high), in log units.
 
-    Many blocks: median with a percentile bootstrap over blocks (robust to a few disturbed blocks).
-    Few blocks (compare rounds run elsewhere): mean with Student's t interval. Fewer than two: nan.
+    Many blocks: the median with its distribution-free interval from order statistics (the sign
+    test's), robust to a few disturbed blocks and honest for any shape of noise. Few blocks (compare
+    rounds run elsewhere): the mean with Student's t interval. Fewer than two: nan.
     """
     d = np.asarray(log_ratios, dtype=float)
     n = len(d)
     if n < 2:
         return (float(d[0]) if n else math.nan), math.nan, math.nan
     alpha = (1 - confidence) / 2
-    if n >= MIN_BOOTSTRAP_BLOCKS:
-        rng = np.random.default_rng(seed)
-        meds = np.median(rng.choice(d, size=(resamples, n), replace=True), axis=1)
-        lo, hi = np.quantile(meds, [alpha, 1 - alpha])
-        return float(np.median(d)), float(lo), float(hi)
+    if n >= MIN_MEDIAN_BLOCKS:
+        lo, hi = median_ci(np.sort(d), confidence)
+        return float(np.median(d)), lo, hi
     from statistics import NormalDist
 
     t = _student_t(1 - alpha, n - 1) if n < 30 else NormalDist().inv_cdf(1 - alpha)
@@ -252,7 +256,7 @@ def paired_speedup(
     *,
     min_effect: float = 0.02,
     confidence: float = 0.95,
-    seed: int = 0,
+    noise_floor: float = 0.0,
 ) -> Speedup:
     """Speedup from per-block times of the baseline and a candidate measured side by side.
 
@@ -264,9 +268,9 @@ def paired_speedup(
     cand = np.asarray(candidate_blocks, dtype=float)
     if len(base) != len(cand):
         raise ValueError("paired blocks must have the same count")
-    centre, lo, hi = log_ratio_ci(np.log(base / cand), confidence=confidence, seed=seed)
+    centre, lo, hi = log_ratio_ci(np.log(base / cand), confidence=confidence)
     point, low, high = math.exp(centre), math.exp(lo), math.exp(hi)
     if len(base) < 2:
         return Speedup(point, low, high, Verdict.UNSTABLE, f"{len(base)} block(s): no interval")
-    verdict, reason = decide(point, low, high, min_effect)
+    verdict, reason = decide(point, low, high, min_effect, noise_floor)
     return Speedup(point, low, high, verdict, reason)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernels import analyze
 from magpie_core.reports import StageStatus
@@ -204,3 +206,20 @@ def test_analyze_cli_exit_codes(run_magpie, tmp_path):
         result.returncode == 2
         and "typo.yaml:3: kernel.entyr: unknown key 'entyr' (did you mean 'entry'?)" in result.stderr
     )
+
+
+def test_a_failure_points_at_the_candidates_own_line(tmp_path):
+    """An exception raised deep inside torch is reported at the candidate's file and line."""
+    import importlib.util
+
+    import torch
+    from magpie_kernels_pytorch.harness import _error_text
+
+    source = tmp_path / "candidate.py"
+    source.write_text("import torch\n\n\ndef kernel(a):\n    return torch.cat([a, 'not a tensor'])\n")
+    spec = importlib.util.spec_from_file_location("candidate", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(TypeError) as raised:
+        module.kernel(torch.ones(2))
+    assert _error_text(raised.value).endswith(f"at {source}:5")

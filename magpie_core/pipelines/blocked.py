@@ -1,15 +1,18 @@
 """Timing a compare in short interleaved blocks, so a busy machine widens the answer instead of biasing it.
 
 Every correct candidate is kept ready in its own long-lived timing worker
-(:mod:`magpie_core.timing_workers`). A *block* gives each candidate one short *slot* (a few
-batches, ~``slot_ms``) in a fresh random order, plus a second slot of the baseline (the A/A
-slot). Blocks repeat until the timing budget is spent or every candidate's speedup is known
-precisely enough. Because the machine's state is roughly constant within a block, each
-candidate's speedup is computed from **per-block paired ratios** against the baseline of the same
-block (:func:`magpie_core.stats.paired_speedup`): a load change between blocks moves both sides
-and cancels; load that hits one slot of a block widens the interval over blocks. The A/A slot
-measures the run's own noise floor and checks that identical work comes out identical; when it
-does not, every verdict is UNSTABLE.
+(:mod:`magpie_core.timing_workers`), and so is a second, independent instance of the baseline
+(the A/A worker: its own process, inputs and batch size). A *block* gives each of them one short
+*slot* (a few batches, ~``slot_ms``) in a fresh random order. Blocks repeat until the timing
+budget is spent or every candidate's speedup is known precisely enough.
+
+Because the machine's state is roughly constant within a block, each candidate's speedup is
+computed from **per-block paired ratios** against the baseline of the same block
+(:func:`magpie_core.stats.paired_speedup`): a load change between blocks moves both sides and
+cancels; load that hits one slot of a block widens the interval over blocks. The A/A worker
+measures the run's own noise floor — everything that can make two processes running identical
+work disagree — and no candidate is called FASTER or SLOWER by less than that floor; when the two
+baselines disagree by more than the effect of interest, every verdict is UNSTABLE.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 from magpie_core.stats import Verdict, paired_speedup
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 
-#: the key of the baseline's second (A/A) slot in a block
+#: the key of the baseline's second, independent instance (the A/A worker) in a block
 AA = -1
 SLOT_MS = 25.0
 MIN_BLOCKS = 20
@@ -64,15 +67,18 @@ class BlockedTiming:
         return len(self.blocks.get(self.baseline, []))
 
     def baseline_blocks(self) -> list[float]:
-        """The baseline's time per block: the geometric mean of its two slots."""
+        """The baseline's time per block: the geometric mean of its two instances (or the one left)."""
+        if AA not in self.blocks:
+            return list(self.blocks[self.baseline])
         a, b = np.asarray(self.blocks[self.baseline]), np.asarray(self.blocks[AA])
         return list(np.sqrt(a * b))
 
 
 def time_in_blocks(workers: dict[int, TimingWorker], baseline: int, plan: BlockPlan) -> BlockedTiming:
-    """Run blocks over ``workers`` (candidate index -> its timing worker) until budget or precision."""
+    """Run blocks over ``workers`` (candidate index -> its timing worker; :data:`AA`: the baseline's
+    second instance, if any) until budget or precision."""
     result = BlockedTiming(baseline=baseline, load_before=_load())
-    live = {**workers, AA: workers[baseline]}
+    live = dict(workers)
     counts = _samples_per_slot(live, plan, result)
     result.blocks = {key: [] for key in live}
     result.samples = {key: [] for key in live}
@@ -87,7 +93,6 @@ def time_in_blocks(workers: dict[int, TimingWorker], baseline: int, plan: BlockP
             result.elapsed_s >= plan.budget_s or _precise_enough(result, live, plan)
         ):
             break
-    result.samples[baseline] = result.samples[baseline] + result.samples.pop(AA, [])
     result.load_after = _load()
     return result
 
@@ -96,8 +101,6 @@ def _samples_per_slot(live: dict[int, TimingWorker], plan: BlockPlan, result: Bl
     """How many samples fill one slot of ``slot_ms``, from a short probe of each worker."""
     counts: dict[int, int] = {}
     for key, worker in list(live.items()):
-        if key == AA:
-            continue
         try:
             probe = worker.sample(2, plan.timeout_s)
         except TimingWorkerError as exc:
@@ -105,8 +108,6 @@ def _samples_per_slot(live: dict[int, TimingWorker], plan: BlockPlan, result: Bl
             continue
         per_sample_us = max(float(np.median(probe)) * _batch(worker), 1.0)
         counts[key] = int(min(200, max(2, round(plan.slot_ms * 1000 / per_sample_us))))
-    if result.baseline in counts:
-        counts[AA] = counts[result.baseline]
     return counts
 
 
@@ -127,7 +128,7 @@ def _one_block(
         try:
             got = live[key].sample(counts[key], plan.timeout_s)
         except TimingWorkerError as exc:
-            _drop(live, result.baseline if key == AA else key, str(exc), result)
+            _drop(live, key, str(exc), result)
             continue
         block[key] = float(np.median(got))
         result.samples[key].extend(got)
@@ -140,8 +141,6 @@ def _drop(live: dict[int, TimingWorker], key: int, why: str, result: BlockedTimi
     """A candidate whose worker failed leaves the blocks (its earlier blocks are not used)."""
     result.failed[key] = why
     live.pop(key, None)
-    if key == result.baseline:
-        live.pop(AA, None)
     result.blocks.pop(key, None)
 
 
@@ -177,23 +176,27 @@ def _load() -> float | None:
 
 def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
     """The run's own noise: A/A check, noise floor, drift, within-slot spread, machine load — and a verdict on it."""
-    aa = paired_speedup(result.blocks[result.baseline], result.blocks[AA], min_effect=min_effect)
-    floor_pct = 100 * max(abs(math.log(aa.ci_low)), abs(math.log(aa.ci_high))) if result.block_count > 1 else math.inf
+    if AA in result.blocks and result.block_count > 1:
+        aa = paired_speedup(result.blocks[result.baseline], result.blocks[AA], min_effect=min_effect)
+        # how far identical work landed apart: the A/A interval's far end, as a fraction
+        floor_pct = 100 * (math.exp(max(abs(math.log(aa.ci_low)), abs(math.log(aa.ci_high)))) - 1)
+    else:
+        aa, floor_pct = None, math.nan
     base = np.asarray(result.baseline_blocks())
     drift_pct = 100 * (float(np.percentile(base, 95) / np.percentile(base, 5)) - 1) if len(base) > 1 else 0.0
     info: dict[str, Any] = {
         "design": "interleaved blocks, paired per-block ratios",
         "blocks": result.block_count,
         "elapsed_s": round(result.elapsed_s, 3),
-        "aa_speedup": aa.value,
-        "aa_ci95": [aa.ci_low, aa.ci_high],
-        "aa_verdict": aa.verdict.value,
+        "aa_speedup": aa.value if aa else None,
+        "aa_ci95": [aa.ci_low, aa.ci_high] if aa else None,
+        "aa_verdict": aa.verdict.value if aa else None,
         "noise_floor_pct": floor_pct,
         "drift_pct": drift_pct,
         "within_slot_spread_pct": 100 * float(np.median(result.spreads)) if result.spreads else None,
         "load_average": [result.load_before, result.load_after],
         "cpus": os.cpu_count(),
-        "unstable": aa.verdict in (Verdict.FASTER, Verdict.SLOWER),
+        "unstable": bool(aa and aa.verdict in (Verdict.FASTER, Verdict.SLOWER)),
     }
     info["message"] = _stability_message(info, min_effect)
     return info
@@ -206,11 +209,14 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
         else ""
     )
     facts = f"{busy}drift {info['drift_pct']:.0f} %, noise floor {info['noise_floor_pct']:.1f} %"
+    if info["aa_verdict"] is None:
+        return f"no A/A check (the baseline's second instance failed); {facts}"
     if info["unstable"]:
         lo, hi = info["aa_ci95"]
         return (
-            f"UNSTABLE: the baseline timed against itself in the same blocks came out {info['aa_speedup']:.3f}x "
-            f"(95% CI {lo:.3f}-{hi:.3f}): the machine's state changed within blocks ({facts}); no verdict is trusted"
+            f"UNSTABLE: two instances of the baseline timed in the same blocks came out {info['aa_speedup']:.3f}x "
+            f"apart (95% CI {lo:.3f}-{hi:.3f}; {facts}): identical work does not measure identical here, "
+            "so no verdict is trusted"
         )
     if info["noise_floor_pct"] > 100 * min_effect:
         return (

@@ -17,6 +17,7 @@ when the baseline timed against itself does not come out the same.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 from magpie_core.config.common import dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.interfaces import KernelBackend
-from magpie_core.pipelines.blocked import BlockedTiming, BlockPlan, stability, time_in_blocks
+from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, stability, time_in_blocks
 from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
 from magpie_core.pipelines.kernels import (
     KernelJob,
@@ -195,10 +196,12 @@ def _time_in_blocks(
         return None
     if progress:
         progress(f"timing {len(timed)} candidate(s) in interleaved blocks")
-    workers = _start_workers(jobs, results, timed)
+    workers = _start_workers(jobs, results, timed, base_index if base_index in timed else None)
     try:
         live = {i: w for i, w in workers.items() if isinstance(w, TimingWorker)}
-        anchor = base_index if base_index in live else next(iter(live), None)
+        anchor = base_index if base_index in live else next((i for i in live if i != AA), None)
+        if anchor != base_index and AA in live:  # the A/A worker is a copy of a baseline that cannot run
+            live.pop(AA).stop()
         perf = jobs[base_index].performance
         plan = BlockPlan(
             budget_s=float(perf.get("budget_seconds", 10)) * max(1, len(live)),
@@ -213,7 +216,7 @@ def _time_in_blocks(
             if isinstance(w, TimingWorker):
                 w.stop()
     for i, failure in workers.items():
-        if not isinstance(failure, TimingWorker):
+        if i != AA and not isinstance(failure, TimingWorker):
             _timing_failed(results[i], str(failure))
     if outcome is None:
         return None
@@ -221,13 +224,18 @@ def _time_in_blocks(
     return stability(outcome, min_effect) if outcome.block_count else None
 
 
-def _start_workers(jobs: list[KernelJob], results: list[KernelResult], timed: list[int]) -> dict[int, Any]:
-    """A timing worker per candidate, started side by side; a failure to start is that candidate's alone."""
+def _start_workers(
+    jobs: list[KernelJob], results: list[KernelResult], timed: list[int], aa_of: int | None
+) -> dict[int, Any]:
+    """A timing worker per candidate (and :data:`AA`, a second instance of candidate ``aa_of``), started
+    side by side; a failure to start is that candidate's alone."""
 
-    def start(i: int) -> TimingWorker:
+    def start(key: int) -> TimingWorker:
+        i = aa_of if key == AA else key
+        assert i is not None
         job, result = jobs[i], results[i]
         kernel = KernelConfig.model_validate(job.kernel)
-        workdir = Path(job.workdir)
+        workdir = Path(job.workdir) / "aa" if key == AA else Path(job.workdir)
         task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed=True)
         return TimingWorker(
             task,
@@ -237,13 +245,14 @@ def _start_workers(jobs: list[KernelJob], results: list[KernelResult], timed: li
             start_timeout_s=float(job.performance.get("timeout_seconds", 300)),
         )
 
-    started = dict(zip(timed, map_in_threads(start, timed, workers=len(timed)), strict=True))
-    for i, worker in started.items():  # warm-ups one at a time: side by side they would slow each other down
+    keys = [*timed, AA] if aa_of is not None else list(timed)
+    started = dict(zip(keys, map_in_threads(start, keys, workers=len(keys)), strict=True))
+    for key, worker in started.items():  # warm-ups one at a time: side by side they would slow each other down
         if isinstance(worker, TimingWorker):
             try:
-                worker.prepare(float(jobs[i].performance.get("timeout_seconds", 300)))
+                worker.prepare(float(jobs[0].performance.get("timeout_seconds", 300)))
             except TimingWorkerError as exc:
-                started[i] = exc
+                started[key] = exc
     return started
 
 
@@ -254,9 +263,10 @@ def _timing_failed(result: KernelResult, why: str) -> None:
 
 def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos: dict[int, dict[str, Any]]) -> None:
     for i, why in outcome.failed.items():
-        _timing_failed(results[i], why)
+        if i != AA:
+            _timing_failed(results[i], why)
     for i, blocks in outcome.blocks.items():
-        if i < 0 or i in outcome.failed:
+        if i == AA or i in outcome.failed:
             continue
         info = infos.get(i, {})
         samples = outcome.samples[i]
@@ -353,11 +363,12 @@ def rank(
     timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
     base_ok = any(i == base_index for i, _ in timed)
     distrust = bool(stability and stability.get("unstable"))
+    floor = noise_floor(stability)
     entries = [
         _entry(position, i, r, base, base_index, base_ok, min_effect, stability)
         for position, (i, r) in enumerate(timed, start=1)
     ]
-    winner_index, verdict = _winner(timed, min_effect, distrust)
+    winner_index, verdict = _winner(timed, min_effect, distrust, floor)
     unranked = [
         {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
         for i, r in enumerate(results)
@@ -422,7 +433,7 @@ def _entry(
     if i == base_index:
         entry.speedup, entry.speedup_ci95, entry.verdict = 1.0, (1.0, 1.0), "BASELINE"
     elif base_ok:
-        s = versus(base, r, min_effect)
+        s = versus(base, r, min_effect, noise_floor(stability))
         if stability and stability.get("unstable"):
             s.verdict, s.reason = Verdict.UNSTABLE, stability["message"]
         entry.speedup, entry.speedup_ci95, entry.verdict = s.value, (s.ci_low, s.ci_high), s.verdict.value
@@ -430,13 +441,19 @@ def _entry(
     return entry
 
 
-def versus(reference: KernelResult, other: KernelResult, min_effect: float) -> Speedup:
+def versus(reference: KernelResult, other: KernelResult, min_effect: float, floor: float = 0.0) -> Speedup:
     """How much faster ``other`` is than ``reference``: paired block by block when both were timed in
-    the same blocks (or rounds), else from the two sample sets."""
+    the same blocks (or rounds), else from the two sample sets. ``floor``: the run's noise floor."""
     a, b = reference.performance, other.performance
     if a.block_medians_us and b.block_medians_us and len(a.block_medians_us) == len(b.block_medians_us):
-        return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect)
+        return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect, noise_floor=floor)
     return speedup(a.samples_us or [], b.samples_us or [], min_effect=min_effect)
+
+
+def noise_floor(stability: dict[str, Any] | None) -> float:
+    """How far apart identical work came out in this run (a fraction; 0 when not measured)."""
+    value = (stability or {}).get("noise_floor_pct")
+    return value / 100 if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 
 def _rankable(result: KernelResult) -> bool:
@@ -444,14 +461,16 @@ def _rankable(result: KernelResult) -> bool:
     return result.passed and perf.timing is not None and bool(perf.samples_us) and perf.timing_meaningful
 
 
-def _winner(timed: list[tuple[int, KernelResult]], min_effect: float, distrust: bool) -> tuple[int | None, str]:
+def _winner(
+    timed: list[tuple[int, KernelResult]], min_effect: float, distrust: bool, floor: float = 0.0
+) -> tuple[int | None, str]:
     if not timed:
         return None, "No winner: no candidate is both correct and timed"
     if len(timed) == 1:
         i, r = timed[0]
         return i, f"Winner: Kernel {i} ({r.kernel_id}), the only correct and timed candidate"
     (i1, first), (_, second) = timed[0], timed[1]
-    s = versus(second, first, min_effect)
+    s = versus(second, first, min_effect, floor)
     interval = f"{s.value:.3f}x, 95% CI {s.ci_low:.3f}-{s.ci_high:.3f}"
     if s.verdict == Verdict.FASTER and not distrust:
         return i1, (

@@ -191,9 +191,26 @@ def _run_candidate(prepared: _Prepared, fn: Callable[..., Any], inputs: Any, dev
 
 
 def _error_text(exc: BaseException) -> str:
+    """The exception and where it happened: the deepest frame in the user's own code (the candidate's
+    file and line), not inside magpie, torch or another installed package, when there is one."""
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    own = [f for f in frames if not _library_file(f.filename)]
+    frame = own[-1] if own else (frames[-1] if frames else None)
+    where = f" at {frame.filename}:{frame.lineno}" if frame else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+_LIBRARY_PARTS = (
+    "site-packages",
+    "dist-packages",
+    f"{Path(traceback.__file__).parent}",
+    "magpie_kernels_",
+    "magpie_core",
+)
+
+
+def _library_file(filename: str) -> bool:
+    return filename.startswith("<") or any(part in filename for part in _LIBRARY_PARTS)
 
 
 def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
