@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile  # noqa: E402
 from magpie_core.pipelines.compare import compare  # noqa: E402
+from magpie_core.stats import speedup  # noqa: E402
 from tests.helpers.load_injector import injected_load  # noqa: E402
 
 KERNELS = ROOT / "benchmarks" / "data"
@@ -66,8 +67,20 @@ def gpu_hog() -> Iterator[None]:
         proc.wait(timeout=30)
 
 
+def pooled_verdict(report: object, name: str, min_effect: float) -> str:
+    """What magpie said before interleaved blocks: all samples pooled, FASTER/SLOWER by the bootstrap
+    interval and min_effect, SAME otherwise (there was no UNSTABLE)."""
+    results = {r.kernel_id: r for r in report.results.kernel_results}  # type: ignore[attr-defined]
+    base, cand = results["base"].performance.samples_us, results[name].performance.samples_us
+    if not base or not cand:
+        return "UNRANKED"
+    verdict = speedup(base, cand, min_effect=min_effect).verdict.value
+    return verdict if verdict in ("FASTER", "SLOWER") else "SAME"
+
+
 def one_setting(args: argparse.Namespace, load: bool) -> dict:
     verdicts: dict[str, Counter] = {name: Counter() for name in CANDIDATES}
+    pooled: dict[str, Counter] = {name: Counter() for name in CANDIDATES}
     walls, timing_s, overheads = [], [], []
     with injected_load() if load else nullcontext(), gpu_hog() if args.gpu_hog else nullcontext():
         for run in range(args.runs):
@@ -84,6 +97,7 @@ def one_setting(args: argparse.Namespace, load: bool) -> dict:
             by_id = {e.kernel_id: e.verdict for e in report.ranking}
             for name in CANDIDATES:
                 verdicts[name][by_id.get(name) or "UNRANKED"] += 1
+                pooled[name][pooled_verdict(report, name, args.min_effect)] += 1
             walls.append(wall)
             timed = (report.stability or {}).get("elapsed_s")
             if timed is not None:
@@ -100,6 +114,8 @@ def one_setting(args: argparse.Namespace, load: bool) -> dict:
         "device": args.device,
         "runs": args.runs,
         "verdicts": {name: dict(c) for name, c in verdicts.items()},
+        "pooled_verdicts_before_blocks": {name: dict(c) for name, c in pooled.items()},
+        "pooled_false_verdicts": sum(n for name, c in pooled.items() for v, n in c.items() if is_false(name, v)),
         "false_verdicts": false,
         "false_verdict_rate": false / total,
         "unstable_rate": unstable / total,
