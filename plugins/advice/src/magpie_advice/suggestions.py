@@ -303,6 +303,12 @@ VERDICT_ADVICE: dict[str, tuple[Severity, str, str]] = {
         "faster than the baseline ({speedup:.3f}x)",
         "keep it; check more input shapes before adopting it",
     ),
+    "UNSTABLE": (
+        "medium",
+        "too noisy to tell from the baseline ({speedup:.3f}x, but the interval allows either way)",
+        "re-run on a quieter machine, with a longer budget_seconds or a larger min_effect; the report's "
+        "stability block says how noisy the run was",
+    ),
 }
 
 
