@@ -178,7 +178,7 @@ class SamplerSession:
         # are cold, and that cost belongs to no candidate
         self.sampler.clock.time_batch(self.sampler.launch, 1)
         got = [self.sampler.sample() for _ in range(max(1, count))]
-        self.taken.extend(got[:64])  # enough for the notes' median; never the whole run
+        self.taken.extend(got[: max(0, 64 - len(self.taken))])  # enough for the notes' median, not the run
         return got
 
     def info(self) -> dict[str, Any]:

@@ -230,10 +230,11 @@ def _start_workers(
     """A timing worker per candidate (and :data:`AA`, a second instance of candidate ``aa_of``), started
     side by side; a failure to start is that candidate's alone."""
 
+    def index_of(key: int) -> int:
+        return aa_of if key == AA and aa_of is not None else key
+
     def start(key: int) -> TimingWorker:
-        i = aa_of if key == AA else key
-        assert i is not None
-        job, result = jobs[i], results[i]
+        job, result = jobs[index_of(key)], results[index_of(key)]
         kernel = KernelConfig.model_validate(job.kernel)
         workdir = Path(job.workdir) / "aa" if key == AA else Path(job.workdir)
         task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed=True)
@@ -250,7 +251,7 @@ def _start_workers(
     for key, worker in started.items():  # warm-ups one at a time: side by side they would slow each other down
         if isinstance(worker, TimingWorker):
             try:
-                worker.prepare(float(jobs[0].performance.get("timeout_seconds", 300)))
+                worker.prepare(float(jobs[index_of(key)].performance.get("timeout_seconds", 300)))
             except TimingWorkerError as exc:
                 started[key] = exc
     return started
