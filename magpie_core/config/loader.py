@@ -244,7 +244,7 @@ def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
             if match:
                 msg += f" (did you mean {match[0]!r}?)"
         return msg
-    return str(error["msg"])
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] | None = None) -> M:
