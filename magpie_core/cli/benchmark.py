@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, check_output_dir, console, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 
 if TYPE_CHECKING:
@@ -47,6 +47,24 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
     return 1 if failed or not summary.get("num_ranks") else 0
+
+
+def check_benchmark_flags(base_url: str | None, run_mode: str | None) -> None:
+    """Flags that contradict each other or are not what they claim: a usage error naming the flag."""
+    from magpie_core.config.benchmark import SERVER_STARTING_MODES
+    from magpie_core.config.common import check_http_url
+
+    if base_url is None:
+        return
+    try:
+        check_http_url(base_url)
+    except ValueError as exc:
+        raise UsageError(f"--base-url: {exc}") from None
+    if run_mode in SERVER_STARTING_MODES:
+        raise UsageError(
+            f"--base-url benchmarks a server that is already running; --run-mode {run_mode} starts one: "
+            "give one of them"
+        )
 
 
 def run_benchmark_cli(
@@ -107,7 +125,7 @@ def benchmark_command(
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
     docker_image: str | None = typer.Option(None, "--docker-image"),
     timeout: float | None = typer.Option(None, "--timeout", min=1),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=check_output_dir),
     trace_dir: Path | None = typer.Option(None, "--trace-dir", help="gap analysis of existing traces only"),
     top_k: int = GapFlags.top_k,
     start_pct: float = GapFlags.start_pct,
@@ -120,6 +138,7 @@ def benchmark_command(
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
+    check_benchmark_flags(base_url, run_mode)
     if trace_dir is not None:
         config = gap_config_from_flags(
             top_k=top_k,

@@ -19,6 +19,7 @@ from magpie_core.cli.app import (
     STATE,
     UsageError,
     app,
+    check_output_dir,
     console,
     err_console,
     handle_errors,
@@ -134,7 +135,9 @@ class KernelFlags:
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
     kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
     no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
-    output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
+    output_dir = typer.Option(
+        None, "--output-dir", "-o", help="where the run workspace goes", callback=check_output_dir
+    )
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
 
 

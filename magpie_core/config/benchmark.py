@@ -93,6 +93,21 @@ class GapAnalysisConfig(StrictModel):
     top_gaps: NonNegativeInt = Field(10, description="largest GPU idle gaps reported per device")
 
     @model_validator(mode="after")
+    def _one_window(self) -> GapAnalysisConfig:
+        ways = [
+            keys
+            for keys, given in (
+                ("trace_start_pct/trace_end_pct", self.trace_start_pct != 0.0 or self.trace_end_pct != 100.0),
+                ("window_start_us/window_end_us", self.window_start_us is not None or self.window_end_us is not None),
+                ("window_annotation", self.window_annotation is not None),
+            )
+            if given
+        ]
+        if len(ways) > 1:
+            raise ValueError(f"{' and '.join(ways)} both choose the analysis window: set only one of them")
+        return self
+
+    @model_validator(mode="after")
     def _window(self) -> GapAnalysisConfig:
         if self.trace_start_pct >= self.trace_end_pct:
             raise ValueError("trace_start_pct must be below trace_end_pct")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from magpie_core.cli.app import STATE, UsageError, console, handle_errors
+from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 
 if TYPE_CHECKING:
@@ -117,7 +117,9 @@ def gap_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis"),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis", callback=check_output_dir
+    ),
     window_annotation: str | None = GapFlags.window_annotation,
     start_us: float | None = GapFlags.start_us,
     end_us: float | None = GapFlags.end_us,

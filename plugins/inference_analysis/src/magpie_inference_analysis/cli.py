@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, handle_errors
 
 ANALYZER = "inference"
 
@@ -66,7 +66,9 @@ def inference_command(
         None, "--capture-traces", help="folder of graph-capture traces (default: capture_traces/ next to the trace)"
     ),
     label_suffix: str = typer.Option("", "--label-suffix", help="appended to output names, e.g. _ISL1024_OSL512"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace folder>/../tracelens"),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", help="default: <trace folder>/../tracelens", callback=check_output_dir
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
