@@ -42,7 +42,7 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
         summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), output_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
-    for err in summary.get("errors") or []:
+    for err in [*(summary.get("errors") or []), *(summary.get("warnings") or [])]:
         console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
