@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, handle_errors
 
@@ -52,8 +53,10 @@ def print_summary(summary: dict[str, Any]) -> None:
             console.print(f"    {st['roofline_csv']}")
         for note in tr["notes"]:
             console.print(f"  note: {note}")
+    for warning in summary.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     for err in summary.get("errors", []):
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
 
 

@@ -27,6 +27,7 @@ from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
+from magpie_core.trace.validity import SkipCounts, reasons, sanitize_events_json, valid_durations, valid_times
 
 #: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as decoded: an empty list, as valid JSON
 EMPTY = msgspec.Raw(b"[]")
@@ -51,7 +52,7 @@ class Ev(Struct, gc=False):
     name: str = ""
     tid: int | str = 0
     ts: float | None = None
-    dur: float = 0.0
+    dur: float = math.nan  # absent: not a measurement (counted and skipped, see magpie_core.trace.validity)
     args: Args | None = None
 
 
@@ -68,7 +69,7 @@ class _KeptEv(Ev, gc=False):
 
 
 class _Obj(Struct):
-    traceEvents: list[Ev] = []
+    traceEvents: list[Ev]  # required: a JSON object without it is not a trace
     deviceProperties: list[dict[str, Any]] | None = None
     roctracer_version: Any = None
     hip_runtime_version: Any = None
@@ -79,6 +80,8 @@ _LIST = msgspec.json.Decoder(list[Ev])
 
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
+#: categories whose complete events the analyses read (runtime calls too, when they carry a correlation id)
+_READ_CATS = GPU_CATS | {"cpu_op", "user_annotation"}
 #: categories no analysis reads that profilers write in long runs: pieces made only of them are not decoded
 #: (:func:`magpie_core.trace.columns.stream_events`); on the 555 MB benchmark trace that is 53 % of the bytes
 SKIPPED_CATS = ("python_function", "cpu_instant_event")
@@ -110,6 +113,8 @@ class Trace:
     rocm: bool
     size_bytes: int
     num_events: int = 0  # all events in the file, kept or not
+    #: complete events of the kinds above skipped for a missing or unbelievable ts/dur: (category, reason) -> count
+    skipped: dict[tuple[str, int], int] = dataclass_field(default_factory=dict)
     #: ``ts``, ``dur`` and (integer) ``tid`` of ``cpu_ops`` as columns, built while each piece's objects were
     #: fresh in the cache; None where a thread id is not an integer
     cpu_columns: OpColumns | None = None
@@ -135,12 +140,18 @@ class _Keep:
         self.seen = 0
         self.cpu_columns: list[OpColumns] | None = []  # per piece; None once a tid is not an integer
         self.cpu_names: set[str] = set()
+        self.skipped: SkipCounts = SkipCounts()
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
         xs = [e for e in events if e.ph == "X" and e.ts is not None]
         if not xs:
             return
+        n = len(xs)
+        ts, dur = np.fromiter(map(_TS, xs), np.float64, n), np.fromiter(map(_DUR, xs), np.float64, n)
+        measured = valid_times(ts) & valid_durations(dur)
+        if not measured.all():
+            xs = self._skip(xs, measured, ts, dur)
         cpu, gpu, runtime, anns = self.buckets
         sizes = [len(b) for b in self.buckets]
         for e in xs:
@@ -176,6 +187,16 @@ class _Keep:
                         (np.fromiter(map(_TS, new), np.float64, n), np.fromiter(map(_DUR, new), np.float64, n), tid)
                     )
 
+    def _skip(self, xs: list[Ev], measured: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> list[Ev]:
+        """The measured events of ``xs``; the others, of a kind the analyses read, are counted by category."""
+        bad = np.flatnonzero(~measured)
+        codes = reasons(ts[bad], dur[bad])
+        for i, code in zip(bad.tolist(), codes.tolist(), strict=True):
+            e = xs[i]
+            if e.cat in _READ_CATS or (e.cat in RUNTIME_CATS and e.args is not None and e.args.correlation is not None):
+                self.skipped[(e.cat, int(code))] += 1
+        return [xs[i] for i in np.flatnonzero(measured).tolist()]
+
     def columns(self) -> OpColumns | None:
         if self.cpu_columns is None:
             return None
@@ -199,7 +220,7 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]
     got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count), skip_categories=SKIPPED_CATS)
     keep.seen += got.skipped_events
     buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
-    return buckets, keep.columns(), keep.cpu_names, keep.t0, keep.seen, got.header
+    return buckets, keep.columns(), keep.cpu_names, keep.t0, keep.seen, dict(keep.skipped), got.header
 
 
 def load(path: Path | str, workers: int = 1) -> Trace:
@@ -221,7 +242,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             parts = run_tasks(tasks, workers)
             if not any(isinstance(p, BaseException) for p in parts):
                 keep = _Keep()
-                for buckets, columns, names, t0, seen, _ in parts:
+                for buckets, columns, names, t0, seen, skipped, _ in parts:
                     for mine, theirs in zip(
                         keep.buckets, _BUCKETS.decode(buckets) if isinstance(buckets, bytes) else buckets, strict=True
                     ):
@@ -231,6 +252,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
                     keep.cpu_names |= names
                     keep.t0 = min(keep.t0, t0)
                     keep.seen += seen
+                    keep.skipped.update(skipped)
                 return _trace(path, keep, parts[-1][-1], path.stat().st_size)
         keep = _Keep()
         try:
@@ -246,30 +268,52 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             gc.enable()
 
 
-def _trace(path: Path, keep: _Keep, header: Any, size: int) -> Trace:
-    props = (header.deviceProperties or []) if header is not None else []
-    rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, size, keep.seen, keep.columns(), keep.cpu_names)
+def _trace(
+    path: Path, keep: _Keep, header: Any, size: int, props: list[Any] | None = None, rocm: bool | None = None
+) -> Trace:
+    if props is None:
+        props = (header.deviceProperties or []) if header is not None else []
+    if rocm is None:
+        rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
+    return Trace(
+        path, *keep.buckets, keep.t0, props, rocm, size, keep.seen, dict(keep.skipped), keep.columns(), keep.cpu_names
+    )
 
 
 def _load_whole(path: Path) -> Trace:
     """The whole file in one decode: slower, but its errors say where the file is broken."""
     buf = read_trace_bytes(path)
     head = buf[:64].lstrip()
+    if not head:
+        raise TraceLoadError(path, "empty file")
+    if head[:1] not in (b"[", b"{"):
+        raise TraceLoadError(path, f"not a JSON trace (starts with {head[:16]!r})")
     try:
-        if head[:1] == b"[":
-            events, props, rocm = _LIST.decode(buf), [], False
-        elif head[:1] == b"{":
-            obj = _OBJ.decode(buf)
-            events, props = obj.traceEvents, obj.deviceProperties or []
-            rocm = obj.roctracer_version is not None or obj.hip_runtime_version is not None
-        else:
-            raise TraceLoadError(path, f"not a JSON trace (starts with {head[:16]!r})")
+        try:
+            events, props, rocm = _decode_whole(buf)
+        except msgspec.ValidationError:  # a string or null where ts/dur belong: counted and skipped
+            clean = sanitize_events_json(buf)
+            if clean is None:
+                raise
+            events, props, rocm = _decode_whole(clean)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise TraceLoadError(path, f"broken trace JSON: {exc}") from None
+        text = str(exc)
+        if "missing required field `traceEvents`" in text:
+            text = "a JSON object without `traceEvents` (the profiler's event array)"
+        raise TraceLoadError(path, f"not a trace: {text}") from None
+    except RecursionError:
+        raise TraceLoadError(path, "not a trace: JSON nested too deep (a profiler writes a few levels)") from None
     keep = _Keep()
     keep(events)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen, keep.columns(), keep.cpu_names)
+    return _trace(path, keep, None, len(buf), props, rocm)
+
+
+def _decode_whole(buf: bytes) -> tuple[list[Ev], list[dict[str, Any]], bool]:
+    if buf.lstrip()[:1] == b"[":
+        return _LIST.decode(buf), [], False
+    obj = _OBJ.decode(buf)
+    rocm = obj.roctracer_version is not None or obj.hip_runtime_version is not None
+    return obj.traceEvents, obj.deviceProperties or [], rocm
 
 
 def decode_list(raw: bytes) -> list[Any]:
