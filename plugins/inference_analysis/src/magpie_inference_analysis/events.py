@@ -144,11 +144,15 @@ class _Keep:
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
-        xs = [e for e in events if e.ph == "X" and e.ts is not None]
+        xs = [e for e in events if e.ph == "X"]
         if not xs:
             return
         n = len(xs)
-        ts, dur = np.fromiter(map(_TS, xs), np.float64, n), np.fromiter(map(_DUR, xs), np.float64, n)
+        try:
+            ts = np.fromiter(map(_TS, xs), np.float64, n)
+        except TypeError:  # an event without ts (None)
+            ts = np.array([math.nan if t is None else t for t in map(_TS, xs)], np.float64)
+        dur = np.fromiter(map(_DUR, xs), np.float64, n)
         measured = valid_times(ts) & valid_durations(dur)
         if not measured.all():
             xs = self._skip(xs, measured, ts, dur)
