@@ -87,8 +87,8 @@ class GapAnalysisConfig(StrictModel):
     window_start_us: NonNegativeFloat | None = Field(None, description="window start, microseconds from trace start")
     window_end_us: PositiveFloat | None = Field(None, description="window end, microseconds from trace start")
     clone_repos: bool = Field(False, description="let the source finder clone known upstreams (network)")
-    workers: PositiveInt | None = Field(
-        None, le=1024, description="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
+    workers: int | None = Field(
+        None, ge=1, le=1024, description="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
     )
     top_gaps: NonNegativeInt = Field(10, description="largest GPU idle gaps reported per device")
 

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
 from magpie_core.config.common import (
+    MAX_COUNT,
     CommandSpec,
     NonNegativeFloat,
     NonNegativeInt,
@@ -77,8 +78,8 @@ class PerformanceConfig(StrictModel):
     backend: str = Field("events", description="events | none | the name of a profiler plugin")
     timeout_seconds: Seconds = 300
     warmup_ms: NonNegativeFloat = Field(25, description="warm-up time before sampling")
-    min_samples: PositiveInt = Field(10, ge=3)
-    max_samples: PositiveInt = Field(1000, ge=3)
+    min_samples: int = Field(10, ge=3, le=MAX_COUNT)
+    max_samples: int = Field(1000, ge=3, le=MAX_COUNT)
     target_rse: PositiveFloat = Field(
         0.01, description="stop when the relative standard error of the median is below this"
     )

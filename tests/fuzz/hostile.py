@@ -589,13 +589,61 @@ def flag_cases(rng: random.Random, trace: str) -> Iterator[Case]:
         yield Case("cli-flags", name, argv, files, names=names)
 
 
-def generate(seed: int, categories: tuple[str, ...] = CATEGORIES, trace: str | None = None) -> list[Case]:
-    """Every generator once with ``random.Random(seed)``: about 150 cases."""
+# -- misbehaving servers --
+
+
+def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
+    """Benchmarks against the fake streaming server told to misbehave (``magpie_core.loadgen.fake_server``)."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    status = rng.choice([400, 404, 429, 500, 502, 503])
+    variants = [
+        (f"status {status}", url, f"{{fake_status: {status}}}", (f"http_{status}",)),
+        ("drops the stream", url, f"{{fake_fail_after: {rng.randrange(0, 3)}}}", ("failed",)),
+        ("nothing listening", closed, "{}", ("failed", "connect")),
+        ("wrong path", url + "/not-openai", "{}", ("failed",)),
+    ]
+    for name, base, extra, names in variants:
+        bench = {
+            "benchmark": {
+                "framework": "vllm",
+                "model": "m",
+                "base_url": base,
+                "run_kind": "measurement",
+                "dataset": {"input_len": "8", "output_len": "8"},
+                "load": {
+                    "num_prompts": str(rng.randrange(1, 4)),
+                    "max_concurrency": "1",
+                    "progress": "false",
+                    "request_timeout_s": "20",
+                    "extra_body": extra,
+                },
+            }
+        }
+        yield Case(
+            "server",
+            name,
+            ["benchmark", "-b", "bench.yaml", "-o", "out"],
+            {"bench.yaml": _yaml(bench).encode()},
+            expect=frozenset({1}),
+            names=names,
+        )
+
+
+def generate(
+    seed: int, categories: tuple[str, ...] = CATEGORIES, trace: str | None = None, server_url: str | None = None
+) -> list[Case]:
+    """Every generator of ``categories`` once with ``random.Random(seed)`` (all of them: about 170 cases);
+    ``server`` needs ``server_url``, a running fake server."""
     from tests.conftest import DATA
 
     rng = random.Random(seed)
     trace = trace or str(DATA / "traces" / "h100")
     makers: dict[str, Callable[[], Iterator[Case]]] = {
+        "server": lambda: server_cases(rng, server_url or ""),
         "config": lambda: config_cases(rng),
         "kernels": lambda: kernel_cases(rng),
         "trace-gap": lambda: trace_cases(rng, "gap"),

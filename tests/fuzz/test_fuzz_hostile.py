@@ -30,6 +30,17 @@ def test_hostile_inputs_follow_the_error_policy(category: str, tmp_path: Path) -
     assert not failures, f"{len(failures)} of {n} {category} cases broke the policy:\n" + "\n".join(failures)
 
 
+def test_misbehaving_servers_fail_the_run_with_a_reason(tmp_path: Path, fake_stream_server: str) -> None:
+    """Error statuses, dropped streams, a closed port, a wrong path: exit 1 naming what failed, no traceback."""
+    failures = []
+    for seed in SEEDS:
+        for i, case in enumerate(generate(seed, ("server",), server_url=fake_stream_server)):
+            outcome = run_case(case, tmp_path / f"{seed}_{i}", limit_s=90)
+            if not outcome.ok:
+                failures.append(f"{case.name}: {outcome.problems} (exit {outcome.code}): {outcome.output[-400:]!r}")
+    assert not failures, "\n".join(failures)
+
+
 def test_an_uncaught_error_is_one_line_and_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug (an exception no command expects) prints one line naming the log with the traceback, exit 1."""
     import magpie_core.cli.kernels as kernels

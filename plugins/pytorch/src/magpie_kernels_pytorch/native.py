@@ -381,6 +381,15 @@ def native_build(
             resources=found,
             message=describe_failure(outcome.output, outcome.describe()),
         )
+    if not output.is_file():  # "built" means the artifact under test exists, not that the compiler exited 0
+        return CompileResult(
+            status=StageStatus.FAILED,
+            command=argv,
+            log=tail(outcome.output, 80),
+            duration_s=time.perf_counter() - start,
+            resources=found,
+            message=f"{compiler} exited 0 but did not write {output}",
+        )
     artifacts = [str(output)]
     if launcher_info is not None:
         artifacts.append(str(launcher_info.save(build_dir / "launcher.json")))
