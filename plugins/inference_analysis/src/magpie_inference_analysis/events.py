@@ -80,8 +80,6 @@ _LIST = msgspec.json.Decoder(list[Ev])
 
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
-#: categories whose complete events the analyses read (runtime calls too, when they carry a correlation id)
-_READ_CATS = GPU_CATS | {"cpu_op", "user_annotation"}
 #: categories no analysis reads that profilers write in long runs: pieces made only of them are not decoded
 #: (:func:`magpie_core.trace.columns.stream_events`); on the 555 MB benchmark trace that is 53 % of the bytes
 SKIPPED_CATS = ("python_function", "cpu_instant_event")
@@ -147,15 +145,6 @@ class _Keep:
         xs = [e for e in events if e.ph == "X"]
         if not xs:
             return
-        n = len(xs)
-        try:
-            ts = np.fromiter(map(_TS, xs), np.float64, n)
-        except TypeError:  # an event without ts (None)
-            ts = np.array([math.nan if t is None else t for t in map(_TS, xs)], np.float64)
-        dur = np.fromiter(map(_DUR, xs), np.float64, n)
-        measured = valid_times(ts) & valid_durations(dur)
-        if not measured.all():
-            xs = self._skip(xs, measured, ts, dur)
         cpu, gpu, runtime, anns = self.buckets
         sizes = [len(b) for b in self.buckets]
         for e in xs:
@@ -174,32 +163,41 @@ class _Keep:
                     runtime.append(e)
             elif cat == "user_annotation":
                 anns.append(e)
-        for bucket, size in zip(self.buckets, sizes, strict=True):
-            if len(bucket) > size:
-                self.t0 = min(self.t0, min(map(_TS, bucket[size:])))
+        times = [self._measured(bucket, size) for bucket, size in zip(self.buckets, sizes, strict=True)]
         if len(cpu) > sizes[0]:
             new = cpu[sizes[0] :]
             self.cpu_names.update(map(_NAME, new))
             if self.cpu_columns is not None:
-                n = len(new)
                 try:
-                    tid = np.fromiter(map(_TID, new), np.int64, n)
+                    tid = np.fromiter(map(_TID, new), np.int64, len(new))
                 except (TypeError, ValueError, OverflowError):
                     self.cpu_columns = None
                 else:
-                    self.cpu_columns.append(
-                        (np.fromiter(map(_TS, new), np.float64, n), np.fromiter(map(_DUR, new), np.float64, n), tid)
-                    )
+                    self.cpu_columns.append((*times[0], tid))
 
-    def _skip(self, xs: list[Ev], measured: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> list[Ev]:
-        """The measured events of ``xs``; the others, of a kind the analyses read, are counted by category."""
-        bad = np.flatnonzero(~measured)
-        codes = reasons(ts[bad], dur[bad])
-        for i, code in zip(bad.tolist(), codes.tolist(), strict=True):
-            e = xs[i]
-            if e.cat in _READ_CATS or (e.cat in RUNTIME_CATS and e.args is not None and e.args.correlation is not None):
-                self.skipped[(e.cat, int(code))] += 1
-        return [xs[i] for i in np.flatnonzero(measured).tolist()]
+    def _measured(self, bucket: list[Ev], size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``ts`` and ``dur`` of the events this piece added to ``bucket`` (from ``size`` on), once the ones
+        without a believable ``ts``/``dur`` are dropped from it and counted by category and reason."""
+        new = bucket[size:]
+        n = len(new)
+        if not n:
+            return np.zeros(0), np.zeros(0)
+        try:
+            ts = np.fromiter(map(_TS, new), np.float64, n)
+        except TypeError:  # an event without ts (None)
+            ts = np.array([math.nan if t is None else t for t in map(_TS, new)], np.float64)
+        dur = np.fromiter(map(_DUR, new), np.float64, n)
+        ok = valid_times(ts) & valid_durations(dur)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            for i, code in zip(bad.tolist(), reasons(ts[bad], dur[bad]).tolist(), strict=True):
+                self.skipped[(new[i].cat, int(code))] += 1
+            del bucket[size:]
+            bucket.extend(new[i] for i in np.flatnonzero(ok).tolist())
+            ts, dur = ts[ok], dur[ok]
+        if len(ts):
+            self.t0 = min(self.t0, float(ts.min()))
+        return ts, dur
 
     def columns(self) -> OpColumns | None:
         if self.cpu_columns is None:
