@@ -140,6 +140,13 @@ def benchmark_command(
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
     check_benchmark_flags(base_url, run_mode)
     if trace_dir is not None:
+        run_flags = {
+            "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
+            "--run-mode": run_mode, "--concurrency": concurrency, "--input-len": input_len, "--output-len": output_len,
+        }  # fmt: skip
+        given = [flag for flag, value in run_flags.items() if value is not None]
+        if given:  # they would be silently ignored: --trace-dir runs no benchmark
+            raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
         config = gap_config_from_flags(
             top_k=top_k,
             start_pct=start_pct,

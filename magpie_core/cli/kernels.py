@@ -50,6 +50,17 @@ def _kernel_file(
     if kernel_config is not None:
         if sources:
             raise UsageError("give either --kernel-config or kernel source files, not both")
+        ignored = [
+            flag
+            for flag, given in (
+                ("--testcase", testcase is not None),
+                ("--compile-cmd", compile_cmd is not None),
+                ("--type", kernel_type != DEFAULT_KERNEL_TYPE),
+            )
+            if given
+        ]
+        if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
+            raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
         return _pipeline().load_kernel_file(kernel_config), kernel_config.resolve().parent
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")

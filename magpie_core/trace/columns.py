@@ -241,13 +241,14 @@ class TableBuilder:
             self._scan_platform(evs, cid, self.num_events - n)
         x = ph == self._x
         measured = timed & valid_durations(dur)
-        if not measured.all():  # complete events an analysis would read, without a believable ts and dur
-            read = (self._cat_code[cid] != 0) | self._cat_sel[cid]
-            self._skip(x & ~measured & read, cid, ts, dur)
+        unmeasured = x & ~measured  # complete events without a believable ts and dur (almost never any)
+        if unmeasured.any():
+            self._skip(unmeasured & ((self._cat_code[cid] != 0) | self._cat_sel[cid]), cid, ts, dur)
         if not timed.any():
             return
         end = ts + np.where(measured, dur, 0.0)  # instant and metadata events have no dur
-        lo, hi = float(ts[timed].min()), float(end[timed].max())
+        lo = float(ts.min(where=timed, initial=math.inf))
+        hi = float(end.max(where=timed, initial=-math.inf))
         self.t_min = min(self.t_min, lo)
         self.t_max = max(self.t_max, hi)
         x &= measured

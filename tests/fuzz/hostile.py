@@ -583,8 +583,14 @@ def flag_cases(rng: random.Random, trace: str) -> Iterator[Case]:
             ("engine",),
         ),
         ("min-effect -1", ["compare", "-k", "k.yaml", "--min-effect", "-1"], ("--min-effect",)),
+        ("kernel file + testcase", ["analyze", "-k", "k.yaml", "--testcase", "true"], ("--testcase",)),
+        ("kernel file + compile-cmd", ["analyze", "-k", "k.yaml", "--compile-cmd", "make"], ("--compile-cmd",)),
+        ("compare timing", ["compare", "-k", "kk.yaml", "--no-perf", "-o", "out", "--timing", "sideways"], ("timing",)),
+        ("compare baseline", ["compare", "-k", "kk.yaml", "--no-perf", "-o", "out", "--baseline", "9"], ("baseline",)),
+        ("trace-dir + model", ["benchmark", "--trace-dir", trace, "--model", "m"], ("--model",)),
     ]
-    files = {"a_file": b"x", "k.yaml": _yaml(GOOD_KERNEL).encode()}
+    two = b"kernels:\n  - {id: a, type: pytorch}\n  - {id: b, type: pytorch}\n"
+    files = {"a_file": b"x", "k.yaml": _yaml(GOOD_KERNEL).encode(), "kk.yaml": two}
     for name, argv, names in cases:
         yield Case("cli-flags", name, argv, files, names=names)
 
