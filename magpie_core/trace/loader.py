@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
-from magpie_core.trace.validity import sanitize_events_json
+from magpie_core.trace.validity import NOT_A_TRACE_NESTED, not_a_trace, sanitize_events_json
 
 __all__ = [
     "LIST_DECODER",
@@ -177,9 +177,7 @@ def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
             line, col = _line_col(buf, offset)
             where = "end of data (the JSON is truncated)" if offset >= len(buf) else f"line {line}, column {col}"
             return TraceLoadError(path, f"broken JSON at byte {offset}, {where}: {text}", offset=offset)
-    if "missing required field `traceEvents`" in text:
-        return TraceLoadError(path, "not a trace: a JSON object without `traceEvents` (the profiler's event array)")
-    return TraceLoadError(path, f"not a trace: {text}")
+    return TraceLoadError(path, not_a_trace(text))
 
 
 def platform_from_header(obj: TraceObject | None) -> str | None:
@@ -237,7 +235,7 @@ def load_trace(path: Path | str) -> LoadedTrace:
     except msgspec.DecodeError as exc:
         raise _decode_error(path, buf, exc) from None
     except RecursionError:
-        raise TraceLoadError(path, "not a trace: JSON nested too deep (a profiler writes a few levels)") from None
+        raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     dist = obj.distributedInfo if obj is not None else None
     devices = [str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else []
     return LoadedTrace(

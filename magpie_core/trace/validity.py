@@ -24,8 +24,11 @@ import numpy as np
 __all__ = [
     "MAX_DUR_US",
     "MAX_TS_US",
+    "NOT_A_TRACE_NESTED",
     "REASONS",
     "SkipCounts",
+    "count_skipped",
+    "not_a_trace",
     "reasons",
     "sanitize_events_json",
     "skipped_messages",
@@ -46,6 +49,17 @@ REASONS = {
     4: "with a negative `dur`",
     5: f"with an absurd `dur` (infinite or over {MAX_DUR_US:.0e} us)",
 }
+
+#: the message for JSON nested deeper than the decoder recurses (no profiler writes that)
+NOT_A_TRACE_NESTED = "not a trace: JSON nested too deep (a profiler writes a few levels)"
+
+
+def not_a_trace(decode_error: str) -> str:
+    """The message for a typed decode that failed: a missing ``traceEvents`` said in words."""
+    if "missing required field `traceEvents`" in decode_error:
+        return "not a trace: a JSON object without `traceEvents` (the profiler's event array)"
+    return f"not a trace: {decode_error}"
+
 
 #: (category, reason code) -> events skipped
 SkipCounts = Counter

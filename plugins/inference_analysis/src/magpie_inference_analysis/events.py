@@ -27,7 +27,15 @@ from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
-from magpie_core.trace.validity import SkipCounts, reasons, sanitize_events_json, valid_durations, valid_times
+from magpie_core.trace.validity import (
+    NOT_A_TRACE_NESTED,
+    SkipCounts,
+    not_a_trace,
+    reasons,
+    sanitize_events_json,
+    valid_durations,
+    valid_times,
+)
 
 #: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as decoded: an empty list, as valid JSON
 EMPTY = msgspec.Raw(b"[]")
@@ -299,12 +307,9 @@ def _load_whole(path: Path) -> Trace:
                 raise
             events, props, rocm = _decode_whole(clean)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        text = str(exc)
-        if "missing required field `traceEvents`" in text:
-            text = "a JSON object without `traceEvents` (the profiler's event array)"
-        raise TraceLoadError(path, f"not a trace: {text}") from None
+        raise TraceLoadError(path, not_a_trace(str(exc))) from None
     except RecursionError:
-        raise TraceLoadError(path, "not a trace: JSON nested too deep (a profiler writes a few levels)") from None
+        raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     keep = _Keep()
     keep(events)
     return _trace(path, keep, None, len(buf), props, rocm)
