@@ -17,6 +17,7 @@ docs/benchmarks/hostile_inputs.md by default: ``--out -`` prints it). Usage:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -47,7 +48,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
+    out = None if args.out == "-" else Path(args.out).resolve()
     with tempfile.TemporaryDirectory() as tmp:
+        # ``python -c`` puts the working folder first on sys.path: run from a neutral one, or the reference
+        # python would import this checkout's magpie_core when started from it
+        os.chdir(tmp)
         trace = Path(tmp) / "big.json"
         copies, n_events = build_trace(trace, args.target_mb)
         size_mb = trace.stat().st_size / 1e6
@@ -77,10 +82,10 @@ def main() -> int:
         "read a ratio within the rounds' spread as no measurable difference.",
     ]
     text = "\n".join(lines) + "\n"
-    if args.out == "-":
+    if out is None:
         print(text)
     else:
-        Path(args.out).write_text(text)
+        out.write_text(text)
     return 0
 
 
