@@ -92,7 +92,7 @@ def test_trust_model_rejects_commands_and_paths_outside_the_roots(workspace, tmp
         msg = await call_error(s, "analyze", {"kernel_config": str(outside / "k.yaml")})
         assert "outside the allowed workspace roots" in msg and "kernel_config" in msg
         msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "testcase_command": [str(outside / "run.sh")]}]})
-        assert "testcase_command: program" in msg and "outside the allowed workspace roots" in msg
+        assert "testcase_command" in msg and "client-supplied commands are refused" in msg
         msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "working_dir": str(outside)}]})
         assert "working_dir" in msg
         # a command is an argv list: a shell string is rejected by the input schema

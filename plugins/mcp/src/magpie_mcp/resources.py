@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from magpie_mcp.context import ToolContext, session_owner
 from magpie_mcp.jobs import Job
@@ -28,7 +29,11 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 
 
 def _job(context: ToolContext, job_id: str, ctx: Context) -> Job:
-    return context.job_manager.get(job_id, session_owner(ctx))
+    """The calling session's job; another session's is "not found" (its id not confirmed)."""
+    try:
+        return context.job_manager.get(job_id, session_owner(ctx))
+    except KeyError as exc:
+        raise ResourceNotFoundError(str(exc.args[0])) from None
 
 
 def job_files(job: Job) -> dict[str, Path]:
@@ -75,7 +80,7 @@ def add_job_resources(server: MCPServer, context: ToolContext) -> None:
     def job_report(job_id: str, ctx: Context) -> str:
         job = _job(context, job_id, ctx)
         if job.result is None:
-            raise ValueError(f"job {job_id} has no report (state: {job.state})")
+            raise ResourceError(f"job {job_id} has no report (state: {job.state})")
         return json.dumps(job.result, indent=1)
 
     @server.resource(
@@ -89,10 +94,10 @@ def add_job_resources(server: MCPServer, context: ToolContext) -> None:
         files = job_files(_job(context, job_id, ctx))
         if name not in files:
             have = ", ".join(files) or "none"
-            raise ValueError(f"job {job_id} has no file {name!r} (files: {have})")
+            raise ResourceError(f"job {job_id} has no file {name!r} (files: {have})")
         path = files[name]
         if path.stat().st_size > MAX_FILE_BYTES:
-            raise ValueError(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MiB; read {path} directly")
+            raise ResourceError(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MiB; read {path} directly")
         return path.read_text(errors="replace")
 
     add_prompts(server)
