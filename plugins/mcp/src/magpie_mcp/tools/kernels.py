@@ -338,7 +338,7 @@ async def compare(
     )
 
 
-@tool_meta("Write a kernel config", read_only=False, destructive=False, idempotent=True, open_world=False)
+@tool_meta("Write a kernel config", read_only=False, destructive=True, idempotent=True, open_world=False)
 def create_kernel_config(
     tool: ToolContext,
     kernels: Annotated[list[KernelInput] | None, Field(description="the kernels of the YAML")] = None,

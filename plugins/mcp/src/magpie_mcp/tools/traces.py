@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from magpie_core import hookimpl
 from magpie_core.config.loader import validate
@@ -57,9 +57,36 @@ class GapResult(ToolModel):
     files: list[OutputFile] = Field(default_factory=list, description="tables and reports as MCP resources")
 
 
+class KernelSource(ToolModel):
+    """Where one kernel's source is (the source finder's fields; a finder may add more)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    kind: str | None = Field(None, description="what kind of source it is (library, generated, ...)")
+    category: str | None = Field(None, description="kernel category (gemm, attention, ...)")
+    source_repo: str | None = Field(None, description="the checkout it was found in")
+    source_file: str | None = Field(None, description="the source file")
+    line: int | None = Field(None, description="the line of the definition")
+    upstream_url: str | None = Field(None, description="the upstream project")
+    test_file: str | None = Field(None, description="a test of the kernel, when one was found")
+    test_cmd: str | None = Field(None, description="how to run that test")
+    notes: str | None = Field(None, description="how the match was made")
+    source_resolution: str | None = Field(None, description="how sure the match is")
+    source_error: str | None = Field(None, description="why nothing was found")
+
+
+class SourceRepo(ToolModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    name: str | None = Field(None, description="the checkout's project name")
+    path: str | None = Field(None, description="where it is")
+    commit: str | None = Field(None, description="its commit")
+    symbols: int | None = Field(None, description="symbols indexed")
+
+
 class KernelSources(ToolModel):
-    sources: dict[str, dict[str, Any]] = Field(description="kernel name -> where its source is (finder's fields)")
-    repos: list[dict[str, Any]] = Field(default_factory=list, description="the checkouts searched")
+    sources: dict[str, KernelSource] = Field(description="kernel name -> where its source is")
+    repos: list[SourceRepo] = Field(default_factory=list, description="the checkouts searched")
     errors: list[str] = Field(default_factory=list, description="problems found")
 
 
@@ -192,7 +219,9 @@ def find_kernel_sources(
     finder = component("source_finder", *SOURCE_FINDER, "finding kernel sources")
     checked = [str(tool.check_path(r, "repo")) for r in repos]
     kernels = [{"name": n, "parsed": None} for n in kernel_names]  # the finder parses the names
-    summary = finder.find(kernels, {"repos": checked, "cache_dir": None, "clone": False})
+    # the finder's cache of earlier checkouts lives under the output folder: nothing outside the roots is read
+    cache = str(tool.out_dir(None) / "source_cache")
+    summary = finder.find(kernels, {"repos": checked, "cache_dir": cache, "clone": False})
     return KernelSources(
         sources=summary.get("sources", {}), repos=summary.get("repos", []), errors=summary.get("errors", [])
     )
