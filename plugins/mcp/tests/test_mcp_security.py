@@ -357,3 +357,25 @@ def test_tool_quality_annotations_titles_and_descriptions(workspace):
         assert "magpie://jobs/{job_id}/log" in templates and "magpie://jobs/{job_id}/files/{name}" in templates
 
     run_session(workspace, scenario)
+
+
+def test_policy_refuses_code_choices_in_kernel_files(tmp_path):
+    """What a kernel YAML can choose besides commands: compiler flags, output names, images, GPU settings."""
+    from magpie_mcp.trust import TrustError, TrustPolicy
+
+    from magpie_core.config.kernel import KernelConfigFile
+
+    policy = TrustPolicy.from_roots([tmp_path], tmp_path)
+    cases = {
+        "options hipcc_flags": {"kernel": {"id": "k", "options": {"hipcc_flags": ["-B/tmp/evil"]}}},
+        "options.binary": {"kernel": {"id": "k", "options": {"binary": "../../escape"}}},
+        "scheduler.docker_image": {"kernel": {"id": "k"}, "scheduler": {"docker_image": "evil:latest"}},
+        "gpu:": {"kernel": {"id": "k"}, "gpu": {"power_limit_watts": 10}},
+        "latency.pythonpath": {"kernel": {"id": "k"}, "latency": {"pythonpath": ["/usr/lib"]}},
+        "module 'subprocess'": {"kernel": {"id": "k", "entry": "subprocess:getoutput"}},
+    }
+    for expected, data in cases.items():
+        with pytest.raises(TrustError, match=expected):
+            policy.check_kernel_file(KernelConfigFile.model_validate(data), tmp_path)
+    with pytest.raises(ValueError, match="file system root"):
+        TrustPolicy.from_roots(["/"], tmp_path)

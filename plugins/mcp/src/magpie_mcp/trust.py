@@ -206,6 +206,12 @@ class TrustPolicy:
         """``file`` with every command's program pinned, after checking every path, command, env and timeout."""
         self.check_path(config_dir, "config folder")
         self.check_timeouts(file.model_dump(), "kernel config")
+        self.check_scheduler(file)
+        if file.gpu and not self.programs:
+            raise TrustError(
+                "kernel config: gpu: changing GPU settings (power, clocks) is refused by this server's execution "
+                "policy; the operator sets them"
+            )
         if file.latency is not None:
             for entry in file.latency.pythonpath:
                 self.check_path(entry, "latency.pythonpath entry", base=config_dir)
@@ -228,12 +234,42 @@ class TrustPolicy:
         if kernel.bench_target is not None:
             self.check_module(f"{kernel.bench_target.module}:x", cwd, f"{label}: bench_target.module")
         self.check_env(kernel.env, label)
+        self.check_options(kernel.options, label)
         updates: dict[str, Any] = {}
         for name in COMMAND_FIELDS:
             commands = as_argv_list(getattr(kernel, name))
             if commands:
                 updates[name] = [self.check_argv(argv, cwd, f"{label}: {name}") for argv in commands]
         return kernel.model_copy(update=updates)
+
+    def check_options(self, options: dict[str, Any], what: str) -> None:
+        """Backend options that choose code (compiler flags) or where files go (an output name)."""
+        flags = sorted(k for k in options if k.endswith("_flags"))
+        if flags and not self.programs:
+            raise TrustError(
+                f"{what}: options {', '.join(flags)}: compiler flags from a client are refused by this server's "
+                "execution policy (they can load plugins or replace tools); the operator can allow them with "
+                "--allow-commands"
+            )
+        binary = str(options.get("binary") or "")
+        if binary and ("/" in binary or binary in (".", "..") or "\x00" in binary):
+            raise TrustError(f"{what}: options.binary {binary!r} must be a plain file name")
+
+    def check_scheduler(self, file: KernelConfigFile) -> None:
+        """A client may pick how many workers and which GPUs, not an image or a cluster to run on."""
+        if file.scheduler is None or self.programs:
+            return
+        chosen = sorted(
+            k
+            for k, v in file.scheduler.model_dump(exclude_none=True).items()
+            if v and k not in ("max_workers", "gpu_devices", "environment")
+        )
+        if chosen:
+            raise TrustError(
+                f"kernel config: scheduler.{', scheduler.'.join(chosen)}: choosing a container image or a cluster "
+                "is refused by this server's execution policy (the operator configures them, or allows it with "
+                "--allow-commands)"
+            )
 
     def check_timeouts(self, data: Any, what: str) -> None:
         """Every ``*timeout*`` number in ``data`` is finite and within the server's maximum."""
