@@ -8,25 +8,21 @@ from magpie_core.cli.app import STATE, UsageError, handle_errors
 
 TRANSPORTS = ("stdio", "streamable-http")
 
-HELP = """Serve magpie's tools over the Model Context Protocol (stdio by default). See docs/mcp.md.
-
-An MCP client is untrusted; the operator (you) decides what it may do:
-
-\b
-* Roots: tool inputs may name only paths under --root (repeatable; or mcp.allowed_roots).
-  Without one, the current directory is used and a warning names it; / is refused.
-* Execution policy: by default only magpie's own harness runs (kernels in files under the
-  roots, evaluated with entry/reference). Client-supplied compile/testcase/prof commands are
-  refused unless you allow programs with --allow-commands PROG[,PROG] (resolved with this
-  server's PATH). A kernel's env may not set PATH, LD_*, DYLD_*, PYTHON* or other loader
-  variables unless you name them with --allow-env.
-* Network: streamable-http binds 127.0.0.1. Another address needs a bearer token
-  (--auth-token-env VAR or --auth-token-file FILE; never on the command line) and the Host
-  values clients use (--allowed-hosts); otherwise the server refuses to start.
-  benchmark targets only loopback servers or mcp.benchmark_hosts.
-* Limits: --max-jobs jobs run at once (more wait in a queue); timeouts a client asks for are
-  capped (mcp.max_timeout_s); every job has a wall-clock limit; old jobs are pruned.
-"""
+HELP = (
+    "Serve magpie's tools over the Model Context Protocol (stdio by default). See docs/mcp.md.\n\n"
+    "An MCP client is untrusted; the operator (you) decides what it may do:\n\n"
+    "Roots: tool inputs may name only paths under --root (repeatable; or mcp.allowed_roots). Without one, "
+    "the current directory is used and a warning names it; / is refused.\n\n"
+    "Execution policy: by default only magpie's own harness runs (kernels in files under the roots, "
+    "evaluated with entry/reference). Client-supplied compile/testcase/prof commands are refused unless you "
+    "allow programs with --allow-commands PROG[,PROG] (resolved with this server's PATH). A kernel's env may "
+    "not set PATH, LD_*, DYLD_*, PYTHON* or other loader variables unless you name them with --allow-env.\n\n"
+    "Network: streamable-http binds 127.0.0.1. Another address needs a bearer token (--auth-token-env VAR or "
+    "--auth-token-file FILE; never on the command line) and the Host values clients use (--allowed-hosts); "
+    "otherwise the server refuses to start. benchmark targets only loopback servers or mcp.benchmark_hosts.\n\n"
+    "Limits: --max-jobs jobs run at once (more wait in a queue); timeouts a client asks for are capped "
+    "(mcp.max_timeout_s); every job has a wall-clock limit; old jobs are pruned."
+)
 
 
 def _split(values: list[str] | None) -> list[str]:
