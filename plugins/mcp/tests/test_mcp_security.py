@@ -379,3 +379,13 @@ def test_policy_refuses_code_choices_in_kernel_files(tmp_path):
             policy.check_kernel_file(KernelConfigFile.model_validate(data), tmp_path)
     with pytest.raises(ValueError, match="file system root"):
         TrustPolicy.from_roots(["/"], tmp_path)
+
+
+def test_client_paths_do_not_expand_server_variables(tmp_path, monkeypatch):
+    from magpie_mcp.trust import TrustError, TrustPolicy
+
+    monkeypatch.setenv("MAGPIE_TEST_SECRET", "hunter2-secret")
+    policy = TrustPolicy.from_roots([tmp_path], tmp_path)
+    with pytest.raises(TrustError) as err:
+        policy.check_path("/$MAGPIE_TEST_SECRET/x", "kernel_config")
+    assert "hunter2" not in str(err.value)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from magpie_mcp.config import McpConfig, mcp_config
 from magpie_mcp.jobs import LOCAL_OWNER, Job, JobLimits, JobManager, Runner
-from magpie_mcp.trust import TrustPolicy, resolve_programs
+from magpie_mcp.trust import TrustError, TrustPolicy, resolve_programs
 
 if TYPE_CHECKING:
     from magpie_core.config.framework import FrameworkConfig
@@ -95,6 +95,8 @@ class ToolContext:
         self.cwd = cwd.resolve()
         self.policy = policy or policy_from_config(self.config, self.cwd)
         self.output_dir = (self.cwd / framework.output.directory).resolve()
+        if self.output_dir == Path(self.output_dir.anchor):
+            raise ValueError("output.directory is the file system root: name a folder for magpie's results")
         self.job_manager = JobManager(self.output_dir / "mcp_jobs", self.cwd, limits_from_config(self.config))
 
     @property
@@ -113,12 +115,20 @@ class ToolContext:
         return SessionJobs(self.job_manager, self.owner)
 
     def check_path(self, path: str | Path, what: str) -> Path:
-        """``path`` (relative to the server's CWD) resolved; a tool error when outside every allowed root."""
-        return self.policy.check_path(path, what)
+        """``path`` (relative to the server's CWD) resolved; a tool error unless it is under an allowed root
+        or in the configured output folder (the operator's choice, where magpie writes its runs)."""
+        try:
+            return self.policy.check_path(path, what)
+        except TrustError:
+            resolved = (self.cwd / Path(str(path)).expanduser()).resolve()
+            if resolved == self.output_dir or resolved.is_relative_to(self.output_dir):
+                return resolved
+            raise
 
     def out_dir(self, output_dir: str | Path | None) -> Path:
-        """Where a run writes: ``output_dir`` when given, else the configured output folder; both checked."""
-        return self.policy.check_path(output_dir or self.output_dir, "output_dir")
+        """Where a run writes: ``output_dir`` when given (checked like :meth:`check_path`), else the
+        configured output folder (``output.directory``)."""
+        return self.check_path(output_dir, "output_dir") if output_dir else self.output_dir
 
     def start_job(self, kind: str, args: dict[str, Any], runner: Runner, timeout_s: float | None = None) -> Job:
         """Run ``runner(args, emit)`` in a job process of the calling session (see :mod:`magpie_mcp.jobs`),

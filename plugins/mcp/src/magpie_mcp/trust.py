@@ -136,7 +136,8 @@ class TrustPolicy:
         text = str(path)
         if "\x00" in text:
             raise TrustError(f"{what}: a path may not contain NUL bytes")
-        candidate = Path(os.path.expandvars(text)).expanduser()
+        # no $VAR expansion: a client path must not make the server reveal its environment in an error
+        candidate = Path(text).expanduser()
         resolved = ((base or self.cwd) / candidate).resolve()
         if not self.is_allowed(resolved):
             raise TrustError(

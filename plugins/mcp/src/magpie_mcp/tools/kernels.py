@@ -380,6 +380,8 @@ def create_kernel_config(
     path: Path | None = None
     if output_path:
         path = tool.check_path(output_path, "output_path")
+        if path.suffix.lower() not in (".yaml", ".yml"):
+            raise ToolFailure(f"output_path {path}: a kernel config is written only to a .yaml or .yml file")
         if path.exists() and not overwrite:
             raise ToolFailure(f"{path} exists; pass overwrite=true to replace it")
         path.parent.mkdir(parents=True, exist_ok=True)
