@@ -28,7 +28,7 @@ from magpie_mcp.testing import (
     run_session,
     write_workspace,
 )
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import DATA
@@ -37,6 +37,7 @@ KERNELS = DATA / "kernels"
 TRACE = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 EVIL = ["sh", "-c", "head -2 /etc/passwd; id; touch ../x_outside_root"]
 HANG = {"id": "h", "entry": "faulty.py:hangs", "reference": "faulty.py:reference"}
+MODERN = "2026-07-28"
 TOKEN = "s3cret-token-for-tests-0123456789"
 
 
@@ -329,6 +330,14 @@ def test_http_auth_host_origin_and_session_isolation(http_server, workspace):
                 assert job_id not in msg
                 with pytest.raises(Exception, match=r"no job .* in this session"):
                     await b.read_resource(started["job"]["log_uri"])
+            # a sessionless (2026-07-28) client sees no session's jobs and cannot leave a job behind
+            async with client() as http_m, Client(streamable_http_client(url, http_client=http_m), mode=MODERN) as m:
+                listed = await m.call_tool("job_list", {})
+                assert listed.structured_content == {"jobs": []}
+                refused = await m.call_tool("analyze", {**_inline(), "kernels": [HANG], "wait": False})
+                assert refused.is_error and "wait=false needs an MCP session" in refused.content[0].text
+                status = await m.call_tool("job_status", {"job_id": job_id})
+                assert status.is_error and "in this session" in status.content[0].text
             assert (await call(a, "job_status", {"job_id": job_id}))["state"] == "running"
             return job_id
 

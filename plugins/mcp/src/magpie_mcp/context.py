@@ -68,11 +68,25 @@ class SessionJobs:
         return self.manager.start(kind, args, runner, self.owner, timeout_s)
 
 
+#: owners of calls that came over HTTP without an MCP session (stateless / 2026-07-28 requests)
+SESSIONLESS = "request:"
+
+
 def session_owner(request: Any) -> str:
-    """Who a call comes from: the streamable-HTTP session id, else the one local client (stdio)."""
+    """Who a call comes from.
+
+    A streamable-HTTP session (its ``Mcp-Session-Id``: the SDK routes a request only to the session
+    it names, and with a bearer token only for the credential that opened it); stdio's one client;
+    or, for an HTTP request without a session (the 2026-07-28 protocol is sessionless), the request
+    alone: its jobs are its own and end with it (:meth:`ToolContext.follow` refuses ``wait=false``).
+    """
     headers = getattr(request, "headers", None) if request is not None else None
-    session = headers.get("mcp-session-id") if headers is not None else None
-    return f"http:{session}" if session else LOCAL_OWNER
+    if headers is None:
+        return LOCAL_OWNER
+    session = headers.get("mcp-session-id")
+    if session:
+        return f"http:{session}"
+    return f"{SESSIONLESS}{id(getattr(request, 'request_context', request))}"
 
 
 class ToolContext:
@@ -166,6 +180,12 @@ class ToolContext:
         import anyio.to_thread
 
         if not wait:
+            if job.owner.startswith(SESSIONLESS):
+                await anyio.to_thread.run_sync(self.job_manager.cancel, job.id, None, "refused")
+                raise ToolFailure(
+                    "wait=false needs an MCP session to come back to the job, and this HTTP request has none "
+                    "(a stateless or 2026-07-28 request): call with wait=true, or connect with a session"
+                )
             return job
         sent = [0, 0.0]  # messages forwarded, last progress value sent
         try:
