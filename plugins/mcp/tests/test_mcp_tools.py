@@ -72,9 +72,12 @@ def test_create_config_analyze_and_compare(workspace):
         compared = await call(
             s, "compare", {"kernel_config": created["path"], "min_effect": 0.25}, progress_callback=on_progress
         )
-        ranking = [e["kernel_id"] for e in compared["report"]["ranking"]]
-        assert ranking == ["single", "double"]
-        assert compared["report"]["ranking"][1]["speedup"] < 1 and compared["winner_id"] in ("single", None)
+        # a loaded machine may make the timing too noisy to decide: then UNSTABLE, never a wrong verdict
+        ranked = compared["report"]["ranking"]
+        double = next(e for e in ranked if e["kernel_id"] == "double")
+        if double["verdict"] != "UNSTABLE":
+            assert [e["kernel_id"] for e in ranked] == ["single", "double"] and double["speedup"] < 1
+        assert compared["winner_id"] in ("single", None)
 
     run_session(workspace, scenario)
     assert progress, "no MCP progress notifications were received"
