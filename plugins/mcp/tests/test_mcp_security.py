@@ -104,6 +104,9 @@ def test_stdio_exploits_are_refused_and_the_server_stays_alive(workspace, tmp_pa
         assert status["job_id"] == again["job"]["job_id"]
         done = await call(s, "ray_task_result", {"task_id": again["job"]["job_id"]})
         assert done["job"]["kind"] == "gap_analysis"
+        # a kernel config is written only as YAML (never as a .py the harness could import)
+        msg = await call_error(s, "create_kernel_config", {"kernels": [{"id": "x"}], "output_path": "evil.py"})
+        assert "only to a .yaml or .yml file" in msg
         # the server is alive and answers normally after all of it
         assert (await call(s, "hardware_spec"))["host"]["cpu_count"] >= 1
 
