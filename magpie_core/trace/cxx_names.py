@@ -2,8 +2,8 @@
 
 A demangled kernel name such as::
 
-    std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type
-    vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, float, int, int)
+    std::enable_if<(((8)>(0)))&&lib::_typeConvert<c10::BFloat16>::exists, void>::type
+    lib::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, float, int, int)
 
 is read with bracket matching, not with one regular expression: the return type (which may itself hold
 ``::``, templates and comparisons), the qualified name split at top-level ``::`` (namespaces, classes,
