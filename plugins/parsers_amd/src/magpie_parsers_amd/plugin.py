@@ -30,8 +30,6 @@ def readable(name: str) -> tuple[str, float]:
     return ("::".join(parts), 0.7) if parts else (base, 0.3)
 
 
-
-
 class CkTileParser(KernelNameParser):
     name = "ck_tile"
     description = "Composable Kernel Tile kernels (ck_tile::kentry<..., ck_tile::Op<...>>)"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,6 @@ from magpie_core.interfaces import KernelNameParser
 from magpie_core.reports import ParsedKernelName
 from magpie_core.trace.demangle import demangle, is_mangled, leading_names
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
-
 
 #: vLLM kernels whose outer name has no vllm:: namespace (ROCm custom paged attention, skinny GEMMs are AMD's)
 VLLM_BARE = {
