@@ -134,22 +134,25 @@ def _strip_paren_calls(head: str) -> str:
 
 
 def _function_name(head: str) -> str | None:
-    """The name of the function a definition head declares: the identifier before its parameter list."""
-    depth = 0
+    """The name of the function a definition head declares: the identifier before its parameter list
+    (template brackets count only outside parentheses: ``enable_if_t<(w > 0)>`` is one bracket)."""
+    angle = paren = 0
     for i, c in enumerate(head):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(0, depth - 1)
-        elif c == "(" and depth == 0:
+        if c == "(" and angle == 0 and paren == 0:
             m = _IDENT_BEFORE_PAREN.search(head[:i])
             if m is None:
                 return None
             name = re.sub(r"\s+", "", m.group(1))
             last = name.split("::")[-1]
-            if last in _CONTROL or last == "operator":
-                return None
-            return name
+            return None if last in _CONTROL or last == "operator" else name
+        if c == "(":
+            paren += 1
+        elif c == ")":
+            paren = max(0, paren - 1)
+        elif c == "<" and paren == 0 and i > 0 and (head[i - 1].isalnum() or head[i - 1] in "_ "):
+            angle += 1
+        elif c == ">" and paren == 0:
+            angle = max(0, angle - 1)
     return None
 
 
@@ -165,6 +168,7 @@ def scan_cxx(text: str) -> list[CxxDef]:
     """Every ``__global__`` function, class/struct and function definition of a C++ source text."""
     src = clean(text)
     newlines = [i for i, c in enumerate(src) if c == "\n"]
+    kernel_macros = _kernel_macros(text) if "#define" in text and "__global__" in text else {}
     defs: list[CxxDef] = []
     stack: list[_Scope] = []
     stmt = 0
@@ -187,9 +191,60 @@ def scan_cxx(text: str) -> list[CxxDef]:
                 stack.pop()
             stmt = pos + 1
         else:
-            stack.append(_open(src, stmt, pos, stack, defs, newlines))
+            macro = _macro_kernel(src[stmt:pos], kernel_macros)
+            if macro is not None:
+                macro.scope = _scope_names(stack)
+                macro.line = bisect.bisect_left(newlines, stmt + len(src[stmt:pos]) - len(src[stmt:pos].lstrip())) + 1
+                defs.append(macro)
+                stack.append(_Scope("skip", (), start=pos, owner=macro))
+            else:
+                stack.append(_open(src, stmt, pos, stack, defs, newlines))
             stmt = pos + 1
     return defs
+
+
+def _kernel_macros(text: str) -> dict[str, tuple[list[str], str]]:
+    """Function-like macros that define a ``__global__`` kernel (``DEFINE_FLASH_FORWARD_KERNEL(name, ...)``):
+    name -> (parameters, body)."""
+    out = {}
+    for name, body in macros(text).items():
+        head = re.match(r"\(([^)]*)\)", body)
+        if "__global__" in body and head is not None:
+            params = [p.strip() for p in head.group(1).split(",")]
+            out[name] = (params, body[head.end() :].replace("\\\n", "\n"))
+    return out
+
+
+def _macro_kernel(head: str, kernel_macros: dict[str, tuple[list[str], str]]) -> CxxDef | None:
+    """The kernel a ``MACRO(name, ...) {`` statement defines, with the arity of the macro's template."""
+    m = re.match(r"\s*(\w+)\s*\(", head)
+    if m is None or m.group(1) not in kernel_macros:
+        return None
+    params, body = kernel_macros[m.group(1)]
+    end = head.rfind(")")
+    args = [a.strip() for a in _split_commas(head[m.end() : end])]
+    named = [p for p in params if p != "..."]
+    values = dict(zip(named, args, strict=False))
+    if "..." in params:
+        values["__VA_ARGS__"] = ", ".join(args[len(named) :])
+    text = re.sub(r"\b(" + "|".join(re.escape(k) for k in values) + r")\b", lambda x: values[x.group(1)], body)
+    arity, rest = template_arity(text)
+    fname = _function_name(_strip_paren_calls(rest))
+    if fname is None:
+        return None
+    return CxxDef(fname.split("::")[-1], "global", 0, (), arity)
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        depth += {"(": 1, "<": 1, ")": -1, ">": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    return [*parts, cur]
 
 
 def _scope_names(stack: list[_Scope]) -> tuple[str, ...]:
@@ -227,11 +282,30 @@ def _open(src: str, stmt: int, pos: int, stack: list[_Scope], defs: list[CxxDef]
     return _Scope("skip", (), start=pos, owner=d)
 
 
-def launchers(text_clean: str, defs: list[CxxDef], kernel: str) -> list[str]:
-    """Names of the functions in this file whose bodies mention ``kernel`` (they launch it)."""
-    pattern = re.compile(r"\b" + re.escape(kernel) + r"\b")
-    out = []
-    for d in defs:
-        if d.kind != "type" and d.body and d.name != kernel and pattern.search(text_clean, d.body[0], d.body[1]):
-            out.append(d.name)
-    return out
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def macros(text: str) -> dict[str, str]:
+    """``#define`` names and bodies (continuation lines joined) of a source text, comments removed."""
+    return {m.group(1): m.group(2) for m in _DEFINE.finditer(_NOISE.sub(_blank, text))}
+
+
+def launchers(text: str, defs: list[CxxDef], kernel: str) -> list[str]:
+    """Names of the functions in this file whose bodies launch ``kernel``: they name it, or a macro that
+    (through other macros) expands to it."""
+    names = {kernel}
+    defined = macros(text)
+    grew = True
+    while grew:
+        grew = False
+        for macro, body in defined.items():
+            if macro not in names and any(re.search(r"\b" + re.escape(n) + r"\b", body) for n in names):
+                names.add(macro)
+                grew = True
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    src = clean(text)
+    return [
+        d.name
+        for d in defs
+        if d.kind != "type" and d.body and d.name != kernel and pattern.search(src, d.body[0], d.body[1])
+    ]

@@ -258,7 +258,11 @@ def _read_index(co: Checkout, index_file: Path) -> bool:
         return False  # rebuild a damaged or older cache entry
 
 
+_SIMPLE_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z_][A-Z0-9_]*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
+
+
 def _build_index(co: Checkout, files: list[Path]) -> None:
+    defines: dict[str, set[str]] = {}  # object-like macros naming an identifier: namespace FLASH_NAMESPACE {
     for f in files:
         try:
             if f.stat().st_size > MAX_FILE_BYTES:
@@ -269,8 +273,20 @@ def _build_index(co: Checkout, files: list[Path]) -> None:
         rel = f.relative_to(co.path).as_posix()
         if rel.endswith(".py"):
             (co.test_files if _is_test(rel) else co.py_files).append(rel)
+        elif "#define" in text:
+            for m in _SIMPLE_DEFINE.finditer(text):
+                defines.setdefault(m.group(1), set()).add(m.group(2))
         for sym in scan_file(text, rel):
             co.symbols.setdefault(sym.name, []).append(sym)
+    _expand_namespace_macros(co, {k: next(iter(v)) for k, v in defines.items() if len(v) == 1})
+
+
+def _expand_namespace_macros(co: Checkout, defines: dict[str, str]) -> None:
+    """``namespace FLASH_NAMESPACE {`` with ``#define FLASH_NAMESPACE flash`` in the checkout: scope ``flash``."""
+    for syms in co.symbols.values():
+        for s in syms:
+            if s.namespace and any(p in defines for p in s.namespace.split("::")):
+                s.namespace = "::".join(defines.get(p, p) for p in s.namespace.split("::"))
 
 
 def _write_index(co: Checkout, index_file: Path) -> None:

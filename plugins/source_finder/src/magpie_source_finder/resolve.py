@@ -91,6 +91,11 @@ class Graded:
 # -- what the trace says -------------------------------------------------------
 
 
+def namespace_libraries(cx: CxxName | None) -> tuple[str, ...]:
+    """The checkouts a kernel's own namespace belongs to (``vllm::`` -> vllm); empty when it names none."""
+    return LIBRARY_OF_NAMESPACE.get(cx.scope[0], ()) if cx is not None and cx.scope else ()
+
+
 def _hints(cx: CxxName | None, parsed: dict[str, Any], context: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(strong, weak) library hints: the kernel's namespace and launching frames / CPU op; the parser's family."""
     strong: list[str] = []
@@ -104,8 +109,7 @@ def _hints(cx: CxxName | None, parsed: dict[str, Any], context: dict[str, Any]) 
         strong.append(LIBRARY_OF_PACKAGE[op.split("::")[0]])
     if context.get("engine") in LIBRARY_OF_PACKAGE:
         strong.append(LIBRARY_OF_PACKAGE[context["engine"]])
-    if cx is not None and cx.scope:
-        strong.extend(LIBRARY_OF_NAMESPACE.get(cx.scope[0], ()))
+    strong.extend(namespace_libraries(cx))
     weak = [LIBRARY_OF_FAMILY[f] for f in (parsed.get("family"),) if f in LIBRARY_OF_FAMILY]
     if (parsed.get("config") or {}).get("library") == "triton_kernels":
         weak.append("triton")
@@ -241,6 +245,11 @@ def _prefer(graded: list[Graded], strong: list[str], weak: list[str], frames: li
     return graded, ""
 
 
+def _known(co: Checkout) -> bool:
+    """Whether the checkout was recognised as a known project (an unrecognised folder is no other library)."""
+    return co.url is not None
+
+
 # -- rows ------------------------------------------------------------------------
 
 
@@ -361,7 +370,11 @@ def _resolved(parsed: dict[str, Any], g: Graded, resolution: str, others: list[G
 
 
 def _decide(
-    parsed: dict[str, Any], graded: list[Graded], hints: tuple[list[str], list[str]], frames: list[str]
+    parsed: dict[str, Any],
+    graded: list[Graded],
+    hints: tuple[list[str], list[str]],
+    frames: list[str],
+    own: tuple[str, ...] = (),
 ) -> dict[str, Any] | None:
     for grade in ("exact", "probable"):
         pool = [g for g in graded if g.grade == grade]
@@ -378,6 +391,9 @@ def _decide(
                 note = f"copies elsewhere set aside: the trace points to {kept[0].co.name}"
             elif narrowed:
                 note = f"{kept[0].co.name} preferred by the kernel family only; the trace does not say which copy runs"
+            if resolution == "exact" and own and kept[0].co.name not in own and _known(kept[0].co):
+                resolution = "probable"
+                note = _join(note, f"{kept[0].co.name}'s copy: the kernel's namespace belongs to {'/'.join(own)}")
             return _resolved(parsed, kept[0], resolution, others, note)
         row = _unresolved(parsed, f"{len(kept)} definitions fit equally")
         row["source_resolution"] = "ambiguous"
@@ -401,7 +417,7 @@ def resolve(
     if q is None:
         return _unresolved(parsed, "the name carries no source symbol (runtime memory activity or unparsed name)")
     graded = candidates(q, checkouts)
-    row = _decide(parsed, graded, _hints(cx, parsed, context), _frame_files(context))
+    row = _decide(parsed, graded, _hints(cx, parsed, context), _frame_files(context), namespace_libraries(cx))
     if row is not None:
         return row
     searched = ", ".join(f"{c.name}@{(c.commit or 'worktree')[:12]}" for c in checkouts)

@@ -14,10 +14,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from magpie_source_finder.cxx_index import clean, launchers, scan_cxx
+from magpie_source_finder.cxx_index import launchers, scan_cxx
 
 MAX_NODE_IDS = 4
 MAX_LEVELS = 2
+#: C++ launcher names too common to identify an op when a test calls them (``ClampPosition::run``)
+GENERIC_NAMES = frozenset(
+    {"run", "launch", "forward", "backward", "apply", "call", "main", "invoke", "dispatch", "execute", "impl", "kernel"}
+)
 
 
 @dataclass
@@ -104,14 +108,13 @@ def entries_for(root: Path, py_files: list[str], kernel: str, def_file: str, kin
         return found
     text = _read(root / def_file)
     defs = scan_cxx(text)
-    cleaned = clean(text)
     found = [Entry(kernel, None, 0)]
     frontier = [kernel]
     for level in (1, 2)[:MAX_LEVELS]:
         nxt = []
         for name in frontier:
-            for fn in launchers(cleaned, defs, name):
-                if all(e.name != fn for e in found):
+            for fn in launchers(text, defs, name):
+                if fn not in GENERIC_NAMES and all(e.name != fn for e in found):
                     found.append(Entry(fn, None, level))
                     nxt.append(fn)
         frontier = nxt
