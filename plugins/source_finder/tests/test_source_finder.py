@@ -182,3 +182,41 @@ def test_registered_as_source_finder(repos: list[str], tmp_path: Path) -> None:
     assert finder.find(models, options) == expected
     got = finder.find([{"name": ROTARY_VLLM, "parsed": None}], options)
     assert got["sources"][ROTARY_VLLM]["source_resolution"] == "exact"
+
+
+def test_emitted_test_command_runs(tmp_path: Path) -> None:
+    """A checkout whose kernel is launched by an op that a test calls: the emitted command, run for real, selects
+    exactly that test (and it passes); the unrelated test in the same file is not selected."""
+    import os
+    import sys
+
+    root = tmp_path / "mylib"
+    (root / "mylib").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "mylib" / "__init__.py").write_text("")
+    (root / "mylib" / "fake_triton.py").write_text(
+        "class _Kernel:\n    def __init__(self, fn):\n        self.fn = fn\n\n"
+        "    def __getitem__(self, grid):\n        return self.fn\n\n\n"
+        "def jit(fn=None, **options):\n    return _Kernel(fn) if fn else _Kernel\n"
+    )
+    (root / "mylib" / "kernels.py").write_text(
+        "from mylib import fake_triton as triton\n\n\n@triton.jit(\n    do_not_specialize=[],\n)\n"
+        "def _scale_kernel(x):\n    return 2 * x\n"
+    )
+    (root / "mylib" / "ops.py").write_text(
+        "from mylib.kernels import _scale_kernel\n\n\ndef scale(x):\n    return _scale_kernel[(1,)](x)\n"
+    )
+    (root / "tests" / "test_ops.py").write_text(
+        "from mylib.ops import scale\n\n\ndef test_scale():\n    assert scale(2) == 4\n\n\n"
+        "def test_unrelated():\n    assert True\n"
+    )
+    row = find_sources(_kernels("_scale_kernel"), [str(root)], str(tmp_path / "cache"))["sources"]["_scale_kernel"]
+    assert row["source_resolution"] == "exact" and row["source_file"] == "$MYLIB_DIR/mylib/kernels.py"
+    assert row["test_cmd"] == "cd $MYLIB_DIR && python -m pytest tests/test_ops.py::test_scale -q"
+    command = row["test_cmd"].split(" && ", 1)[1].split()
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, *command[1:], "-p", "no:cacheprovider"], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
