@@ -225,7 +225,8 @@ def test_emitted_test_command_runs(tmp_path: Path) -> None:
 def test_same_kernel_in_two_checkouts_without_evidence_is_ambiguous(repos: list[str], tmp_path: Path) -> None:
     """Nothing in the name, the parse or the launch context says which copy runs: every candidate is listed."""
     for repo in (repos[1], repos[2]):  # sglang, aiter
-        (Path(repo) / "copied_kernel.py").write_text("import triton\n\n\n@triton.jit\ndef _copied_kernel(x):\n    pass\n")
+        source = "import triton\n\n\n@triton.jit\ndef _copied_kernel(x):\n    pass\n"
+        (Path(repo) / "copied_kernel.py").write_text(source)
     row = find_sources(_kernels("_copied_kernel"), repos, str(tmp_path / "cache"))["sources"]["_copied_kernel"]
     assert row["source_resolution"] == "ambiguous" and not row.get("source_file")
     assert {c["repo"] for c in row["candidates"]} == {"sglang", "aiter"}

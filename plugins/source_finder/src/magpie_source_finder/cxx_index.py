@@ -167,7 +167,7 @@ class _Scope:
 def scan_cxx(text: str) -> list[CxxDef]:
     """Every ``__global__`` function, class/struct and function definition of a C++ source text."""
     src = clean(text)
-    newlines = [i for i, c in enumerate(src) if c == "\n"]
+    newlines = [m.start() for m in re.finditer("\n", src)]
     kernel_macros = _kernel_macros(text) if "#define" in text and "__global__" in text else {}
     defs: list[CxxDef] = []
     stack: list[_Scope] = []

@@ -199,7 +199,9 @@ def _lookup(q: Query, checkouts: list[Checkout]) -> list[Hit]:
 
 
 def _prefix_hits(q: Query, checkouts: list[Checkout]) -> list[Graded]:
-    """Triton kernels whose custom repr prefix, or whose name, starts the traced name at a ``_`` boundary."""
+    """Triton kernels named by a custom ``repr=`` whose literal prefix (or, when the prefix is not literal, whose
+    function name) starts the traced name at a ``_`` boundary. A kernel without a custom repr is launched under
+    its own name, so a longer traced name is never one of its specialisations."""
     name = q.symbol
     out: list[Graded] = []
     for co in checkouts:
@@ -210,9 +212,9 @@ def _prefix_hits(q: Query, checkouts: list[Checkout]) -> list[Graded]:
                 if s.repr_base and _starts(name, s.repr_base):
                     why = f"named by its repr= as {s.repr_base!r} + specialisation suffix"
                     out.append(Graded(co, s, "exact", why))
-                elif _starts(name, s.name) and len(s.name) >= 4:
-                    why = f"{s.name!r} starts the traced name; the rest is taken for a specialisation suffix"
-                    out.append(Graded(co, s, "probable", why + (" (it has a custom repr=)" if s.custom_repr else "")))
+                elif s.custom_repr and not s.repr_base and _starts(name, s.name):
+                    why = f"{s.name!r} (custom repr=, prefix not literal) starts the traced name"
+                    out.append(Graded(co, s, "probable", why))
     best = max((len(g.sym.repr_base or g.sym.name) for g in out if g.grade == "exact"), default=0)
     if best:
         return [g for g in out if g.grade == "exact" and len(g.sym.repr_base or "") == best]
@@ -243,6 +245,12 @@ def _prefer(graded: list[Graded], strong: list[str], weak: list[str], frames: li
             if kept:
                 return kept, how
     return graded, ""
+
+
+def _disagrees(co: Checkout, hints: tuple[list[str], list[str]]) -> bool:
+    """Whether the evidence names libraries and this (recognised) checkout is none of them."""
+    named = hints[0] + hints[1]
+    return bool(named) and _known(co) and co.name not in named
 
 
 def _known(co: Checkout) -> bool:
@@ -394,6 +402,10 @@ def _decide(
             if resolution == "exact" and own and kept[0].co.name not in own and _known(kept[0].co):
                 resolution = "probable"
                 note = _join(note, f"{kept[0].co.name}'s copy: the kernel's namespace belongs to {'/'.join(own)}")
+            elif resolution == "exact" and _disagrees(kept[0].co, hints):
+                resolution = "probable"
+                said = "/".join(hints[0] or hints[1])
+                note = _join(note, f"the trace or the kernel's family points to {said}, whose checkout is not searched")
             return _resolved(parsed, kept[0], resolution, others, note)
         row = _unresolved(parsed, f"{len(kept)} definitions fit equally")
         row["source_resolution"] = "ambiguous"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from magpie_source_finder.cxx_index import launchers, scan_cxx
@@ -60,10 +61,34 @@ def module_of(rel: str) -> str:
 
 
 def _read(path: Path) -> str:
+    """A file's text, cached while it is unchanged (the same files are searched for every kernel of a run)."""
     try:
-        return path.read_text(errors="replace")
+        st = path.stat()
     except OSError:
         return ""
+    return _read_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8192)
+def _read_cached(path: str, _mtime_ns: int, _size: int) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _parse(path: Path) -> ast.Module | None:
+    """The file's syntax tree (cached like its text); None when it is not valid Python."""
+    text = _read(path)
+    return _parse_cached(text) if text else None
+
+
+@lru_cache(maxsize=2048)
+def _parse_cached(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
 
 
 def _python_launchers(root: Path, py_files: list[str], name: str, def_file: str) -> list[tuple[str, str]]:
@@ -71,12 +96,10 @@ def _python_launchers(root: Path, py_files: list[str], name: str, def_file: str)
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     out: list[tuple[str, str]] = []
     for rel in py_files:
-        text = _read(root / rel)
-        if not word.search(text):
+        if not word.search(_read(root / rel)):
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        tree = _parse(root / rel)
+        if tree is None:
             continue
         for node in ast.walk(tree):
             is_fn = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != name
@@ -135,7 +158,8 @@ def _imports(tree: ast.Module) -> tuple[set[str], set[tuple[str, str]]]:
     return modules, pairs
 
 
-def _calls(node: ast.AST) -> set[str]:
+def _calls(node: ast.AST) -> set[tuple[str, bool]]:
+    """(name, through an attribute) of every call in ``node``: ``f(...)``, ``ops.f(...)``, ``kernel[grid](...)``."""
     out = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
@@ -143,10 +167,16 @@ def _calls(node: ast.AST) -> set[str]:
             if isinstance(f, ast.Subscript):  # kernel[grid](...)
                 f = f.value
             if isinstance(f, ast.Name):
-                out.add(f.id)
+                out.add((f.id, False))
             elif isinstance(f, ast.Attribute):
-                out.add(f.attr)
+                out.add((f.attr, True))
     return out
+
+
+def _entry_calls(node: ast.AST, usable: dict[str, Entry]) -> set[str]:
+    """The entries ``node`` calls. A C++ function is reached from Python through an attribute (``torch.ops._C.f``,
+    ``ops.f``, ``aiter.f``); a bare ``f(...)`` in a test is a Python function of that name, not the C++ one."""
+    return {n for n, attr in _calls(node) if n in usable and (attr or usable[n].module is not None)}
 
 
 def _usable(entry: Entry, modules: set[str], pairs: set[tuple[str, str]]) -> bool:
@@ -182,14 +212,13 @@ def _hit_in(rel: str, tree: ast.Module, entries: list[Entry]) -> TestHit | None:
         for n in tree.body
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("test")
     }
-    helper_via = {h: next(iter(_calls(node) & usable.keys()), None) for h, node in helpers.items()}
+    helper_via = {h: next(iter(_entry_calls(node, usable)), None) for h, node in helpers.items()}
     best: TestHit | None = None
     for test, node in _test_functions(tree):
-        called = _calls(node)
-        direct = called & usable.keys()
+        direct = _entry_calls(node, usable)
         via = min(direct, key=lambda n: usable[n].level) if direct else None
         if via is None:
-            via = next((helper_via[c] for c in called if helper_via.get(c)), None)
+            via = next((helper_via[c] for c, _ in _calls(node) if helper_via.get(c)), None)
         if via is None:
             continue
         level = usable[via].level
@@ -205,12 +234,10 @@ def find_test(root: Path, test_files: list[str], entries: list[Entry]) -> TestHi
     words = re.compile(r"\b(?:" + "|".join(re.escape(e.name) for e in entries) + r")\b")
     hits: list[TestHit] = []
     for rel in test_files:
-        text = _read(root / rel)
-        if not words.search(text):
+        if not words.search(_read(root / rel)):
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        tree = _parse(root / rel)
+        if tree is None:
             continue
         hit = _hit_in(rel, tree, entries)
         if hit is not None:
