@@ -97,23 +97,22 @@ def namespace_libraries(cx: CxxName | None) -> tuple[str, ...]:
 
 
 def _hints(cx: CxxName | None, parsed: dict[str, Any], context: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(strong, weak) library hints: the kernel's namespace and launching frames / CPU op; the parser's family."""
-    strong: list[str] = []
+    """(strong, weak) library hints. Strong: the kernel's own namespace. Weak: the packages of the launching
+    Python frames, the CPU op's namespace, the engine, the parser's family — they say who launched the kernel,
+    and an engine launches other libraries' kernels too (vLLM runs aiter's on ROCm)."""
+    strong = list(namespace_libraries(cx))
+    weak: list[str] = []
     for frame in context.get("python_frames") or []:
-        for part in re.split(r"[/\\.\s:(]", str(frame)):
-            if part in LIBRARY_OF_PACKAGE:
-                strong.append(LIBRARY_OF_PACKAGE[part])
-                break
+        weak.extend(LIBRARY_OF_PACKAGE[p] for p in re.split(r"[/\\.\s:(]", str(frame)) if p in LIBRARY_OF_PACKAGE)
     op = str(context.get("cpu_op") or "")
     if "::" in op and op.split("::")[0] in LIBRARY_OF_PACKAGE:
-        strong.append(LIBRARY_OF_PACKAGE[op.split("::")[0]])
+        weak.append(LIBRARY_OF_PACKAGE[op.split("::")[0]])
     if context.get("engine") in LIBRARY_OF_PACKAGE:
-        strong.append(LIBRARY_OF_PACKAGE[context["engine"]])
-    strong.extend(namespace_libraries(cx))
-    weak = [LIBRARY_OF_FAMILY[f] for f in (parsed.get("family"),) if f in LIBRARY_OF_FAMILY]
+        weak.append(LIBRARY_OF_PACKAGE[context["engine"]])
+    weak.extend(LIBRARY_OF_FAMILY[f] for f in (parsed.get("family"),) if f in LIBRARY_OF_FAMILY)
     if (parsed.get("config") or {}).get("library") == "triton_kernels":
         weak.append("triton")
-    return list(dict.fromkeys(strong)), [w for w in dict.fromkeys(weak) if w not in strong]
+    return strong, [w for w in dict.fromkeys(weak) if w not in strong]
 
 
 def _frame_files(context: dict[str, Any]) -> list[str]:
@@ -396,9 +395,12 @@ def _decide(
             resolution = "probable" if narrowed and how != "strong" else grade
             note = ""
             if narrowed and how == "strong":
-                note = f"copies elsewhere set aside: the trace points to {kept[0].co.name}"
+                note = f"copies elsewhere set aside: the kernel's namespace or launching module is {kept[0].co.name}'s"
             elif narrowed:
-                note = f"{kept[0].co.name} preferred by the kernel family only; the trace does not say which copy runs"
+                note = (
+                    f"{kept[0].co.name} preferred by the launch context or the kernel family; "
+                    "the trace does not name the defining module"
+                )
             if resolution == "exact" and own and kept[0].co.name not in own and _known(kept[0].co):
                 resolution = "probable"
                 note = _join(note, f"{kept[0].co.name}'s copy: the kernel's namespace belongs to {'/'.join(own)}")
