@@ -101,3 +101,12 @@ def test_mangled_symbols() -> None:
 @pytest.mark.parametrize("text", ["", "Memcpy DtoH (Device -> Host)", "()", "::"])
 def test_not_names(text: str) -> None:
     assert parse_cxx_name(text) is None
+
+
+def test_hostile_names_do_not_raise() -> None:
+    deep = "void f<" * 2000 + "int" + ">" * 2000 + "(int)"
+    parsed = parse_cxx_name(deep)
+    assert parsed is not None and parsed.function == "f"
+    assert find_component(parsed, "nowhere") is None
+    for text in ("<<<<", ">>>>", "a<b(c>d)", "((((", "operator<", "x::", "{lambda()#1}"):
+        parse_cxx_name(text)  # any answer, but no exception

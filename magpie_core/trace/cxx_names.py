@@ -24,6 +24,8 @@ from magpie_core.trace.demangle import demangle, is_mangled, leading_names
 __all__ = ["CxxComponent", "CxxName", "parse_cxx_name", "parse_symbol", "split_top_level"]
 
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
+#: longer texts are not kernel names (the longest real ones, CK and ATen lambdas, are a few thousand characters)
+MAX_NAME_CHARS = 65536
 _IDENT_CHARS = re.compile(r"[A-Za-z0-9_$'~.]")
 _QUALIFIERS = re.compile(r"^(?:\s*(?:const|volatile|&&|&|noexcept|\[clone [^\]]*\]))*\s*$")
 _EXPR_BEFORE = set("<(,&|!=+-*/%^~?:")
@@ -100,6 +102,8 @@ def _operator_end(s: str, i: int) -> int:
 def group_end(s: str, i: int) -> int:
     """Index just past the bracket group opened at ``s[i]`` (the string's end when unbalanced)."""
     stack = [_OPEN[s[i]]]
+    open_count = {")": 0, "]": 0, "}": 0, ">": 0}  # closers on the stack, so "is it open?" costs O(1)
+    open_count[stack[0]] += 1
     j = i + 1
     while j < len(s) and stack:
         c = s[j]
@@ -108,19 +112,19 @@ def group_end(s: str, i: int) -> int:
             if end > j + len("operator"):
                 j = end
                 continue
-        if c == "<" and stack[-1] != ")" and j > 0 and _IDENT_CHARS.match(s[j - 1]) and s[j - 1] != "'":
-            stack.append(">")
-        elif c == "<" and stack[-1] == ")" and j > 0 and _IDENT_CHARS.match(s[j - 1]):
-            stack.append(">")  # a template inside a parameter list: foo(std::array<char*, 2ul>)
+        if c == "<" and j > 0 and _IDENT_CHARS.match(s[j - 1]) and s[j - 1] != "'":
+            stack.append(">")  # also inside a parameter list: foo(std::array<char*, 2ul>)
+            open_count[">"] += 1
         elif c in "([{":
             stack.append(_OPEN[c])
+            open_count[_OPEN[c]] += 1
         elif c == ">" and stack[-1] == ">":
             if not _is_comparison(s, j):
-                stack.pop()
-        elif c in ")]}" and c in stack:
+                open_count[stack.pop()] -= 1
+        elif c in ")]}" and open_count[c]:
             while stack and stack[-1] != c:
-                stack.pop()  # an unmatched "<" was a comparison after all
-            stack.pop()
+                open_count[stack.pop()] -= 1  # an unmatched "<" was a comparison after all
+            open_count[stack.pop()] -= 1
         j += 1
     return j
 
@@ -216,7 +220,7 @@ def _split_name(head: str) -> tuple[str | None, str]:
 def parse_cxx_name(text: str) -> CxxName | None:
     """The structure of a demangled C++ name; None when ``text`` is not one (empty, or no identifier)."""
     s = text.strip()
-    if s.startswith("_Z") or not s:
+    if s.startswith("_Z") or not s or len(s) > MAX_NAME_CHARS:
         return None
     spans = _groups(s)
     params: tuple[str, ...] | None = None
@@ -253,18 +257,20 @@ def parse_symbol(name: str) -> CxxName | None:
     return CxxName(text=base, components=comps, exact=False, notes=("mangled name not demangled: leading names only",))
 
 
-def find_component(parsed: CxxName, name: str) -> tuple[tuple[str, ...], CxxComponent] | None:
+def find_component(parsed: CxxName, name: str, _depth: int = 0) -> tuple[tuple[str, ...], CxxComponent] | None:
     """(scope, component) of the first qualified name in ``parsed`` (its own name first, then its template
     arguments, depth first) whose last component is ``name``; lets a caller find ``ck_tile::Rmsnorm2dFwd<...>``
     inside ``ck_tile::kentry<1, ck_tile::Rmsnorm2dFwd<...>>``."""
     if parsed.function == name:
         return parsed.scope, parsed.components[-1]
+    if _depth > 8:  # the op of a CK entry is one level down; hostile nesting stops here
+        return None
     for comp in parsed.components:
         for arg in comp.template_args or ():
             inner = parse_cxx_name(arg)
             if inner is None:
                 continue
-            hit = find_component(inner, name)
+            hit = find_component(inner, name, _depth + 1)
             if hit is not None:
                 return hit
     return None

@@ -102,7 +102,7 @@ def scan_python(text: str) -> list[PyKernel]:
         return []
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [PyKernel(m.group(1), text.count("\n", 0, m.start(1)) + 1, ["jit"]) for m in _FALLBACK.finditer(text)]
     bare = _triton_names(tree)
     out = []
