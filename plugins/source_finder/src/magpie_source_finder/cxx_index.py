@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 ANON = "(anonymous namespace)"
 _NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|R"(\w*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])\'', re.S)
@@ -36,7 +36,6 @@ class CxxDef:
     scope: tuple[str, ...]  # enclosing namespaces and classes, outermost first
     arity: tuple[int, int] | None  # (min, max) template parameters; max -1: a parameter pack; None: no template
     body: tuple[int, int] | None = None  # character span of a function body (launch search)
-    calls: list[str] = field(default_factory=list)
 
 
 def _blank(m: re.Match[str]) -> str:

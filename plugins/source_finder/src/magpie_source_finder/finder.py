@@ -71,7 +71,6 @@ class Upstream:
     var: str
     url: str
     markers: tuple[str, ...]  # relative paths that identify a checkout of this project
-    test_cmd: str = "pytest {test_file} -q -k {symbol}"
 
 
 #: projects the finder knows: how to recognise a checkout, its path variable, and its public upstream
@@ -86,11 +85,8 @@ UPSTREAMS: tuple[Upstream, ...] = (
         "$ROCM_LIBRARIES_DIR",
         "https://github.com/ROCm/rocm-libraries",
         ("projects/composablekernel",),
-        test_cmd="",
     ),
-    Upstream(
-        "composable_kernel", "$CK_DIR", "https://github.com/ROCm/composable_kernel", ("include/ck_tile",), test_cmd=""
-    ),
+    Upstream("composable_kernel", "$CK_DIR", "https://github.com/ROCm/composable_kernel", ("include/ck_tile",)),
     Upstream(
         "flashinfer",
         "$FLASHINFER_DIR",
@@ -100,7 +96,7 @@ UPSTREAMS: tuple[Upstream, ...] = (
     Upstream(
         "flash-attention", "$FLASH_ATTN_DIR", "https://github.com/Dao-AILab/flash-attention", ("flash_attn", "csrc")
     ),
-    Upstream("cutlass", "$CUTLASS_DIR", "https://github.com/NVIDIA/cutlass", ("include/cutlass",), test_cmd=""),
+    Upstream("cutlass", "$CUTLASS_DIR", "https://github.com/NVIDIA/cutlass", ("include/cutlass",)),
 )
 #: kernel families -> the projects worth cloning for them (used only with clone=True)
 FAMILY_UPSTREAMS = {
@@ -140,7 +136,6 @@ class Checkout:
     var: str
     url: str | None
     commit: str | None
-    test_cmd: str = "pytest {test_file} -q -k {symbol}"
     symbols: dict[str, list[Symbol]] = field(default_factory=dict)
     test_files: list[str] = field(default_factory=list)
     py_files: list[str] = field(default_factory=list)
@@ -319,7 +314,6 @@ def load_checkout(path: Path, cache_dir: Path) -> Checkout:
         var=var,
         url=up.url if up else None,
         commit=commit,
-        test_cmd=up.test_cmd if up else "pytest {test_file} -q -k {symbol}",
     )
     files = None
     if commit is not None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from magpie_core.trace.cxx_names import CxxName, find_component, parse_symbol
@@ -444,12 +443,3 @@ def resolve(
             f"{c['file']}:{c['line']} ({c['why']})" for c in row["candidates"][:8]
         )
     return row
-
-
-def source_path(row: dict[str, Any], repos: list[dict[str, Any]]) -> Path | None:
-    """The file a resolved row names, on this machine."""
-    if not row.get("source_file"):
-        return None
-    var, rel = row["source_file"].split("/", 1)
-    repo = next((r for r in repos if r["var"] == var), None)
-    return Path(repo["path"]) / rel if repo else None
