@@ -333,6 +333,9 @@ def test_http_auth_host_origin_and_session_isolation(http_server, workspace):
                 assert job_id not in msg
                 with pytest.raises(Exception, match=r"no job .* in this session"):
                     await b.read_resource(started["job"]["log_uri"])
+                spec = str(Path(started["job"]["log_path"]).parent / "spec.json")
+                msg = await call_error(b, "get_benchmark_result", {"path": spec})
+                assert "in the server's job folders" in msg
             # a sessionless (2026-07-28) client sees no session's jobs and cannot leave a job behind
             async with client() as http_m, Client(streamable_http_client(url, http_client=http_m), mode=MODERN) as m:
                 listed = await m.call_tool("job_list", {})

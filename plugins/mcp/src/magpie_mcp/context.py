@@ -132,12 +132,16 @@ class ToolContext:
         """``path`` (relative to the server's CWD) resolved; a tool error unless it is under an allowed root
         or in the configured output folder (the operator's choice, where magpie writes its runs)."""
         try:
-            return self.policy.check_path(path, what)
+            resolved = self.policy.check_path(path, what)
         except TrustError:
             resolved = (self.cwd / Path(str(path)).expanduser()).resolve()
-            if resolved == self.output_dir or resolved.is_relative_to(self.output_dir):
-                return resolved
-            raise
+            if not (resolved == self.output_dir or resolved.is_relative_to(self.output_dir)):
+                raise
+        jobs = self.job_manager.folder
+        if resolved == jobs or resolved.is_relative_to(jobs):
+            # job folders belong to their sessions: read them through the job tools and resources
+            raise TrustError(f"{what} {resolved} is in the server's job folders; use job_result or the job resources")
+        return resolved
 
     def out_dir(self, output_dir: str | Path | None) -> Path:
         """Where a run writes: ``output_dir`` when given (checked like :meth:`check_path`), else the
