@@ -7,6 +7,7 @@ no traceback, no hang, no silent success (see :mod:`tests.fuzz.hostile`). Two se
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,17 @@ import pytest
 from tests.fuzz.hostile import CATEGORIES, generate, run_case
 
 SEEDS = (20, 2026)
+
+
+@pytest.fixture(autouse=True)
+def installed_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The CLI runs in this process: give it the installed plugins, whatever an earlier test left as the
+    process-wide plugin manager (one made under ``MAGPIE_PLUGINS=""`` has no kernel backends)."""
+    from magpie_core.plugins import PluginManager, use_plugin_manager
+
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    with use_plugin_manager(PluginManager()):
+        yield
 
 
 @pytest.mark.parametrize("category", CATEGORIES)
