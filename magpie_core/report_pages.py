@@ -52,9 +52,7 @@ def collect(page: ReportPage, manager: PluginManager | None = None) -> list[Any]
     return [s for r in reversed(results or []) for s in (r if isinstance(r, list) else [r]) if s is not None]
 
 
-def write_report_html(
-    kind: str, report: Any, workspace: Path | str | None, output: Path | None = None
-) -> Path | None:
+def write_report_html(kind: str, report: Any, workspace: Path | str | None, output: Path | None = None) -> Path | None:
     """Write ``report.html`` for one run into its workspace (or ``output``); the path, or None when no report
     plugin is installed or rendering failed (logged: a report page never costs a run its results)."""
     manager = get_plugin_manager()

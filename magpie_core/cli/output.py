@@ -44,7 +44,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table", title: str | None = None) -> None:
+def print_rows(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table", title: str | None = None
+) -> None:
     """One table in the chosen format: a rich table, CSV with a header line, or a JSON list of objects."""
     from magpie_core.cli.app import console
 
@@ -54,7 +56,11 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str =
         writer.writerows([[_plain(v) for v in row] for row in rows])
         return
     if fmt == "json":
-        typer.echo(json.dumps([dict(zip(columns, (_plain(v) for v in row), strict=False)) for row in rows], indent=2, default=str))
+        typer.echo(
+            json.dumps(
+                [dict(zip(columns, (_plain(v) for v in row), strict=False)) for row in rows], indent=2, default=str
+            )
+        )
         return
     table = Table(*columns, title=title)
     for row in rows:

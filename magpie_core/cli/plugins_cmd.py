@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+
 from magpie_core.cli.app import app, console, handle_errors
 from magpie_core.cli.output import check_format, format_option, print_rows
 from magpie_core.plugins import get_plugin_manager

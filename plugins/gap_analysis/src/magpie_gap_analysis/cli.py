@@ -31,7 +31,10 @@ def _fmt(x: float) -> str:
 
 
 def _short(name: str, width: int = 72) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    """Shortened for a terminal; whole when the output goes to a pipe or a file."""
+    if not console.is_terminal or len(name) <= width:
+        return name
+    return name[: width - 1] + "…"
 
 
 KERNEL_COLUMNS = ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy")
@@ -39,11 +42,10 @@ KERNEL_COLUMNS = ("#", "kernel", "category", "calls", "total (us)", "avg (us)", 
 
 def _kernel_rows(result: GapAnalysisResult, top_k: int, full_names: bool) -> list[list[str]]:
     """The top-k rows: the parsed function name (shortened on a terminal), or the full kernel name (CSV/JSON)."""
-    short = console.is_terminal
     return [
         [
             str(i),
-            k.name if full_names else (_short(k.function or k.name) if short else k.function or k.name),
+            k.name if full_names else _short(k.function or k.name),
             k.category,
             str(k.calls),
             _fmt(k.self_cuda_total_us),

@@ -42,7 +42,9 @@ def top_kernels_figure(kit: Any, kernels: list[dict[str, Any]]) -> Any:
             "y": [order[i] for i in idx],
             "x": [rows[i]["self_cuda_total_us"] / 1000.0 for i in idx],
             "marker": {"color": kit.palette[n % len(kit.palette)]},
-            "customdata": [[rows[i]["name"], rows[i]["calls"], rows[i]["avg_time_us"], rows[i]["pct_total"]] for i in idx],
+            "customdata": [
+                [rows[i]["name"], rows[i]["calls"], rows[i]["avg_time_us"], rows[i]["pct_total"]] for i in idx
+            ],
             "hovertemplate": "%{customdata[0]}<br>%{x:.3f} ms total, %{customdata[1]} calls, "
             "%{customdata[2]:.2f} µs avg, %{customdata[3]:.1f}% of kernel time<extra>%{fullData.name}</extra>",
         }
@@ -55,7 +57,7 @@ def top_kernels_figure(kit: Any, kernels: list[dict[str, Any]]) -> Any:
         "legend": {"title": {"text": "category"}},
     }
     title = f"top {len(rows)} kernels by total time"
-    return kit.figure(data, layout, title=title, height=140 + 24 * len(rows), marks=len(rows))
+    return kit.figure(data, layout, title=title, height=140 + 24 * len(rows))
 
 
 def _all_kernel_rows(gap: dict[str, Any], workspace: Path | None, kit: Any) -> list[tuple[str, float]]:
@@ -64,7 +66,9 @@ def _all_kernel_rows(gap: dict[str, Any], workspace: Path | None, kit: Any) -> l
     if path is not None:
         with path.open(newline="") as f:
             lines = (line for line in f if not line.startswith("#"))
-            return [(r.get("Kernel category") or "other", float(r["Self CUDA total (us)"])) for r in csv.DictReader(lines)]
+            return [
+                (r.get("Kernel category") or "other", float(r["Self CUDA total (us)"])) for r in csv.DictReader(lines)
+            ]
     return [(k.get("category") or "other", k["self_cuda_total_us"]) for k in gap.get("top_kernels", [])]
 
 
@@ -83,7 +87,7 @@ def category_figure(kit: Any, rows: list[tuple[str, float]]) -> Any:
         }
     ]
     layout = {"yaxis": {"title": {"text": "kernel time (ms)"}}, "xaxis": {"title": {"text": "category"}}}
-    return kit.figure(data, layout, title="kernel time by category", height=340, marks=len(cats))
+    return kit.figure(data, layout, title="kernel time by category", height=340)
 
 
 def _devices(gap: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -140,7 +144,7 @@ def timeline_figure(kit: Any, gap: dict[str, Any]) -> Any | None:
     )
     layout = {"xaxis": {"title": {"text": "time since trace start (ms)"}}, "yaxis": {"automargin": True}}
     note = "colour: share of each time bin the device was busy; diamonds: the largest idle gaps (hover: CPU op)"
-    return kit.figure(data, layout, title="GPU busy / idle timeline", note=note, height=180 + 60 * len(devices), marks=len(gx))
+    return kit.figure(data, layout, title="GPU busy / idle timeline", note=note, height=180 + 60 * len(devices))
 
 
 def _rebin(timeline: dict[str, Any], t0: float, width: float, n: int) -> list[float | None]:
@@ -155,12 +159,21 @@ def _rebin(timeline: dict[str, Any], t0: float, width: float, n: int) -> list[fl
 
 def gaps_table(kit: Any, gap: dict[str, Any]) -> Any:
     rows = [
-        [label, g["start_us"] / 1000.0, g["duration_us"], g.get("host_bound"), g.get("cpu_op") or "", g.get("before"), g.get("after")]
+        [
+            label,
+            g["start_us"] / 1000.0,
+            g["duration_us"],
+            g.get("host_bound"),
+            g.get("cpu_op") or "",
+            kit.short(g.get("before") or "", 90),
+            kit.short(g.get("after") or "", 90),
+        ]
         for label, d in _devices(gap)
         for g in d.get("largest_gaps", [])[:5]
     ]
     columns = ["device", "at (ms)", "gap (µs)", "host bound", "CPU op", "kernel before", "kernel after"]
-    return kit.table(columns, rows, title="largest gaps")
+    note = "five largest per device; full kernel names in gpu_gaps.csv and on the timeline's hover"
+    return kit.table(columns, rows, title="largest gaps", note=note)
 
 
 def ranks_figure(kit: Any, gap: dict[str, Any]) -> Any | None:
@@ -169,19 +182,36 @@ def ranks_figure(kit: Any, gap: dict[str, Any]) -> Any | None:
         return None
     labels = [label for label, _ in devices]
     data = [
-        {"type": "bar", "name": "busy", "x": labels, "y": [d["busy_us"] / 1000.0 for _, d in devices], "marker": {"color": "#1a9850"}},
-        {"type": "bar", "name": "idle", "x": labels, "y": [d["idle_us"] / 1000.0 for _, d in devices], "marker": {"color": "#d73027"}},
+        {
+            "type": "bar",
+            "name": "busy",
+            "x": labels,
+            "y": [d["busy_us"] / 1000.0 for _, d in devices],
+            "marker": {"color": "#1a9850"},
+        },
+        {
+            "type": "bar",
+            "name": "idle",
+            "x": labels,
+            "y": [d["idle_us"] / 1000.0 for _, d in devices],
+            "marker": {"color": "#d73027"},
+        },
     ]
     layout = {"barmode": "stack", "yaxis": {"title": {"text": "ms in the active span"}}}
-    return kit.figure(data, layout, title="per-rank busy and idle time", height=340, marks=2 * len(devices))
+    return kit.figure(data, layout, title="per-rank busy and idle time", height=340)
 
 
 def sources_table(kit: Any, kernels: list[dict[str, Any]]) -> Any | None:
     rows = [
-        [kit.short(_label(k), 60), (k["source"] or {}).get("source_file") or "", (k["source"] or {}).get("line") or "",
-         (k["source"] or {}).get("source_resolution") or ""]
-        for k in kernels if k.get("source")
-    ]  # fmt: skip
+        [
+            kit.short(_label(k), 60),
+            (k["source"] or {}).get("source_file") or "",
+            (k["source"] or {}).get("line") or "",
+            (k["source"] or {}).get("source_resolution") or "",
+        ]
+        for k in kernels
+        if k.get("source")
+    ]
     return kit.table(["kernel", "source file", "line", "resolution"], rows, title="kernel sources") if rows else None
 
 
@@ -201,11 +231,15 @@ def sections(page: Any) -> list[Any]:
         ]
     )
     out = [
-        kit.section("Where the GPU time went", head, kit.bullets(gap.get("errors") or [], "bad"),
-                    top_kernels_figure(kit, kernels) if kernels else None,
-                    category_figure(kit, _all_kernel_rows(gap, page.workspace, kit)) if kernels else None),
+        kit.section(
+            "Where the GPU time went",
+            head,
+            kit.bullets(gap.get("errors") or [], "bad"),
+            top_kernels_figure(kit, kernels) if kernels else None,
+            category_figure(kit, _all_kernel_rows(gap, page.workspace, kit)) if kernels else None,
+        ),
         kit.section("GPU busy and idle", timeline_figure(kit, gap), ranks_figure(kit, gap), gaps_table(kit, gap)),
-    ]  # fmt: skip
+    ]
     src = sources_table(kit, kernels)
     if src is not None:
         out.append(kit.section("Kernel sources", src))
@@ -219,17 +253,51 @@ def delta_section(kit: Any, before: dict[str, Any], after: dict[str, Any]) -> An
     """Kernel time before and after, largest changes first (kernels outside either top-k count as 0)."""
     a = {k["name"]: k for k in before.get("top_kernels") or []}
     b = {k["name"]: k for k in after.get("top_kernels") or []}
-    names = sorted(set(a) | set(b), key=lambda n: -abs((b.get(n) or {}).get("self_cuda_total_us", 0) - (a.get(n) or {}).get("self_cuda_total_us", 0)))[:TOP_BARS]
+    names = sorted(
+        set(a) | set(b),
+        key=lambda n: (
+            -abs((b.get(n) or {}).get("self_cuda_total_us", 0) - (a.get(n) or {}).get("self_cuda_total_us", 0))
+        ),
+    )[:TOP_BARS]
     ta = [(a.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
     tb = [(b.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
     labels = [kit.short((a.get(n) or b.get(n) or {}).get("function") or n, 48) for n in names]
     data = [
-        {"type": "bar", "orientation": "h", "name": "before", "y": labels, "x": ta, "customdata": names, "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>before</extra>"},
-        {"type": "bar", "orientation": "h", "name": "after", "y": labels, "x": tb, "customdata": names, "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>after</extra>"},
-    ]  # fmt: skip
-    layout = {"barmode": "group", "yaxis": {"autorange": "reversed", "automargin": True}, "xaxis": {"title": {"text": "total time (ms)"}}}
-    fig = kit.figure(data, layout, title="kernel time before → after", height=160 + 40 * len(names), marks=2 * len(names))
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": "before",
+            "y": labels,
+            "x": ta,
+            "customdata": names,
+            "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>before</extra>",
+        },
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": "after",
+            "y": labels,
+            "x": tb,
+            "customdata": names,
+            "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>after</extra>",
+        },
+    ]
+    layout = {
+        "barmode": "group",
+        "yaxis": {"autorange": "reversed", "automargin": True},
+        "xaxis": {"title": {"text": "total time (ms)"}},
+    }
+    fig = kit.figure(data, layout, title="kernel time before → after", height=160 + 40 * len(names))
     rows = [[kit.short(n, 70), x, y, y - x] for n, x, y in zip(names, ta, tb, strict=True)]
     table = kit.table(["kernel", "before ms", "after ms", "change ms"], rows)
-    busy = f"GPU busy {before.get('gpu_busy_us', 0) / 1000:.3f} → {after.get('gpu_busy_us', 0) / 1000:.3f} ms, idle {before.get('gpu_idle_pct', 0):.1f}% → {after.get('gpu_idle_pct', 0):.1f}%"
-    return kit.section("Before → after: kernels", kit.text(busy), fig, table, summary="one trace per run: no verdict, a trace has no repeated samples")
+    busy = (
+        f"GPU busy {before.get('gpu_busy_us', 0) / 1000:.3f} → {after.get('gpu_busy_us', 0) / 1000:.3f} ms, "
+        f"idle {before.get('gpu_idle_pct', 0):.1f}% → {after.get('gpu_idle_pct', 0):.1f}% of the active span"
+    )
+    return kit.section(
+        "Before → after: kernels",
+        kit.text(busy),
+        fig,
+        table,
+        summary="one trace per run: no verdict, a trace has no repeated samples",
+    )

@@ -51,7 +51,7 @@ def stage_figure(kit: Any, stages: dict[str, Any]) -> Any:
         {"type": "bar", "name": "no model / no spec", "x": names, "y": rest, "marker": {"color": "#bbbbbb"}},
     ]
     layout = {"barmode": "stack", "yaxis": {"title": {"text": "kernel time in the steady-state window (ms)"}}}
-    return kit.figure(data, layout, title="stage breakdown", height=340, marks=3 * len(names))
+    return kit.figure(data, layout, title="stage breakdown", height=340)
 
 
 def iterations_figure(kit: Any, rows: list[dict[str, str]]) -> Any | None:
@@ -75,18 +75,36 @@ def iterations_figure(kit: Any, rows: list[dict[str, str]]) -> Any | None:
         for phase, rs in phases.items()
     ]
     shapes = [
-        {"type": "rect", "xref": "x", "yref": "paper", "x0": int(r["iteration"]) - 0.5, "x1": int(r["iteration"]) + 0.5,
-         "y0": 0, "y1": 1, "fillcolor": "#2c7fb8", "opacity": 0.12, "line": {"width": 0}, "layer": "below"}
-        for r in rows if r.get("in_window") in ("True", "true", "1")
-    ]  # fmt: skip
-    layout = {"xaxis": {"title": {"text": "iteration"}}, "yaxis": {"title": {"text": "step time (µs)"}}, "shapes": shapes}
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": int(r["iteration"]) - 0.5,
+            "x1": int(r["iteration"]) + 0.5,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": "#2c7fb8",
+            "opacity": 0.12,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for r in rows
+        if r.get("in_window") in ("True", "true", "1")
+    ]
+    layout = {
+        "xaxis": {"title": {"text": "iteration"}},
+        "yaxis": {"title": {"text": "step time (µs)"}},
+        "shapes": shapes,
+    }
     note = "shaded: the steady-state window the tables average over"
-    return kit.figure(data, layout, title="iteration time", note=note, height=340, marks=len(rows))
+    return kit.figure(data, layout, title="iteration time", note=note, height=340)
 
 
 def roofline_figure(kit: Any, rows: list[dict[str, str]], spec: dict[str, Any] | None, stage: str) -> Any | None:
     """Log–log roofline: one point per modelled op, area by kernel time, colour by bound; the spec's ceilings."""
-    pts = [r for r in rows if _num(r.get("arithmetic_intensity_flops_per_byte")) and _num(r.get("achieved_tflops_mean"))]
+    pts = [
+        r for r in rows if _num(r.get("arithmetic_intensity_flops_per_byte")) and _num(r.get("achieved_tflops_mean"))
+    ]
     if not pts:
         return None
     biggest = max(_num(r["kernel_time_ms_sum"]) or 0.0 for r in pts) or 1.0
@@ -108,13 +126,22 @@ def roofline_figure(kit: Any, rows: list[dict[str, str]], spec: dict[str, Any] |
                     "opacity": 0.75,
                     "line": {"width": 1, "color": "#333"},
                 },
-                "customdata": [[r["op_name"], r["source_category"], r["kernel_time_ms_sum"], r["time_pct"],
-                                r.get("pct_roofline_mean") or "-", kit.short(r.get("param_signature") or "", 90)] for r in sel],
+                "customdata": [
+                    [
+                        r["op_name"],
+                        r["source_category"],
+                        r["kernel_time_ms_sum"],
+                        r["time_pct"],
+                        r.get("pct_roofline_mean") or "-",
+                        kit.short(r.get("param_signature") or "", 90),
+                    ]
+                    for r in sel
+                ],
                 "hovertemplate": "%{customdata[0]} (%{customdata[1]})<br>AI %{x:.3g} FLOP/B, %{y:.3g} TFLOP/s<br>"
-                "%{customdata[2]} ms (%{customdata[3]}% of stage), %{customdata[4]}% of roofline<br>%{customdata[5]}<extra></extra>",
-            }  # fmt: skip
+                "%{customdata[2]} ms (%{customdata[3]}% of stage), %{customdata[4]}% of roofline<br>"
+                "%{customdata[5]}<extra></extra>",
+            }
         )
-    marks = len(pts)
     xs = [_num(r["arithmetic_intensity_flops_per_byte"]) or 1.0 for r in pts]
     lo, hi = min(xs) / 4, max(xs) * 4
     if spec:
@@ -125,7 +152,7 @@ def roofline_figure(kit: Any, rows: list[dict[str, str]], spec: dict[str, Any] |
     }
     title = f"roofline: {stage}" + (f" on {spec['name']}" if spec else " (no GPU spec: no ceilings)")
     note = "point area ∝ kernel time; lines: memory ceiling (HBM bandwidth) and the compute peaks the ops use"
-    return kit.figure(data, layout, title=title, note=note, height=460, marks=marks)
+    return kit.figure(data, layout, title=title, note=note, height=460)
 
 
 def _ceilings(spec: dict[str, Any], keys: set[str], lo: float, hi: float) -> list[dict[str, Any]]:
@@ -140,22 +167,50 @@ def _ceilings(spec: dict[str, Any], keys: set[str], lo: float, hi: float) -> lis
     top = max((p for _, p in peaks), default=bw * hi)
     knee = top / bw
     out = [
-        {"type": "scatter", "mode": "lines", "name": f"HBM {bw:g} TB/s", "x": [lo, min(hi, knee)], "y": [bw * lo, bw * min(hi, knee)],
-         "line": {"color": "#444", "width": 2}, "hoverinfo": "name"}
-    ]  # fmt: skip
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"HBM {bw:g} TB/s",
+            "x": [lo, min(hi, knee)],
+            "y": [bw * lo, bw * min(hi, knee)],
+            "line": {"color": "#444", "width": 2},
+            "hoverinfo": "name",
+        }
+    ]
     for key, peak in peaks:
         out.append(
-            {"type": "scatter", "mode": "lines", "name": f"{key} {peak:g} TFLOP/s", "x": [peak / bw, max(hi, peak / bw * 2)],
-             "y": [peak, peak], "line": {"dash": "dash", "width": 1.5}, "hoverinfo": "name"}
-        )  # fmt: skip
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{key} {peak:g} TFLOP/s",
+                "x": [peak / bw, max(hi, peak / bw * 2)],
+                "y": [peak, peak],
+                "line": {"dash": "dash", "width": 1.5},
+                "hoverinfo": "name",
+            }
+        )
     return out
 
 
 def top_ops_table(kit: Any, rows: list[dict[str, str]]) -> Any:
-    cols = ["op_name", "source_category", "operation_count", "kernel_time_ms_sum", "time_pct", "arithmetic_intensity_flops_per_byte",
-            "achieved_tflops_mean", "achieved_tbps_mean", "roofline_bound", "pct_roofline_mean"]  # fmt: skip
+    cols = [
+        "op_name",
+        "source_category",
+        "operation_count",
+        "kernel_time_ms_sum",
+        "time_pct",
+        "arithmetic_intensity_flops_per_byte",
+        "achieved_tflops_mean",
+        "achieved_tbps_mean",
+        "roofline_bound",
+        "pct_roofline_mean",
+    ]
     body = [[r.get(c, "") for c in cols] for r in rows[:15]]
-    return kit.table(["op", "category", "count", "ms", "% stage", "FLOP/B", "TFLOP/s", "TB/s", "bound", "% roofline"], body, title="top ops")
+    return kit.table(
+        ["op", "category", "count", "ms", "% stage", "FLOP/B", "TFLOP/s", "TB/s", "bound", "% roofline"],
+        body,
+        title="top ops",
+    )
 
 
 def sections(page: Any) -> list[Any]:
@@ -166,9 +221,15 @@ def sections(page: Any) -> list[Any]:
     for tr in data.get("traces", []):
         iters = _rows(kit, tr.get("iterations_csv"), page.workspace)
         spec = tr.get("spec")
-        head = kit.metrics([("trace", Path(tr["trace_file"]).name), ("iterations", tr.get("iterations")),
-                            ("phases", ", ".join(f"{k} {v}" for k, v in (tr.get("phases") or {}).items())),
-                            ("engine", tr.get("engine")), ("GPU spec", spec["name"] if spec else "none")])  # fmt: skip
+        head = kit.metrics(
+            [
+                ("trace", Path(tr["trace_file"]).name),
+                ("iterations", tr.get("iterations")),
+                ("phases", ", ".join(f"{k} {v}" for k, v in (tr.get("phases") or {}).items())),
+                ("engine", tr.get("engine")),
+                ("GPU spec", spec["name"] if spec else "none"),
+            ]
+        )
         items = [head, kit.bullets(tr.get("notes") or [])]
         if tr.get("stages"):
             items.append(stage_figure(kit, tr["stages"]))
@@ -176,8 +237,18 @@ def sections(page: Any) -> list[Any]:
         out.append(kit.section(f"Inference stages: {Path(tr['trace_file']).name}", *items))
         for stage, st in (tr.get("stages") or {}).items():
             roof = _rows(kit, st.get("roofline_csv"), page.workspace)
-            summary = f"{len(st['window_iterations'])} of {st['iterations']} iterations ({st['window_choice']}); modelled {st['modelled_kernel_time_pct']}% of kernel time"
-            out.append(kit.section(f"Roofline: {stage}", roofline_figure(kit, roof, spec, stage), top_ops_table(kit, roof), summary=summary))
+            summary = (
+                f"{len(st['window_iterations'])} of {st['iterations']} iterations ({st['window_choice']}); "
+                f"modelled {st['modelled_kernel_time_pct']}% of kernel time"
+            )
+            out.append(
+                kit.section(
+                    f"Roofline: {stage}",
+                    roofline_figure(kit, roof, spec, stage),
+                    top_ops_table(kit, roof),
+                    summary=summary,
+                )
+            )
     errors = data.get("errors") or []
     if errors:
         out.append(kit.section("Inference analysis errors", kit.bullets(errors, "bad")))

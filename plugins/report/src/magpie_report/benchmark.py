@@ -62,8 +62,12 @@ def distribution_figure(kit: Kit, points: list[dict[str, Any]]) -> Figure:
         layout[f"xaxis{axis}"] = {"title": {"text": f"{label} (ms)"}}
         layout[f"yaxis{axis}"] = {"title": {"text": "% of requests"}, "range": [0, 101]}
     exact = all(p.get("requests") for p in points)
-    note = "ECDF of every request" if exact else "percentiles (min, p50, p90, p95, p99, max); per-request CDFs need load.save_requests"
-    return kit.figure(data, layout, title="latency distributions", note=note, height=620, marks=len(data))
+    note = (
+        "ECDF of every request"
+        if exact
+        else "percentiles (min, p50, p90, p95, p99, max); per-request CDFs need load.save_requests"
+    )
+    return kit.figure(data, layout, title="latency distributions", note=note, height=620)
 
 
 def _slo_shapes(slo: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -81,19 +85,37 @@ def sweep_figures(kit: Kit, points: list[dict[str, Any]], slo: dict[str, Any]) -
     x = [p.get("request_rate") if by_rate else p.get("concurrency") for p in points]
     m = [p["metrics"] for p in points]
     tput = [
-        {"type": "scatter", "mode": "lines+markers", "name": "output tok/s", "x": x, "y": [v["output_throughput"] for v in m]}
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "output tok/s",
+            "x": x,
+            "y": [v["output_throughput"] for v in m],
+        }
     ]
     if any(v.get("request_goodput") is not None for v in m):
         good = [v.get("request_goodput") for v in m]
         reqs = [v["request_throughput"] for v in m]
-        tput.append({"type": "scatter", "mode": "lines+markers", "name": "requests/s", "x": x, "y": reqs, "yaxis": "y2"})
-        tput.append({"type": "scatter", "mode": "lines+markers", "name": "goodput (req/s in SLO)", "x": x, "y": good, "yaxis": "y2", "line": {"dash": "dot"}})
+        tput.append(
+            {"type": "scatter", "mode": "lines+markers", "name": "requests/s", "x": x, "y": reqs, "yaxis": "y2"}
+        )
+        tput.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "goodput (req/s in SLO)",
+                "x": x,
+                "y": good,
+                "yaxis": "y2",
+                "line": {"dash": "dot"},
+            }
+        )
     layout = {
         "xaxis": {"title": {"text": "request rate (req/s)" if by_rate else "concurrency"}},
         "yaxis": {"title": {"text": "output tokens/s"}, "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "requests/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
     }
-    fig1 = kit.figure(tput, layout, title="throughput vs load", marks=len(points) * len(tput))
+    fig1 = kit.figure(tput, layout, title="throughput vs load")
     xs = [v["output_throughput"] for v in m]
     lat = []
     for key, label in (("ttft", "TTFT"), ("tpot", "TPOT")):
@@ -119,7 +141,7 @@ def sweep_figures(kit: Kit, points: list[dict[str, Any]], slo: dict[str, Any]) -
         "shapes": [dict(s, yref=s.get("yref", "y")) for s in shapes],
     }
     note = "dashed red: SLO limits" if shapes else "no SLO set (benchmark.slo)"
-    fig2 = kit.figure(lat, layout2, title="latency vs throughput", note=note, marks=len(points) * len(lat))
+    fig2 = kit.figure(lat, layout2, title="latency vs throughput", note=note)
     return [fig1, fig2]
 
 
@@ -141,12 +163,36 @@ def timeline_figure(kit: Kit, requests: list[dict[str, Any]]) -> Figure | None:
         stream_y += [i, i, None]
     arrivals = [(r["start_time_s"] - t0) * 1000.0 for r in ok]
     data = [
-        {"type": "scatter", "mode": "markers", "name": "sent", "x": arrivals, "y": list(range(len(ok))), "marker": {"symbol": "line-ns-open", "size": 8}},
-        {"type": "scatter", "mode": "lines", "name": "waiting for first token", "x": wait_x, "y": wait_y, "line": {"width": 3, "color": "#f39c12"}},
-        {"type": "scatter", "mode": "lines", "name": "streaming", "x": stream_x, "y": stream_y, "line": {"width": 3, "color": "#2c7fb8"}},
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "sent",
+            "x": arrivals,
+            "y": list(range(len(ok))),
+            "marker": {"symbol": "line-ns-open", "size": 8},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "waiting for first token",
+            "x": wait_x,
+            "y": wait_y,
+            "line": {"width": 3, "color": "#f39c12"},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "streaming",
+            "x": stream_x,
+            "y": stream_y,
+            "line": {"width": 3, "color": "#2c7fb8"},
+        },
     ]
-    layout = {"xaxis": {"title": {"text": "time since the first request (ms)"}}, "yaxis": {"title": {"text": "request"}}}
-    return kit.figure(data, layout, title="request timeline (last load point)", height=min(900, 160 + 6 * len(ok)), marks=3)
+    layout = {
+        "xaxis": {"title": {"text": "time since the first request (ms)"}},
+        "yaxis": {"title": {"text": "request"}},
+    }
+    return kit.figure(data, layout, title="request timeline (last load point)", height=min(900, 160 + 6 * len(ok)))
 
 
 def _fmt(v: Any, unit: str = "") -> str:
@@ -158,7 +204,9 @@ def sections(page: Any) -> list[Section]:
     points = [p for p in report.get("points") or [] if (p.get("metrics") or {}).get("completed")]
     errors = report.get("errors") or []
     ok = report.get("success")
-    banner = kit.banner("benchmark succeeded" if ok else "benchmark failed", "good" if ok else "bad", "; ".join(errors[:3]))
+    banner = kit.banner(
+        "benchmark succeeded" if ok else "benchmark failed", "good" if ok else "bad", "; ".join(errors[:3])
+    )
     t, lat = report.get("throughput") or {}, report.get("latency") or {}
     head = kit.metrics(
         [
@@ -192,16 +240,33 @@ def _points_table(kit: Kit, points: list[dict[str, Any]]) -> Any:
         m, c = p["metrics"], p.get("client_checks") or {}
         rows.append(
             [
-                _point_label(p), m["completed"], m["failed"], m["request_throughput"], m["output_throughput"],
-                m["ttft"]["median_ms"], m["ttft"]["p99_ms"], m["tpot"]["median_ms"], m["tpot"]["p99_ms"],
-                (c.get("schedule_lag") or {}).get("p99_ms"), "; ".join(c.get("warnings") or []) or "ok",
+                _point_label(p),
+                m["completed"],
+                m["failed"],
+                m["request_throughput"],
+                m["output_throughput"],
+                m["ttft"]["median_ms"],
+                m["ttft"]["p99_ms"],
+                m["tpot"]["median_ms"],
+                m["tpot"]["p99_ms"],
+                (c.get("schedule_lag") or {}).get("p99_ms"),
+                "; ".join(c.get("warnings") or []) or "ok",
             ]
-        )  # fmt: skip
+        )
         tones.append("warn" if c.get("warnings") else None)
     columns = [
-        "load", "done", "failed", "req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms",
-        "client lag p99 ms", "client checks",
-    ]  # fmt: skip
+        "load",
+        "done",
+        "failed",
+        "req/s",
+        "out tok/s",
+        "TTFT p50 ms",
+        "TTFT p99 ms",
+        "TPOT p50 ms",
+        "TPOT p99 ms",
+        "client lag p99 ms",
+        "client checks",
+    ]
     return kit.table(columns, rows, tones=tones)
 
 

@@ -43,7 +43,9 @@ def render_paths(paths: list[Path], output: Path | None) -> Path:
 
 @handle_errors
 def report_command(
-    paths: list[Path] = typer.Argument(..., help="workspaces or report JSON files (analyze, compare, benchmark, gap, inference)"),
+    paths: list[Path] = typer.Argument(
+        ..., help="workspaces or report JSON files (analyze, compare, benchmark, gap, inference)"
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help=f"the page to write (one path: <workspace>/report.html; several: {MULTI_DEFAULT})"
     ),

@@ -50,7 +50,7 @@ def median_figure(kit: Kit, rows: list[tuple[str, dict[str, Any], str]], title: 
         "yaxis": {"categoryorder": "array", "categoryarray": order[::-1], "automargin": True},
         "barmode": "overlay",
     }
-    return kit.figure(data, layout, title=title, height=120 + 34 * len(rows), marks=len(rows))
+    return kit.figure(data, layout, title=title, height=120 + 34 * len(rows))
 
 
 def samples_figure(kit: Kit, results: list[dict[str, Any]]) -> Figure | None:
@@ -74,7 +74,7 @@ def samples_figure(kit: Kit, results: list[dict[str, Any]]) -> Figure | None:
     if not data:
         return None
     layout = {"xaxis": {"title": {"text": "time per launch (µs)"}}, "yaxis": {"automargin": True}, "showlegend": False}
-    return kit.figure(data, layout, title="timing samples", height=120 + 40 * len(data), marks=len(data))
+    return kit.figure(data, layout, title="timing samples", height=120 + 40 * len(data))
 
 
 def correctness_table(kit: Kit, results: list[dict[str, Any]]) -> Table:
@@ -142,7 +142,7 @@ def speedup_figure(kit: Kit, ranking: list[dict[str, Any]], min_effect: float) -
         "shapes": [band, {"type": "line", "xref": "x", "yref": "paper", "x0": 1, "x1": 1, "y0": 0, "y1": 1}],
     }
     note = f"grey band: ±{min_effect:.0%}, the smallest effect called FASTER/SLOWER"
-    return kit.figure(data, layout, title="speedup", note=note, height=120 + 40 * len(rows), marks=len(rows))
+    return kit.figure(data, layout, title="speedup", note=note, height=120 + 40 * len(rows))
 
 
 def compare_sections(page: Any) -> list[Section]:
@@ -221,7 +221,9 @@ def delta_sections(page: Any) -> list[Section]:
             points.append((r["kernel_id"], s.value, s.ci_low, s.ci_high, verdict))
         else:
             verdict, ci = "no samples: no verdict", ""
-        rows.append([r["kernel_id"], a["median"], b["median"], a["median"] / b["median"] if b["median"] else None, ci, verdict])
+        rows.append(
+            [r["kernel_id"], a["median"], b["median"], a["median"] / b["median"] if b["median"] else None, ci, verdict]
+        )
         tones.append({"FASTER": "good", "SLOWER": "bad", "UNSTABLE": "warn"}.get(verdict))
     if not rows:
         return []

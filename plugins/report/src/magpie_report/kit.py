@@ -40,7 +40,28 @@ class Figure:
     layout: dict[str, Any]
     title: str = ""
     note: str = ""
+    #: how many point marks (bars, markers) plotly.js should draw: the browser tests count them
     marks: int | None = None
+
+
+def expected_points(traces: list[dict[str, Any]]) -> int | None:
+    """Bars and markers the traces draw (plotly's ``.point`` elements); None when that is not countable."""
+    total = 0
+    for t in traces:
+        kind, mode = t.get("type", "scatter"), t.get("mode", "markers")
+        if kind == "bar":
+            total += sum(1 for v in t.get("x" if t.get("orientation") == "h" else "y") or [] if v is not None)
+        elif kind == "scatter" and "markers" in mode:
+            total += sum(
+                1 for x, y in zip(t.get("x") or [], t.get("y") or [], strict=False) if x is not None and y is not None
+            )
+        elif kind == "box":
+            if t.get("boxpoints") != "all":
+                return None
+            total += len(t.get("x") or t.get("y") or [])
+        elif kind not in ("heatmap", "scatter"):
+            return None
+    return total
 
 
 @dataclass
@@ -92,7 +113,8 @@ class Kit:
         if title:
             base["title"] = {"text": title, "x": 0, "font": {"size": 15}}
         base.update(layout or {})
-        return Figure([clean(t) for t in data], clean(base), title, note, marks)
+        traces = [clean(t) for t in data]
+        return Figure(traces, clean(base), title, note, expected_points(traces) if marks is None else marks)
 
     def table(
         self,

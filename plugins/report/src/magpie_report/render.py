@@ -22,7 +22,8 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation
        color: var(--fg); margin: 0; background: #f6f7f9; }
 main { max-width: 1180px; margin: 0 auto; padding: 16px 24px 48px; }
 header.top { background: #1d2330; color: #fff; padding: 14px 24px; }
-header.top h1 { margin: 0; font-size: 20px; } header.top .sub { color: #c5cbd6; font-size: 12px; word-break: break-all; }
+header.top h1 { margin: 0; font-size: 20px; }
+header.top .sub { color: #c5cbd6; font-size: 12px; word-break: break-all; }
 nav.toc { font-size: 13px; margin: 10px 0 6px; } nav.toc a { margin-right: 14px; color: #2c5d9e; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 14px 0; }
 section h2 { font-size: 17px; margin: 2px 0 8px; } section h3 { font-size: 14px; margin: 12px 0 4px; }
@@ -30,7 +31,8 @@ h2.run { margin: 28px 0 0; font-size: 19px; border-bottom: 2px solid #1d2330; }
 .summary, .note, .detail { color: var(--muted); font-size: 12.5px; }
 .banner { padding: 10px 14px; border-radius: 5px; font-weight: 600; font-size: 15px; margin: 4px 0 10px;
           background: #eef1f5; border-left: 6px solid #7f7f7f; }
-.banner.good { background: #e8f5ec; border-color: var(--good); } .banner.bad { background: #fbe9e7; border-color: var(--bad); }
+.banner.good { background: #e8f5ec; border-color: var(--good); }
+.banner.bad { background: #fbe9e7; border-color: var(--bad); }
 .banner.warn { background: #fff4e0; border-color: var(--warn); }
 .metrics { display: flex; flex-wrap: wrap; gap: 8px; margin: 6px 0; }
 .metric { border: 1px solid var(--line); border-radius: 5px; padding: 6px 10px; min-width: 120px; }
@@ -39,7 +41,8 @@ h2.run { margin: 28px 0 0; font-size: 19px; border-bottom: 2px solid #1d2330; }
 .tablewrap { overflow-x: auto; } table { border-collapse: collapse; font-size: 12.5px; margin: 4px 0 8px; }
 th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f0f2f5; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.good td:first-child { border-left: 4px solid var(--good); } tr.bad td:first-child { border-left: 4px solid var(--bad); }
+tr.good td:first-child { border-left: 4px solid var(--good); }
+tr.bad td:first-child { border-left: 4px solid var(--bad); }
 tr.warn td:first-child { border-left: 4px solid var(--warn); }
 td { max-width: 560px; word-break: break-word; } ul.bad li { color: var(--bad); }
 @media print {
@@ -167,7 +170,9 @@ def page_html(title: str, subtitle: str, blocks: Sequence[RunBlock]) -> str:
             toc.append(f"<a href='#{anchor}'>{html.escape(s.title)}</a>")
             body.append(_section(s, ids, anchor))
     if not body:
-        body.append("<section><h2>Nothing to show</h2><p>No installed plugin drew a section for this run.</p></section>")
+        body.append(
+            "<section><h2>Nothing to show</h2><p>No installed plugin drew a section for this run.</p></section>"
+        )
     stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

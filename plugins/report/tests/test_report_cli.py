@@ -1,0 +1,91 @@
+"""The terminal side: tables that survive a pipe, ``--format table|csv|json``, ``--no-html``, and
+``magpie report``'s errors; and that without the report plugin a run simply writes no page."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT
+
+H100 = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+
+
+def piped(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real CLI with stdout going to a pipe, as in ``magpie ... | cat`` (no COLUMNS set)."""
+    full = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    full.pop("COLUMNS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "magpie_core", *args], capture_output=True, text=True, env=full, cwd=ROOT, timeout=300
+    )
+
+
+def test_plugins_table_is_not_cut_in_a_pipe() -> None:
+    rows = json.loads(piped("plugins", "--format", "json").stdout)
+    out = piped("plugins").stdout
+    assert "…" not in out
+    for row in rows:  # every plugin on one line, with its distribution and status
+        assert any(
+            row["name"] in line and row["distribution"] in line and row["status"] in line for line in out.splitlines()
+        ), row
+    parsed = list(csv.reader(io.StringIO(piped("plugins", "--format", "csv").stdout)))
+    assert (
+        parsed[0] == ["plugin", "kinds", "distribution", "version", "status", "provides"]
+        and len(parsed) == len(rows) + 1
+    )
+
+
+def test_gap_formats_and_no_html(tmp_path: Path) -> None:
+    table = piped("gap", str(H100), "-o", str(tmp_path / "t"), "--top-k", "8")
+    assert table.returncode == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if "kernel" in line and "calls" in line)
+    assert (
+        all(col in header for col in ("category", "total (us)", "avg (us)", "% total", "% busy"))
+        and "…" not in table.stdout
+    )
+    assert (tmp_path / "t" / "report.html").is_file() and "report page:" in table.stdout
+    got = piped("gap", str(H100), "-o", str(tmp_path / "c"), "--top-k", "8", "--format", "csv", "--no-html")
+    rows = list(csv.DictReader(io.StringIO(got.stdout)))
+    names = [k["name"] for k in json.loads((tmp_path / "c" / "gap_analysis.json").read_text())["top_kernels"]]
+    assert [r["kernel"] for r in rows] == names  # full kernel names, nothing else on stdout
+    assert not (tmp_path / "c" / "report.html").exists()
+    as_json = json.loads(piped("gap", str(H100), "-o", str(tmp_path / "j"), "--top-k", "3", "--format", "json").stdout)
+    assert [r["kernel"] for r in as_json] == names[:3]
+    bad = piped("gap", str(H100), "--format", "xml")
+    assert bad.returncode == 2 and "--format 'xml'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_without_the_report_plugin_no_page(tmp_path: Path) -> None:
+    got = piped("gap", str(H100), "-o", str(tmp_path / "g"), env={"MAGPIE_PLUGINS": "gap,kernel-sources"})
+    assert got.returncode == 0, got.stderr
+    assert (tmp_path / "g" / "gap_analysis.json").is_file() and not (tmp_path / "g" / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing", "no such file or folder"),
+        (lambda d: d, "no magpie report in this folder"),
+        (lambda d: (d / "x.json").write_text('{"a": ') and d / "x.json", "line 1"),
+        (lambda d: (d / "y.json").write_text("[1]") and d / "y.json", "not a magpie report"),
+    ],
+)
+def test_report_command_bad_input(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
+    got = piped("report", str(make(tmp_path)))
+    assert got.returncode == 2 and message in got.stderr and "Traceback" not in got.stderr, got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1
+
+
+def test_report_command_redraws_a_workspace(tmp_path: Path) -> None:
+    assert piped("gap", str(H100), "-o", str(tmp_path / "g"), "--no-html").returncode == 0
+    got = piped("report", str(tmp_path / "g"))
+    assert got.returncode == 0 and (tmp_path / "g" / "report.html").is_file(), got.stderr
+    page = (tmp_path / "g" / "report.html").read_text()
+    assert page.count("<script>") == 2 and "top 20 kernels by total time" in page  # plotly.js once, then the figures
