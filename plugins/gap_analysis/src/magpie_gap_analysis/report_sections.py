@@ -261,7 +261,7 @@ def delta_section(kit: Any, before: dict[str, Any], after: dict[str, Any]) -> An
     )[:TOP_BARS]
     ta = [(a.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
     tb = [(b.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
-    labels = [kit.short((a.get(n) or b.get(n) or {}).get("function") or n, 48) for n in names]
+    labels = [f"{i + 1}. {kit.short(_label(a.get(n) or b[n]), 48)}" for i, n in enumerate(names)]
     data = [
         {
             "type": "bar",

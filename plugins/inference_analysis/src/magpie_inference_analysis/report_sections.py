@@ -164,15 +164,15 @@ def _ceilings(spec: dict[str, Any], keys: set[str], lo: float, hi: float) -> lis
         value = (spec.get(f"{kind}_tflops") or {}).get(dtype)
         if value:
             peaks.append((key, float(value)))
-    top = max((p for _, p in peaks), default=bw * hi)
-    knee = top / bw
+    knee = max((p for _, p in peaks), default=bw * hi) / bw  # where the highest compute roof meets the memory roof
+    right = max(hi, 2 * knee)
     out = [
         {
             "type": "scatter",
             "mode": "lines",
             "name": f"HBM {bw:g} TB/s",
-            "x": [lo, min(hi, knee)],
-            "y": [bw * lo, bw * min(hi, knee)],
+            "x": [lo, knee],
+            "y": [bw * lo, bw * knee],
             "line": {"color": "#444", "width": 2},
             "hoverinfo": "name",
         }
@@ -183,7 +183,7 @@ def _ceilings(spec: dict[str, Any], keys: set[str], lo: float, hi: float) -> lis
                 "type": "scatter",
                 "mode": "lines",
                 "name": f"{key} {peak:g} TFLOP/s",
-                "x": [peak / bw, max(hi, peak / bw * 2)],
+                "x": [peak / bw, right],
                 "y": [peak, peak],
                 "line": {"dash": "dash", "width": 1.5},
                 "hoverinfo": "name",
