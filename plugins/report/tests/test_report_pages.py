@@ -26,7 +26,9 @@ from tests.conftest import DATA, ROOT
 H100 = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 H200 = DATA / "traces_gpu" / "llama_h200.json.gz"
 SOFTMAX = ROOT / "examples" / "softmax" / "softmax.py"
-SCREENSHOT_DOC = ROOT / "docs" / "images" / "report-gap.png"
+DOC_IMAGES = ROOT / "docs" / "images"
+#: ``MAGPIE_UPDATE_SCREENSHOTS=1 pytest plugins/report/tests/test_report_pages.py`` refreshes the docs' pictures
+UPDATE_DOCS = bool(os.environ.get("MAGPIE_UPDATE_SCREENSHOTS"))
 
 
 def magpie(*args: str, cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
@@ -159,6 +161,20 @@ def open_report(
     return figures, outside
 
 
+def doc_shot(browser: Any, path: Path, dest: Path, figure: str | None = None) -> None:
+    """A picture for the docs: the top of the page, or one figure (by its title)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.magpieReport && window.magpieReport.done", timeout=60_000)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if figure is None:
+        page.screenshot(path=str(dest))
+    else:
+        page.locator(f"div.fig[data-title^='{figure}']").first.screenshot(path=str(dest))
+    context.close()
+
+
 def by_title(figures: list[dict[str, Any]], start: str) -> dict[str, Any]:
     return next(f for f in figures if f["title"].startswith(start))
 
@@ -172,17 +188,14 @@ def test_gap_report(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None
     assert timeline["points"] == gaps > 0 and timeline["traces"] == 2  # busy heatmap + gap markers
     devices = sum(len(r["devices"]) for r in summary["ranks"])
     assert by_title(figures, "per-rank busy and idle")["points"] == 2 * devices
-    if os.environ.get(
-        "MAGPIE_UPDATE_SCREENSHOTS"
-    ):  # the README's picture: MAGPIE_UPDATE_SCREENSHOTS=1 pytest -k gap_report
-        SCREENSHOT_DOC.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(tmp_path / "gap.png", SCREENSHOT_DOC)
 
 
 def test_gap_report_offline(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:
     """With the network cut the page draws the same, and asks for nothing outside the file."""
     figures, outside = open_report(browser, runs["gap_one"] / "report.html", tmp_path / "offline.png", offline=True)
     assert outside == [] and len(figures) >= 3
+    if UPDATE_DOCS:
+        doc_shot(browser, runs["gap_one"] / "report.html", DOC_IMAGES / "report-gap.png")
     html = (runs["gap_one"] / "report.html").read_text()
     assert "cdn." not in html.split("<script>", 1)[0] and html.count("Plotly=") <= 2  # one embedded plotly.js
 
@@ -196,6 +209,8 @@ def test_inference_report(runs: dict[str, Path], browser: Any, tmp_path: Path) -
         roof = by_title(figures, f"roofline: {stage} on H200")
         assert roof["points"] > 0 and roof["traces"] >= 3  # points by bound + HBM roof + a compute roof
     assert by_title(figures, "iteration time")["points"] == trace["iterations"]
+    if UPDATE_DOCS:
+        doc_shot(browser, runs["inference"] / "report.html", DOC_IMAGES / "report-roofline.png", "roofline: decode")
 
 
 def test_benchmark_report(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:

@@ -41,14 +41,14 @@ def top_kernels_figure(kit: Any, kernels: list[dict[str, Any]]) -> Any:
             "name": cat,
             "y": [order[i] for i in idx],
             "x": [rows[i]["self_cuda_total_us"] / 1000.0 for i in idx],
-            "marker": {"color": kit.palette[n % len(kit.palette)]},
+            "marker": {"color": kit.color(cat)},
             "customdata": [
                 [rows[i]["name"], rows[i]["calls"], rows[i]["avg_time_us"], rows[i]["pct_total"]] for i in idx
             ],
             "hovertemplate": "%{customdata[0]}<br>%{x:.3f} ms total, %{customdata[1]} calls, "
             "%{customdata[2]:.2f} µs avg, %{customdata[3]:.1f}% of kernel time<extra>%{fullData.name}</extra>",
         }
-        for n, (cat, idx) in enumerate(groups.items())
+        for cat, idx in groups.items()
     ]
     layout = {
         "xaxis": {"title": {"text": "total kernel time (ms)"}},
@@ -82,7 +82,7 @@ def category_figure(kit: Any, rows: list[tuple[str, float]]) -> Any:
             "type": "bar",
             "x": cats,
             "y": [totals[c] / 1000.0 for c in cats],
-            "marker": {"color": [kit.palette[i % len(kit.palette)] for i in range(len(cats))]},
+            "marker": {"color": [kit.color(c) for c in cats]},
             "hovertemplate": "%{x}: %{y:.3f} ms<extra></extra>",
         }
     ]

@@ -96,6 +96,15 @@ class Kit:
     tones = TONES
     palette = PALETTE
 
+    def __init__(self) -> None:
+        self._colors: dict[str, str] = {}
+
+    def color(self, key: str) -> str:
+        """The same colour for the same key (a kernel category, a phase) in every figure of the page."""
+        if key not in self._colors:
+            self._colors[key] = PALETTE[len(self._colors) % len(PALETTE)]
+        return self._colors[key]
+
     def section(self, title: str, *items: Item | None, summary: str = "") -> Section:
         return Section(title, [i for i in items if i is not None], summary)
 
