@@ -245,3 +245,40 @@ def test_report_command_side_by_side(runs: dict[str, Path], browser: Any, tmp_pa
     delta = by_title(figures, "kernel time before → after")
     assert delta["traces"] == 2 and delta["points"] > 0
     assert "Before → after: kernels" in out.read_text()
+
+
+HOSTILE = "<img src=x onerror=alert(1)>scale<int>&co"
+
+
+def test_hostile_kernel_names_stay_text(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:
+    """A trace is untrusted: a kernel name with markup is shown as text, never run (no dialog, no error)."""
+    data = json.loads((runs["gap_one"] / "gap_analysis.json").read_text())
+    data["top_kernels"][0]["name"] = data["top_kernels"][0]["function"] = HOSTILE
+    data["ranks"][0]["devices"][0]["largest_gaps"][0]["after"] = HOSTILE
+    src = tmp_path / "gap_analysis.json"
+    src.write_text(json.dumps(data))
+    out = tmp_path / "hostile.html"
+    magpie("report", str(src), "-o", str(out))
+    context = browser.new_context()
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(out.as_uri())
+    page.wait_for_function("() => window.magpieReport && window.magpieReport.done", timeout=60_000)
+    ticks = page.evaluate("() => Array.from(document.querySelectorAll('.ytick text')).map(t => t.textContent)")
+    cells = page.evaluate("() => Array.from(document.querySelectorAll('td')).map(t => t.textContent)")
+    context.close()
+    assert dialogs == [] and "<img" not in out.read_text().split("<script>", 1)[0]
+    assert any("scale<int>&co" in t for t in ticks), ticks
+    assert any(HOSTILE in c for c in cells)
+
+
+def test_benchmark_with_trace_analysis(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:
+    """A diagnostic benchmark's report carries its gap analysis: the page has both plugins' sections."""
+    report = json.loads((runs["benchmark"] / "benchmark_report.json").read_text())
+    report["gap_analysis"] = json.loads((runs["gap_one"] / "gap_analysis.json").read_text())
+    src = tmp_path / "benchmark_report.json"
+    src.write_text(json.dumps(report))
+    magpie("report", str(src))
+    figures, _ = open_report(browser, tmp_path / "report.html", tmp_path / "bench_gap.png")
+    assert by_title(figures, "latency distributions") and by_title(figures, "top 12 kernels")

@@ -188,12 +188,20 @@ class Kit:
         return None
 
 
-def clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become None (plotly draws gaps), tuples become lists."""
+#: keys whose strings are our own plotly markup (``<br>``, ``%{x}``), not data
+MARKUP_KEYS = frozenset({"hovertemplate", "texttemplate"})
+
+
+def clean(value: Any, key: str = "") -> Any:
+    """JSON-safe: NaN and infinities become None (plotly draws gaps), tuples become lists, and every string
+    from data is entity-escaped: plotly.js reads tags in labels and hover text, so a kernel named
+    ``f<int>`` or ``<img onerror=...>`` must reach it as text (it shows ``&lt;`` as ``<``)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value if key in MARKUP_KEYS else html.escape(value, quote=False)
     if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
+        return {str(k): clean(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
+        return [clean(v, key) for v in value]
     return value

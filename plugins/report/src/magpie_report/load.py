@@ -74,5 +74,25 @@ def load(path: Path) -> Loaded:
     kind = kind_of(data, file.name)
     if kind is None:
         raise ReportInputError(f"{file}: not a magpie report (no 'mode', not a gap or inference summary)")
-    workspace = file.parent
-    return Loaded(kind, data, file, workspace)
+    _validate(kind, data, file)
+    return Loaded(kind, data, file, file.parent)
+
+
+def _validate(kind: str, data: dict[str, Any], file: Path) -> None:
+    """The core's reports are checked against their models, so a damaged one is named, field and all."""
+    from pydantic import ValidationError
+
+    if kind == "benchmark":
+        from magpie_core.pipelines.benchmark import BenchmarkReport as model
+    elif kind in ("analyze", "compare"):
+        from magpie_core.pipelines import kernel_reports
+
+        model = kernel_reports.AnalyzeReport if kind == "analyze" else kernel_reports.CompareReport
+    else:
+        return
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ReportInputError(f"{file}: not a valid {kind} report: {where}: {err['msg']}") from None
