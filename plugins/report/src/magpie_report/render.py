@@ -50,6 +50,7 @@ td { max-width: 560px; word-break: break-word; } ul.bad li { color: var(--bad); 
   header.top .sub { color: #333; } nav.toc, .modebar-container { display: none !important; }
   section { break-inside: avoid; border: none; padding: 4px 0; } .fig { break-inside: avoid; }
   main { max-width: none; padding: 0; } .tablewrap { overflow: visible; }
+  table { font-size: 9.5px; } td { word-break: normal; overflow-wrap: anywhere; } th, td { padding: 2px 4px; }
 }
 """
 
