@@ -51,7 +51,14 @@ def report_command(
     ),
 ) -> None:
     """Draw report.html for existing runs; several runs go on one page, later ones compared with the first."""
-    written = render_paths(paths, output)
+    from magpie_core.cli.app import NotAvailable
+
+    try:
+        written = render_paths(paths, output)
+    except RuntimeError as exc:  # plotly (its plotly.js) is missing
+        raise NotAvailable(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write the page: {exc}") from None
     console.print(f"wrote {written}", markup=False, soft_wrap=True)
 
 
