@@ -89,3 +89,29 @@ def test_report_command_redraws_a_workspace(tmp_path: Path) -> None:
     assert got.returncode == 0 and (tmp_path / "g" / "report.html").is_file(), got.stderr
     page = (tmp_path / "g" / "report.html").read_text()
     assert page.count("<script>") == 2 and "top 20 kernels by total time" in page  # plotly.js once, then the figures
+
+
+def test_a_broken_section_plugin_is_left_out(tmp_path: Path) -> None:
+    """A third-party plugin whose sections raise is warned about; the page is written with everyone else's."""
+    import types
+
+    import magpie_report.plugin as report_plugin
+
+    from magpie_core import hookimpl
+    from magpie_core.plugins import PluginManager, PluginWarning, use_plugin_manager
+    from magpie_core.report_pages import write_report_html
+
+    broken = types.ModuleType("broken_sections")
+
+    @hookimpl
+    def magpie_report_sections(page):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    broken.magpie_report_sections = magpie_report_sections  # type: ignore[attr-defined]
+    manager = PluginManager(entry_points=[], plugins=[("report", report_plugin), ("broken", broken)])
+    report = {"mode": "analyze", "results": []}
+    with use_plugin_manager(manager), pytest.warns(PluginWarning, match="broken.*boom"):
+        path = write_report_html("analyze", report, tmp_path)
+    assert path == tmp_path / "report.html" and "0 of 0 kernel(s) passed" in path.read_text()
+    with use_plugin_manager(PluginManager(entry_points=[], plugins=[("broken", broken)])):
+        assert write_report_html("analyze", report, tmp_path / "none") is None  # no renderer: nothing, no error
