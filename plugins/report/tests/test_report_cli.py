@@ -115,3 +115,10 @@ def test_a_broken_section_plugin_is_left_out(tmp_path: Path) -> None:
     assert path == tmp_path / "report.html" and "0 of 0 kernel(s) passed" in path.read_text()
     with use_plugin_manager(PluginManager(entry_points=[], plugins=[("broken", broken)])):
         assert write_report_html("analyze", report, tmp_path / "none") is None  # no renderer: nothing, no error
+
+
+def test_gpu_info_formats() -> None:
+    info = json.loads(piped("gpu-info", "--format", "json").stdout)
+    rows = list(csv.DictReader(io.StringIO(piped("gpu-info", "--format", "csv").stdout)))
+    assert [r["name"] for r in rows if r["kind"] == "tool"] == [t["name"] for t in info["tools"]]
+    assert sum(r["kind"] == "gpu" for r in rows) == len(info["gpus"])
