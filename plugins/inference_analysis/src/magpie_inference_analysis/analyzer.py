@@ -576,6 +576,9 @@ def analyze_state(
         stage_results[stage] = _write_stage(st, spec, label, stage_its, window, how, kernel_ops, out_dir, t0)
     timeline_path = out_dir / f"{prefix}iterations{suffix}.csv"
     _write_iterations(st, its, timeline_path, t0)
+    from magpie_inference_analysis.tracelens_tables import write_tables
+
+    tl_tables = write_tables(st, its, graph_map, out_dir, prefix, st.options)
     phases = Counter(it.phase for it in its)
     return {
         "trace_file": str(st.trace.path),
@@ -591,6 +594,7 @@ def analyze_state(
         "graph": graph_info,
         "stages": stage_results,
         "iterations_csv": str(timeline_path),
+        "tracelens_tables": tl_tables,
         "notes": st.notes,
     }
 
