@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,22 +161,19 @@ def _split_moe(st: Any, moe: dict[Any, tuple[TLOp, list[Any]]]) -> list[TLOp]:
     return out
 
 
-def busy_time(st: Any, kernels: list[int]) -> float:
+def busy_time(ts: list[float], dur: list[float], kernels: list[int]) -> float:
     """The union of the kernels' [start, end) intervals, in us (TraceLens's per-op kernel time)."""
     if len(kernels) == 1:
-        return float(st.k_dur[kernels[0]])
-    idx = np.array(kernels, np.int64)
-    s = st.k_ts[idx]
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], (st.k_ts[idx] + st.k_dur[idx])[order]
-    busy, run_s, run_e = 0.0, s[0], e[0]
-    for a, b in zip(s[1:].tolist(), e[1:].tolist(), strict=True):
+        return dur[kernels[0]]
+    spans = sorted((ts[i], ts[i] + dur[i]) for i in kernels)
+    busy, (run_s, run_e) = 0.0, spans[0]
+    for a, b in spans[1:]:
         if a > run_e:
             busy += run_e - run_s
             run_s, run_e = a, b
-        else:
-            run_e = max(run_e, b)
-    return float(busy + run_e - run_s)
+        elif b > run_e:
+            run_e = b
+    return busy + run_e - run_s
 
 
 def _dec(raw: bytes) -> list[Any]:
@@ -207,14 +203,17 @@ def _model(op: TLOp) -> OpModel | None:
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
-    xs = [x for x in xs if not math.isnan(x)]
-    n = len(xs)
+    a = np.asarray(xs, np.float64)
+    a = a[~np.isnan(a)]
+    n = len(a)
+    if not n:
+        return dict.fromkeys(("mean", "std", "median", "min", "max"), math.nan)
     return {
-        "mean": sum(xs) / n if n else math.nan,
-        "std": statistics.stdev(xs) if n > 1 else math.nan,
-        "median": statistics.median(xs) if n else math.nan,
-        "min": min(xs) if n else math.nan,
-        "max": max(xs) if n else math.nan,
+        "mean": float(a.mean()),
+        "std": float(a.std(ddof=1)) if n > 1 else math.nan,  # pandas' std, as TraceLens
+        "median": float(np.median(a)),
+        "min": float(a.min()),
+        "max": float(a.max()),
     }
 
 
@@ -227,7 +226,7 @@ def _kernel_details(st: Any, kernels: Iterable[int]) -> list[dict[str, Any]]:
         s = _stats(ds)
         out.append({
             "name": name, "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
-            "median_duration_us": s["median"], "std_dev_duration_us": statistics.pstdev(ds),
+            "median_duration_us": s["median"], "std_dev_duration_us": float(np.std(ds)),
             "min_duration_us": s["min"], "max_duration_us": s["max"],
         })  # fmt: skip
     return out
@@ -250,10 +249,11 @@ def tl_category(name: str, model: OpModel | None) -> str:
 def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     """The rows of ``unified_perf_summary.csv``, by kernel time, with percentages."""
     groups: dict[Any, list[tuple[TLOp, float]]] = {}
+    ts, dur = st.k_ts.tolist(), st.k_dur.tolist()
     for op in ops:
         a = op.args
         key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
-        groups.setdefault(key, []).append((op, busy_time(st, op.kernels)))
+        groups.setdefault(key, []).append((op, busy_time(ts, dur, op.kernels)))
     rows = [_unified_row(st, members) for members in groups.values()]
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
