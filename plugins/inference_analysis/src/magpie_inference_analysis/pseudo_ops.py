@@ -25,11 +25,14 @@ MOE_OPS = frozenset({"vllm::moe_forward", "vllm::moe_forward_shared"})
 _WEIGHT_BPE = {"FP4": 0.5, "FP8": 1.0}
 
 
-def moe_parent(chain: tuple[int, ...], ops: list[ev_mod.Ev], kernel_name: str) -> int | None:
-    """The enclosing MoE op of a kernel that a pseudo-op takes (a ``matmul_ogs``/``matmul_scatter`` kernel)."""
+def is_moe_kernel(kernel_name: str) -> bool:
+    """A kernel a MoE pseudo-op takes (``matmul_ogs`` GEMMs, the ``matmul_scatter`` finalize)."""
     low = kernel_name.lower()
-    if "matmul_ogs" not in low and "matmul_scatter" not in low:
-        return None
+    return "matmul_ogs" in low or "matmul_scatter" in low
+
+
+def moe_parent(chain: tuple[int, ...], ops: list[ev_mod.Ev]) -> int | None:
+    """The innermost enclosing fused MoE op of a chain, if any."""
     return next((j for j in chain if ops[j].name in MOE_OPS), None)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import StepInfo
 from magpie_inference_analysis.models import OpModel, model_op
-from magpie_inference_analysis.pseudo_ops import TopKIndex, moe_parent, triton_moe_model
+from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.tl_models import tl_model
 from magpie_inference_analysis.tl_ops import tracelens_models
 
@@ -100,29 +100,56 @@ def _kernel_context(st: Any, i: int, graph_map: dict[int, Any]) -> Context:
     return (), st.cpu_ops, ("op",), None
 
 
-def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unlinked: bool) -> list[TLOp]:
-    """The op instances of the whole trace and their kernels (graph replays through their capture traces)."""
-    out: dict[Any, TLOp] = {}
-    moe: dict[Any, tuple[TLOp, list[Any]]] = {}
+@dataclass
+class _Walk:
+    """What :func:`collect_ops` looks up per kernel, computed once per trace."""
+
+    st: Any
+    graph_map: dict[int, Any]
+    parents: dict[int, set[int]]
+    moe_kernel: list[bool]  # per kernel name id: a kernel a MoE pseudo-op takes
+    memo: dict[tuple[int, int], tuple[int | None, bool, int | None]] = field(default_factory=dict)
+
+    def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
+        """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
+        key = (id(ops), id(chain))
+        got = self.memo.get(key)
+        if got is None:
+            j = _chosen(chain, ops)
+            direct = j is not None and j == chain[0] and j in self.parents.get(id(ops), ())
+            direct = direct and not tracelens_models(ops[j].name)  # type: ignore[index]
+            got = self.memo[key] = (j, direct, moe_parent(chain, ops))
+        return got
+
+
+def _walk(st: Any, graph_map: dict[int, Any]) -> _Walk:
     parents: dict[int, set[int]] = {id(st.cpu_ops): _parents(st.chain_of_call.values())}
     for g, _, _ in graph_map.values():
         if id(g.ops) not in parents:
             parents[id(g.ops)] = _parents(c for g2, _, _ in graph_map.values() if g2.ops is g.ops for c in g2.chains)
+    moe_kernel = [is_moe_kernel(n) for n in st.kernel_names.values]
+    return _Walk(st, graph_map, parents, moe_kernel)
+
+
+def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unlinked: bool) -> list[TLOp]:
+    """The op instances of the whole trace and their kernels (graph replays through their capture traces)."""
+    out: dict[Any, TLOp] = {}
+    moe: dict[Any, tuple[TLOp, list[Any]]] = {}
+    walk = _walk(st, graph_map)
     steps = [it.step for it in its]
-    k_iter = st.k_iter.tolist()
+    k_iter, k_name = st.k_iter.tolist(), st.k_name.tolist()
     for i, k in enumerate(st.kernels):
         call = st.launch[i]
         step = steps[k_iter[i]] if k_iter[i] >= 0 else None
         chain, ops, key_base, dur = _kernel_context(st, i, graph_map)
-        jm = moe_parent(chain, ops, k.name)
-        if jm is not None:
+        j, direct, jm = walk.decide(chain, ops)
+        if jm is not None and walk.moe_kernel[k_name[i]]:
             key: Any = (*key_base, "moe", jm)
             if key not in moe:
                 names = tuple(ops[x].name for x in chain[chain.index(jm) :])
                 moe[key] = (TLOp(ops[jm].name, ops[jm], 0.0, names, step), ops)
             moe[key][0].kernels.append(i)
             continue
-        j = _chosen(chain, ops)
         if j is None:
             if call is None and not include_unlinked:
                 continue
@@ -130,7 +157,6 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
             key = ("syn", i)
             op = out[key] = TLOp(f"{launcher}->{k.name} (Synthetic Op)", None, call.dur if call else 0.0, (), step)
         else:
-            direct = j == chain[0] and j in parents.get(id(ops), ()) and not tracelens_models(ops[j].name)
             key = (*key_base, j, i) if direct else (*key_base, j)
             op = out.get(key)  # type: ignore[assignment]
             if op is None:
@@ -217,10 +243,12 @@ def _stats(xs: list[float]) -> dict[str, float]:
     }
 
 
-def _kernel_details(st: Any, kernels: Iterable[int]) -> list[dict[str, Any]]:
+def _kernel_details(
+    names: list[str], k_name: list[int], dur: list[float], kernels: Iterable[int]
+) -> list[dict[str, Any]]:
     by: dict[str, list[float]] = {}
     for i in kernels:
-        by.setdefault(st.kernels[i].name, []).append(float(st.k_dur[i]))
+        by.setdefault(names[k_name[i]], []).append(dur[i])
     out = []
     for name, ds in by.items():
         s = _stats(ds)
@@ -254,7 +282,8 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
         a = op.args
         key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
         groups.setdefault(key, []).append((op, busy_time(ts, dur, op.kernels)))
-    rows = [_unified_row(st, members) for members in groups.values()]
+    cols = (st.kernel_names.values, st.k_name.tolist(), dur)
+    rows = [_unified_row(cols, members) for members in groups.values()]
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
     cum = 0.0
@@ -265,14 +294,14 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     return rows
 
 
-def _unified_row(st: Any, members: list[tuple[TLOp, float]]) -> dict[str, Any]:
+def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[tuple[TLOp, float]]) -> dict[str, Any]:
     op0 = members[0][0]
     times = [t for _, t in members]
     durs = [op.cpu_dur for op, _ in members]
     model = _model(op0)
     modelled = model is not None and not math.isnan(model.flops)
     a = op0.args
-    details = _kernel_details(st, (i for op, _ in members for i in op.kernels))
+    details = _kernel_details(*cols, (i for op, _ in members for i in op.kernels))
     row: dict[str, Any] = dict.fromkeys(UNIFIED_COLUMNS, "")
     row.update({
         "name": op0.name, "op category": op0.category if op0.model is not None else tl_category(op0.name, model),
@@ -328,8 +357,9 @@ def is_collective(name: str) -> bool:
     return any(w in low for w in _COLLECTIVE_WORDS)
 
 
-def write_tables(st: Any, its: list[Any], graph_map: dict[int, Any], out_dir: Path, prefix: str,
-                 options: dict[str, Any]) -> dict[str, str]:
+def write_tables(
+    st: Any, its: list[Any], graph_map: dict[int, Any], out_dir: Path, prefix: str, options: dict[str, Any]
+) -> dict[str, str]:
     """Every TraceLens table of one trace under ``out_dir`` (names prefixed ``prefix``); their paths."""
     ops = collect_ops(st, its, graph_map, bool(options.get("include_unlinked_kernels")))
     rows = unified_rows(st, ops)
