@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from magpie_inference_analysis import events as ev_mod
+from magpie_inference_analysis import tl_summaries as tls
 from magpie_inference_analysis.annotations import StepInfo
 from magpie_inference_analysis.models import OpModel, model_op
 from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
@@ -283,7 +284,11 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
         key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
         groups.setdefault(key, []).append((op, busy_time(ts, dur, op.kernels)))
     cols = (st.kernel_names.values, st.k_name.tolist(), dur)
-    rows = [_unified_row(cols, members) for members in groups.values()]
+    rows = []
+    for members in groups.values():
+        rows.append(_unified_row(cols, members))
+        for op, _ in members:
+            op.category = rows[-1]["op category"]
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
     cum = 0.0
@@ -310,6 +315,7 @@ def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[t
         "operation_count": len(members), "total_duration_us": sum(durs), "has_perf_model": modelled,
         "kernel_details_summary": repr(details),
         "call_stack": repr(list(op0.chain_names)), f"{KT}_sum": sum(times),
+        "_kernels": sum(len(op.kernels) for op, _ in members),
     })  # fmt: skip
     row["trunc_kernel_details"] = repr(
         [{"name": d["name"][:64], "mean_duration_us": round(d["mean_duration_us"], 2)} for d in details]
@@ -362,6 +368,20 @@ def write_tables(
 ) -> dict[str, str]:
     """Every TraceLens table of one trace under ``out_dir`` (names prefixed ``prefix``); their paths."""
     ops = collect_ops(st, its, graph_map, bool(options.get("include_unlinked_kernels")))
-    rows = unified_rows(st, ops)
-    paths = {"unified_perf_summary": write_csv(out_dir / f"{prefix}unified_perf_summary.csv", UNIFIED_COLUMNS, rows)}
-    return {k: str(v) for k, v in paths.items()}
+    unified = unified_rows(st, ops)
+    short, hist = tls.short_kernels(st, ops, fmt_args)
+    tables: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
+        "unified_perf_summary": (UNIFIED_COLUMNS, unified),
+        "ops_summary": (tls.OPS_SUMMARY_COLUMNS, tls.ops_summary(unified)),
+        "ops_summary_by_category": (tls.BY_CATEGORY_COLUMNS, tls.ops_by_category(unified)),
+        "ops_unique_args": (tls.UNIQUE_ARGS_COLUMNS, tls.unique_args(unified)),
+        "gpu_timeline": (["type", "time ms", "percent"], tls.gpu_timeline(st)),
+        "kernel_summary": (tls.KERNEL_SUMMARY_COLUMNS, tls.kernel_summary(st, ops)),
+        "short_kernels_summary": (tls.SHORT_COLUMNS, short),
+        "short_kernel_histogram": (["bin_start", "bin_end", "count"], hist),
+    }
+    world = options.get("world_size")
+    coll = tls.collectives(st, ops, int(world) if world else None)
+    if coll:
+        tables["collective_summary"] = (tls.COLLECTIVE_COLUMNS, coll)
+    return {name: str(write_csv(out_dir / f"{prefix}{name}.csv", cols, rows)) for name, (cols, rows) in tables.items()}
