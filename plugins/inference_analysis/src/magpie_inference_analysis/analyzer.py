@@ -331,7 +331,7 @@ class TraceState:
     @functools.cached_property
     def _attention_op_names(self) -> set[str]:
         names = self.trace.cpu_op_names or set(map(_NAME, self.cpu_ops))
-        return {n for n in names if "scaled_dot_product" in n or "flash_attention" in n}
+        return {n for n in names if is_attention_schema_op(n)}
 
     @functools.cached_property
     def _attention_kernel_votes(self) -> np.ndarray:
@@ -346,6 +346,16 @@ class TraceState:
             elif any(w in low for w in _PREFILL_WORDS):
                 votes[k] = 2
         return votes
+
+
+def is_attention_schema_op(name: str) -> bool:
+    """An attention op whose first input is the query ``[B, H, N_Q, d]`` (SDPA / flash-attention schemas).
+
+    Inductor's fused Triton ops can carry ``scaled_dot_product`` in their names (and torch.compile's
+    autotuning runs them on made-up shapes): they are not the op, so they never vote on the phase."""
+    if name.startswith(("triton_", "pseudo_op::")) or "::" not in name:
+        return False
+    return "scaled_dot_product" in name or "flash_attention" in name
 
 
 def _leaf_ops(cpu_ops: list[ev_mod.Ev]) -> list[ev_mod.Ev]:
@@ -391,6 +401,35 @@ def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration
         f"peak of {peak} requests held for fewer than {min_run} consecutive iterations: "
         f"{len(stable)} of {len(its)} iterations within 10% of the peak"
     )
+
+
+WindowSpec = tuple[int, int] | str  # "auto" | "all" | (first, last) iteration index
+
+
+def parse_window(text: Any) -> WindowSpec:
+    """The ``window`` option: ``auto`` (steady state, the default), ``all`` (no window) or ``FIRST:LAST``
+    (iteration indices as in iterations.csv, inclusive; either side may be left out)."""
+    t = str(text or "auto").strip().lower()
+    if t in ("auto", "all"):
+        return t
+    m = re.fullmatch(r"(\d*):(\d*)", t)
+    if m is None or not (m.group(1) or m.group(2)):
+        raise AnalysisError(f"window must be auto, all or FIRST:LAST (iteration indices), not {text!r}")
+    lo, hi = int(m.group(1) or 0), int(m.group(2) or 1 << 62)
+    if lo > hi:
+        raise AnalysisError(f"window {text!r}: FIRST is after LAST")
+    return lo, hi
+
+
+def choose_window(its: list[Iteration], spec: WindowSpec) -> tuple[list[Iteration], str]:
+    """A stage's window: the steady state, every iteration, or the iterations the user named."""
+    if spec == "auto":
+        return steady_state(its)
+    if spec == "all":
+        return its, f"steady-state window disabled (window=all): all {len(its)} iterations"
+    lo, hi = spec  # type: ignore[misc]
+    chosen = [it for it in its if lo <= it.index <= hi]
+    return chosen, f"set by hand (window={lo}:{hi if hi < 1 << 62 else ''}): {len(chosen)} of {len(its)} iterations"
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a trace repeats a few thousand signatures over and over
@@ -569,7 +608,7 @@ def analyze_state(
         if stage not in stages or stage not in by_phase:
             continue
         stage_its = by_phase[stage]
-        window, how = steady_state(stage_its)
+        window, how = choose_window(stage_its, parse_window(st.options.get("window")))
         for it in window:
             it.in_window = True
         label = f"{prefix}{stage}{suffix}"
@@ -588,7 +627,7 @@ def analyze_state(
         "iterations": len(its),
         "phases": dict(phases),
         "phase_source": "annotation" if its and its[0].phase_source == "annotation" else "inferred",
-        "engine": its[0].step.engine if its and its[0].step else None,
+        **_engine(st, its, captures),
         "kernels": len(st.kernels),
         "kernels_outside_iterations": int(np.count_nonzero(st.k_iter < 0)),
         "graph": graph_info,
@@ -597,6 +636,18 @@ def analyze_state(
         "tracelens_tables": tl_tables,
         "notes": st.notes,
     }
+
+
+def _engine(st: TraceState, its: list[Iteration], captures: list[CapturedGraph]) -> dict[str, Any]:
+    """The engine, from the op names of the trace and its capture traces (:mod:`engine`)."""
+    from magpie_inference_analysis.engine import detect_engine
+
+    fmt = its[0].step.engine if its and its[0].step else None
+    names = set(st.trace.cpu_op_names or map(_NAME, st.cpu_ops))
+    for ops in {id(g.ops): g.ops for g in captures}.values():
+        names.update(map(_NAME, ops))
+    engine, how = detect_engine(names, fmt, st.kernel_names.values)
+    return {"engine": engine, "engine_source": how, "annotation_format": fmt}
 
 
 def _union_busy(starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
@@ -927,13 +978,16 @@ class InferenceAnalyzer(TraceAnalyzer):
 
         ``stages`` (all|prefilldecode|decode|prefill), ``spec`` (name or JSON path; default from the trace),
         ``capture_traces`` (folder; default ``capture_traces/`` next to the trace), ``label_suffix``
-        (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores).
+        (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores),
+        ``window`` (auto | all | FIRST:LAST), ``include_unlinked_kernels`` (TraceLens tables: also kernels
+        without a launch record), ``world_size`` (ranks, for the collectives' bus bandwidth).
         """
         t_start = time.perf_counter()
         stages_opt = str(options.get("stages") or "all")
         if stages_opt not in STAGES_FOR:
             raise AnalysisError(f"stages must be one of {', '.join(STAGES_FOR)}, not {stages_opt!r}")
         user_spec = _user_spec(options)
+        parse_window(options.get("window"))  # a bad window is a usage error before any work
         files = _input_files(traces)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
