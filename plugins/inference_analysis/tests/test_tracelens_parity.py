@@ -60,3 +60,40 @@ def test_moe_pseudo_ops_split_vllm_moe_forward(tmp_path: Path) -> None:
     assert float(up["Data Moved (MB)"]) == pytest.approx(up_bytes / 2**20)
     assert up["Compute Spec"] == "matrix_fp4" and int(up["operation_count"]) == 24
     assert rows["pseudo_op::moe_triton_unfused_finalize_matmul_scatter"]["GFLOPS"] == ""
+
+
+def test_moe_pseudo_ops_in_magpie_roofline(tmp_path: Path) -> None:
+    """magpie's own roofline splits the MoE op too: no longer 80 % of the kernel time without a model."""
+    stage = _analyze(tmp_path, "vllm_decode_full")["traces"][0]["stages"]["decode_only"]
+    assert stage["modelled_kernel_time_pct"] > 90
+    with open(stage["roofline_csv"], newline="") as f:
+        rows = {r["op_name"]: r for r in csv.DictReader(f)}
+    assert rows["pseudo_op::moe_triton_unfused_up"]["source_category"] == "MoE_unfused"
+    assert float(rows["pseudo_op::moe_triton_unfused_down"]["gflops"]) == pytest.approx(2 * 32 * 3072 * 3072 * 4 / 1e9)
+
+
+def test_new_model_families_hand_computed() -> None:
+    from magpie_inference_analysis.models import model_op
+
+    bf = "c10::BFloat16"
+    conv = model_op(
+        "aten::convolution",
+        [[1, 3, 1008, 1008], [1024, 3, 14, 14], [], [], [], [], [], [], []],
+        [bf, bf, "", "", "", "", "", "", ""],
+        ["", "", "", "[14, 14]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"],
+    )
+    out = 1 * 1024 * 72 * 72
+    assert conv is not None and conv.flops == out * 2 * 3 * 14 * 14
+    assert conv.bytes == (3 * 1008 * 1008 + 1024 * 3 * 14 * 14 + out) * 2
+    cumsum = model_op("aten::cumsum", [[32], [], []], ["int", "", ""], ["", "0", ""])
+    assert cumsum is not None and cumsum.bytes == 2 * 32 * 4  # the scan writes what it reads
+    silu = model_op("sgl_kernel::silu_and_mul", [[32, 12288], [32, 24576]], [bf, bf], ["", ""])
+    assert silu is not None and silu.flops == 5 * 32 * 12288
+    store = model_op(
+        "sglang::store_cache", [[32, 1024], [32, 1024], [9, 1024], [9, 1024], [32]], [bf] * 4 + ["long"], []
+    )
+    assert store is not None and (store.flops, store.bytes) == (0, 4 * 32 * 1024 * 2)
+    tri = model_op("triton_poi_fused_add_mul_0", [[64, 128], [64, 128], []], [bf, bf, "Scalar"], ["", "", "8192"])
+    assert tri is not None and tri.flops == 2 * 8192 and tri.bytes == 2 * 8192 * 2 + 2 * 8192
+    norm = model_op("aten::linalg_vector_norm", [[1, 768], [], [], [], []], [bf, "", "", "", ""], [])
+    assert norm is not None and norm.flops == 768

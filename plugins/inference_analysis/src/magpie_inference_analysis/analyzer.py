@@ -37,6 +37,7 @@ from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
 from magpie_inference_analysis.models import SPECIFIC, OpModel, model_op
+from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
 
 UNKNOWN = "unclassified"
@@ -541,6 +542,40 @@ def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf
     return choose, instance
 
 
+class MoeSplitter:
+    """The MoE pseudo-op instance (:mod:`pseudo_ops`) of a fused MoE op's GEMM / finalize kernel; kernels
+    come in time order, so a MoE op's first GEMM is its up-projection."""
+
+    def __init__(self, instances: dict[Any, OpInstance], moe_kernel: list[bool]) -> None:
+        self.instances = instances
+        self.kernel = moe_kernel  # per kernel name id
+        self.gemms: dict[Any, int] = {}
+        self.topk: dict[int, TopKIndex] = {}
+
+    def instance(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], base: tuple[Any, ...], kernel: ev_mod.Ev) -> int:
+        """The pseudo-op instance index, -1 when the kernel is in no fused MoE op."""
+        jm = moe_parent(chain, ops)
+        if jm is None:
+            return -1
+        moe_key = (*base, jm)
+        seen = self.gemms.get(moe_key, 0)
+        scatter = "matmul_scatter" in kernel.name.lower()
+        kind = "finalize_matmul_scatter" if scatter else "up" if seen == 0 else "down"
+        self.gemms[moe_key] = seen + (not scatter)
+        key = ("moe", moe_key, kind, seen if kind == "down" else 0)
+        inst = self.instances.get(key)
+        if inst is None:
+            ev = ops[jm]
+            idx = self.topk.get(id(ops)) or self.topk.setdefault(id(ops), TopKIndex(ops))
+            model = triton_moe_model(kind, ev, idx.topk_in(ev), kernel.name)
+            a = ev.args
+            dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
+            inst = OpInstance(key, f"pseudo_op::moe_triton_unfused_{kind}", dims, types, model)
+            inst.index = len(self.instances)
+            self.instances[key] = inst
+        return inst.index
+
+
 def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> KernelOps:
     """The op instance and origin of every kernel inside an iteration: through its launch call's chain of
     enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
@@ -555,6 +590,7 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     kcat_of_name = [st.kcat.get(name, "other") for name in st.kernel_names.values]
     k_name = st.k_name.tolist()
     cpu_ops, chain_of_call, launch, graph = st.cpu_ops, st.chain_of_call, st.launch, st.graph
+    moe = MoeSplitter(instances, [is_moe_kernel(name) for name in st.kernel_names.values])
     for i in range(n):
         if k_iter[i] < 0:
             continue
@@ -568,6 +604,10 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
                 continue
             g, ci, rid = hit
             k_origin[i] = ORIGIN_CAPTURE
+            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe.kernel[k_name[i]] else -1
+            if got >= 0:
+                k_inst[i] = got
+                continue
             j = choose(g.chains[ci], g.ops, kc, step)
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)
@@ -576,7 +616,12 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
             )
         else:
             call = launch[i]
-            j = choose(chain_of_call.get(id(call), ()), cpu_ops, kc, step) if call is not None else None
+            chain = chain_of_call.get(id(call), ()) if call is not None else ()
+            got = moe.instance(chain, cpu_ops, ("op",), kernels[i]) if moe.kernel[k_name[i]] else -1
+            if got >= 0:
+                k_inst[i] = got
+                continue
+            j = choose(chain, cpu_ops, kc, step) if call is not None else None
             # j None: no launch record (dropped by the profiler) or launched outside any op
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)

@@ -20,10 +20,15 @@ Every model is written down in docs/inference-analysis.md; the short version per
 * norms: RMS 4 FLOPs/element (square, sum, scale, weight), +1 with a fused residual add; layer 5 FLOPs/element;
   bytes = x + output (+ residual in and out) + weight (+ bias).
 * softmax: 5 FLOPs/element (max, subtract, exp, sum, divide); bytes = in + out.
-* reductions: 1 FLOP per input element; bytes = input (the output is not counted: ≤ input).
+* reductions (and ``linalg_vector_norm``): 1 FLOP per input element; bytes = input (the output is not
+  counted: ≤ input), except scans (``cumsum``/``cumprod``), whose output is as large as the input.
+* ``*_and_mul`` gated activations: 5 FLOPs per output element (the activation ~4, the product 1, as TraceLens).
+* convolution, ``sglang::store_cache`` and Inductor ``triton_poi/red/per_*`` ops: TraceLens's models
+  (:mod:`tl_models`).
 * embedding: 0 FLOPs; bytes = gathered rows read + written + indices.
 * RoPE: 3 FLOPs per rotated element (x·cos + rot(x)·sin); bytes = q/k read + written + the cos/sin
   rows used + positions.
+* MoE pseudo-ops (vLLM's unfused Triton MoE): see :mod:`pseudo_ops`.
 * MoE (ops with the hidden states ``[T,H]``, expert weights ``[E,N1,H]`` and ``[E,H,N2]`` and a
   ``[T,k]`` top-k among the inputs): FLOPs = 2·T·k·H·(N1+N2); bytes = every expert's weights
   (exact once T·k ≥ E) + hidden in and out.
@@ -79,8 +84,8 @@ UNARY = {
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "rsub", "eq", "ne", "lt", "gt", "le", "ge"}
 COPY = {"copy_", "clone", "_to_copy", "to", "contiguous", "fill_", "zero_", "cat", "index_select", "gather",
         "index", "scatter", "index_put_", "masked_fill_", "where", "_unsafe_index", "stack", "repeat"}  # fmt: skip
-REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "cumsum", "prod", "any", "all",
-          "topk", "sort"}  # fmt: skip
+REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "cumsum", "cumprod", "prod",
+          "any", "all", "topk", "sort"}  # fmt: skip
 SPECIFIC = {"GEMM", "SDPA_fwd", "InferenceAttention_fwd", "MoE", "RMSNorm_fwd", "Normalization", "RoPE_fwd",
             "Softmax", "Embedding"}  # fmt: skip
 
@@ -349,7 +354,7 @@ def _embedding(t: list[Tensor]) -> OpModel | None:
 def _act_and_mul(t: list[Tensor]) -> OpModel:
     x = max(t, key=lambda y: numel(y[1]))
     n_out = numel(x[1]) // 2
-    return _vector("BinaryElementwise", 2 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
+    return _vector("BinaryElementwise", 5 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
 
 
 def _aten_vector(base: str, t: list[Tensor]) -> OpModel | None:
@@ -363,9 +368,10 @@ def _aten_vector(base: str, t: list[Tensor]) -> OpModel | None:
             return _vector("Copy", 0, numel(src[1]) * src[3] + numel(dst[1]) * dst[3], dst[2], shape=dst[1])
         moved = sum(numel(y[1]) * y[3] for y in t)
         return _vector("Copy", 0, 2 * moved, first[2], shape=first[1])
-    if base in REDUCE:
+    if base in REDUCE or base == "linalg_vector_norm":
         n = numel(first[1])
-        return _vector("Reduce_fwd", n, n * first[3], first[2], shape=first[1])
+        out = n if base in ("cumsum", "cumprod") else 0  # a scan writes as much as it reads
+        return _vector("Reduce_fwd", n, (n + out) * first[3], first[2], shape=first[1])
     if base in UNARY or (base in BINARY and len(t) == 1):
         n = numel(first[1])
         cat = "UnaryElementwise"
@@ -384,6 +390,23 @@ _NORMS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", 
 _SOFTMAX = ("softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax", "_safe_softmax")
 
 
+def _special(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpModel | None:
+    """Families whose model is TraceLens's (the same arithmetic; :mod:`tl_models` has the formulas):
+    convolution, SGLang's KV-cache store, Inductor's generated Triton ops."""
+    from magpie_inference_analysis import tl_models
+
+    try:
+        if op in ("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::conv1d", "aten::conv3d"):
+            return tl_models.conv(dims, types, concrete)
+        if op == "sglang::store_cache":
+            return tl_models.store_cache(dims, types)
+        if op.startswith(("triton_poi_", "triton_red_", "triton_per_")):
+            return tl_models.triton_compiled(op, dims, types, concrete)
+    except (TypeError, ValueError, IndexError, ZeroDivisionError):
+        return None
+    return None
+
+
 def model_op(
     op: str, dims: list[Any], types: list[Any], concrete: list[Any], step: StepInfo | None = None
 ) -> OpModel | None:
@@ -395,6 +418,9 @@ def model_op(
         return gemm(op, dims, types, concrete)
     if op in SDPA_CAUSAL_ARG:
         return sdpa(op, dims, types, concrete)
+    special = _special(op, dims, types, concrete)
+    if special is not None:
+        return special
     if ns != "aten":
         if "moe" in low or "expert" in low:
             return moe(dims, types)
