@@ -97,3 +97,55 @@ def test_new_model_families_hand_computed() -> None:
     assert tri is not None and tri.flops == 2 * 8192 and tri.bytes == 2 * 8192 * 2 + 2 * 8192
     norm = model_op("aten::linalg_vector_norm", [[1, 768], [], [], [], []], [bf, "", "", "", ""], [])
     assert norm is not None and norm.flops == 768
+
+
+def test_moe_ops_of_aiter_and_sglang_hand_computed() -> None:
+    from magpie_inference_analysis.models import model_op
+    from magpie_inference_analysis.moe_models import e_active
+
+    bf, f8 = "c10::BFloat16", "c10::Float8_e4m3fnuz"
+    m, k, n, e, topk = 32, 4096, 1024, 8, 2
+    ea = e_active(e, topk, m)
+    concrete = [""] * 8 + [str(topk)]
+    fused = model_op("aiter::fmoe_g1u1", [[m, k], [m, k], [e, 2 * n, k], [e, k, n]], [bf, f8, f8, f8], concrete)
+    assert fused is not None and fused.category == "MoE_fused"
+    assert fused.flops == 2 * m * k * n * topk * 2 + 2 * m * k * n * topk + m * k * (2 * topk - 1)
+    assert fused.bytes == pytest.approx(m * k + ea * n * k * 3 + m * k)
+    up = model_op("aiter::ck_moe_stage1", [[m, k], [e, 2 * n, k], [e, k, n], [1], [1], [1], [m, topk, n]],
+                  [bf, bf, bf], [])  # fmt: skip
+    assert up is not None and up.flops == 2 * m * k * n * topk * 2
+    assert up.bytes == pytest.approx(m * k * 2 + ea * 2 * k * n * 2 + m * n * topk * 2)
+    down = model_op("aiter::ck_moe_stage2", [[m, topk, n], [e, 2 * n, k], [e, k, n]], [bf, bf, bf], [])
+    assert down is not None and down.flops == 2 * m * n * k * topk
+    sg = model_op(
+        "sglang_profiler::fused_moe_triton_kernels_invoke_fused_moe_kernel",
+        [[64, 2048], [128, 1536, 2048], [], [512, 1536], [], [128], [], [], [64, 8]],
+        [bf, f8, "", bf, "", "int", "", "", "int"],
+        [],
+    )
+    assert sg is not None and sg.flops == 2 * 512 * 1536 * 2048
+    assert sg.bytes == pytest.approx(512 * 2048 * 2 + e_active(128, 8, 64) * 1536 * 2048 + 512 * 1536 * 2)
+
+
+def test_attention_variants_by_schema_and_annotation() -> None:
+    from magpie_inference_analysis.annotations import parse_step
+    from magpie_inference_analysis.models import is_attention_name, model_op
+
+    bf = "c10::BFloat16"
+    step = parse_step("execute_100_context_1(sq100sk300sqsq10000sqsk30000)_generation_0(sq0sk0sqsq0sqsk0)")
+    pairs = 30000 - 10000 / 2
+    # AITER paged chunked prefill (GQA): q [T, 32, 128], paged K/V caches [pages, page, 8, 128]
+    gqa = model_op("aiter::mha_batch_prefill", [[100, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128]], [bf] * 3, [],
+                   step)  # fmt: skip
+    assert gqa is not None and gqa.category == "InferenceAttention_fwd"
+    assert gqa.flops == 2 * 32 * (128 + 128) * pairs and gqa.params["H_KV"] == 8
+    # MLA-style prefill: V's head size (128) differs from Q/K's (192)
+    mla = model_op("aiter::mha_varlen_fwd", [[100, 16, 192], [100, 16, 192], [100, 16, 128]], [bf] * 3, [], step)
+    assert mla is not None and mla.params["d_h_v"] == 128 and mla.flops == 2 * 16 * (192 + 128) * pairs
+    for name in ("vllm::unified_attention_with_output", "aiter::pa_decode_gluon", "aiter::mla_decode_fwd",
+                 "flashinfer::batch_decode_with_paged_kv_cache", "_vllm_fa3_C::varlen_fwd", "aiter::fmha_v3_fwd",
+                 "sglang_profiler::attention_paged_attention_ragged"):  # fmt: skip
+        assert is_attention_name(name), name
+    for name in ("_C_cache_ops::reshape_and_cache_flash", "aten::_scaled_dot_product_flash_attention",
+                 "triton_poi_fused__scaled_dot_product_0", "aiter::mha_bwd"):  # fmt: skip
+        assert not is_attention_name(name), name

@@ -36,7 +36,7 @@ from magpie_core.trace.columns import Interner
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
-from magpie_inference_analysis.models import SPECIFIC, OpModel, model_op
+from magpie_inference_analysis.models import SPECIFIC, OpModel, is_attention_name, model_op
 from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
 
@@ -127,7 +127,7 @@ _MATRIX_OK = {"gemm", "other", "attention", "moe"}
 
 
 def _compatible(model: OpModel, kernel_cat: str) -> bool:
-    if model.category in ("GEMM", "MoE"):
+    if model.category in ("GEMM", "MoE", "MoE_fused", "MoE_unfused", "CONV_fwd"):
         return kernel_cat in _MATRIX_OK
     if model.category in ("SDPA_fwd", "InferenceAttention_fwd"):
         return kernel_cat in {"attention", "other", "gemm", "reduce", "sampling"}
@@ -505,7 +505,7 @@ def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf
         a = op.args
         if a is None or a.input_dims == ev_mod.NO_LIST:
             return None
-        attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
+        attn_key = step if step is not None and is_attention_name(op.name) else None
         key = (op.name, a.input_dims, a.input_type, a.concrete, id(attn_key))
         model = model_cache.get(key, model_cache)
         if model is model_cache:
