@@ -9,6 +9,7 @@ of the matched rows within 1 % on GFLOPS, Data Moved (MB) and kernel time.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,50 @@ def test_attention_variants_by_schema_and_annotation() -> None:
     for name in ("_C_cache_ops::reshape_and_cache_flash", "aten::_scaled_dot_product_flash_attention",
                  "triton_poi_fused__scaled_dot_product_0", "aiter::mha_bwd"):  # fmt: skip
         assert not is_attention_name(name), name
+
+
+def _collective_trace(tmp_path: Path) -> Path:
+    """A tiny synthetic trace (no shared trace has NCCL kernels): an all-reduce of a 1024x1024 bf16 tensor
+    (100 us) overlapped by a 20 us GEMM kernel, and a 10 us memcpy after both."""
+
+    def op(name: str, ts: float, dur: float, dims: list, types: list) -> dict:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                "args": {"Input Dims": dims, "Input type": types}}  # fmt: skip
+
+    def launch(ts: float, corr: int) -> dict:
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts,
+                "dur": 2, "args": {"correlation": corr}}  # fmt: skip
+
+    def gpu(cat: str, name: str, ts: float, dur: float, corr: int) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                "args": {"correlation": corr}}  # fmt: skip
+
+    bf = "c10::BFloat16"
+    events = [
+        op("nccl:all_reduce", 100, 20, [[1024, 1024]], [bf]), launch(105, 1),
+        gpu("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 120, 100, 1),
+        op("aten::mm", 130, 10, [[64, 64], [64, 64]], [bf, bf]), launch(132, 2),
+        gpu("kernel", "Cijk_gemm", 150, 20, 2),
+        op("aten::copy_", 140, 10, [[4096], [4096]], [bf, bf]), launch(142, 3),
+        gpu("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 230, 10, 3),
+    ]  # fmt: skip
+    path = tmp_path / "collective.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_collectives_and_gpu_timeline_on_a_synthetic_trace(tmp_path: Path) -> None:
+    trace = _collective_trace(tmp_path)
+    tables = InferenceAnalyzer().analyze(trace, {"world_size": 8}, tmp_path / "o")["traces"][0]["tracelens_tables"]
+    with open(tables["collective_summary"], newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["collective"], row["op"], row["count"]) == ("all_reduce", "nccl:all_reduce", "1")
+    nbytes = 1024 * 1024 * 2
+    assert float(row["bytes_per_call"]) == nbytes
+    assert float(row["algbw_GBps"]) == pytest.approx(nbytes / 100e3)
+    assert float(row["busbw_GBps"]) == pytest.approx(nbytes / 100e3 * 2 * 7 / 8)
+    with open(tables["gpu_timeline"], newline="") as f:
+        tl = {r["type"]: float(r["time ms"]) * 1000 for r in csv.DictReader(f)}
+    assert tl["computation_time"] == pytest.approx(20) and tl["exposed_comm_time"] == pytest.approx(80)
+    assert tl["total_comm_time"] == pytest.approx(100) and tl["exposed_memcpy_time"] == pytest.approx(10)
+    assert tl["total_time"] == pytest.approx(120) and tl["idle_time"] == pytest.approx(10)
