@@ -221,13 +221,18 @@ def _op_bytes(args: Any) -> float:
 def collectives(st: Any, ops: list[Any], world_size: int | None) -> list[dict[str, Any]]:
     """Per (collective, kernel name, op): count, time, bytes from the op's shapes, algorithm / bus bandwidth."""
     names, k_name, dur = st.kernel_names.values, st.k_name.tolist(), st.k_dur.tolist()
+    comm = [is_comm(n) for n in names]
+    if not any(comm):
+        return []
     by: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     for op in ops:
+        mine = [i for i in op.kernels if comm[k_name[i]]]
+        if not mine:
+            continue
         nbytes = _op_bytes(op.args)
-        for i in op.kernels:
+        for i in mine:
             kn = names[k_name[i]]
-            if is_comm(kn):
-                by.setdefault((collective_kind(kn), kn, op.name), []).append((dur[i], nbytes))
+            by.setdefault((collective_kind(kn), kn, op.name), []).append((dur[i], nbytes))
     rows = []
     for (kind, kn, opname), xs in by.items():
         t = sum(d for d, _ in xs)

@@ -18,6 +18,7 @@ Differences from TraceLens that remain are listed in docs/inference-analysis.md.
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -25,13 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis import tl_summaries as tls
 from magpie_inference_analysis.annotations import StepInfo
 from magpie_inference_analysis.models import OpModel, model_op
-from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
+from magpie_inference_analysis.pseudo_ops import MOE_OPS, TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.tl_models import tl_model
 from magpie_inference_analysis.tl_ops import tracelens_models
 
@@ -58,25 +57,24 @@ class TLOp:
     name: str
     args: Any  # the op's args (Input Dims ... as recorded), None for a synthetic op
     cpu_dur: float
-    chain_names: tuple[str, ...]  # enclosing op names, innermost first (the call stack column)
+    stack: tuple[list[Any], tuple[int, ...], int]  # (op list, chain, the op's place): the call stack, made on use
     step: StepInfo | None
     kernels: list[int] = field(default_factory=list)
     model: OpModel | None = None
     category: str = "other"
 
-
-def _chosen(chain: tuple[int, ...], ops: list[ev_mod.Ev]) -> int | None:
-    """TraceLens's op for a kernel: the outermost op of its chain that TraceLens models, else the innermost."""
-    for j in reversed(chain):
-        if tracelens_models(ops[j].name):
-            return j
-    return chain[0] if chain else None
+    @property
+    def chain_names(self) -> tuple[str, ...]:
+        """The names of the op and the ops enclosing it, innermost first (the ``call_stack`` column)."""
+        ops, chain, at = self.stack
+        return tuple(ops[x].name for x in chain[at:])
 
 
 Context = tuple[tuple[int, ...], list[Any], tuple[Any, ...], Any]
 _SGLANG_SUFFIX = re.compile(r"^(sglang_profiler::.+?)_\d+$")
 
 
+@functools.lru_cache(maxsize=4096)
 def tl_name(name: str) -> str:
     """TraceLens's name of an op: SGLang's profiler ops lose their per-layer ``_<n>`` suffix."""
     m = _SGLANG_SUFFIX.match(name)
@@ -103,33 +101,47 @@ def _kernel_context(st: Any, i: int, graph_map: dict[int, Any]) -> Context:
 
 @dataclass
 class _Walk:
-    """What :func:`collect_ops` looks up per kernel, computed once per trace."""
+    """What :func:`collect_ops` looks up per kernel, computed once per trace (and per op name)."""
 
     st: Any
     graph_map: dict[int, Any]
     parents: dict[int, set[int]]
     moe_kernel: list[bool]  # per kernel name id: a kernel a MoE pseudo-op takes
-    memo: dict[tuple[int, int], tuple[int | None, bool, int | None]] = field(default_factory=dict)
+    has_moe: dict[int, bool]  # per op list: whether any op in it is a fused MoE op
+    modelled: dict[str, bool] = field(default_factory=dict)  # per op name: TraceLens models it
 
     def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
         """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
-        key = (id(ops), id(chain))
-        got = self.memo.get(key)
-        if got is None:
-            j = _chosen(chain, ops)
-            direct = j is not None and j == chain[0] and j in self.parents.get(id(ops), ())
-            direct = direct and not tracelens_models(ops[j].name)  # type: ignore[index]
-            got = self.memo[key] = (j, direct, moe_parent(chain, ops))
-        return got
+        modelled = self.modelled
+        j = None
+        for x in reversed(chain):
+            name = ops[x].name
+            m = modelled.get(name)
+            if m is None:
+                m = modelled[name] = tracelens_models(name)
+            if m:
+                j = x
+                break
+        if j is None:
+            if not chain:
+                return None, False, None
+            j = chain[0]
+            direct = j in self.parents.get(id(ops), ())
+        else:
+            direct = False
+        return j, direct, moe_parent(chain, ops) if self.has_moe.get(id(ops)) else None
 
 
 def _walk(st: Any, graph_map: dict[int, Any]) -> _Walk:
     parents: dict[int, set[int]] = {id(st.cpu_ops): _parents(st.chain_of_call.values())}
+    names = st.trace.cpu_op_names or {op.name for op in st.cpu_ops}
+    has_moe = {id(st.cpu_ops): bool(MOE_OPS & set(names))}
     for g, _, _ in graph_map.values():
         if id(g.ops) not in parents:
             parents[id(g.ops)] = _parents(c for g2, _, _ in graph_map.values() if g2.ops is g.ops for c in g2.chains)
+            has_moe[id(g.ops)] = any(op.name in MOE_OPS for op in g.ops)
     moe_kernel = [is_moe_kernel(n) for n in st.kernel_names.values]
-    return _Walk(st, graph_map, parents, moe_kernel)
+    return _Walk(st, graph_map, parents, moe_kernel, has_moe)
 
 
 def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unlinked: bool) -> list[TLOp]:
@@ -137,18 +149,23 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
     out: dict[Any, TLOp] = {}
     moe: dict[Any, tuple[TLOp, list[Any]]] = {}
     walk = _walk(st, graph_map)
+    decide, moe_kernel = walk.decide, walk.moe_kernel
     steps = [it.step for it in its]
     k_iter, k_name = st.k_iter.tolist(), st.k_name.tolist()
+    launch, graph, chain_of_call, cpu_ops = st.launch, st.graph, st.chain_of_call, st.cpu_ops
+    no_stack: tuple[list[Any], tuple[int, ...], int] = ([], (), 0)
     for i, k in enumerate(st.kernels):
-        call = st.launch[i]
+        call = launch[i]
         step = steps[k_iter[i]] if k_iter[i] >= 0 else None
-        chain, ops, key_base, dur = _kernel_context(st, i, graph_map)
-        j, direct, jm = walk.decide(chain, ops)
-        if jm is not None and walk.moe_kernel[k_name[i]]:
+        if call is not None and not graph[i]:  # the common case, inline
+            chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, ("op",), None
+        else:
+            chain, ops, key_base, dur = _kernel_context(st, i, graph_map)
+        j, direct, jm = decide(chain, ops)
+        if jm is not None and moe_kernel[k_name[i]]:
             key: Any = (*key_base, "moe", jm)
             if key not in moe:
-                names = tuple(ops[x].name for x in chain[chain.index(jm) :])
-                moe[key] = (TLOp(ops[jm].name, ops[jm], 0.0, names, step), ops)
+                moe[key] = (TLOp(ops[jm].name, ops[jm], 0.0, (ops, chain, chain.index(jm)), step), ops)
             moe[key][0].kernels.append(i)
             continue
         if j is None:
@@ -156,14 +173,15 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
                 continue
             launcher = call.name if call is not None else "(no launch record)"
             key = ("syn", i)
-            op = out[key] = TLOp(f"{launcher}->{k.name} (Synthetic Op)", None, call.dur if call else 0.0, (), step)
+            dur = call.dur if call else 0.0
+            op = out[key] = TLOp(f"{launcher}->{k.name} (Synthetic Op)", None, dur, no_stack, step)
         else:
             key = (*key_base, j, i) if direct else (*key_base, j)
             op = out.get(key)  # type: ignore[assignment]
             if op is None:
-                names = tuple(ops[x].name for x in chain[chain.index(j) :])
-                name = f"{ops[j].name}->{k.name} (Synthetic Op)" if direct else tl_name(ops[j].name)
-                op = out[key] = TLOp(name, ops[j].args, ops[j].dur if dur is None else dur, names, step)
+                e = ops[j]
+                name = f"{e.name}->{k.name} (Synthetic Op)" if direct else tl_name(e.name)
+                op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
         op.kernels.append(i)
     return [*out.values(), *_split_moe(st, moe)]
 
@@ -181,7 +199,7 @@ def _split_moe(st: Any, moe: dict[Any, tuple[TLOp, list[Any]]]) -> list[TLOp]:
             name = st.kernels[i].name
             kind = "finalize_matmul_scatter" if "matmul_scatter" in name.lower() else "up" if gemms == 0 else "down"
             gemms += kind != "finalize_matmul_scatter"
-            op = TLOp(f"pseudo_op::moe_triton_unfused_{kind}", ev.args, 0.0, holder.chain_names, holder.step, [i])
+            op = TLOp(f"pseudo_op::moe_triton_unfused_{kind}", ev.args, 0.0, holder.stack, holder.step, [i])
             op.model = triton_moe_model(kind, ev, topk, name)
             op.category = "MoE_unfused" if op.model is not None else "other"
             out.append(op)
@@ -230,18 +248,16 @@ def _model(op: TLOp) -> OpModel | None:
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
-    a = np.asarray(xs, np.float64)
-    a = a[~np.isnan(a)]
-    n = len(a)
+    """mean, std (n - 1, pandas' as TraceLens), median, min, max of the non-NaN values (plain Python: the
+    lists are short, and numpy's per-call cost is larger than the work)."""
+    xs = sorted(x for x in xs if x == x)
+    n = len(xs)
     if not n:
         return dict.fromkeys(("mean", "std", "median", "min", "max"), math.nan)
-    return {
-        "mean": float(a.mean()),
-        "std": float(a.std(ddof=1)) if n > 1 else math.nan,  # pandas' std, as TraceLens
-        "median": float(np.median(a)),
-        "min": float(a.min()),
-        "max": float(a.max()),
-    }
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else math.nan
+    median = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    return {"mean": mean, "std": std, "median": median, "min": xs[0], "max": xs[-1]}
 
 
 def _kernel_details(
@@ -255,7 +271,8 @@ def _kernel_details(
         s = _stats(ds)
         out.append({
             "name": name, "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
-            "median_duration_us": s["median"], "std_dev_duration_us": float(np.std(ds)),
+            "median_duration_us": s["median"],
+            "std_dev_duration_us": s["std"] * math.sqrt((len(ds) - 1) / len(ds)) if len(ds) > 1 else 0.0,
             "min_duration_us": s["min"], "max_duration_us": s["max"],
         })  # fmt: skip
     return out
