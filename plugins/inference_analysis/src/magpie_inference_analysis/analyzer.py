@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import gc
 import json
 import math
 import os
@@ -1086,9 +1087,15 @@ def _analyze_file(
         summary["errors"].append(str(exc))
         return None
     spec = user_spec or detect_spec(trace.device_properties)
-    st = TraceState(trace, options)
     suffix = str(options.get("label_suffix") or "")
-    result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+    gc_was = gc.isenabled()
+    gc.disable()  # the trace's events are alive: collections the new (acyclic) objects trigger would scan them
+    try:
+        st = TraceState(trace, options)
+        result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+    finally:
+        if gc_was:
+            gc.enable()
     result["spec"] = spec.as_dict() if spec is not None else None
     if spec is None:
         result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")
