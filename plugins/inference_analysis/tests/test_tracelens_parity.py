@@ -45,6 +45,8 @@ def test_unified_summary_matches_tracelens(tmp_path: Path, case: str) -> None:
     assert parity.within_pct >= 99.0, (parity.summary(), detail)
     # what we see today (docs/inference-analysis.md): every row, every metric
     assert parity.matched == parity.reference_rows and parity.within == parity.matched, parity.summary()
+    assert not parity.category_differs, parity.category_differs
+    assert len(ours) == parity.reference_rows  # and no rows TraceLens does not have
 
 
 def test_moe_pseudo_ops_split_vllm_moe_forward(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Rows are matched on (op name, Input Dims, Input type, Input Strides, Concrete Inputs); a TraceLens row left
 over then matches a left-over magpie row of the same op name and Input Dims. A matched row agrees on a
-metric (GFLOPS, Data Moved (MB), Kernel Time (µs)_sum) when both are empty or within ``tol`` relative.
+metric (GFLOPS, Data Moved (MB), Kernel Time (µs)_sum) when both are empty or within ``tol`` relative; the
+``op category`` of matched rows is compared too (reported apart).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Parity:
     within: int = 0  # matched rows whose every metric agrees
     unmatched: list[dict[str, str]] = field(default_factory=list)  # reference rows with no magpie row
     differing: list[tuple[dict[str, str], dict[str, str], list[str]]] = field(default_factory=list)
+    category_differs: list[tuple[str, str, str]] = field(default_factory=list)  # (op, TraceLens's, ours)
 
     @property
     def matched_pct(self) -> float:
@@ -95,6 +97,8 @@ def compare(ours: list[dict[str, str]], ref: list[dict[str, str]], tol: float = 
     res.unmatched = left
     res.matched = len(pairs)
     for r, o in pairs:
+        if "op category" in r and r["op category"] != o.get("op category"):
+            res.category_differs.append((r["name"], r["op category"], o.get("op category", "")))
         bad = [m for m in METRICS if not agrees(o.get(m), r.get(m), tol)]
         if bad:
             res.differing.append((r, o, bad))

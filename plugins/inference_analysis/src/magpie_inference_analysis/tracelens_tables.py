@@ -34,7 +34,7 @@ from magpie_inference_analysis.annotations import StepInfo
 from magpie_inference_analysis.models import OpModel, model_op
 from magpie_inference_analysis.pseudo_ops import MOE_OPS, TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.tl_models import tl_model
-from magpie_inference_analysis.tl_ops import tracelens_models
+from magpie_inference_analysis.tl_ops import tracelens_category, tracelens_models
 
 KT = "Kernel Time (µs)"
 UNIFIED_COLUMNS = [
@@ -287,20 +287,6 @@ def _kernel_details(
     return out
 
 
-def tl_category(name: str, model: OpModel | None) -> str:
-    """TraceLens's ``op category`` for an op (from magpie's model family, TraceLens's names)."""
-    if name.startswith(("triton_poi_", "triton_red_", "triton_per_")):
-        return "triton"
-    if model is None:
-        return "other"
-    cat = model.category
-    return {
-        "InferenceAttention_fwd": "InferenceAttention", "RMSNorm_fwd": "RMSNorm", "Normalization": "NORM_fwd",
-        "UnaryElementwise": "elementwise", "BinaryElementwise": "elementwise", "Copy": "elementwise",
-        "Reduce_fwd": "reduce", "RoPE_fwd": "RoPE_fwd", "MoE": "MoE", "Softmax": "SM_fwd",
-    }.get(cat, cat)  # fmt: skip
-
-
 def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     """The rows of ``unified_perf_summary.csv``, by kernel time, with percentages."""
     groups: dict[Any, list[tuple[TLOp, float]]] = {}
@@ -335,7 +321,7 @@ def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[t
     details = _kernel_details(*cols, (i for op, _ in members for i in op.kernels))
     row: dict[str, Any] = dict.fromkeys(UNIFIED_COLUMNS, "")
     row.update({
-        "name": op0.name, "op category": op0.category if op0.model is not None else tl_category(op0.name, model),
+        "name": op0.name, "op category": tracelens_category(op0.name, details[0]["name"] if details else ""),
         "Input Dims": fmt_args(a.input_dims) if a else "", "Input type": fmt_args(a.input_type) if a else "",
         "Input Strides": fmt_args(a.strides) if a else "", "Concrete Inputs": fmt_args(a.concrete) if a else "",
         "operation_count": len(members), "total_duration_us": sum(durs), "has_perf_model": modelled,
