@@ -111,3 +111,10 @@ def _unlinked_trace(tmp_path: Path) -> Path:
     path = tmp_path / "unlinked.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def test_tracelens_tables_can_be_skipped(tmp_path: Path) -> None:
+    t = _summary(CPU, tmp_path / "off", tracelens_tables=False)
+    assert t["tracelens_tables"] == {} and not (tmp_path / "off" / "unified_perf_summary.csv").exists()
+    on = _summary(CPU, tmp_path / "on")
+    assert Path(on["tracelens_tables"]["unified_perf_summary"]).is_file()

@@ -75,6 +75,9 @@ def inference_command(
         False, "--include-unlinked-kernels", help="TraceLens tables: also kernels without a launch record"
     ),
     world_size: int | None = typer.Option(None, "--world-size", min=1, help="ranks, for collectives' bus bandwidth"),
+    tracelens_tables: bool = typer.Option(
+        True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
+    ),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
     if not trace.exists():
@@ -85,6 +88,8 @@ def inference_command(
         options["include_unlinked_kernels"] = True
     if world_size:
         options["world_size"] = world_size
+    if not tracelens_tables:
+        options["tracelens_tables"] = False
     if spec:
         options["spec"] = spec
     if capture_traces is not None:

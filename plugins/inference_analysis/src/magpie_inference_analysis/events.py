@@ -140,20 +140,20 @@ class _Keep:
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
-        xs = [e for e in events if e.ph == "X" and e.ts is not None]
-        if not xs:
-            return
         cpu, gpu, runtime, anns = self.buckets
         sizes = [len(b) for b in self.buckets]
-        for e in xs:
+        empty = EMPTY
+        for e in events:  # one pass: events that are not complete ("X") with a time are dropped here
+            if e.ph != "X" or e.ts is None:
+                continue
             cat = e.cat
             if cat == "cpu_op":
                 a = e.args
                 if a is not None:
-                    a.input_dims = NO_LIST if a.input_dims is EMPTY else bytes(a.input_dims)
-                    a.input_type = NO_LIST if a.input_type is EMPTY else bytes(a.input_type)
-                    a.concrete = NO_LIST if a.concrete is EMPTY else bytes(a.concrete)
-                    a.strides = NO_LIST if a.strides is EMPTY else bytes(a.strides)
+                    a.input_dims = NO_LIST if a.input_dims is empty else bytes(a.input_dims)
+                    a.input_type = NO_LIST if a.input_type is empty else bytes(a.input_type)
+                    a.concrete = NO_LIST if a.concrete is empty else bytes(a.concrete)
+                    a.strides = NO_LIST if a.strides is empty else bytes(a.strides)
                 cpu.append(e)
             elif cat in GPU_CATS:
                 gpu.append(e)

@@ -52,7 +52,7 @@ _COLLECTIVE_WORDS = ("nccl", "rccl", "allreduce", "all_reduce", "allgather", "al
                      "reduce_scatter", "alltoall", "all_to_all", "cross_device_reduce", "sendrecv")  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class TLOp:
     """One op instance as TraceLens sees it: the op (or a pseudo-op / synthetic launch) and its kernels."""
 
@@ -292,15 +292,20 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     groups: dict[Any, list[tuple[TLOp, float]]] = {}
     ts, dur = st.k_ts.tolist(), st.k_dur.tolist()
     for op in ops:
-        a = op.args
+        a, ks = op.args, op.kernels
         key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
-        groups.setdefault(key, []).append((op, busy_time(ts, dur, op.kernels)))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = []
+        group.append((op, dur[ks[0]] if len(ks) == 1 else busy_time(ts, dur, ks)))
     cols = (st.kernel_names.values, st.k_name.tolist(), dur)
     rows = []
     for members in groups.values():
-        rows.append(_unified_row(cols, members))
+        row = _unified_row(cols, members)
+        rows.append(row)
+        cat = row["op category"]
         for op, _ in members:
-            op.category = rows[-1]["op category"]
+            op.category = cat
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
     cum = 0.0
@@ -373,6 +378,12 @@ def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Pat
 def is_collective(name: str) -> bool:
     low = name.lower()
     return any(w in low for w in _COLLECTIVE_WORDS)
+
+
+def tables_wanted(options: dict[str, Any]) -> bool:
+    """The ``tracelens_tables`` option (default true; false, "false", "0", "no", "off": skip the tables)."""
+    v = options.get("tracelens_tables", True)
+    return str(v).strip().lower() not in ("false", "0", "no", "off", "none", "")
 
 
 def write_tables(
