@@ -154,22 +154,33 @@ def test_attention_variants_by_schema_and_annotation() -> None:
         assert not is_attention_name(name), name
 
 
+def _op(name: str, ts: float, dur: float, dims: list, types: list, concrete: list | None = None) -> dict:
+    args = {"Input Dims": dims, "Input type": types, **({"Concrete Inputs": concrete} if concrete else {})}
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _launch(ts: float, corr: int) -> dict:
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 2,
+            "args": {"correlation": corr}}  # fmt: skip
+
+
+def _gpu(cat: str, name: str, ts: float, dur: float, corr: int) -> dict:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr},
+    }
+
+
 def _collective_trace(tmp_path: Path) -> Path:
     """A tiny synthetic trace (no shared trace has NCCL kernels): an all-reduce of a 1024x1024 bf16 tensor
     (100 us) overlapped by a 20 us GEMM kernel, and a 10 us memcpy after both."""
-
-    def op(name: str, ts: float, dur: float, dims: list, types: list) -> dict:
-        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
-                "args": {"Input Dims": dims, "Input type": types}}  # fmt: skip
-
-    def launch(ts: float, corr: int) -> dict:
-        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts,
-                "dur": 2, "args": {"correlation": corr}}  # fmt: skip
-
-    def gpu(cat: str, name: str, ts: float, dur: float, corr: int) -> dict:
-        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-                "args": {"correlation": corr}}  # fmt: skip
-
+    op, launch, gpu = _op, _launch, _gpu
     bf = "c10::BFloat16"
     events = [
         op("nccl:all_reduce", 100, 20, [[1024, 1024]], [bf]), launch(105, 1),
@@ -199,3 +210,38 @@ def test_collectives_and_gpu_timeline_on_a_synthetic_trace(tmp_path: Path) -> No
     assert tl["computation_time"] == pytest.approx(20) and tl["exposed_comm_time"] == pytest.approx(80)
     assert tl["total_comm_time"] == pytest.approx(100) and tl["exposed_memcpy_time"] == pytest.approx(10)
     assert tl["total_time"] == pytest.approx(120) and tl["idle_time"] == pytest.approx(10)
+
+
+def test_hostile_shapes_never_break_the_tables(tmp_path: Path) -> None:
+    """Ops whose recorded inputs are not shaped as the models expect get no numbers, never a crash."""
+    events = []
+    bad = [
+        ("vllm::moe_forward", [5, "x"], ["c10::BFloat16"], None, "_matmul_ogs_NNT_bf16xbf16xmxfp4_swiglu"),
+        ("vllm::moe_forward", [[4, 8], [4, 0]], ["c10::BFloat16", "c10::BFloat16"], None, "_matmul_ogs_NNT"),
+        ("aten::convolution", [[1, 3, 8, 8], [4, 3, 3, 3]], ["float", "float"], ["", "", "", "[0]", "x", "", "", "",
+         ""], "conv_kernel"),
+        ("aten::layer_norm", [[2, 3], [], None], ["float"], ["", "[[3]]"], "ln_kernel"),
+        ("nccl:all_reduce", [["a", "b"]], ["c10::BFloat16"], None, "ncclDevKernel_AllReduce_Sum_bf16"),
+        ("triton_poi_fused_add_0", [[4], [4]], ["c10::BFloat16"], ["abc", "-"], "triton_poi_fused_add_0"),
+        ("aiter::fmoe_g1u1", [[1, 2]], ["c10::BFloat16"], ["", "", "", "", "", "", "", "", "z"], "fmoe_kernel"),
+        ("aiter::mha_batch_prefill", [[2, 2]], ["c10::BFloat16"], None, "mha_kernel"),
+        ("aten::add", [[2], "7"], ["float", "Scalar"], None, "void at::native::elementwise_kernel"),
+    ]  # fmt: skip
+    for n, (name, dims, types, concrete, kernel) in enumerate(bad):
+        t = 100.0 * n
+        events += [
+            _op(name, t, 50, dims, types, concrete),
+            _launch(t + 1, n + 1),
+            _gpu("kernel", kernel, t + 5, 3, n + 1),
+        ]
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    summary = InferenceAnalyzer().analyze(path, {"world_size": 2}, tmp_path / "o")
+    tables = summary["traces"][0]["tracelens_tables"]
+    with open(tables["unified_perf_summary"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(bad)  # the MoE ops' GEMM kernels are up pseudo-ops, without numbers
+    assert sum(r["name"] == "pseudo_op::moe_triton_unfused_up" for r in rows) == 2
+    # layer norm's input is usable (x [2, 3], normalized size 3): it alone keeps numbers
+    assert all(r["GFLOPS"] == "" and r["has_perf_model"] == "False" for r in rows if r["name"] != "aten::layer_norm")
+    assert all(Path(p).is_file() for p in tables.values()) and "collective_summary" in tables

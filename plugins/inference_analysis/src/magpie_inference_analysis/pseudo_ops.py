@@ -66,7 +66,15 @@ def _weight_dtype(kernel_name: str) -> str | None:
 
 
 def triton_moe_model(kind: str, moe: ev_mod.Ev, topk: int | None, kernel_name: str) -> OpModel | None:
-    """FLOPs and bytes of one unfused Triton MoE GEMM (``kind`` up or down); None for the finalize step."""
+    """FLOPs and bytes of one unfused Triton MoE GEMM (``kind`` up or down); None for the finalize step or
+    inputs not shaped as expected."""
+    try:
+        return _triton_moe_model(kind, moe, topk, kernel_name)
+    except (TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _triton_moe_model(kind: str, moe: ev_mod.Ev, topk: int | None, kernel_name: str) -> OpModel | None:
     dims = ev_mod.decode_list(moe.args.input_dims) if moe.args is not None else []
     types = ev_mod.decode_list(moe.args.input_type) if moe.args is not None else []
     if kind not in ("up", "down") or len(dims) < 2 or len(dims[0]) != 2 or len(dims[1]) != 2 or topk is None:

@@ -206,6 +206,13 @@ COLLECTIVE_COLUMNS = ["collective", "kernel name", "op", "count", "total_time_us
 
 def _op_bytes(args: Any) -> float:
     """The bytes a collective moves per call: its first tensor argument (the buffer), at its dtype."""
+    try:
+        return _buffer_bytes(args)
+    except (TypeError, ValueError, OverflowError):  # shapes not as recorded by PyTorch
+        return math.nan
+
+
+def _buffer_bytes(args: Any) -> float:
     if args is None:
         return math.nan
     dims, types = ev_mod.decode_list(args.input_dims), ev_mod.decode_list(args.input_type)
