@@ -1055,6 +1055,7 @@ class InferenceAnalyzer(TraceAnalyzer):
             for s in result["stages"].values():
                 summary["outputs"] += [s["roofline_csv"], s["kernels_csv"]]
             summary["outputs"].append(result["iterations_csv"])
+            summary["outputs"] += list(result.get("tracelens_tables", {}).values())
         summary["elapsed_s"] = round(time.perf_counter() - t_start, 3)
         jpath = out_dir / "inference_summary.json"
         summary["outputs"].append(str(jpath))
