@@ -82,6 +82,16 @@ def inference_command(
     label_suffix: str = typer.Option("", "--label-suffix", help="appended to output names, e.g. _ISL1024_OSL512"),
     output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace folder>/../tracelens"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+    window: str = typer.Option(
+        "auto", "--window", help="auto (steady state) | all (no window) | FIRST:LAST iteration indices"
+    ),
+    include_unlinked: bool = typer.Option(
+        False, "--include-unlinked-kernels", help="TraceLens tables: also kernels without a launch record"
+    ),
+    world_size: int | None = typer.Option(None, "--world-size", min=1, help="ranks, for collectives' bus bandwidth"),
+    tracelens_tables: bool = typer.Option(
+        True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
+    ),
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
@@ -90,7 +100,13 @@ def inference_command(
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
-    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix}
+    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix, "window": window}
+    if include_unlinked:
+        options["include_unlinked_kernels"] = True
+    if world_size:
+        options["world_size"] = world_size
+    if not tracelens_tables:
+        options["tracelens_tables"] = False
     if spec:
         options["spec"] = spec
     if capture_traces is not None:
