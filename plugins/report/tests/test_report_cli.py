@@ -122,3 +122,31 @@ def test_gpu_info_formats() -> None:
     rows = list(csv.DictReader(io.StringIO(piped("gpu-info", "--format", "csv").stdout)))
     assert [r["name"] for r in rows if r["kind"] == "tool"] == [t["name"] for t in info["tools"]]
     assert sum(r["kind"] == "gpu" for r in rows) == len(info["gpus"])
+
+
+def test_a_third_party_mode_gets_its_page(tmp_path: Path) -> None:
+    """The hook as docs/reports.md shows it: a plugin's own mode, drawn with the kit."""
+    import types
+
+    import magpie_report.plugin as report_plugin
+
+    from magpie_core import hookimpl
+    from magpie_core.plugins import PluginManager, use_plugin_manager
+    from magpie_core.report_pages import write_report_html
+
+    mine = types.ModuleType("kernel_count_sections")
+
+    @hookimpl
+    def magpie_report_sections(page):  # type: ignore[no-untyped-def]
+        if page.kit is None or page.kind != "kernel-count":
+            return None
+        counts = page.report["kernels"]
+        bars = {"type": "bar", "x": list(counts), "y": list(counts.values())}
+        return [page.kit.section("Kernel launches", page.kit.figure([bars], title="launches per kernel"))]
+
+    mine.magpie_report_sections = magpie_report_sections  # type: ignore[attr-defined]
+    manager = PluginManager(entry_points=[], plugins=[("report", report_plugin), ("mine", mine)])
+    with use_plugin_manager(manager):
+        path = write_report_html("kernel-count", {"kernels": {"gemm": 3, "relu": 5}}, tmp_path)
+    page = path.read_text() if path else ""
+    assert "Kernel launches" in page and "data-marks='2'" in page

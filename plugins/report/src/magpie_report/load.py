@@ -31,8 +31,8 @@ class Loaded:
 
 def kind_of(data: dict[str, Any], name: str) -> str | None:
     """The kind of a report's JSON data (``mode`` of core reports, the analyzers' own keys), or None."""
-    if data.get("mode") in ("analyze", "compare", "benchmark"):
-        return str(data["mode"])
+    if isinstance(data.get("mode"), str) and data["mode"]:
+        return data["mode"]  # the core's reports, and any plugin's built on magpie_core.reports.Report
     if data.get("analyzer") == "inference":
         return "inference"
     if "top_kernels" in data and "ranks" in data:
