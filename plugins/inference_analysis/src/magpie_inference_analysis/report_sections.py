@@ -107,6 +107,22 @@ def roofline_figure(kit: Any, rows: list[dict[str, str]], spec: dict[str, Any] |
     ]
     if not pts:
         return None
+    data = _op_points(kit, pts)
+    xs = [_num(r["arithmetic_intensity_flops_per_byte"]) or 1.0 for r in pts]
+    lo, hi = min(xs) / 4, max(xs) * 4
+    if spec:
+        data += _ceilings(spec, {r.get("compute_spec") for r in pts if r.get("compute_spec")}, lo, hi)
+    layout = {
+        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"}},
+        "yaxis": {"type": "log", "title": {"text": "achieved TFLOP/s"}},
+    }
+    title = f"roofline: {stage}" + (f" on {spec['name']}" if spec else " (no GPU spec: no ceilings)")
+    note = "point area ∝ kernel time; lines: memory ceiling (HBM bandwidth) and the compute peaks the ops use"
+    return kit.figure(data, layout, title=title, note=note, height=460)
+
+
+def _op_points(kit: Any, pts: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """One marker trace per bound (compute, memory, no spec): a point per op, area by its kernel time."""
     biggest = max(_num(r["kernel_time_ms_sum"]) or 0.0 for r in pts) or 1.0
     data = []
     for bound in BOUNDS:
@@ -142,17 +158,7 @@ def roofline_figure(kit: Any, rows: list[dict[str, str]], spec: dict[str, Any] |
                 "%{customdata[5]}<extra></extra>",
             }
         )
-    xs = [_num(r["arithmetic_intensity_flops_per_byte"]) or 1.0 for r in pts]
-    lo, hi = min(xs) / 4, max(xs) * 4
-    if spec:
-        data += _ceilings(spec, {r.get("compute_spec") for r in pts if r.get("compute_spec")}, lo, hi)
-    layout = {
-        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"}},
-        "yaxis": {"type": "log", "title": {"text": "achieved TFLOP/s"}},
-    }
-    title = f"roofline: {stage}" + (f" on {spec['name']}" if spec else " (no GPU spec: no ceilings)")
-    note = "point area ∝ kernel time; lines: memory ceiling (HBM bandwidth) and the compute peaks the ops use"
-    return kit.figure(data, layout, title=title, note=note, height=460)
+    return data
 
 
 def _ceilings(spec: dict[str, Any], keys: set[str], lo: float, hi: float) -> list[dict[str, Any]]:

@@ -79,70 +79,61 @@ def _slo_shapes(slo: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [line]
 
 
-def sweep_figures(kit: Kit, points: list[dict[str, Any]], slo: dict[str, Any]) -> list[Figure]:
-    """Throughput (and goodput) against the load, and latency against throughput with the SLO lines."""
+def _line(name: str, x: list[Any], y: list[Any], axis: str = "y", dash: str = "solid") -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": name,
+        "x": x,
+        "y": y,
+        "yaxis": axis,
+        "line": {"dash": dash},
+    }
+
+
+def throughput_figure(kit: Kit, points: list[dict[str, Any]]) -> Figure:
+    """Output tokens/s, requests/s and (with SLOs) goodput against the concurrency or the request rate."""
     by_rate = all(p.get("concurrency") is None for p in points)
     x = [p.get("request_rate") if by_rate else p.get("concurrency") for p in points]
     m = [p["metrics"] for p in points]
-    tput = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "output tok/s",
-            "x": x,
-            "y": [v["output_throughput"] for v in m],
-        }
+    data = [
+        _line("output tok/s", x, [v["output_throughput"] for v in m]),
+        _line("requests/s", x, [v["request_throughput"] for v in m], "y2"),
     ]
     if any(v.get("request_goodput") is not None for v in m):
-        good = [v.get("request_goodput") for v in m]
-        reqs = [v["request_throughput"] for v in m]
-        tput.append(
-            {"type": "scatter", "mode": "lines+markers", "name": "requests/s", "x": x, "y": reqs, "yaxis": "y2"}
-        )
-        tput.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": "goodput (req/s in SLO)",
-                "x": x,
-                "y": good,
-                "yaxis": "y2",
-                "line": {"dash": "dot"},
-            }
-        )
+        data.append(_line("goodput (req/s in SLO)", x, [v.get("request_goodput") for v in m], "y2", "dot"))
     layout = {
         "xaxis": {"title": {"text": "request rate (req/s)" if by_rate else "concurrency"}},
         "yaxis": {"title": {"text": "output tokens/s"}, "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "requests/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
     }
-    fig1 = kit.figure(tput, layout, title="throughput vs load")
+    return kit.figure(data, layout, title="throughput vs load")
+
+
+def latency_figure(kit: Kit, points: list[dict[str, Any]], slo: dict[str, Any]) -> Figure:
+    """TTFT and TPOT (median, p99) against output throughput: the latency–throughput curve, SLOs dashed."""
+    m = [p["metrics"] for p in points]
     xs = [v["output_throughput"] for v in m]
-    lat = []
+    data = []
     for key, label in (("ttft", "TTFT"), ("tpot", "TPOT")):
         for stat, dash in (("median_ms", "solid"), ("p99_ms", "dot")):
-            lat.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines+markers",
-                    "name": f"{label} {stat.split('_')[0]}",
-                    "x": xs,
-                    "y": [v[key][stat] for v in m],
-                    "yaxis": "y" if key == "ttft" else "y2",
-                    "line": {"dash": dash},
-                    "text": [_point_label(p) for p in points],
-                    "hovertemplate": "%{text}<br>%{x:.1f} tok/s: %{y:.2f} ms<extra>%{fullData.name}</extra>",
-                }
+            line = _line(
+                f"{label} {stat.split('_')[0]}", xs, [v[key][stat] for v in m], "y" if key == "ttft" else "y2", dash
             )
-    shapes = _slo_shapes(slo, "ttft") + [dict(s, yref="y2") for s in _slo_shapes(slo, "tpot")]
-    layout2 = {
+            line["text"] = [_point_label(p) for p in points]
+            line["hovertemplate"] = "%{text}<br>%{x:.1f} tok/s: %{y:.2f} ms<extra>%{fullData.name}</extra>"
+            data.append(line)
+    shapes = [dict(s, yref="y") for s in _slo_shapes(slo, "ttft")] + [
+        dict(s, yref="y2") for s in _slo_shapes(slo, "tpot")
+    ]
+    layout = {
         "xaxis": {"title": {"text": "output tokens/s"}},
         "yaxis": {"title": {"text": "TTFT (ms)"}, "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "TPOT (ms)"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        "shapes": [dict(s, yref=s.get("yref", "y")) for s in shapes],
+        "shapes": shapes,
     }
     note = "dashed red: SLO limits" if shapes else "no SLO set (benchmark.slo)"
-    fig2 = kit.figure(lat, layout2, title="latency vs throughput", note=note)
-    return [fig1, fig2]
+    return kit.figure(data, layout, title="latency vs throughput", note=note)
 
 
 def timeline_figure(kit: Kit, requests: list[dict[str, Any]]) -> Figure | None:
@@ -227,7 +218,7 @@ def sections(page: Any) -> list[Section]:
     out.append(kit.section("Latency distributions", distribution_figure(kit, points)))
     if len(points) > 1:
         slo = (report.get("config") or {}).get("slo") or {}
-        out.append(kit.section("Sweep", *sweep_figures(kit, points, slo)))
+        out.append(kit.section("Sweep", throughput_figure(kit, points), latency_figure(kit, points, slo)))
     if points[-1].get("requests"):
         out.append(kit.section("Requests", timeline_figure(kit, points[-1]["requests"])))
     out.append(kit.section("Load points and client self-checks", _points_table(kit, points)))
