@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, forwards_interrupts, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def run_benchmark_cli(
 
 
 @app.command("benchmark")
+@forwards_interrupts
 @handle_errors
 def benchmark_command(
     framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
