@@ -13,7 +13,9 @@ meant for it, touches nothing else). The terminal's Ctrl-C therefore reaches mag
   more than :data:`FORCE_AFTER_S` ago, something is stuck: the process exits at once.
 * If the process is still alive :data:`HARD_EXIT_S` after the first signal, it exits regardless.
 
-Commands exit with 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM.
+Commands exit with 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM — at once, through
+:func:`exit_now` once the partial report is written and the message printed, so that a further
+Ctrl-C cannot land in the interpreter's shutdown (which would end the process by the signal itself).
 """
 
 from __future__ import annotations
@@ -74,6 +76,15 @@ def exit_code() -> int:
     return 128 + int(_STATE.signum or signal.SIGINT)
 
 
+def exit_now() -> None:
+    """End an interrupted process: stop what is left, flush the output, exit with :func:`exit_code`."""
+    _kill_all()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(exit_code())
+
+
 def _kill_all() -> None:
     stop_everything(signal.SIGKILL)
 
@@ -85,10 +96,8 @@ def _later(delay_s: float, action: Callable[[], None]) -> None:
 
 
 def _hard_exit() -> None:
-    _kill_all()
     sys.stderr.write(f"magpie: still running {HARD_EXIT_S:g} s after the interrupt; exiting now\n")
-    sys.stderr.flush()
-    os._exit(exit_code())
+    exit_now()
 
 
 def _handler(signum: int, frame: Any) -> None:
@@ -104,7 +113,7 @@ def _handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     _kill_all()
     if now - _STATE.first_at > FORCE_AFTER_S:
-        os._exit(exit_code())
+        exit_now()
 
 
 @contextlib.contextmanager
@@ -117,8 +126,9 @@ def handling_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        if received() is None:  # once interrupted, keep handling until exit_now
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from magpie_core import __version__
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
-from magpie_core.interrupts import RunInterrupted, exit_code, handling_interrupts
+from magpie_core.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
 
 if TYPE_CHECKING:
@@ -114,8 +114,12 @@ def forwards_interrupts(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with handling_interrupts():
-            return fn(*args, **kwargs)
+        try:
+            with handling_interrupts():
+                return fn(*args, **kwargs)
+        finally:
+            if received() is not None:
+                exit_now()  # interrupted: report written, message printed; exit before anything else can hang
 
     return wrapper  # type: ignore[return-value]
 

@@ -252,6 +252,8 @@ def _time_in_blocks(
             target_rse=float(perf.get("target_rse", 0.01)),
             timeout_s=float(perf.get("timeout_seconds", 300)),
         )
+        if progress and anchor is not None:
+            progress(f"{len(live)} timing worker(s) ready; running blocks for up to {plan.budget_s:g} s")
         outcome = time_in_blocks(live, anchor, plan) if anchor is not None else None
         infos = {i: w.close() for i, w in live.items()}
     finally:

@@ -26,7 +26,7 @@ from magpie_core.pipelines.kernel_reports import (
     KernelResult,
 )
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.processes import run_command, run_commands, tail
+from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.reports import (
     CompileResult,
     CorrectnessResult,
@@ -161,7 +161,10 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     workdir.mkdir(parents=True, exist_ok=True)
     backend = get_plugin_manager().get("kernel_backend", kernel.type)
     cwd = kernel.resolved_working_dir(Path(job.config_dir))
-    timeout = float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
+    timeout = min(  # the two stages' budgets, within what magpie waits for anything
+        MAX_WAIT_S,
+        float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300)),
+    )
     result = KernelResult(
         kernel_id=kernel.id,
         kernel_type=kernel.type,

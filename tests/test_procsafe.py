@@ -1,0 +1,286 @@
+"""Process safety: no orphan processes, Ctrl-C keeps what was measured, bounded waits, fresh run folders.
+
+Real signals go to real ``magpie`` CLI processes running real PyTorch (CPU) kernels and the fake streaming
+server. Every process a test starts carries a marker in its environment, inherited by every descendant —
+including workers in their own sessions — so ``/proc`` tells whether anything outlived the run.
+
+Timing: the stop itself (signal to exit) must take at most :data:`STOP_S` = 2 s; on a loaded test machine
+(2 cores shared by many jobs) we allow :data:`LOAD_SLACK_S` more before calling it a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from magpie_core.loadgen.datasets import SampleRequest
+from magpie_core.loadgen.runner import LoadSpec, run_load
+from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
+from magpie_core.workspace import create_run_folder
+from tests.conftest import DATA, ROOT
+
+STOP_S = 2.0
+LOAD_SLACK_S = 3.0
+FAULTY = DATA / "kernels" / "faulty.py"
+
+
+def marked_processes(marker: str) -> list[str]:
+    """Live (non-zombie) processes whose environment holds ``marker``: '<pid> <cmdline>' each."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() not in (proc / "environ").read_bytes():
+                continue
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{proc.name} {cmdline}")
+        except OSError:
+            continue
+    return found
+
+
+def assert_none_left(marker: str) -> None:
+    deadline = time.monotonic() + 5  # SIGKILLed processes can take a moment to be reaped
+    while (left := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"processes outlived the run: {left}"
+
+
+class Magpie:
+    """A ``magpie`` CLI process with its stderr collected line by line."""
+
+    def __init__(self, args: list[str], marker: str, cwd: Path) -> None:
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "MAGPIE_TEST_MARKER": marker}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "magpie_core", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.out = ""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, what: Callable[[str], bool], timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(what(line) for line in list(self.lines)):
+            assert self.proc.poll() is None, f"magpie ended early: {''.join(self.lines)}"
+            assert time.monotonic() < deadline, f"timed out waiting; stderr so far:\n{''.join(self.lines)}"
+            time.sleep(0.1)
+
+    def interrupt(self, times: int = 1) -> float:
+        """Ctrl-C (``times`` presses, 50 ms apart); seconds from the first to the exit."""
+        start = time.monotonic()
+        for i in range(times):
+            if i:
+                time.sleep(0.05)
+            self.proc.send_signal(signal.SIGINT)
+        self.out, _ = self.proc.communicate(timeout=60)
+        return time.monotonic() - start
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+
+def kernel_file(tmp_path: Path, ids_entries: list[tuple[str, str]], budget_s: float = 2) -> Path:
+    kernels = "\n".join(
+        f"  - {{id: {kid}, type: pytorch, entry: 'faulty.py:{entry}', reference: 'faulty.py:reference', "
+        f"get_inputs: 'faulty.py:get_inputs', working_dir: '{FAULTY.parent}'}}"
+        for kid, entry in ids_entries
+    )
+    path = tmp_path / "kernels.yaml"
+    path.write_text(f"performance:\n  budget_seconds: {budget_s}\nkernels:\n{kernels}\n")
+    return path
+
+
+def read_report(out: Path, name: str) -> dict:
+    (workspace,) = out.iterdir()
+    return json.loads((workspace / name).read_text())
+
+
+# --- part A: no orphans, bounded waits ------------------------------------------------------------
+
+
+def test_absurd_timeouts_are_bounded_not_fatal() -> None:
+    for absurd in (1e9, 1e12, float("inf"), None):
+        outcome = run_command(["sh", "-c", "exit 0"], cwd=ROOT, timeout_s=absurd)
+        assert outcome.ok, outcome.describe()
+    assert bounded_timeout(1e12, "correctness.timeout_seconds") == MAX_WAIT_S
+    with pytest.raises(ValueError, match=r"my\.field"):
+        bounded_timeout(float("nan"), "my.field")
+
+
+def test_an_exception_while_waiting_kills_the_childs_whole_group() -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # a background grandchild too: the whole group must go
+            run_command(["sh", "-c", "sleep 300 & sleep 300"], cwd=ROOT, env={"M": marker}, timeout_s=1e12)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert_none_left(marker)
+
+
+def test_absurd_kernel_timeouts_are_refused_naming_the_field(tmp_path: Path) -> None:
+    config = kernel_file(tmp_path, [("good", "good")])
+    config.write_text(config.read_text() + "correctness:\n  timeout_seconds: 1e9\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "magpie_core", "analyze", "-k", str(config), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "correctness.timeout_seconds" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- part B: Ctrl-C keeps what was measured, stops children, exits 130 -------------------------------
+
+
+def test_ctrl_c_during_compare_keeps_finished_candidates(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("base", "good"), ("also_good", "good"), ("stuck", "hangs")])
+    run = Magpie(["-w", "1", "compare", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "also_good: compile" in line)  # the hanging candidate runs now
+    time.sleep(0.5)
+    took = run.interrupt()
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    assert "interrupted" in run.stderr and "compare_report.json" in run.stderr
+    report = read_report(tmp_path / "out", "compare_report.json")
+    assert report["interrupted"] is True and report["verdict"].startswith("Interrupted")
+    states = {r["kernel_id"]: r["correctness"]["status"] for r in report["results"]["kernel_results"]}
+    assert states == {"base": "passed", "also_good": "passed", "stuck": "not_run"}
+    assert_none_left(marker)
+
+
+def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("base", "good"), ("other", "good")], budget_s=120)
+    run = Magpie(["compare", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "running blocks" in line)
+    time.sleep(3)
+    took = run.interrupt(times=2)  # a second Ctrl-C must not orphan anything either
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "compare_report.json")
+    assert report["interrupted"] is True and report["stability"]["interrupted"] is True
+    assert report["verdict"].startswith("Interrupted")
+    assert all(r["correctness"]["status"] == "passed" for r in report["results"]["kernel_results"])
+    assert_none_left(marker)
+
+
+def test_ctrl_c_twice_during_analyze(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("good", "good"), ("stuck", "hangs")])
+    config.write_text(config.read_text() + "correctness:\n  timeout_seconds: 604800\n")
+    run = Magpie(["-w", "1", "analyze", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "good: compile" in line)
+    time.sleep(0.5)
+    took = run.interrupt(times=2)
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "analyze_report.json")
+    assert report["interrupted"] is True
+    assert [r["correctness"]["status"] for r in report["results"]] == ["passed", "not_run"]
+    assert report["results"][0]["performance"]["status"] == "passed"
+    assert_none_left(marker)
+
+
+def test_ctrl_c_during_benchmark_keeps_completed_requests(tmp_path: Path, fake_stream_server: str) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = tmp_path / "bench.yaml"
+    config.write_text(
+        "benchmark:\n  run_mode: external\n  run_kind: measurement\n"
+        f"  base_url: {fake_stream_server}\n  model: fake-model\n"
+        "  envs: {CONC: 4, ISL: 8, OSL: 300}\n  load: {num_prompts: 400, progress: false}\n"
+    )
+    run = Magpie(["benchmark", "-b", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    deadline = time.monotonic() + 120
+    while finished_streams(fake_stream_server, 300) < 8:  # the server has sent 8 whole answers
+        assert run.proc.poll() is None and time.monotonic() < deadline, run.stderr
+        time.sleep(0.2)
+    time.sleep(0.2)
+    took = run.interrupt()
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "benchmark_report.json")
+    assert report["interrupted"] is True and report["success"] is False
+    (point,) = report["points"]
+    assert point["interrupted"] is True and point["metrics"]["completed"] >= 8
+    assert point["unfinished_requests"] == 400 - point["metrics"]["completed"] - point["metrics"]["failed"]
+    assert report["throughput"]["completed_requests"] == point["metrics"]["completed"]
+    assert_none_left(marker)
+
+
+def finished_streams(base_url: str, chunks: int) -> int:
+    with urllib.request.urlopen(base_url + "/fake/stats", timeout=10) as answer:
+        records = json.load(answer)["records"]
+    return sum(len(r["sends"]) >= chunks for r in records)
+
+
+# --- part C: never hang ---------------------------------------------------------------------------
+
+
+def test_a_stream_that_never_ends_fails_its_request_at_the_deadline(fake_stream_server: str) -> None:
+    requests = [SampleRequest(prompt="endless one", prompt_len=2, expected_output_len=4)] * 2
+    spec = LoadSpec(
+        base_url=fake_stream_server,
+        model="fake-model",
+        requests=requests,
+        request_deadline_s=1.0,
+        point_timeout_s=120,
+        extra_body={"fake_endless": True},
+    )
+    load = run_load(spec)
+    assert not load.timed_out
+    assert [r.error_kind for r in load.results] == ["deadline", "deadline"]
+    assert all(r.chunks > 10 for r in load.results)  # it was streaming, just never ending
+    assert "request_deadline_s" in (load.results[0].error or "")
+
+
+# --- fresh run folders ----------------------------------------------------------------------------
+
+
+def test_every_run_gets_a_new_folder(tmp_path: Path) -> None:
+    first, second = create_run_folder(tmp_path, "gap", "t"), create_run_folder(tmp_path, "gap", "t")
+    assert first != second and first.is_dir() and second.is_dir()
+    trace = DATA / "traces" / "h100"
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "magpie_core", "gap", str(trace), "-o", str(tmp_path / "g"), "--top-k", "3"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    runs = sorted((tmp_path / "g").iterdir())
+    assert len(runs) == 2 and all((r / "gap_analysis.json").is_file() for r in runs)
