@@ -101,7 +101,7 @@ def handle_errors(fn: F) -> F:
             err_console.print(f"[yellow]interrupted:[/yellow] {exc.message}{where}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            err_console.print("[yellow]interrupted[/yellow] before anything was measured", soft_wrap=True)
+            err_console.print("[yellow]interrupted[/yellow] (no report was written)", soft_wrap=True)
             raise typer.Exit(exit_code()) from None
         raise typer.Exit(EXIT_USAGE)
 
