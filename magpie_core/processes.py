@@ -83,10 +83,10 @@ def register_started(proc: subprocess.Popen[bytes]) -> None:
     a child started while Ctrl-C was being handled must not be missed.
     """
     with _LIVE_LOCK:
-        stopping = _STOPPING.is_set()
-        if not stopping:
+        refused = _STOPPING.is_set()
+        if not refused:
             _LIVE.add(proc)
-    if stopping:
+    if refused:
         kill_group(proc)
         raise Interrupted("magpie is stopping: no new process is started")
 
@@ -152,10 +152,7 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
         except BaseException:  # interrupted while waiting: do not leave the group behind
             kill_group(proc)
             raise
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # what is left of the group (a leader that exited may leave children)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _kill_leftovers(proc)
     if proc.returncode is None:
         kill_group(proc)
 
@@ -220,7 +217,7 @@ def _rest_of_output(proc: subprocess.Popen[bytes]) -> bytes:
 
 
 def _kill_leftovers(proc: subprocess.Popen[bytes]) -> None:
-    """After a command ended, whatever it left running in its group (background jobs) goes too."""
+    """SIGKILL what is left of ``proc``'s group: a leader that ended may have left children (background jobs)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -1,8 +1,7 @@
 """Process safety: no orphan processes, Ctrl-C keeps what was measured, bounded waits, fresh run folders.
 
 Real signals go to real ``magpie`` CLI processes running real PyTorch (CPU) kernels and the fake streaming
-server. Every process a test starts carries a marker in its environment, inherited by every descendant —
-including workers in their own sessions — so ``/proc`` tells whether anything outlived the run.
+server; :mod:`tests.helpers.leftovers` tells whether any process outlived the run.
 
 Timing: the stop itself (signal to exit) must take at most :data:`STOP_S` = 2 s; on a loaded test machine
 (2 cores shared by many jobs) we allow :data:`LOAD_SLACK_S` more before calling it a failure.
@@ -29,35 +28,11 @@ from magpie_core.loadgen.runner import LoadSpec, run_load
 from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
 from magpie_core.workspace import create_run_folder
 from tests.conftest import DATA, ROOT
+from tests.helpers.leftovers import assert_none_left
 
 STOP_S = 2.0
 LOAD_SLACK_S = 3.0
 FAULTY = DATA / "kernels" / "faulty.py"
-
-
-def marked_processes(marker: str) -> list[str]:
-    """Live (non-zombie) processes whose environment holds ``marker``: '<pid> <cmdline>' each."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() not in (proc / "environ").read_bytes():
-                continue
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{proc.name} {cmdline}")
-        except OSError:
-            continue
-    return found
-
-
-def assert_none_left(marker: str) -> None:
-    deadline = time.monotonic() + 5  # SIGKILLed processes can take a moment to be reaped
-    while (left := marked_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not left, f"processes outlived the run: {left}"
 
 
 class Magpie:
@@ -172,6 +147,7 @@ def test_ctrl_c_during_compare_keeps_finished_candidates(tmp_path: Path) -> None
     run.wait_for(lambda line: "also_good: compile" in line)  # the hanging candidate runs now
     time.sleep(0.5)
     took = run.interrupt()
+    print(f"signal to exit: {took:.2f} s")
     assert run.proc.returncode == 130, run.stderr
     assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
     assert "interrupted" in run.stderr and "compare_report.json" in run.stderr
@@ -189,6 +165,7 @@ def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:
     run.wait_for(lambda line: "running blocks" in line)
     time.sleep(3)
     took = run.interrupt(times=2)  # a second Ctrl-C must not orphan anything either
+    print(f"signal to exit: {took:.2f} s")
     assert run.proc.returncode == 130, run.stderr
     assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
     report = read_report(tmp_path / "out", "compare_report.json")
@@ -206,6 +183,7 @@ def test_ctrl_c_twice_during_analyze(tmp_path: Path) -> None:
     run.wait_for(lambda line: "good: compile" in line)
     time.sleep(0.5)
     took = run.interrupt(times=2)
+    print(f"signal to exit: {took:.2f} s")
     assert run.proc.returncode == 130, run.stderr
     assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
     report = read_report(tmp_path / "out", "analyze_report.json")
@@ -230,6 +208,7 @@ def test_ctrl_c_during_benchmark_keeps_completed_requests(tmp_path: Path, fake_s
         time.sleep(0.2)
     time.sleep(0.2)
     took = run.interrupt()
+    print(f"signal to exit: {took:.2f} s")
     assert run.proc.returncode == 130, run.stderr
     assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
     report = read_report(tmp_path / "out", "benchmark_report.json")

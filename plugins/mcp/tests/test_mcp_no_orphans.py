@@ -6,7 +6,6 @@ their own sessions) inherits it, so ``/proc`` shows whether anything survived.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from pathlib import Path
@@ -17,23 +16,10 @@ from magpie_mcp.testing import call, call_error, run_session, write_workspace
 from mcp import ClientSession
 
 from tests.conftest import DATA
+from tests.helpers.leftovers import assert_none_left, marked_processes
 
 KERNELS = DATA / "kernels"
 HANGS = {"id": "hangs", "entry": "faulty.py:hangs", "reference": "faulty.py:reference"}
-
-
-def marked(marker: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            alive = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-            if alive and marker.encode() in (proc / "environ").read_bytes():
-                found.append(proc.name)
-        except OSError:
-            continue
-    return found
 
 
 @pytest.fixture
@@ -65,13 +51,10 @@ def test_absurd_timeouts_and_a_hanging_kernel_leave_no_process(workspace: Path) 
         )
         assert started["job"]["state"] == "running"
         deadline = time.monotonic() + 90
-        while len(marked(marker)) < 3 and time.monotonic() < deadline:  # server, job process, kernel worker
+        while len(marked_processes(marker)) < 3 and time.monotonic() < deadline:  # server, job process, kernel worker
             await anyio.sleep(0.2)
-        assert len(marked(marker)) >= 3, "the kernel worker never started"
+        assert len(marked_processes(marker)) >= 3, "the kernel worker never started"
         # the session ends here with the job still running: the server must stop it, and itself
 
     run_session(workspace, scenario, env={"MAGPIE_TEST_MARKER": marker})
-    deadline = time.monotonic() + 20
-    while marked(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert marked(marker) == [], "processes outlived the MCP session"
+    assert_none_left(marker, wait_s=20)  # the server, its job process and the kernel worker
