@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +27,7 @@ import pytest
 
 from magpie_core.loadgen.datasets import SampleRequest
 from magpie_core.loadgen.runner import LoadSpec, run_load
+from magpie_core.pipelines.benchmark import served_model
 from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
 from magpie_core.workspace import create_run_folder
 from tests.conftest import DATA, ROOT
@@ -220,6 +223,48 @@ def test_ctrl_c_during_benchmark_keeps_completed_requests(tmp_path: Path, fake_s
     assert_none_left(marker)
 
 
+LOCAL_BENCHMARK = """
+import sys
+from pathlib import Path
+from magpie_core.interrupts import RunInterrupted, exit_now, handling_interrupts
+from magpie_core.pipelines.benchmark import run_benchmark
+from tests.test_benchmark_pipeline import FakeFramework, config
+envs = {"CONC": 2, "ISL": 8, "OSL": 1000, "NUM_PROMPTS": 100}
+cfg = config(run_kind="measurement", envs=envs, load={"progress": False}, stop_grace_s=30)
+with handling_interrupts():
+    try:
+        run_benchmark(cfg, Path(sys.argv[1]), framework_component=FakeFramework())
+    except RunInterrupted:
+        exit_now()
+"""
+
+
+def test_ctrl_c_during_a_local_benchmark_stops_the_server(tmp_path: Path) -> None:
+    """The pipeline with a server magpie started (the fake server as a framework plugin would start it)."""
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    env = {**os.environ, "MAGPIE_TEST_MARKER": marker}
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", LOCAL_BENCHMARK, str(out)], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while not (logs := list(out.glob("*/server.log"))) or "fake server on" not in logs[0].read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)
+    port = logs[0].read_text().split("127.0.0.1:")[1].split()[0]
+    while finished_streams(f"http://127.0.0.1:{port}", 1000) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "no request finished"
+        time.sleep(0.2)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    took = time.monotonic() - start
+    print(f"signal to exit: {took:.2f} s")
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s (stop_grace_s is 30: it must not wait that)"
+    report = read_report(out, "benchmark_report.json")
+    assert report["interrupted"] is True and report["server"]["stopped"] is True
+    assert report["points"][0]["metrics"]["completed"] >= 2
+    assert_none_left(marker)
+
+
 def finished_streams(base_url: str, chunks: int) -> int:
     with urllib.request.urlopen(base_url + "/fake/stats", timeout=10) as answer:
         records = json.load(answer)["records"]
@@ -246,20 +291,35 @@ def test_a_stream_that_never_ends_fails_its_request_at_the_deadline(fake_stream_
     assert "request_deadline_s" in (load.results[0].error or "")
 
 
+def test_the_models_query_waits_request_timeout_not_a_fixed_10_s() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        start = time.monotonic()
+        model = served_model(f"http://127.0.0.1:{silent.getsockname()[1]}", "fallback", timeout_s=0.5)
+        assert model == "fallback" and time.monotonic() - start < 5  # was a fixed 10 s
+
+
 # --- fresh run folders ----------------------------------------------------------------------------
 
 
 def test_every_run_gets_a_new_folder(tmp_path: Path) -> None:
     first, second = create_run_folder(tmp_path, "gap", "t"), create_run_folder(tmp_path, "gap", "t")
     assert first != second and first.is_dir() and second.is_dir()
-    trace = DATA / "traces" / "h100"
-    for _ in range(2):
+    # a 2-rank run, then a 1-rank run into the same -o: no stale rank-1 table next to the second result
+    two = tmp_path / "two"
+    two.mkdir()
+    trace = next((DATA / "traces" / "h100").iterdir())
+    for rank in (0, 1):
+        shutil.copy(trace, two / f"w-rank-{rank}.pt.trace.json.gz")
+    for source in (two, trace):
         done = subprocess.run(
-            [sys.executable, "-m", "magpie_core", "gap", str(trace), "-o", str(tmp_path / "g"), "--top-k", "3"],
+            [sys.executable, "-m", "magpie_core", "gap", str(source), "-o", str(tmp_path / "g"), "--top-k", "3"],
             capture_output=True,
             text=True,
             timeout=300,
         )
         assert done.returncode == 0, done.stderr
-    runs = sorted((tmp_path / "g").iterdir())
-    assert len(runs) == 2 and all((r / "gap_analysis.json").is_file() for r in runs)
+    runs = sorted((tmp_path / "g").iterdir(), key=lambda p: p.stat().st_mtime)
+    assert [json.loads((r / "gap_analysis.json").read_text())["num_ranks"] for r in runs] == [2, 1]
+    assert (runs[0] / "gap_analysis_rank1.csv").is_file() and not (runs[1] / "gap_analysis_rank1.csv").exists()
