@@ -452,10 +452,12 @@ def run_diagnostic(
         out["errors"].append(f"start_profile answered HTTP {status}: {text}")
         return out
     try:
-        row, _ = run_point(
+        row, load = run_point(
             config, handle.base_url, model, point, tokenizer, num_prompts=num, label="diagnostic (profiled)", warmup=0
         )
         out["point"] = row
+        if load.interrupted:
+            raise KeyboardInterrupt  # no waiting for traces: the run is stopping
     finally:
         status, text = _http_post(handle.base_url + framework.stop_profile_path)
         out["stop_profile"] = status
