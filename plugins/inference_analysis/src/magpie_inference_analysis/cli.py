@@ -74,12 +74,28 @@ def inference_command(
         help="where each run's inference_<trace>_<time>/ goes; default <trace folder>/../tracelens",
     ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+    window: str = typer.Option(
+        "auto", "--window", help="auto (steady state) | all (no window) | FIRST:LAST iteration indices"
+    ),
+    include_unlinked: bool = typer.Option(
+        False, "--include-unlinked-kernels", help="TraceLens tables: also kernels without a launch record"
+    ),
+    world_size: int | None = typer.Option(None, "--world-size", min=1, help="ranks, for collectives' bus bandwidth"),
+    tracelens_tables: bool = typer.Option(
+        True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
+    ),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
-    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix}
+    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix, "window": window}
+    if include_unlinked:
+        options["include_unlinked_kernels"] = True
+    if world_size:
+        options["world_size"] = world_size
+    if not tracelens_tables:
+        options["tracelens_tables"] = False
     if spec:
         options["spec"] = spec
     if capture_traces is not None:
