@@ -21,6 +21,7 @@ from magpie_core.cli.app import (
     app,
     console,
     err_console,
+    forwards_interrupts,
     handle_errors,
 )
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
@@ -168,6 +169,7 @@ def _progress(message: str) -> None:
 
 
 @app.command("analyze")
+@forwards_interrupts
 @handle_errors
 def analyze_command(
     kernels: list[str] | None = KernelFlags.kernels,
@@ -199,6 +201,7 @@ def analyze_command(
 
 
 @app.command("compare")
+@forwards_interrupts
 @handle_errors
 def compare_command(
     kernels: list[str] | None = KernelFlags.kernels,
