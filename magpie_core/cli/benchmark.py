@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, forwards_interrupts, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
     from magpie_core.config.benchmark import GapAnalysisConfig
@@ -41,8 +42,10 @@ def run_trace_dir_analysis(
         raise NotAvailable(
             f"--trace-dir needs gap analysis, from the plugin distribution {GAP_DISTRIBUTION}: {exc}"
         ) from exc
-    try:
-        summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), output_dir)
+    base = output_dir if output_dir is not None else trace_dir.resolve().parent
+    try:  # a new run folder each time (analyzers write their fixed file names into it)
+        with run_folder(base, "gap", trace_dir.name.split(".")[0]) as run_dir:
+            summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     for err in summary.get("errors") or []:
@@ -121,6 +124,7 @@ def print_points(points: list[dict[str, Any]], fmt: str) -> None:
 
 
 @app.command("benchmark")
+@forwards_interrupts
 @handle_errors
 def benchmark_command(
     framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),

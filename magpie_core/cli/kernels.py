@@ -20,6 +20,7 @@ from magpie_core.cli.app import (
     app,
     console,
     err_console,
+    forwards_interrupts,
     handle_errors,
 )
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
@@ -174,6 +175,7 @@ def _progress(message: str) -> None:
 
 
 @app.command("analyze")
+@forwards_interrupts
 @handle_errors
 def analyze_command(
     kernels: list[str] | None = KernelFlags.kernels,
@@ -209,6 +211,7 @@ def analyze_command(
 
 
 @app.command("compare")
+@forwards_interrupts
 @handle_errors
 def compare_command(
     kernels: list[str] | None = KernelFlags.kernels,

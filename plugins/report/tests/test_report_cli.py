@@ -27,6 +27,12 @@ def piped(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
+def run_dir(out: Path) -> Path:
+    """The run folder a trace command made under ``-o`` (a new one each run)."""
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return folder
+
+
 def test_plugins_table_is_not_cut_in_a_pipe() -> None:
     rows = json.loads(piped("plugins", "--format", "json").stdout)
     out = piped("plugins").stdout
@@ -50,12 +56,12 @@ def test_gap_formats_and_no_html(tmp_path: Path) -> None:
         all(col in header for col in ("category", "total (us)", "avg (us)", "% total", "% busy"))
         and "…" not in table.stdout
     )
-    assert (tmp_path / "t" / "report.html").is_file() and "report page:" in table.stdout
+    assert (run_dir(tmp_path / "t") / "report.html").is_file() and "report page:" in table.stdout
     got = piped("gap", str(H100), "-o", str(tmp_path / "c"), "--top-k", "8", "--format", "csv", "--no-html")
     rows = list(csv.DictReader(io.StringIO(got.stdout)))
-    names = [k["name"] for k in json.loads((tmp_path / "c" / "gap_analysis.json").read_text())["top_kernels"]]
+    names = [k["name"] for k in json.loads((run_dir(tmp_path / "c") / "gap_analysis.json").read_text())["top_kernels"]]
     assert [r["kernel"] for r in rows] == names  # full kernel names, nothing else on stdout
-    assert not (tmp_path / "c" / "report.html").exists()
+    assert not (run_dir(tmp_path / "c") / "report.html").exists()
     as_json = json.loads(piped("gap", str(H100), "-o", str(tmp_path / "j"), "--top-k", "3", "--format", "json").stdout)
     assert [r["kernel"] for r in as_json] == names[:3]
     bad = piped("gap", str(H100), "--format", "xml")
@@ -65,7 +71,8 @@ def test_gap_formats_and_no_html(tmp_path: Path) -> None:
 def test_without_the_report_plugin_no_page(tmp_path: Path) -> None:
     got = piped("gap", str(H100), "-o", str(tmp_path / "g"), env={"MAGPIE_PLUGINS": "gap,kernel-sources"})
     assert got.returncode == 0, got.stderr
-    assert (tmp_path / "g" / "gap_analysis.json").is_file() and not (tmp_path / "g" / "report.html").exists()
+    folder = run_dir(tmp_path / "g")
+    assert (folder / "gap_analysis.json").is_file() and not (folder / "report.html").exists()
 
 
 @pytest.mark.parametrize(
@@ -85,9 +92,10 @@ def test_report_command_bad_input(tmp_path: Path, make, message: str) -> None:  
 
 def test_report_command_redraws_a_workspace(tmp_path: Path) -> None:
     assert piped("gap", str(H100), "-o", str(tmp_path / "g"), "--no-html").returncode == 0
-    got = piped("report", str(tmp_path / "g"))
-    assert got.returncode == 0 and (tmp_path / "g" / "report.html").is_file(), got.stderr
-    page = (tmp_path / "g" / "report.html").read_text()
+    folder = run_dir(tmp_path / "g")
+    got = piped("report", str(folder))
+    assert got.returncode == 0 and (folder / "report.html").is_file(), got.stderr
+    page = (folder / "report.html").read_text()
     assert page.count("<script>") == 2 and "top 20 kernels by total time" in page  # plotly.js once, then the figures
 
 

@@ -103,9 +103,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     compare = start("-o", str(base / "cmp"), "compare", "-k", str(_kernel_file(base, "compare")))
     magpie("gap", str(ranks), "-o", str(base / "gap"), "--top-k", "12")
     magpie("gap", str(H100), "-o", str(base / "gap_one"), "--top-k", "12")
-    out["gap"], out["gap_one"] = base / "gap", base / "gap_one"
+    out["gap"], out["gap_one"] = _workspace(base / "gap", "gap"), _workspace(base / "gap_one", "gap")
     magpie("inference", str(H200), "-o", str(base / "inference"))
-    out["inference"] = base / "inference"
+    out["inference"] = _workspace(base / "inference", "inference")
     with running(ttft_ms=5, itl_ms=1) as url:
         magpie("-o", str(base / "bench"), "benchmark", "-b", str(_benchmark_file(base, url)))
     out["benchmark"] = _workspace(base / "bench", "benchmark")

@@ -15,6 +15,7 @@ import typer
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
 
@@ -80,7 +81,12 @@ def inference_command(
         None, "--capture-traces", help="folder of graph-capture traces (default: capture_traces/ next to the trace)"
     ),
     label_suffix: str = typer.Option("", "--label-suffix", help="appended to output names, e.g. _ISL1024_OSL512"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace folder>/../tracelens"),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        "-o",
+        help="where each run's inference_<trace>_<time>/ goes; default <trace folder>/../tracelens",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
     window: str = typer.Option(
         "auto", "--window", help="auto (steady state) | all (no window) | FIRST:LAST iteration indices"
@@ -112,7 +118,8 @@ def inference_command(
     if capture_traces is not None:
         options["capture_traces"] = str(capture_traces)
     out = output_dir or STATE.output_dir or default_output_dir(trace)
-    summary = run_inference_analysis(target, options, Path(out))
+    with run_folder(out, "inference", trace.name.split(".")[0]) as run_dir:  # a new folder every run
+        summary = run_inference_analysis(target, options, run_dir)
     if as_json:
         console.print_json(json.dumps(summary, default=str))
     elif fmt != "table":
