@@ -166,7 +166,12 @@ class LoadConfig(StrictModel):
     request_rates: list[Rate] | None = Field(None, min_length=1, description="sweep: one point per rate")
     ignore_eos: bool = True
     save_requests: bool = Field(False, description="keep per-request details in the report")
-    request_timeout_s: Seconds = 600.0
+    request_timeout_s: Seconds = Field(
+        600.0, description="longest wait for any byte of an answer (also bounds the /v1/models query)"
+    )
+    request_deadline_s: Seconds = Field(
+        3600.0, description="longest one request may take in all; a stream still running then is an error"
+    )
     inter_point_sleep_s: PauseSeconds = Field(0.0, description="pause between sweep points")
     diagnostic_num_prompts: PositiveInt | None = Field(
         None, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"

@@ -9,13 +9,15 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from magpie_core.processes import MAX_WAIT_S
+
 #: A command as AMD Magpie writes it: a string, an argv list, or a list of argv lists.
 CommandSpec = str | list[str] | list[list[str]]
 
 # Value constraints shared by every config model: a count is positive, a time or tolerance finite and
 # not negative, a timeout finite and bounded (a run that may wait forever is a hang, not a setting).
-#: longest timeout a config may set (one week)
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
+#: longest timeout a config may set: the longest wait magpie's process plumbing accepts (one week)
+MAX_TIMEOUT_S = MAX_WAIT_S
 #: largest count of requests, samples or tokens a config may ask for
 MAX_COUNT = 100_000_000
 PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
