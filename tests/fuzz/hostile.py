@@ -611,6 +611,7 @@ def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
         ("drops the stream", url, f"{{fake_fail_after: {rng.randrange(0, 3)}}}", ("failed",)),
         ("nothing listening", closed, "{}", ("failed", "connect")),
         ("wrong path", url + "/not-openai", "{}", ("failed",)),
+        ("stream that never ends", url, "{fake_itl_ms: 600000}", ("deadline",)),
     ]
     for name, base, extra, names in variants:
         bench = {
@@ -625,6 +626,7 @@ def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
                     "max_concurrency": "1",
                     "progress": "false",
                     "request_timeout_s": "20",
+                    "request_deadline_s": "2",
                     "extra_body": extra,
                 },
             }
