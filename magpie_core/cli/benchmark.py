@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, gpu_hardware, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.cli.load_flags import LoadFlags, load_patch
 
 if TYPE_CHECKING:
     from magpie_core.config.benchmark import GapAnalysisConfig
@@ -65,18 +66,19 @@ def run_benchmark_cli(
     if benchmark_config is None and framework is None:
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
     config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
-    config = apply_overrides(config, framework, overrides)
+    config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
     if config.run_mode != "external" and not config.model and not config.base_url:
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
-    if config.run_mode in CORE_RUN_MODES:
-        report = run_benchmark(config, output_dir)
-    else:
-        try:
-            report = run_benchmark_on_environment(config, output_dir, config.run_mode)
-        except LookupError as exc:
-            raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    with gpu_hardware():
+        if config.run_mode in CORE_RUN_MODES:
+            report = run_benchmark(config, output_dir)
+        else:
+            try:
+                report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+            except LookupError as exc:
+                raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
     t = report.throughput
     if t:
         console.print(
@@ -84,10 +86,22 @@ def run_benchmark_cli(
             f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
             f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
         )
+        print_percentiles(report.latency, config.load.percentile_metrics, config.load.metric_percentiles)
+        if t.get("request_goodput") is not None:
+            console.print(f"goodput: {t['request_goodput']:.2f} req/s meeting every --goodput SLO")
     for err in report.errors:
         console.print(f"[red]error:[/red] {err}")
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
     return 0 if report.success else 1
+
+
+def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: list[float]) -> None:
+    """``--percentile-metrics`` x ``--metric-percentiles``, as the common serving benchmark prints them."""
+    for metric in metrics:
+        stats = latency.get(metric) or {}
+        cells = [f"P{p:g} {stats[f'p{p:g}_ms']:.2f}" for p in percentiles if f"p{p:g}_ms" in stats]
+        if cells:
+            console.print(f"{metric.upper()} ms: median {stats.get('median_ms', 0):.2f}, " + ", ".join(cells))
 
 
 @app.command("benchmark")
@@ -101,7 +115,9 @@ def benchmark_command(
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
     input_len: int | None = typer.Option(None, "--input-len", min=1),
     output_len: int | None = typer.Option(None, "--output-len", min=1),
-    torch_profiler: bool | None = typer.Option(None, "--torch-profiler/--no-torch-profiler"),
+    torch_profiler: bool | None = typer.Option(
+        None, "--torch-profiler/--no-torch-profiler", help="profiled diagnostic run (default: off; a YAML's own)"
+    ),
     run_mode: str | None = typer.Option(None, "--run-mode", help="docker | local | external | an environment"),
     run_kind: str | None = typer.Option(None, "--run-kind", help="measurement | diagnostic"),
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
@@ -118,6 +134,17 @@ def benchmark_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
+    num_prompts: int | None = LoadFlags.num_prompts,
+    request_rate: str | None = LoadFlags.request_rate,
+    burstiness: float | None = LoadFlags.burstiness,
+    dataset_name: str | None = LoadFlags.dataset_name,
+    dataset_path: str | None = LoadFlags.dataset_path,
+    seed: int | None = LoadFlags.seed,
+    endpoint: str | None = LoadFlags.endpoint,
+    tokenizer: str | None = LoadFlags.tokenizer,
+    percentile_metrics: str | None = LoadFlags.percentile_metrics,
+    metric_percentiles: str | None = LoadFlags.metric_percentiles,
+    goodput: list[str] | None = LoadFlags.goodput,
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
     if trace_dir is not None:
@@ -132,7 +159,22 @@ def benchmark_command(
             find_kernel_sources=find_kernel_sources,
             kernel_source_repos=kernel_source_repos,
         )
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir))
+        # AMD Magpie: <-o, default ./results>/gap_analysis/
+        gap_dir = STATE.resolve_output_dir(output_dir) / "gap_analysis"
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, gap_dir))
+    patch = load_patch(
+        num_prompts=num_prompts,
+        request_rate=request_rate,
+        burstiness=burstiness,
+        dataset_name=dataset_name,
+        dataset_path=dataset_path,
+        seed=seed,
+        endpoint=endpoint,
+        tokenizer=tokenizer,
+        percentile_metrics=percentile_metrics,
+        metric_percentiles=metric_percentiles,
+        goodput=goodput,
+    )
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,
@@ -150,6 +192,7 @@ def benchmark_command(
                 "base_url": base_url,
                 "docker_image": docker_image or STATE.docker_image,
                 "timeout": timeout,
+                "patch": patch,
             },
             output_dir=STATE.resolve_output_dir(output_dir),
         )
