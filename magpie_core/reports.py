@@ -173,8 +173,14 @@ class Report(Model):
     mode: str
     timestamp: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat())
     workspace: str | None = None
+    #: each GPU's clocks, power limit and persistence when the report was written (magpie_core.hardware)
+    gpu_hardware: dict[str, Any] | None = None
 
     def write(self, path: Path) -> Path:
+        if self.gpu_hardware is None:
+            from magpie_core.hardware import record
+
+            self.gpu_hardware = record()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")
         return path

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from magpie_core import __version__
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
+from magpie_core.interfaces import HardwareControlError
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
 
 if TYPE_CHECKING:
@@ -84,6 +85,14 @@ STATE = GlobalOptions()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def gpu_hardware() -> Any:
+    """The framework config's ``gpu.hardware`` applied around a run (a no-op unless it is enabled)."""
+    from magpie_core.hardware import applied
+
+    gpu = STATE.framework.gpu
+    return applied(gpu.hardware, gpu.device_ids)
+
+
 def handle_errors(fn: F) -> F:
     """Turn magpie's expected errors into one clear line and the documented exit code."""
 
@@ -93,7 +102,7 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (ConfigError, ConfigErrors) as exc:
             err_console.print(f"[red]config error[/red]\n{exc}", markup=True, soft_wrap=True)
-        except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError) as exc:
+        except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError, HardwareControlError) as exc:
             err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE)
 
