@@ -13,7 +13,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/gpu_nvidia ./plugins/cuda 2>&1 | tail -3
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/gpu_nvidia ./plugins/cuda ./plugins/pytorch 2>&1 | tail -3
 Q=$(python3 -c "from magpie_gpu_nvidia.plugin import HARDWARE_QUERY; print(HARDWARE_QUERY)")
 nvidia-smi --query-gpu="$Q" --format=csv,noheader,nounits > "$OUT/nvidia_smi_hardware.csv" 2>>"$OUT/log.txt"
 echo "query exit $?" >> "$OUT/log.txt"
