@@ -17,7 +17,7 @@ from magpie_core import hardware
 from magpie_core.interfaces import HardwareControlError
 from magpie_core.plugins import PluginManager, use_plugin_manager
 
-FAKE = r'''#!{python}
+FAKE = r"""#!{python}
 import json, os, sys
 state_path = os.environ["FAKE_AMD_STATE"]
 state = json.load(open(state_path)) if os.path.exists(state_path) else {{"cap": 750, "sclk": 2100}}
@@ -25,7 +25,8 @@ args = sys.argv[1:]
 with open(os.environ["FAKE_AMD_LOG"], "a") as log:
     log.write(" ".join(args) + "\n")
 if args[0] == "static" and "--asic" in args:
-    print(json.dumps([{{"gpu": 0, "asic": {{"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"}}}}]))
+    asic = {{"market_name": "AMD Instinct MI300X", "target_graphics_version": "gfx942"}}
+    print(json.dumps([{{"gpu": 0, "asic": asic}}]))
 elif args[0] == "metric" and "--clock" in args:
     clk = {{"gfx_0": {{"clk": {{"value": state["sclk"], "unit": "MHz"}}, "max_clk": {{"value": 2100, "unit": "MHz"}}}},
            "mem_0": {{"clk": {{"value": 1300, "unit": "MHz"}}}}}}
@@ -46,7 +47,7 @@ elif args[0] == "set":
 elif args[0] == "reset":
     state["sclk"] = 2100
 json.dump(state, open(state_path, "w"))
-'''
+"""
 
 
 @pytest.fixture
@@ -96,6 +97,6 @@ def test_levels_use_manual_perf_level(fake_amd: Path) -> None:
 def test_permission_denied_is_clear(fake_amd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_AMD_DENY", "1")
     hw = {"enabled": True, "default": {"power": {"limit_watts": 600}}}
-    with use_plugin_manager(PluginManager()), pytest.raises(HardwareControlError, match="Permission Denied"):
-        with hardware.applied(hw):
-            pytest.fail("the run must not start")
+    denied = pytest.raises(HardwareControlError, match="Permission Denied")
+    with use_plugin_manager(PluginManager()), denied, hardware.applied(hw):
+        pytest.fail("the run must not start")

@@ -24,7 +24,7 @@ RECORDED = (DATA / "nvidia_smi_hardware_h200_idle.csv").read_text().strip()
 #: the detection query's row, assembled from the same machine's `magpie gpu-info` (name, memory, driver, sm_90)
 DETECTED = "0, NVIDIA H200, GPU-00000000-0000-0000-0000-000000000000, 143771, 0, 0, 580.159.04, 9.0"
 
-FAKE = r'''#!{python}
+FAKE = r"""#!{python}
 import json, os, sys
 state_path = os.environ["FAKE_SMI_STATE"]
 state = json.load(open(state_path)) if os.path.exists(state_path) else {{"power": None, "gpu": None, "mem": None}}
@@ -57,7 +57,7 @@ else:
     state["gpu" if flag == "-rgc" else "mem"] = None
 json.dump(state, open(state_path, "w"))
 print("All done.")
-'''
+"""
 
 
 @pytest.fixture
@@ -114,9 +114,8 @@ def test_apply_then_restore_in_reverse(fake_smi: Path) -> None:
 
 
 def test_restored_after_a_failing_run(fake_smi: Path) -> None:
-    with use_plugin_manager(PluginManager()), pytest.raises(RuntimeError, match="the run failed"):
-        with hardware.applied(HW):
-            raise RuntimeError("the run failed")
+    with use_plugin_manager(PluginManager()), pytest.raises(RuntimeError, match="the run failed"), hardware.applied(HW):
+        raise RuntimeError("the run failed")
     assert _calls(fake_smi)[-3:] == ["-i 0 -rmc", "-i 0 -rgc", "-i 0 -pl 700"]
 
 
@@ -128,18 +127,17 @@ def test_kept_when_reset_after_benchmark_is_false(fake_smi: Path) -> None:
 
 def test_no_permission_fails_clearly_and_undoes_what_was_set(fake_smi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_SMI_DENY", "-lgc")
-    with use_plugin_manager(PluginManager()), pytest.raises(HardwareControlError) as err:
-        with hardware.applied(HW):
-            pytest.fail("the run must not start")
+    with use_plugin_manager(PluginManager()), pytest.raises(HardwareControlError) as err, hardware.applied(HW):
+        pytest.fail("the run must not start")
     assert "Insufficient Permissions" in str(err.value) and "needs root" in str(err.value)
     assert _calls(fake_smi) == ["-i 0 -pl 500", "-i 0 -lgc 1500,1500", "-i 0 -pl 700"]
 
 
 def test_amd_levels_on_nvidia_name_the_key(fake_smi: Path) -> None:
     levels = {"enabled": True, "default": {"frequency": {"gpu_clock_level": 7}}}
-    with use_plugin_manager(PluginManager()), pytest.raises(HardwareControlError, match="gpu_clock_level"):
-        with hardware.applied(levels):
-            pass
+    refused = pytest.raises(HardwareControlError, match="gpu_clock_level")
+    with use_plugin_manager(PluginManager()), refused, hardware.applied(levels):
+        pass
     assert _calls(fake_smi) == []
 
 
