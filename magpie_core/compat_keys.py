@@ -175,7 +175,9 @@ def describe(kind: str, key: str) -> str | None:
         return table[key]
     if kind == "benchmark" and key.startswith("envs."):
         return describe_env(key[5:])
-    matches = [p for p in table if "*" in p and fnmatch.fnmatchcase(key, p) and p.count(".") == key.count(".")]
+    wild = [p for p in table if "*" in p and fnmatch.fnmatchcase(key, p)]
+    same_depth = [p for p in wild if p.count(".") == key.count(".")]
+    matches = same_depth or wild  # a free-form name may hold dots itself (a counter metric name)
     return table[max(matches, key=len)] if matches else None
 
 
