@@ -158,3 +158,17 @@ def test_envs_reach_the_server_and_secrets_stay_out_of_reports(tmp_path) -> None
         assert "s3cret" not in written.read_text(), written
     argv = docker_command(image="i", inner_argv=["serve"], name="n", vendor=None, devices=[], env=envs, gpus=False)
     assert "MY_API_KEY" in argv and not any("s3cret" in a for a in argv) and "VLLM_ROCM_USE_AITER=1" in argv
+
+
+def test_torch_profiler_capture_keys(tmp_path) -> None:
+    captures = {"enabled": True, "num_profiles": 2, "interval_seconds": 0.2, "flush_timeout_seconds": 20}
+    captures["capture_timeout_seconds"] = 60
+    cfg = config(profiler={"torch_profiler": captures}, load={"progress": False}, envs={"CONC": 2, "NUM_PROMPTS": 2})
+    report = run_benchmark(cfg, tmp_path, framework_component=FakeFramework())
+    assert report.success, report.errors
+    caps = report.diagnostic["captures"]
+    assert [c["capture"] for c in caps] == [1, 2]
+    for i, cap in enumerate(caps, 1):
+        (trace,) = cap["traces"]
+        assert Path(trace).parent.name == f"profile_{i:03d}" and cap["gap_analysis"].endswith(f"profile_{i:03d}")
+    assert report.gap_analysis["top_kernels"][0]["name"] == "fake_kernel"
