@@ -157,3 +157,19 @@ def test_cli_without_permission_exits_2_before_running(fake_smi: Path, tmp_path:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Insufficient Permissions" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_mcp_tool_reports_the_state_read_only(fake_smi: Path, tmp_path: Path, monkeypatch) -> None:
+    """A real MCP client session (stdio): the tool reads; nothing is set."""
+    from magpie_mcp.testing import call, run_session, write_workspace
+
+    monkeypatch.setenv("MAGPIE_PLUGINS", "local,gpu_nvidia,mcp")
+    ws = write_workspace(tmp_path / "ws", roots=[tmp_path / "ws"])
+    seen: dict = {}
+
+    async def scenario(session) -> None:
+        seen.update(await call(session, "gpu_hardware_state", {}))
+
+    run_session(ws, scenario)
+    assert seen["gpus"][0]["power_limit_w"] == 700.0 and seen["applied"] is None
+    assert _calls(fake_smi) == []
