@@ -69,7 +69,7 @@ def benchmark_config_for(
         if benchmark_config
         else BenchmarkConfig()
     )
-    config = apply_overrides(config, framework, overrides)
+    config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
     if config.run_mode != "external" and not config.model:
         raise ToolFailure("no model: set model or benchmark.model in the config")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
