@@ -184,3 +184,24 @@ def map_envs(block: dict[str, Any]) -> dict[str, Any]:
     if envs.get("ENABLE_PROFILE") not in (None, ""):
         _set_default(out, ("profiler", "torch_profiler", "enabled"), truthy(envs["ENABLE_PROFILE"]))
     return out
+
+
+def adapt_block(block: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A raw ``benchmark:`` mapping ready for validation, and the warnings its ``envs`` call for.
+
+    Raises ``ValueError`` (a bad envs value) or :class:`Refused` (a feature magpie does not have).
+    """
+    block = map_envs(block)
+    envs = {str(k).upper(): v for k, v in (block.get("envs") or {}).items()}
+    refusal = refused(envs, block)
+    if refusal:
+        raise Refused(*refusal)
+    return block, envs_warnings(envs)
+
+
+class Refused(ValueError):
+    """A file switches on a feature magpie does not have; ``key`` names it (``envs`` for an envs key)."""
+
+    def __init__(self, key: str, why: str) -> None:
+        super().__init__(why)
+        self.key = key

@@ -29,7 +29,7 @@ import httpx
 from pydantic import Field
 
 from magpie_core.compat import throughput_block
-from magpie_core.compat_benchmark import envs_warnings, is_secret, map_envs, redacted, refused, server_envs
+from magpie_core.compat_benchmark import Refused, adapt_block, is_secret, redacted, server_envs
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
@@ -109,18 +109,18 @@ def load_benchmark_config(path: Path) -> BenchmarkConfig:
     nested = isinstance(data, dict) and "benchmark" in data
     block = data["benchmark"] if nested else data
     if isinstance(block, dict):
-        envs_line = lines.get(("benchmark", "envs") if nested else ("envs",))
+
+        def line_of(key: str) -> int | None:
+            return lines.get(("benchmark", key) if nested else (key,))
+
         try:
-            block = map_envs(block)
+            block, warnings = adapt_block(block)
+        except Refused as exc:
+            raise ConfigError(path, str(exc), line_of(exc.key)) from None
         except ValueError as exc:
-            raise ConfigError(path, str(exc), envs_line) from None
-        envs = {str(k).upper(): v for k, v in (block.get("envs") or {}).items()}
-        refusal = refused(envs, block)
-        if refusal:
-            key, why = refusal
-            raise ConfigError(path, why, lines.get(("benchmark", key) if nested else (key,)))
-        for message in envs_warnings(envs):
-            log.warning("%s:%s: %s", path, envs_line, message)
+            raise ConfigError(path, str(exc), line_of("envs")) from None
+        for message in warnings:
+            log.warning("%s:%s: %s", path, line_of("envs"), message)
     if nested:
         return validate(BenchmarkConfigFile, {**data, "benchmark": block}, path, lines).benchmark
     return validate(BenchmarkConfig, block or {}, path, lines)
