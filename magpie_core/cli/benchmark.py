@@ -7,14 +7,26 @@ trace folder: the core forwards it to the installed ``gap`` trace analyzer
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, gpu_hardware, handle_errors
+from magpie_core.cli.app import (
+    STATE,
+    NotAvailable,
+    UsageError,
+    app,
+    console,
+    forwards_interrupts,
+    gpu_hardware,
+    handle_errors,
+)
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.load_flags import LoadFlags, load_patch
+from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
     from magpie_core.config.benchmark import GapAnalysisConfig
@@ -24,7 +36,26 @@ GAP_ANALYZER = "gap"
 GAP_DISTRIBUTION = "magpie-gap-analysis"
 
 
-def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None) -> int:
+@contextlib.contextmanager
+def _gap_folder(output_dir: Path) -> Iterator[Path]:
+    """AMD Magpie's ``<output dir>/gap_analysis/``; when that holds an earlier analysis, a new
+    ``gap_analysis_<time>/`` beside it (analyzers write fixed file names: nothing is overwritten)."""
+    target = output_dir / "gap_analysis"
+    try:
+        target.mkdir(parents=True)
+    except FileExistsError:
+        with run_folder(output_dir, "gap_analysis") as fresh:
+            yield fresh
+        return
+    try:
+        yield target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            target.rmdir()  # only while it is still empty
+        raise
+
+
+def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path) -> int:
     """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
 
     Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
@@ -40,7 +71,8 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
             f"--trace-dir needs gap analysis, from the plugin distribution {GAP_DISTRIBUTION}: {exc}"
         ) from exc
     try:
-        summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), output_dir)
+        with _gap_folder(output_dir) as run_dir:
+            summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     for err in summary.get("errors") or []:
@@ -105,6 +137,7 @@ def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: 
 
 
 @app.command("benchmark")
+@forwards_interrupts
 @handle_errors
 def benchmark_command(
     framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
@@ -160,8 +193,7 @@ def benchmark_command(
             kernel_source_repos=kernel_source_repos,
         )
         # AMD Magpie: <-o, default ./results>/gap_analysis/
-        gap_dir = STATE.resolve_output_dir(output_dir) / "gap_analysis"
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, gap_dir))
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, STATE.resolve_output_dir(output_dir)))
     patch = load_patch(
         num_prompts=num_prompts,
         request_rate=request_rate,

@@ -21,6 +21,7 @@ from magpie_core.cli.app import (
     app,
     console,
     err_console,
+    forwards_interrupts,
     gpu_hardware,
     handle_errors,
 )
@@ -188,6 +189,7 @@ def _progress(message: str) -> None:
 
 
 @app.command("analyze")
+@forwards_interrupts
 @handle_errors
 def analyze_command(
     kernels: list[str] | None = KernelFlags.kernels,
@@ -220,6 +222,7 @@ def analyze_command(
 
 
 @app.command("compare")
+@forwards_interrupts
 @handle_errors
 def compare_command(
     kernels: list[str] | None = KernelFlags.kernels,

@@ -33,6 +33,8 @@ from magpie_core.compat_benchmark import Refused, adapt_block, is_secret, redact
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
+from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
+from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
 from magpie_core.loadgen.metrics import PERCENTILES, compute_metrics, summarize
 from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
@@ -240,9 +242,10 @@ def _http_post(url: str, timeout: float = 600.0, body: dict[str, Any] | None = N
         return resp.status_code, resp.text[:300]
 
 
-def served_model(base_url: str, fallback: str) -> str:
+def served_model(base_url: str, fallback: str, timeout_s: float = 10.0) -> str:
+    """The first model ``/v1/models`` lists (``fallback`` if it cannot say within ``timeout_s``)."""
     try:
-        with httpx.Client(timeout=10.0) as client:
+        with httpx.Client(timeout=timeout_s) as client:
             data = client.get(base_url + "/v1/models").json().get("data") or []
         return str(data[0]["id"]) if data else fallback
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
@@ -352,6 +355,7 @@ def run_point(
         ignore_eos=config.load.ignore_eos,
         seed=config.dataset.seed,
         request_timeout_s=config.load.request_timeout_s,
+        request_deadline_s=config.load.request_deadline_s,
         point_timeout_s=timeout,
         extra_body=config.load.extra_body or None,
         progress=config.load.progress,
@@ -371,6 +375,7 @@ def run_point(
         "num_prompts": len(requests),
         "warmup_requests": spec.warmup_requests,
         "endpoint": config.load.endpoint,
+        **({"interrupted": True, "unfinished_requests": load.unfinished} if load.interrupted else {}),
         "metrics": metrics,
         "client_checks": _client_checks(load),
     }
@@ -498,7 +503,7 @@ def run_diagnostic(
         out["errors"].append(f"start_profile answered HTTP {status}: {text}")
         return out
     try:
-        row, _ = run_point(
+        row, load = run_point(
             config,
             handle.base_url,
             model,
@@ -510,6 +515,8 @@ def run_diagnostic(
             point_timeout_s=tp.capture_timeout_seconds,
         )
         out["point"] = row
+        if load.interrupted:
+            raise KeyboardInterrupt  # no waiting for traces: the run is stopping
     finally:
         status, text = _http_post(handle.base_url + framework.stop_profile_path)
         out["stop_profile"] = status
@@ -587,7 +594,7 @@ def run_benchmark(
         config.run_kind == "auto" and config.profiler.torch_profiler.enabled is True
     )
     report = BenchmarkReport(
-        framework=config.framework,
+        framework=config.framework or "",
         model=config.model,
         config={**config.model_dump(mode="json"), "envs": redacted(config.envs)},
         workspace_dir=str(ws.path),
@@ -622,7 +629,7 @@ def run_benchmark(
             handle = start_server(config, framework, ws, lease, ws.path / "torch_trace" if diagnose else None)
         report.server = handle.info
         report.base_url = handle.base_url
-        model = config.served_model_name or served_model(handle.base_url, config.model)
+        model = config.served_model_name or served_model(handle.base_url, config.model, config.load.request_timeout_s)
         tokenizer = _tokenizer(config, report)
         if measure:
             _measure_points(config, handle, model, points, tokenizer, report)
@@ -632,6 +639,9 @@ def run_benchmark(
             report.errors.append("profiling needs a server this run starts; a reused server runs without the profiler")
     except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError, LifecycleError) as exc:
         report.errors.append(str(exc))
+    except KeyboardInterrupt:
+        report.interrupted = True
+        report.errors.append("interrupted (Ctrl-C): the report holds the requests that finished before it")
     except Exception as exc:
         log.exception("benchmark failed")
         report.errors.append(f"{type(exc).__name__}: {exc}")
@@ -639,7 +649,9 @@ def run_benchmark(
         if kept is not None and handle is not None:
             lifecycle.finish(config, handle, kept)
         elif handle is not None and handle.process is not None:
-            code = handle.process.stop(config.stop_grace_s)
+            code = handle.process.stop(
+                min(config.stop_grace_s, INTERRUPT_GRACE_S) if report.interrupted else config.stop_grace_s
+            )
             report.server["exit_code"] = code
             report.server["stopped"] = True
         if lease is not None:
@@ -649,6 +661,9 @@ def run_benchmark(
         report.write(ws.report_path)
         logging.getLogger("magpie").removeHandler(handler)
         handler.close()
+    if report.interrupted:
+        done = sum(p["metrics"]["completed"] for p in report.points)
+        raise RunInterrupted(f"benchmark interrupted: {done} request(s) completed", ws.report_path)
     return report
 
 
@@ -688,6 +703,8 @@ def _measure_points(
             time.sleep(pause)
         row, load = run_point(config, handle.base_url, model, point, tokenizer)
         report.points.append(row)
+        if load.interrupted:
+            raise KeyboardInterrupt  # the point kept its finished requests; the sweep stops here
         if handle.process:
             handle.process.check_alive()
         if load.timed_out:

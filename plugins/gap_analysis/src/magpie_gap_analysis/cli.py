@@ -15,6 +15,7 @@ import typer
 
 from magpie_core.cli.app import STATE, UsageError, console, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -87,16 +88,19 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
 
 
 def run_gap_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, as_json: bool = False) -> int:
-    """Run, print (table or ``as_json``), return the exit code (0 ok, 1 some rank failed); nothing to analyze
-    is a :class:`~magpie_core.cli.app.UsageError`."""
-    from magpie_gap_analysis.pipeline import gap_analysis
+    """Run into a new ``gap_<trace>_<timestamp>/`` folder under ``output_dir`` (default: beside the traces), print
+    (table or ``as_json``), return the exit code (0 ok, 1 some rank failed); nothing to analyze is a
+    :class:`~magpie_core.cli.app.UsageError`."""
+    from magpie_gap_analysis.pipeline import default_output_dir, gap_analysis
 
     trace_dir = Path(trace_dir)
     if not trace_dir.exists():
         raise UsageError(f"trace path not found: {trace_dir}")
-    result = gap_analysis(trace_dir, config, output_dir)
-    if result.output_dir is None:
-        raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
+    # a new run folder each time: a second run never overwrites or mixes with the first
+    with run_folder(output_dir or default_output_dir(trace_dir), "gap", trace_dir.name.split(".")[0]) as run_dir:
+        result = gap_analysis(trace_dir, config, run_dir)
+        if result.output_dir is None:
+            raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
     if as_json:
         print(json.dumps(json.loads(result.model_dump_json()), indent=2))
     else:
@@ -117,7 +121,12 @@ def gap_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis"),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        "-o",
+        help="where each run's gap_<trace>_<time>/ goes; default <trace_dir>/../gap_analysis",
+    ),
     window_annotation: str | None = GapFlags.window_annotation,
     start_us: float | None = GapFlags.start_us,
     end_us: float | None = GapFlags.end_us,
