@@ -52,7 +52,7 @@ def test_third_party_plugin_is_listed_with_its_kinds(run_magpie, third_party_sit
     }
     # first-party plugins register through the same hooks
     assert plugins["pytorch"]["components"]["kernel_backend"] == ["pytorch", "torch", "py", "torch_compile"]
-    assert plugins["local"]["components"] == {"environment": ["local"], "mcp_tool": ["gpu_hardware_state"]}
+    assert plugins["local"]["components"] == {"environment": ["local"]}
 
 
 def test_broken_plugins_are_isolated_with_one_warning_each(run_magpie, third_party_site):

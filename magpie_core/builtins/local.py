@@ -35,16 +35,3 @@ class LocalEnvironment(ExecutionEnvironment):
 def magpie_register_environments(register: Callable[[Any], None]) -> None:
     register(LocalEnvironment())
 
-
-def gpu_hardware_state() -> dict[str, Any]:
-    """Each GPU's clocks (MHz), power limit and draw (W), persistence mode, from the vendor plugins
-    (nvidia-smi, amd-smi). Read-only: GPU settings are changed only by a run whose framework config
-    enables gpu.hardware, never through this server."""
-    from magpie_core.hardware import record
-
-    return record()
-
-
-@hookimpl
-def magpie_register_mcp_tools(register: Callable[[Any], None]) -> None:
-    register(gpu_hardware_state)

@@ -163,7 +163,7 @@ def test_mcp_tool_reports_the_state_read_only(fake_smi: Path, tmp_path: Path, mo
     """A real MCP client session (stdio): the tool reads; nothing is set."""
     from magpie_mcp.testing import call, run_session, write_workspace
 
-    monkeypatch.setenv("MAGPIE_PLUGINS", "local,gpu_nvidia,mcp")
+    monkeypatch.setenv("MAGPIE_PLUGINS", "gpu_nvidia,mcp")
     ws = write_workspace(tmp_path / "ws", roots=[tmp_path / "ws"])
     seen: dict = {}
 
