@@ -30,8 +30,20 @@ EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
 EXIT_USAGE = 2
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: width of a console whose stream is not a terminal (a pipe, a log file): wide enough that tables are never cut
+PIPE_WIDTH = 4096
+
+
+def _width(stream: Any) -> int | None:
+    """None (rich decides) on a terminal or when COLUMNS is set; else wide, so piped tables keep every column."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return None if os.environ.get("COLUMNS") or (isatty and isatty()) else PIPE_WIDTH
+
+
+console = Console(stderr=False, highlight=False, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 app = typer.Typer(
     name="magpie",

@@ -26,6 +26,7 @@ from magpie_core.cli.app import (
 )
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.load_flags import LoadFlags, load_patch
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def _gap_folder(output_dir: Path) -> Iterator[Path]:
         raise
 
 
-def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path) -> int:
+def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path, no_html: bool = False) -> int:
     """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
 
     Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
@@ -78,12 +79,19 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
     for err in summary.get("errors") or []:
         console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
+    write_html("gap", summary, summary.get("output_dir"), skip=no_html)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
     return 1 if failed or not summary.get("num_ranks") else 0
 
 
 def run_benchmark_cli(
-    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
+    *,
+    framework: str | None,
+    benchmark_config: Path | None,
+    overrides: dict[str, Any],
+    output_dir: Path,
+    fmt: str = "table",
+    no_html: bool = False,
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
@@ -111,6 +119,10 @@ def run_benchmark_cli(
                 report = run_benchmark_on_environment(config, output_dir, config.run_mode)
             except LookupError as exc:
                 raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
+    if fmt != "table":
+        print_points(report.points, fmt)
+        return 0 if report.success else 1
     t = report.throughput
     if t:
         console.print(
@@ -124,6 +136,8 @@ def run_benchmark_cli(
     for err in report.errors:
         console.print(f"[red]error:[/red] {err}")
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
+        console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
 
 
@@ -134,6 +148,20 @@ def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: 
         cells = [f"P{p:g} {stats[f'p{p:g}_ms']:.2f}" for p in percentiles if f"p{p:g}_ms" in stats]
         if cells:
             console.print(f"{metric.upper()} ms: median {stats.get('median_ms', 0):.2f}, " + ", ".join(cells))
+
+
+def print_points(points: list[dict[str, Any]], fmt: str) -> None:
+    """One row per load point (``--format csv|json``)."""
+    columns = ["concurrency", "request_rate", "completed", "failed", "request_throughput", "output_throughput"]
+    columns += [f"{k}_{s}" for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+    rows = []
+    for p in points:
+        m = p["metrics"]
+        row = [p.get("concurrency"), p.get("request_rate"), m["completed"], m["failed"]]
+        row += [m["request_throughput"], m["output_throughput"]]
+        row += [m[k][s] for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+        rows.append(row)
+    print_rows(columns, rows, fmt)
 
 
 @app.command("benchmark")
@@ -178,8 +206,11 @@ def benchmark_command(
     percentile_metrics: str | None = LoadFlags.percentile_metrics,
     metric_percentiles: str | None = LoadFlags.metric_percentiles,
     goodput: list[str] | None = LoadFlags.goodput,
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
+    check_format(fmt)
     if trace_dir is not None:
         config = gap_config_from_flags(
             top_k=top_k,
@@ -193,7 +224,8 @@ def benchmark_command(
             kernel_source_repos=kernel_source_repos,
         )
         # AMD Magpie: <-o, default ./results>/gap_analysis/
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, STATE.resolve_output_dir(output_dir)))
+        out = STATE.resolve_output_dir(output_dir)
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, out, no_html=no_html))
     patch = load_patch(
         num_prompts=num_prompts,
         request_rate=request_rate,
@@ -227,5 +259,7 @@ def benchmark_command(
                 "patch": patch,
             },
             output_dir=STATE.resolve_output_dir(output_dir),
+            fmt=fmt,
+            no_html=no_html,
         )
     )

@@ -271,6 +271,7 @@ def _device_summary(d: DeviceStats) -> DeviceSummary:
         median_kernel_us=d.median_kernel_us,
         kernels_shorter_than_launch_pct=d.kernels_shorter_than_launch_pct,
         largest_gaps=[GapInfo(**{k: v for k, v in g.__dict__.items() if k != "device"}) for g in d.gaps],
+        timeline=d.timeline,
     )
 
 

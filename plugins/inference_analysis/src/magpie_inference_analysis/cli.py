@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
@@ -58,6 +59,19 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
 
 
+STAGE_COLUMNS = ["trace", "stage", "window iterations", "iterations", "kernel time (ms)", "modelled %", "roofline csv"]
+
+
+def stage_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    """One row per stage of each trace (``--format csv|json``)."""
+    return [
+        [tr["trace_file"], name, len(st["window_iterations"]), st["iterations"], st["kernel_time_us"] / 1000,
+         st["modelled_kernel_time_pct"], st["roofline_csv"]]
+        for tr in summary.get("traces", [])
+        for name, st in tr["stages"].items()
+    ]  # fmt: skip
+
+
 @handle_errors
 def inference_command(
     trace: Path = typer.Argument(..., help="a trace file, a folder of traces, or a benchmark workspace"),
@@ -84,8 +98,11 @@ def inference_command(
     tracelens_tables: bool = typer.Option(
         True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
     ),
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
+    check_format(fmt)
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
@@ -105,8 +122,11 @@ def inference_command(
         summary = run_inference_analysis(target, options, run_dir)
     if as_json:
         console.print_json(json.dumps(summary, default=str))
+    elif fmt != "table":
+        print_rows(STAGE_COLUMNS, stage_rows(summary), fmt)
     else:
         print_summary(summary)
+    write_html("inference", summary, summary.get("output_dir"), skip=no_html, quiet=as_json or fmt != "table")
     raise typer.Exit(1 if summary.get("errors") else 0)
 
 
