@@ -89,6 +89,11 @@ def per_gpu_settings(hardware: dict[str, Any], indices: list[int]) -> dict[int, 
     return {i: {**default, **_one(per_gpu.get(i), f"gpu.hardware.per_gpu.{i}")} for i in indices}
 
 
+def _asks_anything(hardware: dict[str, Any]) -> bool:
+    blocks = [hardware.get("default"), *(hardware.get("per_gpu") or {}).values()]
+    return any(_one(block, "gpu.hardware") for block in blocks)
+
+
 def _vendor_of(index: int, gpus: list[Any]) -> str | None:
     return next((g.vendor for g in gpus if g.index == index), None)
 
@@ -97,8 +102,8 @@ def _vendor_of(index: int, gpus: list[Any]) -> str | None:
 def applied(hardware: dict[str, Any] | None, indices: list[int] | None = None) -> Iterator[dict[str, Any] | None]:
     """Apply ``gpu.hardware`` for the duration of the block (no-op unless ``enabled: true``)."""
     global _ACTIVE
-    if not hardware or not hardware.get("enabled"):
-        yield None
+    if not hardware or not hardware.get("enabled") or not _asks_anything(hardware):
+        yield None  # AMD Magpie's default config.yaml enables the block with every setting null
         return
     from magpie_core.plugins import get_plugin_manager
 

@@ -141,9 +141,12 @@ def test_amd_levels_on_nvidia_name_the_key(fake_smi: Path) -> None:
     assert _calls(fake_smi) == []
 
 
-def test_disabled_block_changes_nothing(fake_smi: Path) -> None:
+def test_disabled_or_empty_block_changes_nothing(fake_smi: Path) -> None:
     with use_plugin_manager(PluginManager()), hardware.applied({**HW, "enabled": False}) as active:
         assert active is None
+    nulls = {"enabled": True, "default": {"power": {"limit_watts": None}, "frequency": {"gpu_clock_mhz": None}}}
+    with use_plugin_manager(PluginManager()), hardware.applied({**nulls, "per_gpu": {}}) as active:
+        assert active is None  # AMD Magpie's default config.yaml: enabled, every setting null
     assert not fake_smi.exists() or _calls(fake_smi) == []
 
 
