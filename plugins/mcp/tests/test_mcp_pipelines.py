@@ -36,7 +36,7 @@ def test_gap_analysis_tool(workspace):
         assert 0 < len(out["top_kernels"]) <= 5 and out["total_duration_us"] > 0
         assert out["gpu_idle_pct"] is not None and isinstance(out["launch_bound"], bool)
         # the workspace gets its report page as from `magpie gap` (same core call point), when a renderer is in
-        assert len(list((workspace / "gap").glob("*/report.html"))) == (1 if renderer_installed() else 0)
+        assert len(list((workspace / "gap").rglob("report.html"))) == (1 if renderer_installed() else 0)
         assert "trace path not found" in await call_error(s, "gap_analysis", {"trace_path": str(workspace / "no")})
 
     add_roots(workspace, DATA / "traces")
