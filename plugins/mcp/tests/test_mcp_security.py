@@ -81,7 +81,8 @@ def test_stdio_exploits_are_refused_and_the_server_stays_alive(workspace, tmp_pa
         for block in ("correctness", "performance"):
             for value in (1e9, 1e12):
                 msg = await call_error(s, "analyze", {**_inline(), block: {"timeout_seconds": value}})
-                assert f"{block}.timeout_seconds={value:g} is above this server's maximum timeout" in msg
+                # refused by the tool's argument schema (the config's own bound) or the server's maximum
+                assert f"{block}.timeout_seconds" in msg and ("maximum timeout" in msg or "less than or equal" in msg)
         msg = await call_error(s, "gap_analysis", {"trace_path": TRACE.name, "timeout_s": 1e12})
         assert "above this server's maximum timeout" in msg
         # 9. benchmark load only to loopback (no link-local/metadata, no other hosts)
