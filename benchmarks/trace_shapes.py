@@ -62,7 +62,13 @@ SHAPES: dict[str, tuple[Path, str, str]] = {
         "SGLang decode: 40% Python functions, 27% kernels, 29% flows",
     ),
 }
-TRACELENS = "TraceLens.Reporting.generate_perf_report_pytorch_inference"
+#: TraceLens's Python API (its ``-m`` entry point imports matplotlib for an agent module), with the tables magpie
+#: writes too: kernel summary and short-kernel study
+TRACELENS = (
+    "import sys; from TraceLens.Reporting.generate_perf_report_pytorch_inference import generate_perf_report_pytorch; "
+    "generate_perf_report_pytorch(profile_json_path=sys.argv[1], output_csvs_dir=sys.argv[2], kernel_summary=True, "
+    "short_kernel_study=True)"
+)
 
 
 def build(work: Path, shape: str, mb: int) -> tuple[Path, dict[str, Any]]:
@@ -94,8 +100,7 @@ def commands(path: Path, shape: str, work: Path, only: str, tracelens: str | Non
         spec = SHAPES[shape][1]
         cmds["inference"] = [magpie, "inference", str(path), "--spec", spec, "-o", str(out / "inference")]
         if tracelens:
-            args = ["--profile_json_path", str(path), "--output_csvs_dir", str(out / "tracelens")]
-            cmds["tracelens"] = [tracelens, "-m", TRACELENS, *args]
+            cmds["tracelens"] = [tracelens, "-c", TRACELENS, str(path), str(out / "tracelens")]
     return cmds
 
 
@@ -181,7 +186,11 @@ def main() -> int:
         for key, _, cmds in plan:
             got: dict[str, dict[str, float]] = {}
             for name, argv in cmds.items():
-                wall, rss, _, cpu = trace_gap.measure(argv)
+                try:
+                    wall, rss, _, cpu = trace_gap.measure(argv)
+                except RuntimeError as exc:  # one failed command (TraceLens out of memory...) is reported, not fatal
+                    print(f"round {i + 1} {key} {name}: FAILED {str(exc)[-300:]}", flush=True)
+                    continue
                 got[name] = {"wall": wall, "rss": rss, "cpu": cpu, "load": os.getloadavg()[0]}
                 print(f"round {i + 1} {key} {name}: {wall:.2f} s wall, {cpu:.2f} s CPU, {rss:.0f} MiB, "
                       f"load {got[name]['load']:.1f}", flush=True)  # fmt: skip
