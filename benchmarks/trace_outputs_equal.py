@@ -64,7 +64,9 @@ def compare(a: Path, b: Path) -> list[str]:
         if rel.endswith(".json"):
             ja, jb = _normal(json.loads(ta), str(a)), _normal(json.loads(tb), str(b))
             if ja != jb:
-                diffs.append(f"{rel}: JSON differs")
+                both = isinstance(ja, dict) and isinstance(jb, dict)
+                keys = sorted(k for k in ja.keys() | jb.keys() if ja.get(k) != jb.get(k)) if both else []
+                diffs.append(f"{rel}: JSON differs {keys[:8]}")
         elif _text(ta, a) != _text(tb, b):
             la, lb = ta.splitlines(), tb.splitlines()
             k = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y), min(len(la), len(lb)))
@@ -83,9 +85,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="magpie-equal-") as tmp:
         for n, trace in enumerate(traces):
             for command in ("gap", "inference"):
-                ref = Path(tmp) / f"{n}-{command}-ref"
-                run(args.reference_python, command, trace, ref, 1)
                 for w in (int(x) for x in args.workers.split(",")):
+                    ref = Path(tmp) / f"{n}-{command}-ref-w{w}"  # same workers: gap's JSON records them
+                    run(args.reference_python, command, trace, ref, w)
                     mine = Path(tmp) / f"{n}-{command}-w{w}"
                     run(sys.executable, command, trace, mine, w)
                     diffs = compare(ref, mine)

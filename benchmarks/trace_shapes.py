@@ -169,6 +169,7 @@ def main() -> int:
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/magpie-shapes"))
     ap.add_argument("--tracelens-python", default=None)
     ap.add_argument("--tracelens-max-mb", type=int, default=600)
+    ap.add_argument("--tracelens-shapes", default=",".join(SHAPES), help="shapes TraceLens runs on")
     ap.add_argument("--only", choices=("all", "gap", "inference"), default="all")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "trace_shapes.md")
     args = ap.parse_args()
@@ -178,7 +179,8 @@ def main() -> int:
     for shape in args.shapes.split(","):
         for mb in (int(s) for s in args.sizes.split(",")):
             path, info = build(args.work_dir, shape, mb)
-            tl = args.tracelens_python if mb <= args.tracelens_max_mb else None
+            tl_shape = shape in args.tracelens_shapes.split(",")
+            tl = args.tracelens_python if mb <= args.tracelens_max_mb and tl_shape else None
             plan.append((f"{shape}-{mb}", path, commands(path, shape, args.work_dir, args.only, tl)))
             results["traces"][plan[-1][0]] = {"shape": shape, **info, "rounds": []}
     trace_gap.measure([str(Path(sys.executable).with_name("magpie")), "--help"])  # writes the bytecode caches
