@@ -12,8 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, forwards_interrupts, handle_errors
+from magpie_core.cli.app import (
+    STATE,
+    NotAvailable,
+    UsageError,
+    app,
+    check_output_dir,
+    console,
+    forwards_interrupts,
+    handle_errors,
+)
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
@@ -24,7 +34,9 @@ GAP_ANALYZER = "gap"
 GAP_DISTRIBUTION = "magpie-gap-analysis"
 
 
-def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None) -> int:
+def run_trace_dir_analysis(
+    trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, no_html: bool = False
+) -> int:
     """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
 
     Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
@@ -45,15 +57,40 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
             summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
-    for err in summary.get("errors") or []:
+    for err in [*(summary.get("errors") or []), *(summary.get("warnings") or [])]:
         console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
+    write_html("gap", summary, summary.get("output_dir"), skip=no_html)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
     return 1 if failed or not summary.get("num_ranks") else 0
 
 
+def check_benchmark_flags(base_url: str | None, run_mode: str | None) -> None:
+    """Flags that contradict each other or are not what they claim: a usage error naming the flag."""
+    from magpie_core.config.benchmark import SERVER_STARTING_MODES
+    from magpie_core.config.common import check_http_url
+
+    if base_url is None:
+        return
+    try:
+        check_http_url(base_url)
+    except ValueError as exc:
+        raise UsageError(f"--base-url: {exc}") from None
+    if run_mode in SERVER_STARTING_MODES:
+        raise UsageError(
+            f"--base-url benchmarks a server that is already running; --run-mode {run_mode} starts one: "
+            "give one of them"
+        )
+
+
 def run_benchmark_cli(
-    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
+    *,
+    framework: str | None,
+    benchmark_config: Path | None,
+    overrides: dict[str, Any],
+    output_dir: Path,
+    fmt: str = "table",
+    no_html: bool = False,
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
@@ -80,6 +117,10 @@ def run_benchmark_cli(
             report = run_benchmark_on_environment(config, output_dir, config.run_mode)
         except LookupError as exc:
             raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
+    if fmt != "table":
+        print_points(report.points, fmt)
+        return 0 if report.success else 1
     t = report.throughput
     if t:
         console.print(
@@ -90,7 +131,23 @@ def run_benchmark_cli(
     for err in report.errors:
         console.print(f"[red]error:[/red] {err}")
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
+        console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
+
+
+def print_points(points: list[dict[str, Any]], fmt: str) -> None:
+    """One row per load point (``--format csv|json``)."""
+    columns = ["concurrency", "request_rate", "completed", "failed", "request_throughput", "output_throughput"]
+    columns += [f"{k}_{s}" for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+    rows = []
+    for p in points:
+        m = p["metrics"]
+        row = [p.get("concurrency"), p.get("request_rate"), m["completed"], m["failed"]]
+        row += [m["request_throughput"], m["output_throughput"]]
+        row += [m[k][s] for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+        rows.append(row)
+    print_rows(columns, rows, fmt)
 
 
 @app.command("benchmark")
@@ -111,7 +168,7 @@ def benchmark_command(
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
     docker_image: str | None = typer.Option(None, "--docker-image"),
     timeout: float | None = typer.Option(None, "--timeout", min=1),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=check_output_dir),
     trace_dir: Path | None = typer.Option(None, "--trace-dir", help="gap analysis of existing traces only"),
     top_k: int = GapFlags.top_k,
     start_pct: float = GapFlags.start_pct,
@@ -122,9 +179,20 @@ def benchmark_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
+    check_benchmark_flags(base_url, run_mode)
+    check_format(fmt)
     if trace_dir is not None:
+        run_flags = {
+            "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
+            "--run-mode": run_mode, "--concurrency": concurrency, "--input-len": input_len, "--output-len": output_len,
+        }  # fmt: skip
+        given = [flag for flag, value in run_flags.items() if value is not None]
+        if given:  # they would be silently ignored: --trace-dir runs no benchmark
+            raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
         config = gap_config_from_flags(
             top_k=top_k,
             start_pct=start_pct,
@@ -136,7 +204,7 @@ def benchmark_command(
             find_kernel_sources=find_kernel_sources,
             kernel_source_repos=kernel_source_repos,
         )
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir))
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir, no_html=no_html))
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,
@@ -156,5 +224,7 @@ def benchmark_command(
                 "timeout": timeout,
             },
             output_dir=STATE.resolve_output_dir(output_dir),
+            fmt=fmt,
+            no_html=no_html,
         )
     )

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from magpie_core.cli.app import (
     EXIT_CHECKS_FAILED,
@@ -19,11 +18,13 @@ from magpie_core.cli.app import (
     STATE,
     UsageError,
     app,
+    check_output_dir,
     console,
     err_console,
     forwards_interrupts,
     handle_errors,
 )
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
 
 if TYPE_CHECKING:
@@ -50,6 +51,17 @@ def _kernel_file(
     if kernel_config is not None:
         if sources:
             raise UsageError("give either --kernel-config or kernel source files, not both")
+        ignored = [
+            flag
+            for flag, given in (
+                ("--testcase", testcase is not None),
+                ("--compile-cmd", compile_cmd is not None),
+                ("--type", kernel_type != DEFAULT_KERNEL_TYPE),
+            )
+            if given
+        ]
+        if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
+            raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
         return _pipeline().load_kernel_file(kernel_config), kernel_config.resolve().parent
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
@@ -84,12 +96,15 @@ def _timing_cell(result: KernelResult) -> tuple[str, str]:
     return f"{t.median:,.2f}{flag}", f"{t.ci95_low:,.2f}–{t.ci95_high:,.2f} (n={t.samples}, {t.stop_reason})"
 
 
-def _print_analyze(report: AnalyzeReport) -> None:
-    table = Table("kernel", "type", "compile", "correctness", "median µs", "95% CI µs", title="magpie analyze")
+def _print_analyze(report: AnalyzeReport, fmt: str = "table") -> None:
+    rows = []
     for r in report.results:
         median, ci = _timing_cell(r)
-        table.add_row(r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci)
-    console.print(table)
+        rows.append([r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci])
+    columns = ["kernel", "type", "compile", "correctness", "median µs", "95% CI µs"]
+    print_rows(columns, rows, fmt, title="magpie analyze")
+    if fmt != "table":
+        return
     for r in report.results:
         for msg in r.errors[:2]:
             console.print(f"  [red]{r.kernel_id}[/red]: {msg}", soft_wrap=True)
@@ -101,14 +116,12 @@ def _print_analyze(report: AnalyzeReport) -> None:
     console.print(f"report: {report.workspace}/analyze_report.json")
 
 
-def _print_compare(report: CompareReport) -> None:
-    table = Table(
-        "rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict", title="magpie compare"
-    )
+def _print_compare(report: CompareReport, fmt: str = "table") -> None:
+    rows = []
     for e in report.ranking:
         ci = f"{e.speedup_ci95[0]:.3f}–{e.speedup_ci95[1]:.3f}" if e.speedup_ci95 else ""
         speed = f"{e.speedup:.3f}x" if e.speedup is not None else ""
-        table.add_row(
+        rows.append([
             str(e.rank),
             e.kernel_id,
             f"{e.median_us:,.2f}",
@@ -116,8 +129,11 @@ def _print_compare(report: CompareReport) -> None:
             speed,
             ci,
             e.verdict or "",
-        )
-    console.print(table)
+        ])  # fmt: skip
+    columns = ["rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict"]
+    print_rows(columns, rows, fmt, title="magpie compare")
+    if fmt != "table":
+        return
     for u in report.unranked:
         console.print(f"  not ranked: [red]{u['kernel_id']}[/red]: {u['reason']}", soft_wrap=True)
     console.print(f"[bold]{report.verdict}[/bold]", soft_wrap=True)
@@ -135,8 +151,12 @@ class KernelFlags:
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
     kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
     no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
-    output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
+    output_dir = typer.Option(
+        None, "--output-dir", "-o", help="where the run workspace goes", callback=check_output_dir
+    )
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
+    fmt = format_option()
+    no_html = no_html_option()
 
 
 def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
@@ -180,8 +200,11 @@ def analyze_command(
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
+    fmt: str = KernelFlags.fmt,
+    no_html: bool = KernelFlags.no_html,
 ) -> None:
     """Compile, check and time one or more independent kernels."""
+    check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
@@ -195,7 +218,8 @@ def analyze_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        _print_analyze(report)
+        _print_analyze(report, fmt)
+    write_html("analyze", report, report.workspace, skip=no_html, quiet=as_json or fmt != "table")
     failed = any(r.failed_checks for r in report.results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)
 
@@ -216,8 +240,11 @@ def compare_command(
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
+    fmt: str = KernelFlags.fmt,
+    no_html: bool = KernelFlags.no_html,
 ) -> None:
     """Compare two or more variants under identical inputs and settings; rank the correct ones."""
+    check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
@@ -240,6 +267,7 @@ def compare_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        _print_compare(report)
+        _print_compare(report, fmt)
+    write_html("compare", report, report.workspace, skip=no_html, quiet=as_json or fmt != "table")
     failed = any(r.failed_checks for r in report.results.kernel_results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)

@@ -32,6 +32,7 @@ import msgspec
 import numpy as np
 
 from magpie_core.trace.columns import NONE, EventTable, category_matcher, load_table, merge_tables
+from magpie_core.trace.validity import skipped_messages
 
 __all__ = [
     "AnalysisOptions",
@@ -142,6 +143,8 @@ class DeviceStats:
     median_kernel_us: float | None
     kernels_shorter_than_launch_pct: float | None
     gaps: list[Gap] = field(default_factory=list)
+    #: busy share per time bin over the device's active span (report timelines): start, bin width, percents
+    timeline: dict[str, Any] = field(default_factory=dict)
 
     @property
     def idle_pct(self) -> float:
@@ -177,6 +180,8 @@ class RankAnalysis:
     contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
     dist_rank: int | None = None
     world_size: int | None = None
+    #: events skipped for a missing or unbelievable ts/dur: (category, reason code) -> count
+    skipped: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def busy_us(self) -> float:
@@ -614,6 +619,25 @@ def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRange
     return gaps
 
 
+def busy_timeline(starts: np.ndarray, ends: np.ndarray, bins: int = 240) -> dict[str, Any]:
+    """The busy share (percent) of ``bins`` equal time bins from the first start to the last end of sorted,
+    disjoint busy intervals: a compact busy/idle timeline for reports."""
+    if not len(starts):
+        return {}
+    t0, t1 = float(starts[0]), float(ends[-1])
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins + 1)
+    before = np.concatenate(([0.0], np.cumsum(ends - starts)))  # busy time before each interval
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(starts, t, side="right") - 1
+        inside = np.clip(t - starts[np.maximum(i, 0)], 0.0, (ends - starts)[np.maximum(i, 0)])
+        return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0.0)
+
+    share = np.diff(busy_until(edges)) / width * 100.0
+    return {"start_us": t0, "bin_us": width, "busy_pct": np.round(np.clip(share, 0, 100), 1).tolist()}
+
+
 def _devices(
     table: EventTable, options: AnalysisOptions, window: _Window, launches: _Launches, host: _HostRanges
 ) -> list[DeviceStats]:
@@ -633,6 +657,7 @@ def _devices(
         activity = _device_activity(table, rows, groups_all[rows], launch_all, window)
         stats = _device_stats(table, dev, activity, wall)
         stats.gaps = _largest_gaps(table, dev, activity, host, options.top_gaps)
+        stats.timeline = busy_timeline(activity.merged_s, activity.merged_e)
         out.append(stats)
     return out
 
@@ -652,8 +677,9 @@ def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOpt
         dist_rank=table.rank,
         world_size=table.world_size,
     )
-    if table.t_min is math.inf:
-        result.window_note = "no timed events"
+    result.skipped = dict(table.skipped)
+    if table.t_min is math.inf or not any(len(cols["ts"]) for g, cols in table.groups.items() if g != "flow"):
+        result.error = _unusable(table)
         return result
     result.trace_start_ts = table.t_min
     result.trace_span_us = table.t_max - table.t_min
@@ -668,6 +694,12 @@ def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOpt
     result.contexts = _launch_contexts(table, first_row, launches, host)
     result.devices = _devices(table, options, window, launches, host)
     return result
+
+
+def _unusable(table: EventTable) -> str:
+    """Why a trace gave nothing to analyze: an error, never an empty success."""
+    why = "; ".join(skipped_messages(table.skipped)) or "no complete (ph X) events of a category gap analysis reads"
+    return f"{table.path}: no usable events ({table.num_events:,} read): {why}"
 
 
 def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:

@@ -71,6 +71,8 @@ class DeviceSummary(Model):
     median_kernel_us: float | None
     kernels_shorter_than_launch_pct: float | None
     largest_gaps: list[GapInfo] = Field(default_factory=list)
+    #: busy share per time bin (``start_us``, ``bin_us``, ``busy_pct``), for the report's timeline
+    timeline: dict[str, Any] = Field(default_factory=dict)
 
 
 class RankSummary(Model):
@@ -91,6 +93,8 @@ class RankSummary(Model):
     num_kernels: int = 0
     devices: list[DeviceSummary] = Field(default_factory=list)
     csv_path: str | None = None
+    #: complete events skipped for a missing, mistyped, negative or absurd ts/dur, in words
+    skipped_events: list[str] = Field(default_factory=list)
 
 
 class GapAnalysisResult(Model):
@@ -102,6 +106,8 @@ class GapAnalysisResult(Model):
     top_kernels: list[TopKernel] = Field(default_factory=list)
     clamped_trace_paths: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    #: what the figures leave out and why ("rank 0 (t.json): 1,204 kernel events without a numeric `dur` skipped")
+    warnings: list[str] = Field(default_factory=list)
     csv_path: str | None = None
     output_dir: str | None = None
     # magpie's own

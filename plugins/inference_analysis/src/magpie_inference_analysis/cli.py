@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, handle_errors
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
@@ -53,9 +55,24 @@ def print_summary(summary: dict[str, Any]) -> None:
             console.print(f"    {st['roofline_csv']}")
         for note in tr["notes"]:
             console.print(f"  note: {note}")
+    for warning in summary.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     for err in summary.get("errors", []):
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
+
+
+STAGE_COLUMNS = ["trace", "stage", "window iterations", "iterations", "kernel time (ms)", "modelled %", "roofline csv"]
+
+
+def stage_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    """One row per stage of each trace (``--format csv|json``)."""
+    return [
+        [tr["trace_file"], name, len(st["window_iterations"]), st["iterations"], st["kernel_time_us"] / 1000,
+         st["modelled_kernel_time_pct"], st["roofline_csv"]]
+        for tr in summary.get("traces", [])
+        for name, st in tr["stages"].items()
+    ]  # fmt: skip
 
 
 @handle_errors
@@ -72,6 +89,7 @@ def inference_command(
         "--output-dir",
         "-o",
         help="where each run's inference_<trace>_<time>/ goes; default <trace folder>/../tracelens",
+        callback=check_output_dir,
     ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
     window: str = typer.Option(
@@ -84,8 +102,11 @@ def inference_command(
     tracelens_tables: bool = typer.Option(
         True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
     ),
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
+    check_format(fmt)
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
@@ -105,8 +126,11 @@ def inference_command(
         summary = run_inference_analysis(target, options, run_dir)
     if as_json:
         console.print_json(json.dumps(summary, default=str))
+    elif fmt != "table":
+        print_rows(STAGE_COLUMNS, stage_rows(summary), fmt)
     else:
         print_summary(summary)
+    write_html("inference", summary, summary.get("output_dir"), skip=no_html, quiet=as_json or fmt != "table")
     raise typer.Exit(1 if summary.get("errors") else 0)
 
 
