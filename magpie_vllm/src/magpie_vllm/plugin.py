@@ -43,15 +43,24 @@ class Vllm(FrameworkBase):
     module = "vllm.entrypoints.openai.api_server"
     enforce_eager_flag = "--enforce-eager"
 
+    supports_num_steps: ClassVar[bool] = True
+
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":
             return []
-        return ["--profiler-config", json.dumps({"profiler": "torch", "torch_profiler_dir": str(profile_dir)})]
+        profiler: dict[str, Any] = {"profiler": "torch", "torch_profiler_dir": str(profile_dir)}
+        steps = config.profiler.torch_profiler.num_steps
+        if steps:
+            profiler["max_iterations"] = steps  # engine iterations captured after /start_profile
+        return ["--profiler-config", json.dumps(profiler)]
 
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
         env: dict[str, str] = {}
         if profile_dir is not None and config.framework_options.get("profiler_style", "config") == "env":
             env["VLLM_TORCH_PROFILER_DIR"] = str(profile_dir)
+            steps = config.profiler.torch_profiler.num_steps
+            if steps:
+                env["VLLM_PROFILER_MAX_ITERS"] = str(steps)
         return env
 
     def default_image(self, gpu_arch: str | None) -> str | None:
