@@ -42,6 +42,7 @@ class Vllm(FrameworkBase):
 
     module = "vllm.entrypoints.openai.api_server"
     enforce_eager_flag = "--enforce-eager"
+    version_path = "/version"
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":
