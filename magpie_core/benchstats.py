@@ -198,60 +198,78 @@ def _better(higher_is_better: bool, log_change: float) -> bool:
 
 
 def compare_metric(
-    metric: E2EMetric, base: Sequence[float], new: Sequence[float], *, min_effect: float = 0.02
+    metric: E2EMetric,
+    base: Sequence[float],
+    new: Sequence[float],
+    *,
+    min_effect: float = 0.02,
+    noise_floor: float | None = None,
 ) -> MetricVerdict:
-    """The verdict on one metric from each run's repeat values."""
+    """The verdict on one metric from each run's repeat values.
+
+    ``noise_floor``: the run-to-run change that repeats inside one run cannot see (restarts, the
+    machine's load moving between the two runs); default :data:`NOISE_FLOOR` for the metric. A change
+    is called only when the interval excludes no change *and* it exceeds ``max(min_effect, floor)``.
+    """
     b, c = spread(base), spread(new)
     if not base or not new or min(base) <= 0 or min(new) <= 0:
         return _verdict(metric, b, c, None, None, E2EVerdict.NOT_COMPARABLE, "no positive value in one of the runs")
+    floor = NOISE_FLOOR.get(metric.name, DEFAULT_NOISE_FLOOR) if noise_floor is None else noise_floor
     if len(base) < 2 or len(new) < 2:
-        return _single_run_verdict(metric, b, c, min_effect)
+        return _single_run_verdict(metric, b, c, min_effect, floor)
     est, lo, hi = welch_log_interval(base, new)
     change, ci = math.expm1(est), [100 * math.expm1(lo), 100 * math.expm1(hi)]
-    verdict, reason = E2EVerdict.WITHIN_NOISE, ""
     cv = math.sqrt(((b["cv"] or 0.0) ** 2 + (c["cv"] or 0.0) ** 2) / 2)
-    if (lo > 0 or hi < 0) and abs(change) >= min_effect:
+    bar = max(min_effect, floor)
+    excludes_zero = lo > 0 or hi < 0
+    if excludes_zero and abs(est) >= math.log1p(bar):
         verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
-    elif lo > 0 or hi < 0:
-        reason = f"the interval excludes no change, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
-    else:
+        return _verdict(metric, b, c, 100 * change, ci, verdict, f"95% CI excludes no change and {change:+.1%} "
+                        f"exceeds ±{bar:.0%}")  # fmt: skip
+    if excludes_zero and floor > min_effect and abs(change) >= min_effect:
         reason = (
-            f"95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change "
-            f"(repeats {b['n']} and {c['n']}, between-repeat CV {cv:.1%})"
+            f"{change:+.1%} (95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}%) is within the run-to-run noise floor of "
+            f"±{floor:.0%}: repeats inside one run do not see server restarts or the machine's load changing "
+            "between the two runs (--restart-between-repeats for both runs, or --noise-floor from your own A/A runs)"
         )
-    needed = repeats_needed(cv, change) if verdict == E2EVerdict.WITHIN_NOISE else None
-    if verdict == E2EVerdict.WITHIN_NOISE and abs(change) >= min_effect:
-        reason += _settle_hint(needed, change, cv)
-    return _verdict(metric, b, c, 100 * change, ci, verdict, reason, needed)
+        return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
+    if excludes_zero:
+        reason = f"the interval excludes no change, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
+        return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
+    reason = f"95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
+    needed = repeats_needed(cv, change)
+    if abs(change) >= min_effect:
+        reason += _settle_hint(needed, change, cv, floor)
+    return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason, needed)
 
 
-def _single_run_verdict(metric: E2EMetric, b: dict[str, Any], c: dict[str, Any], min_effect: float) -> MetricVerdict:
+def _single_run_verdict(
+    metric: E2EMetric, b: dict[str, Any], c: dict[str, Any], min_effect: float, floor: float
+) -> MetricVerdict:
     """One side has one repeat: no spread of its own, so only a change that dwarfs the noise floor counts."""
-    floor = NOISE_FLOOR.get(metric.name, DEFAULT_NOISE_FLOOR)
     est = math.log(c["mean"] / b["mean"])
     change = math.expm1(est)
     bar = max(math.expm1(SINGLE_RUN_FACTOR * math.log1p(floor)), min_effect)
-    cv = floor / (Z95 * math.sqrt(2))  # the floor read as a 95% bound on a two-run difference
+    cv = max(floor, min_effect) / (Z95 * math.sqrt(2))  # the floor read as a 95% bound on a two-run difference
     if abs(est) > math.log1p(bar):  # symmetric in log: x2 and x0.5 are the same size of change
         verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
-        reason = (
-            f"single repeat: {change:+.1%} dwarfs the default noise floor of ±{floor:.0%} (called beyond ±{bar:.0%})"
-        )
+        reason = f"single repeat: {change:+.1%} dwarfs the noise floor of ±{floor:.0%} (called beyond ±{bar:.0%})"
         return _verdict(metric, b, c, 100 * change, None, verdict, reason)
     needed = repeats_needed(cv, change)
     reason = (
-        f"{b['n']} and {c['n']} repeat(s): no between-repeat spread to judge {change:+.1%} against; the default "
-        f"noise floor is ±{floor:.0%} (changes are called beyond ±{bar:.0%})"
+        f"{b['n']} and {c['n']} repeat(s): no between-repeat spread to judge {change:+.1%} against; the "
+        f"noise floor is ±{floor:.0%} (a single run's change is called beyond ±{bar:.0%})"
     )
     if abs(change) >= min_effect:
-        reason += _settle_hint(needed, change, cv)
+        reason += _settle_hint(needed, change, cv, floor)
     return _verdict(metric, b, c, 100 * change, None, E2EVerdict.WITHIN_NOISE, reason, needed)
 
 
-def _settle_hint(needed: int | None, change: float, cv: float) -> str:
+def _settle_hint(needed: int | None, change: float, cv: float, floor: float) -> str:
     if needed is None:
         return f"; {change:+.1%} is too small to resolve at CV {cv:.1%} within {MAX_SUGGESTED_REPEATS} repeats"
-    return f"; about {needed} repeats per run (--repeats {needed}) would settle {change:+.1%} at CV {cv:.1%}"
+    how = f"--repeats {needed}" if abs(change) >= floor else f"--repeats {needed} --restart-between-repeats"
+    return f"; about {needed} repeats per run ({how}, both runs) would settle {change:+.1%} at CV {cv:.1%}"
 
 
 # --- workload identity --------------------------------------------------------------------------------
@@ -297,6 +315,8 @@ class E2EComparison(Model):
     metrics: list[MetricVerdict]
     reasons: list[str]
     min_effect: float
+    #: the run-to-run floor used (None: each metric's default, :data:`NOISE_FLOOR`)
+    noise_floor: float | None = None
 
 
 def report_repeats(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -322,6 +342,7 @@ def compare_reports(
     new_name: str = "new",
     allow_different_workload: bool = False,
     min_effect: float = 0.02,
+    noise_floor: float | None = None,
 ) -> E2EComparison:
     """The end-to-end verdict of ``new`` against ``base`` (two ``benchmark_report.json`` dicts)."""
     base_runs, new_runs = report_repeats(base), report_repeats(new)
@@ -338,7 +359,9 @@ def compare_reports(
     elif workload:
         reasons.append("different workloads: " + ", ".join(d["field"] for d in workload))
     comparable = not reasons or (allow_different_workload and bool(base_runs) and bool(new_runs))
-    metrics = _compare_metrics(base_runs, new_runs, min_effect) if base_runs and new_runs else []
+    if noise_floor is None and _restarted(base) and _restarted(new):
+        noise_floor = 0.0  # every repeat had its own server: the spread already carries the run-to-run noise
+    metrics = _compare_metrics(base_runs, new_runs, min_effect, noise_floor) if base_runs and new_runs else []
     if not comparable:
         metrics = [m.model_copy(update={"verdict": E2EVerdict.NOT_COMPARABLE, "reason": reasons[0]}) for m in metrics]
     elif reasons:
@@ -355,11 +378,16 @@ def compare_reports(
         metrics=metrics,
         reasons=reasons,
         min_effect=min_effect,
+        noise_floor=noise_floor,
     )
 
 
+def _restarted(report: dict[str, Any]) -> bool:
+    return bool((report.get("config") or {}).get("restart_between_repeats")) and (report.get("repeats") or 1) > 1
+
+
 def _compare_metrics(
-    base_runs: list[dict[str, Any]], new_runs: list[dict[str, Any]], min_effect: float
+    base_runs: list[dict[str, Any]], new_runs: list[dict[str, Any]], min_effect: float, noise_floor: float | None
 ) -> list[MetricVerdict]:
     out = []
     for metric in E2E_METRICS:
@@ -367,11 +395,8 @@ def _compare_metrics(
         n = [metric_value(m, metric.keys) for m in new_runs]
         if all(v is None for v in b) and all(v is None for v in n):
             continue  # e.g. goodput without SLOs in either run
-        out.append(
-            compare_metric(
-                metric, [v for v in b if v is not None], [v for v in n if v is not None], min_effect=min_effect
-            )
-        )
+        b_vals, n_vals = [v for v in b if v is not None], [v for v in n if v is not None]
+        out.append(compare_metric(metric, b_vals, n_vals, min_effect=min_effect, noise_floor=noise_floor))
     return out
 
 

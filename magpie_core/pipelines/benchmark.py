@@ -547,7 +547,9 @@ def run_benchmark(
             handle = start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
         report.server = handle.info
         report.base_url = handle.base_url
-        report.server["engine_version"] = engine_version(framework or _framework_or_none(config), handle.base_url)
+        engine = engine_version(framework or _framework_or_none(config), handle.base_url)
+        if engine:
+            report.server["engine_version"] = engine
         model = config.served_model_name or served_model(handle.base_url, config.model)
         tokenizer = _tokenizer(config, report)
         if measure:
