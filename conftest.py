@@ -75,3 +75,35 @@ def fake_stream_server():
 
     with running(ttft_ms=5, itl_ms=1) as url:
         yield url
+
+
+# --- a real vLLM CPU server, shared by the end-to-end tests (tests/helpers/vllm_cpu.py) ------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.helpers.vllm_cpu import make_tiny_llama
+
+    try:
+        return make_tiny_llama(tmp_path_factory.mktemp("tiny_llama_shared"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One vLLM CPU server (default settings, prefix caching off) for the session; yields its base URL."""
+    from tests.helpers.vllm_cpu import running_vllm
+
+    with running_vllm(tiny_llama_model, tmp_path_factory.mktemp("vllm_server")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def vllm_aa_reports(vllm_server: str, tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Two runs of one benchmark (3 repeats each) against the shared server: an A/A pair."""
+    from tests.helpers.vllm_cpu import benchmark_block, run_benchmark_cli
+
+    out = tmp_path_factory.mktemp("vllm_aa")
+    block = benchmark_block(tiny_llama_model, run_mode="external", base_url=vllm_server)
+    return [run_benchmark_cli(block, out / name, "--repeats", "3") for name in ("a", "a2")]

@@ -276,13 +276,17 @@ def _settle_hint(needed: int | None, change: float, cv: float, floor: float) -> 
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as ``a.b.c`` keys (lists stay values)."""
-    if not isinstance(data, dict):
+    """Nested dicts (and lists of dicts) as ``a.b[0].c`` keys; other lists stay values."""
+    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+        out: dict[str, Any] = {}
+        for i, item in enumerate(data):
+            out.update(flatten(item, f"{prefix}[{i}]"))
+        return out
+    if not isinstance(data, dict) or not data:
         return {prefix: data}
-    out: dict[str, Any] = {}
+    out = {}
     for key, value in data.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        out.update(flatten(value, name) if isinstance(value, dict) and value else {name: value})
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
     return out
 
 
