@@ -101,9 +101,9 @@ def vllm_server(tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="session")
 def vllm_aa_reports(vllm_server: str, tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """Two runs of one benchmark (3 repeats each) against the shared server: an A/A pair."""
-    from tests.helpers.vllm_cpu import benchmark_block, run_benchmark_cli
+    """Two runs of one benchmark (3 repeats each) against the shared server, started together: an A/A pair."""
+    from tests.helpers.vllm_cpu import benchmark_block, run_benchmarks_together
 
     out = tmp_path_factory.mktemp("vllm_aa")
     block = benchmark_block(tiny_llama_model, run_mode="external", base_url=vllm_server)
-    return [run_benchmark_cli(block, out / name, "--repeats", "3") for name in ("a", "a2")]
+    return run_benchmarks_together([(block, out / "a"), (block, out / "a2")], "--repeats", "3")

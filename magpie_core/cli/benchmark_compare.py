@@ -73,7 +73,7 @@ def print_comparison(result: Any) -> None:
             console.print(f"  {m.metric}: {m.verdict.value}: {m.reason}", markup=False, soft_wrap=True)
     for title, diffs in (("workload differs", result.workload_differences), ("system", result.system_differences)):
         for d in diffs[:20]:
-            console.print(f"  {title}: {d['field']}: {_short(d['base'])} -> {_short(d['new'])}", markup=False)
+            console.print(f"  {title}: {d['field']}: {_change(d['base'], d['new'])}", markup=False, soft_wrap=True)
 
 
 def _mean_sd(s: dict[str, Any]) -> str:
@@ -82,6 +82,18 @@ def _mean_sd(s: dict[str, Any]) -> str:
         return "-"
     sd = s.get("std")
     return f"{mean:.4g} ± {sd:.2g}" if sd is not None else f"{mean:.4g} (1 run)"
+
+
+def _change(base: Any, new: Any) -> str:
+    """``base -> new``; for two lists, only what was removed and added (server arguments)."""
+    if isinstance(base, list) and isinstance(new, list):
+        import difflib
+
+        ops = difflib.SequenceMatcher(a=[str(x) for x in base], b=[str(x) for x in new]).get_opcodes()
+        removed = [x for tag, i1, i2, _, _ in ops if tag in ("replace", "delete") for x in base[i1:i2]]
+        added = [x for tag, _, _, j1, j2 in ops if tag in ("replace", "insert") for x in new[j1:j2]]
+        return f"removed {_short(removed)}, added {_short(added)}"
+    return f"{_short(base)} -> {_short(new)}"
 
 
 def _short(value: Any, width: int = 80) -> str:
