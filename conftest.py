@@ -92,11 +92,15 @@ def tiny_llama_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_server(tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """One vLLM CPU server (default settings, prefix caching off) for the session; yields its base URL."""
+    """One vLLM CPU server for the session (default settings, prefix caching off, torch profiler configured
+    but idle): yields ``.url`` and ``.trace_dir`` (where ``POST /start_profile`` ... ``/stop_profile`` writes)."""
+    from types import SimpleNamespace
+
     from tests.helpers.vllm_cpu import running_vllm
 
-    with running_vllm(tiny_llama_model, tmp_path_factory.mktemp("vllm_server")) as url:
-        yield url
+    folder = tmp_path_factory.mktemp("vllm_server")
+    with running_vllm(tiny_llama_model, folder, trace_dir=folder / "traces") as url:
+        yield SimpleNamespace(url=url, trace_dir=folder / "traces")
 
 
 @pytest.fixture(scope="session")
@@ -105,5 +109,5 @@ def vllm_aa_reports(vllm_server: str, tiny_llama_model: Path, tmp_path_factory: 
     from tests.helpers.vllm_cpu import benchmark_block, run_benchmarks_together
 
     out = tmp_path_factory.mktemp("vllm_aa")
-    block = benchmark_block(tiny_llama_model, run_mode="external", base_url=vllm_server)
+    block = benchmark_block(tiny_llama_model, run_mode="external", base_url=vllm_server.url)
     return run_benchmarks_together([(block, out / "a"), (block, out / "a2")], "--repeats", "3")

@@ -18,6 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = os.environ.get("MAGPIE_VLLM_PYTHON") or str(ROOT / ".venv-vllm" / "bin" / "python")
 SERVER_ARGS = ["--no-enable-prefix-caching"]
+#: a profile small enough to analyse in seconds: no Python stacks, no key-averages table at stop
+LEAN_PROFILER = {"torch_profiler_with_stack": False, "torch_profiler_dump_cuda_time_total": False}
 
 
 def make_tiny_llama(out: Path) -> Path:
@@ -51,17 +53,24 @@ def benchmark_block(model: Path, **overrides: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def running_vllm(model: Path, log_dir: Path, extra_args: list[str] | None = None) -> Iterator[str]:
-    """A vLLM CPU server for the ``with`` block; yields its base URL."""
+def running_vllm(
+    model: Path, log_dir: Path, extra_args: list[str] | None = None, trace_dir: Path | None = None
+) -> Iterator[str]:
+    """A vLLM CPU server for the ``with`` block; yields its base URL. With ``trace_dir``: the torch profiler
+    is configured (idle until ``POST /start_profile``) and writes there, as a profiled magpie run sets it up."""
     from magpie_core.config.benchmark import BenchmarkConfig
     from magpie_core.plugins import get_plugin_manager
     from magpie_core.serving.server import ServerProcess, free_port
 
-    config = BenchmarkConfig.model_validate(benchmark_block(model, server_args=[*SERVER_ARGS, *(extra_args or [])]))
+    block = benchmark_block(model, server_args=[*SERVER_ARGS, *(extra_args or [])])
+    block["framework_options"] = {**block["framework_options"], "profiler_config": LEAN_PROFILER}
+    config = BenchmarkConfig.model_validate(block)
     framework = get_plugin_manager().get("serving_framework", "vllm")
     port = free_port("127.0.0.1")
     argv = [*framework.server_command(config, "127.0.0.1", port), *config.server_args]
-    env = {**os.environ, **framework.server_env(config, None), **config.server_env}
+    if trace_dir is not None:
+        argv += framework.profiler_args(config, trace_dir)
+    env = {**os.environ, **framework.server_env(config, trace_dir), **config.server_env}
     proc = ServerProcess(argv, env, log_dir / f"vllm_{port}.log")
     proc.start()
     try:

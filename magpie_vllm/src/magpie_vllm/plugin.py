@@ -10,7 +10,8 @@ Profiler: current vLLM takes ``--profiler-config '{"profiler": "torch",
 ``*.pt.trace.json.gz``. Readiness: ``GET /health``.
 
 AMD Magpie ``envs``: TP, MAX_MODEL_LEN, GPU_MEM_UTIL, EXTRA_VLLM_ARGS.
-``framework_options``: ``profiler_style`` (config | env), ``quantization``,
+``framework_options``: ``profiler_style`` (config | env), ``profiler_config`` (more keys of
+``--profiler-config``, e.g. ``torch_profiler_with_stack: false`` for smaller traces), ``quantization``,
 ``enforce_eager`` (bool), ``kv_cache_dtype``, ``container_python``.
 The server's python: ``server_python``, else ``$MAGPIE_VLLM_PYTHON``, else this python.
 """
@@ -47,7 +48,9 @@ class Vllm(FrameworkBase):
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":
             return []
-        return ["--profiler-config", json.dumps({"profiler": "torch", "torch_profiler_dir": str(profile_dir)})]
+        extra = dict(config.framework_options.get("profiler_config") or {})  # e.g. {"torch_profiler_with_stack": false}
+        profiler = {"profiler": "torch", "torch_profiler_dir": str(profile_dir), **extra}
+        return ["--profiler-config", json.dumps(profiler)]
 
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
         env: dict[str, str] = {}

@@ -8,7 +8,10 @@
 
 import torch
 
-M, K, N = 64, 128, 64
+# one thread: on a small busy machine (a vLLM server next door) OpenMP spinning makes timings chaotic
+torch.set_num_threads(1)
+
+M, K, N = 128, 128, 128
 T, H, D = 16, 32, 64
 
 
