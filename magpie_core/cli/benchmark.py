@@ -129,6 +129,9 @@ def benchmark_command(
         False, "--allow-different-workload", help="--compare reports of different workloads anyway (labelled)"
     ),
     min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="--compare: smallest change called (0.02=2%)"),
+    noise_floor: float | None = typer.Option(
+        None, "--noise-floor", min=0, help="--compare: run-to-run noise floor for every metric (default: measured)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="--compare: print the comparison JSON"),
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
@@ -136,7 +139,11 @@ def benchmark_command(
         from magpie_core.cli.benchmark_compare import run_compare_cli
 
         code = run_compare_cli(
-            list(compare), allow_different_workload=allow_different_workload, min_effect=min_effect, as_json=as_json
+            list(compare),
+            allow_different_workload=allow_different_workload,
+            min_effect=min_effect,
+            noise_floor=noise_floor,
+            as_json=as_json,
         )
         raise typer.Exit(code)
     if trace_dir is not None:

@@ -33,7 +33,14 @@ def read_benchmark_report(path: Path) -> dict[str, Any]:
     return data
 
 
-def run_compare_cli(paths: list[Path], *, allow_different_workload: bool, min_effect: float, as_json: bool) -> int:
+def run_compare_cli(
+    paths: list[Path],
+    *,
+    allow_different_workload: bool,
+    min_effect: float,
+    as_json: bool,
+    noise_floor: float | None = None,
+) -> int:
     from magpie_core.benchstats import compare_reports
 
     if len(paths) != 2:
@@ -46,6 +53,7 @@ def run_compare_cli(paths: list[Path], *, allow_different_workload: bool, min_ef
         new_name=str(paths[1]),
         allow_different_workload=allow_different_workload,
         min_effect=min_effect,
+        noise_floor=noise_floor,
     )
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
