@@ -85,6 +85,9 @@ DEFAULT_NOISE_FLOOR = 0.20
 SINGLE_RUN_FACTOR = 2.0
 #: most repeats ever suggested; beyond it the change is too small to resolve at that noise
 MAX_SUGGESTED_REPEATS = 50
+#: a host whose 1-minute load average exceeds this per CPU is overloaded: runs measured on it at different
+#: times get no IMPROVED/REGRESSED (identical vLLM CPU runs here differed by up to 3.2x under such load)
+BUSY_LOAD_PER_CPU = 1.0
 
 
 def metric_value(metrics: dict[str, Any], keys: Sequence[str]) -> float | None:
@@ -373,6 +376,10 @@ def compare_reports(
         metrics = [m.model_copy(update={"verdict": E2EVerdict.NOT_COMPARABLE, "reason": reasons[0]}) for m in metrics]
     elif reasons:
         reasons = [f"compared anyway (--allow-different-workload): {r}" for r in reasons]
+    busy = busy_host_reason(base, new) if comparable else None
+    if busy:
+        metrics = [_cap(m, busy) for m in metrics]
+        reasons.append(busy)
     return E2EComparison(
         base=base_name,
         new=new_name,
@@ -386,6 +393,44 @@ def compare_reports(
         reasons=reasons,
         min_effect=min_effect,
         noise_floor=noise_floor,
+    )
+
+
+def _hosts(report: dict[str, Any]) -> list[dict[str, Any]]:
+    points = report.get("points") or []
+    idx = report.get("summary_point")
+    if not isinstance(idx, int) or not 0 <= idx < len(points):
+        return []
+    return [r["host"] for r in points[idx].get("repeats") or [] if isinstance(r, dict) and r.get("host")]
+
+
+def busy_host_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why no verdict can be trusted: the host was overloaded and the two runs were measured at different
+    times (their repeats did not overlap), so a change of the machine's load can explain any difference."""
+    a, b = _hosts(base), _hosts(new)
+    if not a or not b:
+        return None
+    loads = [(h.get("load_avg_1m") or 0.0) / max(h.get("cpus") or 1, 1) for h in a + b]
+    if max(loads) <= BUSY_LOAD_PER_CPU:
+        return None
+    a_start, a_end = min(h["start"] for h in a), max(h["end"] for h in a)
+    b_start, b_end = min(h["start"] for h in b), max(h["end"] for h in b)
+    overlap = a_start < b_end and b_start < a_end
+    if overlap:
+        return None  # measured at the same time: the load hit both runs alike
+    worst = max(a + b, key=lambda h: (h.get("load_avg_1m") or 0.0) / max(h.get("cpus") or 1, 1))
+    return (
+        f"the host was overloaded (load average {worst.get('load_avg_1m'):.1f} on {worst.get('cpus')} CPUs) and the "
+        "runs were measured at different times: the machine's load may explain any difference (identical runs "
+        "have differed by up to 3.2x under such load); re-run on a quiet machine, or run both at the same time"
+    )
+
+
+def _cap(m: MetricVerdict, reason: str) -> MetricVerdict:
+    if m.verdict not in (E2EVerdict.IMPROVED, E2EVerdict.REGRESSED):
+        return m
+    return m.model_copy(
+        update={"verdict": E2EVerdict.WITHIN_NOISE, "reason": f"{m.change_pct:+.1f}% not called: {reason}"}
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +46,17 @@ def restarter(start: Callable[[], Any]) -> Restart:
     return restart
 
 
+def host_state(duration_s: float) -> dict[str, Any]:
+    """When the repeat ran (wall clock) and how busy this machine was: ``--compare`` refuses a verdict between
+    runs measured at different times on an overloaded host."""
+    end = time.time()
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"start": end - duration_s, "end": end, "load_avg_1m": load, "cpus": os.cpu_count()}
+
+
 def write_samples(path: Path, load: LoadResult) -> None:
     """One JSON line per request of one repeat (the loadgen's per-request record)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +74,7 @@ def record_repeat(
         "metrics": row["metrics"],
         "client_checks": row["client_checks"],
         "prompts": row["prompts"],
+        "host": host_state(load.duration_s),
     }
     if ws_path is not None:
         samples = ws_path / "samples" / f"point{index}_repeat{rep}.jsonl"
