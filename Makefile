@@ -8,7 +8,7 @@ PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
-.PHONY: setup demo test lint clean vllm-venv hipcc
+.PHONY: setup demo test lint clean vllm-venv hipcc chromium
 
 setup: $(STAMP)
 
@@ -21,12 +21,16 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS)
 demo: setup
 	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
 
-test: setup vllm-venv hipcc
+test: setup vllm-venv hipcc chromium
 	$(BIN)/python -m pytest -q
 
 # Debian's hipcc (ROCm 5.2) for the HIP compile tests; installed only if missing (apt, needs root).
 hipcc:
 	bash scripts/setup_hipcc.sh
+
+# Debian's chromium for the report tests (headless, driven by Playwright); installed only if missing (apt, needs root).
+chromium:
+	bash scripts/setup_chromium.sh
 
 # A real vLLM (CPU build) in its own venv, for the benchmark integration test (~5 min once).
 vllm-venv:

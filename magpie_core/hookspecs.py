@@ -188,3 +188,18 @@ def magpie_container_gpu_access(vendor: str, devices: list[int]) -> Any:
     Return a :class:`~magpie_core.interfaces.ContainerGpuAccess` (``docker run``
     arguments and environment variables), or None when ``vendor`` is not yours.
     """
+
+
+# --- Reports people look at --------------------------------------------------
+
+
+@hookspec
+def magpie_report_sections(page: Any) -> list[Any] | None:
+    """Sections for the HTML report of one run (:class:`~magpie_core.report_pages.ReportPage`).
+
+    ``page.kind`` says what ran (``analyze``, ``compare``, ``benchmark``, ``gap``, ``inference``, a
+    plugin's own mode), ``page.report`` is its report as JSON data, ``page.workspace`` its folder.
+    ``page.kit`` is the report plugin's section and figure helper: return ``page.kit.section(...)``
+    objects for the modes you know, None otherwise. The report plugin implements this hook as a
+    wrapper that hands out the kit and writes the page; without it installed, no one is asked.
+    """

@@ -1,11 +1,21 @@
-"""Running external commands safely: argv lists only, own process group, timeouts.
+"""Running external commands safely: argv lists only, own process group, bounded waits.
 
 Only processes magpie started are ever signalled, and always as the whole
-group magpie created for them.
+group magpie created for them. Whatever ends a wait on a child early — its
+timeout, an exception (``OverflowError`` from an absurd timeout included),
+``KeyboardInterrupt``, a cancelled task — stops the child's group before the
+exception goes on, so no child outlives the code that started it.
+
+Every wait is bounded: a timeout of ``None``, infinity or more than
+:data:`MAX_WAIT_S` waits :data:`MAX_WAIT_S` (:func:`bounded_timeout`).
+Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`magpie_core.interrupts`),
+no new child starts: :func:`run_command` raises :class:`Interrupted`.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import signal
 import subprocess
@@ -13,6 +23,30 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger("magpie.processes")
+
+#: the longest any wait on a child lasts (7 days): longer timeouts are clamped to it. The OS calls under
+#: ``communicate``/``select`` overflow far below 1e9 s, which once left a child running with nobody waiting.
+MAX_WAIT_S = 7 * 24 * 3600.0
+
+
+class Interrupted(RuntimeError):
+    """magpie is stopping (Ctrl-C, SIGTERM): no new child process is started."""
+
+
+def bounded_timeout(seconds: float | None, what: str = "timeout") -> float:
+    """``seconds`` as a wait the OS accepts: ``None``/infinite/over :data:`MAX_WAIT_S` become
+    :data:`MAX_WAIT_S` (a warning names ``what`` when a value was clamped); NaN or <= 0 is a ValueError."""
+    if seconds is None:
+        return MAX_WAIT_S
+    value = float(seconds)
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{what}: {seconds!r} is not a positive number of seconds")
+    if value > MAX_WAIT_S:
+        log.warning("%s of %g s is longer than magpie waits for anything; using %g s", what, value, MAX_WAIT_S)
+        return MAX_WAIT_S
+    return value
 
 
 @dataclass
@@ -39,12 +73,56 @@ class CommandOutcome:
 #: processes run_command started and that have not finished yet (for stop_started)
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
 
 
 def register_started(proc: subprocess.Popen[bytes]) -> None:
-    """Count a long-lived process magpie started (in its own group) among those :func:`stop_started` stops."""
+    """Count a long-lived process magpie started (in its own group) among those :func:`stop_started` stops.
+
+    If magpie is already stopping, the process's group is killed at once and :class:`Interrupted` raised:
+    a child started while Ctrl-C was being handled must not be missed.
+    """
     with _LIVE_LOCK:
-        _LIVE.add(proc)
+        refused = _STOPPING.is_set()
+        if not refused:
+            _LIVE.add(proc)
+    if refused:
+        kill_group(proc)
+        raise Interrupted("magpie is stopping: no new process is started")
+
+
+def stopping() -> bool:
+    """True once :func:`stop_everything` ran."""
+    return _STOPPING.is_set()
+
+
+def stop_everything(sig: int = signal.SIGTERM) -> int:
+    """Refuse new children from now on and send ``sig`` to every live group magpie started; how many."""
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        live = list(_LIVE)
+    for proc in live:
+        signal_group(proc, sig)
+    return len(live)
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the group magpie created for ``proc`` (nothing if it is gone)."""
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s group and reap ``proc`` (bounded)."""
+    signal_group(proc, signal.SIGKILL)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        log.warning("process %d did not die after SIGKILL", proc.pid)
 
 
 def unregister_started(proc: subprocess.Popen[bytes]) -> None:
@@ -61,21 +139,22 @@ def stop_started(grace_s: float = 2.0) -> None:
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """SIGTERM the process group magpie created for ``proc``, then SIGKILL after ``grace_s``."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
+    """SIGTERM the process group magpie created for ``proc``, then SIGKILL after ``grace_s``.
+
+    The group is killed even when ``proc`` itself has exited: its children may still be in it.
+    """
+    if proc.poll() is None:
+        signal_group(proc, signal.SIGTERM)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        proc.wait()
+            proc.wait(timeout=bounded_timeout(grace_s) if grace_s > 0 else 0.001)
+        except subprocess.TimeoutExpired:
+            pass
+        except BaseException:  # interrupted while waiting: do not leave the group behind
+            kill_group(proc)
+            raise
+    _kill_leftovers(proc)
+    if proc.returncode is None:
+        kill_group(proc)
 
 
 def run_command(
@@ -86,7 +165,14 @@ def run_command(
     timeout_s: float | None = None,
     log_path: Path | None = None,
 ) -> CommandOutcome:
-    """Run ``argv`` (never through a shell) and capture its combined output."""
+    """Run ``argv`` (never through a shell) and capture its combined output.
+
+    ``timeout_s`` is bounded by :func:`bounded_timeout`. Any exception while the child runs stops its
+    group before it propagates.
+    """
+    wait_s = bounded_timeout(timeout_s, "timeout")
+    if stopping():
+        raise Interrupted(f"magpie is stopping: {argv[0]!r} was not started")
     full_env = {**os.environ, **(env or {})}
     start = time.perf_counter()
     try:
@@ -101,22 +187,41 @@ def run_command(
     except OSError as exc:
         return CommandOutcome(argv, 127, 0.0, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     timed_out = False
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
+    register_started(proc)
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        out, _ = proc.communicate(timeout=wait_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         stop_group(proc, grace_s=2.0)
-        out, _ = proc.communicate()
+        out = _rest_of_output(proc)
+    except BaseException:
+        stop_group(proc, grace_s=0)
+        raise
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
+        _kill_leftovers(proc)
+        unregister_started(proc)
     text = out.decode(errors="replace")
     if log_path is not None:
-        with log_path.open("a") as log:
-            log.write(f"$ {' '.join(argv)}\n{text}\n")
+        with log_path.open("a") as fh:
+            fh.write(f"$ {' '.join(argv)}\n{text}\n")
     return CommandOutcome(argv, proc.returncode, time.perf_counter() - start, timed_out, text)
+
+
+def _rest_of_output(proc: subprocess.Popen[bytes]) -> bytes:
+    """What a stopped child wrote; empty if something that escaped its group still holds the pipe."""
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        return b"(output lost: a process that left magpie's process group kept the pipe open)"
+    return out or b""
+
+
+def _kill_leftovers(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL what is left of ``proc``'s group: a leader that ended may have left children (background jobs)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run_commands(

@@ -173,8 +173,13 @@ class Report(Model):
     mode: str
     timestamp: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat())
     workspace: str | None = None
+    #: the run was stopped by a signal (Ctrl-C): the report holds what was measured until then
+    interrupted: bool = False
 
     def write(self, path: Path) -> Path:
+        """Write the JSON atomically: a reader (or a second Ctrl-C) never sees half a report."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")
+        tmp.replace(path)
         return path

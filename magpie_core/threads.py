@@ -25,13 +25,22 @@ def map_in_threads(
     workers: int,
     on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
-    """``call`` on each item, ``workers`` at a time; an exception is that item's result."""
+    """``call`` on each item, ``workers`` at a time; an exception is that item's result.
+
+    Interrupted (``KeyboardInterrupt`` in the waiting thread), items not started yet are cancelled and
+    the interrupt goes on at once: the running items end when their processes are stopped.
+    """
     results: list[Any] = [None] * len(items)
-    with cf.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         futures = {pool.submit(_isolated, call, item): i for i, item in enumerate(items)}
         for future in cf.as_completed(futures):
             index = futures[future]
             results[index] = future.result()
             if on_result is not None:
                 on_result(index, results[index])
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return results

@@ -2,7 +2,8 @@
 
 Each worker is ``python -m magpie_core.worker --session TASK.json`` in its own process group
 (see :mod:`magpie_core.worker` for the line protocol). A worker that crashes, hangs past its
-timeout or answers nonsense is stopped and fails its candidate alone; the others go on.
+timeout or answers nonsense is stopped and fails its candidate alone; the others go on. Any other
+exception while the parent waits on a worker (an interrupt included) stops the worker first.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from magpie_core.processes import register_started, stop_group, tail, unregister_started
+from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
 from magpie_core.reports import EvaluationTask
 
 
@@ -44,7 +45,11 @@ class TimingWorker:
             stderr=self._log,
             start_new_session=True,
         )
-        register_started(self.proc)
+        try:
+            register_started(self.proc)
+        except BaseException:
+            self._log.close()
+            raise
         self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
 
     def prepare(self, timeout_s: float) -> None:
@@ -64,6 +69,8 @@ class TimingWorker:
     def close(self, timeout_s: float = 30) -> dict[str, Any]:
         """Ask the worker to finish; its final info (notes), or the info it started with."""
         try:
+            if stopping():  # interrupted: the worker is being killed, it will not answer
+                raise TimingWorkerError("magpie is stopping")
             self._send({"stop": True})
             self.info = self._read(timeout_s, "info")
         except TimingWorkerError:
@@ -72,7 +79,7 @@ class TimingWorker:
         return self.info
 
     def stop(self) -> None:
-        stop_group(self.proc, grace_s=2.0)
+        stop_group(self.proc, grace_s=0 if stopping() else 2.0)
         unregister_started(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
@@ -91,6 +98,15 @@ class TimingWorker:
             raise self._failure(f"timing worker is gone ({type(exc).__name__})") from None
 
     def _read(self, timeout_s: float, key: str) -> Any:
+        try:
+            return self._answer(bounded_timeout(timeout_s, "timing worker timeout"), key)
+        except TimingWorkerError:
+            raise
+        except BaseException:  # an interrupt, or anything unexpected: the worker must not outlive us
+            self.stop()
+            raise
+
+    def _answer(self, timeout_s: float, key: str) -> Any:
         line = _readline(self.proc.stdout, timeout_s)
         if line is None:
             raise self._failure(

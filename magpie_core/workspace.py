@@ -1,14 +1,19 @@
 """Run workspaces: ``<output-dir>/<mode>_<label>_<timestamp>/``.
 
 Each run keeps its config snapshot, its report and its logs together, so a
-result can always be traced back to what produced it.
+result can always be traced back to what produced it. Every run of every mode
+(``analyze``, ``compare``, ``benchmark``, ``gap``, ``inference``) gets a new
+folder: running the same command twice into the same ``-o`` never overwrites
+or mixes an earlier run (:func:`create_run_folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,14 +60,41 @@ class Workspace:
         return handler
 
 
-def create_workspace(output_dir: str | Path, mode: str, label: str | None = None) -> Workspace:
-    """Make a fresh workspace folder; never reuses one that exists."""
+def create_run_folder(output_dir: str | Path, mode: str, label: str | None = None) -> Path:
+    """A new, empty ``<output_dir>/<mode>_<label>_<timestamp>[_<n>]/``; never one that exists.
+
+    Creating the folder is the claim on its name, so two runs started in the same second (even by two
+    processes) get two folders.
+    """
     stamp = dt.datetime.now().strftime("%Y%m%d_%H%M%S")
     parts = [mode, safe_label(label), stamp]
-    base = Path(output_dir) / "_".join(p for p in parts if p)
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}_{n}")
-    (path / "logs").mkdir(parents=True)
-    return Workspace(path=path.resolve(), mode=mode)
+    parent = Path(output_dir)
+    parent.mkdir(parents=True, exist_ok=True)
+    base = parent / "_".join(p for p in parts if p)
+    for n in range(1, 10_000):
+        path = base if n == 1 else base.with_name(f"{base.name}_{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path.resolve()
+    raise FileExistsError(f"no free run folder name like {base} (10,000 taken)")
+
+
+@contextlib.contextmanager
+def run_folder(output_dir: str | Path, mode: str, label: str | None = None) -> Iterator[Path]:
+    """:func:`create_run_folder` for a ``with`` block; removed again if the block fails before writing to it."""
+    path = create_run_folder(output_dir, mode, label)
+    try:
+        yield path
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.rmdir()  # only succeeds while it is empty
+        raise
+
+
+def create_workspace(output_dir: str | Path, mode: str, label: str | None = None) -> Workspace:
+    """Make a fresh workspace folder; never reuses one that exists."""
+    path = create_run_folder(output_dir, mode, label)
+    (path / "logs").mkdir()
+    return Workspace(path=path, mode=mode)

@@ -191,6 +191,7 @@ def test_ad_hoc_plugins_in_an_explicit_manager(monkeypatch):
     assert manager.plugins["local"].status == "disabled"  # default plugins obey MAGPIE_PLUGINS too
     with use_plugin_manager(manager):
         assert get_plugin_manager().get("kernel_backend", "same_type") is manager.get("kernel_backend", "same_type")
+    monkeypatch.delenv("MAGPIE_PLUGINS")  # the process-wide manager built next is cached for later tests
     assert get_plugin_manager() is not manager
 
 

@@ -1,7 +1,7 @@
 """The typer app, global options and exit codes shared by every command.
 
 Exit codes: 0 ok; 1 a kernel or benchmark failed its checks; 2 usage or
-config error (including a missing plugin).
+config error (including a missing plugin); 130 interrupted by Ctrl-C (143 by SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from rich.console import Console
 
 from magpie_core import __version__
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
+from magpie_core.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
 
 if TYPE_CHECKING:
@@ -28,8 +29,20 @@ EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
 EXIT_USAGE = 2
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: width of a console whose stream is not a terminal (a pipe, a log file): wide enough that tables are never cut
+PIPE_WIDTH = 4096
+
+
+def _width(stream: Any) -> int | None:
+    """None (rich decides) on a terminal or when COLUMNS is set; else wide, so piped tables keep every column."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return None if os.environ.get("COLUMNS") or (isatty and isatty()) else PIPE_WIDTH
+
+
+console = Console(stderr=False, highlight=False, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 app = typer.Typer(
     name="magpie",
@@ -95,7 +108,30 @@ def handle_errors(fn: F) -> F:
             err_console.print(f"[red]config error[/red]\n{exc}", markup=True, soft_wrap=True)
         except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError) as exc:
             err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        except RunInterrupted as exc:
+            where = f"; what was measured is in {exc.report_path}" if exc.report_path else ""
+            err_console.print(f"[yellow]interrupted:[/yellow] {exc.message}{where}", soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/yellow] (no report was written)", soft_wrap=True)
+            raise typer.Exit(exit_code()) from None
         raise typer.Exit(EXIT_USAGE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def forwards_interrupts(fn: F) -> F:
+    """For a command that runs children: Ctrl-C/SIGTERM stop them too, and the run keeps what it measured
+    (:mod:`magpie_core.interrupts`). Put it above :func:`handle_errors`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with handling_interrupts():
+                return fn(*args, **kwargs)
+        finally:
+            if received() is not None:
+                exit_now()  # interrupted: report written, message printed; exit before anything else can hang
 
     return wrapper  # type: ignore[return-value]
 

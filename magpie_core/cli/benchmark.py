@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, forwards_interrupts, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
     from magpie_core.config.benchmark import GapAnalysisConfig
@@ -23,7 +25,9 @@ GAP_ANALYZER = "gap"
 GAP_DISTRIBUTION = "magpie-gap-analysis"
 
 
-def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None) -> int:
+def run_trace_dir_analysis(
+    trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, no_html: bool = False
+) -> int:
     """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
 
     Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
@@ -38,19 +42,28 @@ def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_di
         raise NotAvailable(
             f"--trace-dir needs gap analysis, from the plugin distribution {GAP_DISTRIBUTION}: {exc}"
         ) from exc
-    try:
-        summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), output_dir)
+    base = output_dir if output_dir is not None else trace_dir.resolve().parent
+    try:  # a new run folder each time (analyzers write their fixed file names into it)
+        with run_folder(base, "gap", trace_dir.name.split(".")[0]) as run_dir:
+            summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     for err in summary.get("errors") or []:
         console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
+    write_html("gap", summary, summary.get("output_dir"), skip=no_html)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
     return 1 if failed or not summary.get("num_ranks") else 0
 
 
 def run_benchmark_cli(
-    *, framework: str | None, benchmark_config: Path | None, overrides: dict[str, Any], output_dir: Path
+    *,
+    framework: str | None,
+    benchmark_config: Path | None,
+    overrides: dict[str, Any],
+    output_dir: Path,
+    fmt: str = "table",
+    no_html: bool = False,
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
@@ -77,6 +90,10 @@ def run_benchmark_cli(
             report = run_benchmark_on_environment(config, output_dir, config.run_mode)
         except LookupError as exc:
             raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
+    if fmt != "table":
+        print_points(report.points, fmt)
+        return 0 if report.success else 1
     t = report.throughput
     if t:
         console.print(
@@ -87,10 +104,27 @@ def run_benchmark_cli(
     for err in report.errors:
         console.print(f"[red]error:[/red] {err}")
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
+        console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
 
 
+def print_points(points: list[dict[str, Any]], fmt: str) -> None:
+    """One row per load point (``--format csv|json``)."""
+    columns = ["concurrency", "request_rate", "completed", "failed", "request_throughput", "output_throughput"]
+    columns += [f"{k}_{s}" for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+    rows = []
+    for p in points:
+        m = p["metrics"]
+        row = [p.get("concurrency"), p.get("request_rate"), m["completed"], m["failed"]]
+        row += [m["request_throughput"], m["output_throughput"]]
+        row += [m[k][s] for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+        rows.append(row)
+    print_rows(columns, rows, fmt)
+
+
 @app.command("benchmark")
+@forwards_interrupts
 @handle_errors
 def benchmark_command(
     framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
@@ -133,8 +167,11 @@ def benchmark_command(
         None, "--noise-floor", min=0, help="--compare: run-to-run noise floor for every metric (default: measured)"
     ),
     as_json: bool = typer.Option(False, "--json", help="--compare: print the comparison JSON"),
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
+    check_format(fmt)
     if compare is not None:
         from magpie_core.cli.benchmark_compare import run_compare_cli
 
@@ -143,7 +180,7 @@ def benchmark_command(
             allow_different_workload=allow_different_workload,
             min_effect=min_effect,
             noise_floor=noise_floor,
-            as_json=as_json,
+            as_json=as_json or fmt == "json",
         )
         raise typer.Exit(code)
     if trace_dir is not None:
@@ -158,7 +195,7 @@ def benchmark_command(
             find_kernel_sources=find_kernel_sources,
             kernel_source_repos=kernel_source_repos,
         )
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir))
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir, no_html=no_html))
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,
@@ -180,5 +217,7 @@ def benchmark_command(
                 "restart_between_repeats": restart_between_repeats,
             },
             output_dir=STATE.resolve_output_dir(output_dir),
+            fmt=fmt,
+            no_html=no_html,
         )
     )

@@ -8,13 +8,21 @@ import typer
 from rich.table import Table
 
 from magpie_core.cli.app import app, console, handle_errors
+from magpie_core.cli.output import check_format, format_option, print_rows
 from magpie_core.gpus import collect_gpu_info
 
+CSV_COLUMNS = ["kind", "index", "vendor", "name", "arch", "memory_total_mib", "driver", "found", "version", "path"]
 
-def print_gpu_info(as_json: bool) -> None:
+
+def print_gpu_info(as_json: bool, fmt: str = "table") -> None:
     info = collect_gpu_info()
-    if as_json:
+    if as_json or fmt == "json":
         typer.echo(json.dumps(info, indent=2))
+        return
+    if fmt == "csv":  # GPUs and tools in one table, told apart by ``kind``
+        rows = [["gpu", *(g.get(c) for c in CSV_COLUMNS[1:7]), "", "", ""] for g in info["gpus"]]
+        rows += [["tool", "", "", t["name"], "", "", "", t["found"], t["version"], t["path"]] for t in info["tools"]]
+        print_rows(CSV_COLUMNS, rows, "csv")
         return
     if info["gpus"]:
         table = Table("#", "vendor", "name", "arch", "memory (MiB)", "driver")
@@ -41,6 +49,8 @@ def print_gpu_info(as_json: bool) -> None:
 
 @app.command("gpu-info")
 @handle_errors
-def gpu_info_command(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+def gpu_info_command(
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"), fmt: str = format_option()
+) -> None:
     """Show GPUs (vendor, name, arch, memory, driver) and the compilers and profilers found."""
-    print_gpu_info(as_json)
+    print_gpu_info(as_json, check_format(fmt))

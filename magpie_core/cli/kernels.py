@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from magpie_core.cli.app import (
     EXIT_CHECKS_FAILED,
@@ -21,8 +20,10 @@ from magpie_core.cli.app import (
     app,
     console,
     err_console,
+    forwards_interrupts,
     handle_errors,
 )
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
 
 if TYPE_CHECKING:
@@ -83,12 +84,15 @@ def _timing_cell(result: KernelResult) -> tuple[str, str]:
     return f"{t.median:,.2f}{flag}", f"{t.ci95_low:,.2f}–{t.ci95_high:,.2f} (n={t.samples}, {t.stop_reason})"
 
 
-def _print_analyze(report: AnalyzeReport) -> None:
-    table = Table("kernel", "type", "compile", "correctness", "median µs", "95% CI µs", title="magpie analyze")
+def _print_analyze(report: AnalyzeReport, fmt: str = "table") -> None:
+    rows = []
     for r in report.results:
         median, ci = _timing_cell(r)
-        table.add_row(r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci)
-    console.print(table)
+        rows.append([r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci])
+    columns = ["kernel", "type", "compile", "correctness", "median µs", "95% CI µs"]
+    print_rows(columns, rows, fmt, title="magpie analyze")
+    if fmt != "table":
+        return
     for r in report.results:
         for msg in r.errors[:2]:
             console.print(f"  [red]{r.kernel_id}[/red]: {msg}", soft_wrap=True)
@@ -100,14 +104,12 @@ def _print_analyze(report: AnalyzeReport) -> None:
     console.print(f"report: {report.workspace}/analyze_report.json")
 
 
-def _print_compare(report: CompareReport) -> None:
-    table = Table(
-        "rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict", title="magpie compare"
-    )
+def _print_compare(report: CompareReport, fmt: str = "table") -> None:
+    rows = []
     for e in report.ranking:
         ci = f"{e.speedup_ci95[0]:.3f}–{e.speedup_ci95[1]:.3f}" if e.speedup_ci95 else ""
         speed = f"{e.speedup:.3f}x" if e.speedup is not None else ""
-        table.add_row(
+        rows.append([
             str(e.rank),
             e.kernel_id,
             f"{e.median_us:,.2f}",
@@ -115,8 +117,11 @@ def _print_compare(report: CompareReport) -> None:
             speed,
             ci,
             e.verdict or "",
-        )
-    console.print(table)
+        ])  # fmt: skip
+    columns = ["rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict"]
+    print_rows(columns, rows, fmt, title="magpie compare")
+    if fmt != "table":
+        return
     for u in report.unranked:
         console.print(f"  not ranked: [red]{u['kernel_id']}[/red]: {u['reason']}", soft_wrap=True)
     console.print(f"[bold]{report.verdict}[/bold]", soft_wrap=True)
@@ -136,6 +141,8 @@ class KernelFlags:
     no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
     output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
+    fmt = format_option()
+    no_html = no_html_option()
 
 
 def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
@@ -168,6 +175,7 @@ def _progress(message: str) -> None:
 
 
 @app.command("analyze")
+@forwards_interrupts
 @handle_errors
 def analyze_command(
     kernels: list[str] | None = KernelFlags.kernels,
@@ -178,8 +186,11 @@ def analyze_command(
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
+    fmt: str = KernelFlags.fmt,
+    no_html: bool = KernelFlags.no_html,
 ) -> None:
     """Compile, check and time one or more independent kernels."""
+    check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
@@ -193,12 +204,14 @@ def analyze_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        _print_analyze(report)
+        _print_analyze(report, fmt)
+    write_html("analyze", report, report.workspace, skip=no_html, quiet=as_json or fmt != "table")
     failed = any(r.failed_checks for r in report.results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)
 
 
 @app.command("compare")
+@forwards_interrupts
 @handle_errors
 def compare_command(
     kernels: list[str] | None = KernelFlags.kernels,
@@ -213,8 +226,11 @@ def compare_command(
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
+    fmt: str = KernelFlags.fmt,
+    no_html: bool = KernelFlags.no_html,
 ) -> None:
     """Compare two or more variants under identical inputs and settings; rank the correct ones."""
+    check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
@@ -237,6 +253,7 @@ def compare_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        _print_compare(report)
+        _print_compare(report, fmt)
+    write_html("compare", report, report.workspace, skip=no_html, quiet=as_json or fmt != "table")
     failed = any(r.failed_checks for r in report.results.kernel_results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)

@@ -138,7 +138,12 @@ class LoadConfig(StrictModel):
     request_rates: list[float] | None = Field(None, description="sweep: one point per rate")
     ignore_eos: bool = True
     save_requests: bool = Field(False, description="keep per-request details in the report")
-    request_timeout_s: float = Field(600.0, gt=0)
+    request_timeout_s: float = Field(
+        600.0, gt=0, description="longest wait for any byte of an answer (also bounds the /v1/models query)"
+    )
+    request_deadline_s: float = Field(
+        3600.0, gt=0, description="longest one request may take in all; a stream still running then is an error"
+    )
     inter_point_sleep_s: float = Field(0.0, ge=0, description="pause between sweep points")
     diagnostic_num_prompts: int | None = Field(
         None, ge=1, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
 from magpie_core.config.common import CommandSpec, PluginBlocksModel, StrictModel, as_argv_list
+from magpie_core.processes import MAX_WAIT_S
 
 
 class BenchTarget(StrictModel):
@@ -47,7 +48,7 @@ class CorrectnessConfig(StrictModel):
     trials: int = Field(3, ge=1, description="freshly seeded input sets to check")
     seed: int = 0
     poison_outputs: bool = Field(True, description="NaN-fill outputs before each run so unwritten elements fail")
-    timeout_seconds: float = Field(300, gt=0)
+    timeout_seconds: float = Field(300, gt=0, le=MAX_WAIT_S, allow_inf_nan=False, description="at most 7 days")
     accordo: AccordoConfig | None = None
 
 
@@ -62,7 +63,7 @@ class PerformanceConfig(StrictModel):
     model_config = StrictModel.model_config | {"extra": "allow"}
 
     backend: str = Field("events", description="events | none | the name of a profiler plugin")
-    timeout_seconds: float = Field(300, gt=0)
+    timeout_seconds: float = Field(300, gt=0, le=MAX_WAIT_S, allow_inf_nan=False, description="at most 7 days")
     warmup_ms: float = Field(25, ge=0, description="warm-up time before sampling")
     min_samples: int = Field(10, ge=3)
     max_samples: int = Field(1000, ge=3)

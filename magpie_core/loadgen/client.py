@@ -10,6 +10,7 @@ counts when the server sends it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -160,8 +161,13 @@ async def send_request(
     body: bytes,
     request: SampleRequest,
     headers: dict[str, str] | None = None,
+    deadline_s: float | None = None,
 ) -> RequestResult:
-    """Send one streaming request (``body``: its JSON, see :func:`encode_payload`) and time its chunks."""
+    """Send one streaming request (``body``: its JSON, see :func:`encode_payload`) and time its chunks.
+
+    ``deadline_s``: the most the whole request may take (a stream that never ends is cut there and the
+    request is a failure of kind ``deadline``); ``None``: no total bound beyond the client's read timeout.
+    """
     result = RequestResult(prompt_len=request.prompt_len, expected_output_len=request.expected_output_len)
     text_parts: list[str] = []
     parser = SseParser()
@@ -172,7 +178,7 @@ async def send_request(
     last = st
     first = True
     try:
-        async with client.post(ENDPOINT_PATHS[endpoint], body, headers) as response:
+        async with asyncio.timeout(deadline_s), client.post(ENDPOINT_PATHS[endpoint], body, headers) as response:
             if response.status != 200:
                 text = (await response.read()).decode(errors="replace")[:500]
                 result.error = f"HTTP {response.status}: {text}"
@@ -212,6 +218,10 @@ async def send_request(
                 result.success = True
                 if not done:
                     result.error = "the stream ended without [DONE]"
+    except TimeoutError:
+        result.success = False
+        result.error = f"deadline: the request did not finish within {deadline_s:g} s (load.request_deadline_s)"
+        result.error_kind = "deadline"
     except ClientTimeout as exc:
         result.error, result.error_kind = f"timeout: {exc}", "timeout"
     except ClientError as exc:

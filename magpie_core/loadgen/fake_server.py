@@ -14,7 +14,7 @@ there. ``/health``, ``/v1/models``, ``/start_profile`` and
 
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
 ``fake_status`` (answer with that HTTP status), ``fake_fail_after`` (close
-the connection after that many chunks).
+the connection after that many chunks), ``fake_endless`` (stream chunks and never end).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
     record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
     s.records.append(record)
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-    chunks = max(1, (n + s.tokens_per_chunk - 1) // s.tokens_per_chunk)
+    chunks = max(1, (n + s.tokens_per_chunk - 1) // s.tokens_per_chunk) if not req.get("fake_endless") else 1 << 62
     for k in range(chunks):
         if fail_after is not None and k >= int(fail_after):
             writer.close()

@@ -6,6 +6,10 @@ process), rescaled so the last arrival lands at ``n / rate``; ``rate = inf``
 sends everything at once. A request whose arrival comes waits for a
 concurrency slot when ``max_concurrency`` is set; its TTFT clock starts when
 it is sent. Warm-up requests run first and are left out of every number.
+Each request has a total deadline (``request_deadline_s``): a stream that never
+ends fails that request, not the run. Interrupted (Ctrl-C under
+:func:`magpie_core.interrupts.handling_interrupts`), a point stops at once and
+keeps the requests that finished; the others are left out and counted.
 
 Client self-checks: *schedule lag* is how late each request was handed out
 compared with its planned arrival (a busy client shows up here), and the
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from magpie_core import interrupts
 from magpie_core.loadgen.client import Endpoint, RequestResult, build_payload, encode_payload, send_request
 from magpie_core.loadgen.datasets import SampleRequest
 from magpie_core.loadgen.http import make_client, new_event_loop
@@ -44,6 +49,8 @@ class LoadSpec:
     ignore_eos: bool = True
     seed: int = 0
     request_timeout_s: float = 600.0
+    #: the most one request may take in all (None: only the read timeout bounds it)
+    request_deadline_s: float | None = None
     point_timeout_s: float | None = None
     extra_body: dict[str, Any] | None = None
     headers: dict[str, str] | None = None
@@ -65,6 +72,10 @@ class LoadResult:
     #: CPU seconds this process used while the load ran (all threads): with the chunk count, how much of
     #: a core the client itself took from a server that shares the machine
     client_cpu_s: float | None = None
+    #: stopped by Ctrl-C: ``results`` holds the requests that finished before it
+    interrupted: bool = False
+    #: requests sent or planned but not finished when interrupted (left out of ``results``)
+    unfinished: int = 0
 
 
 def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[float]:
@@ -128,9 +139,16 @@ async def run_load_async(spec: LoadSpec) -> LoadResult:
                     payload = build_payload(
                         spec.endpoint, spec.model, req, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body
                     )
-                    return await send_request(client, spec.endpoint, encode_payload(payload), req, spec.headers)
+                    return await send_request(
+                        client, spec.endpoint, encode_payload(payload), req, spec.headers, spec.request_deadline_s
+                    )
 
-            warm_results = await asyncio.gather(*(warm(i) for i in range(spec.warmup_requests)))
+            try:
+                warm_results = await asyncio.gather(*(warm(i) for i in range(spec.warmup_requests)))
+            except asyncio.CancelledError:
+                if not _our_interrupt():
+                    raise
+                return LoadResult([], 0.0, client.clock, interrupted=True, unfinished=len(spec.requests))
             warmup_failed = sum(not r.success for r in warm_results)
         return await _measure(spec, client, client.clock, warmup_failed)
     finally:
@@ -156,7 +174,9 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
 
     async def one(i: int, dispatch: float, planned: float) -> None:
         async with sem:  # type: ignore[union-attr]
-            res = await send_request(client, spec.endpoint, payloads[i], spec.requests[i], spec.headers)
+            res = await send_request(
+                client, spec.endpoint, payloads[i], spec.requests[i], spec.headers, spec.request_deadline_s
+            )
         res.scheduled_time = planned
         res.dispatch_time = dispatch
         results[i] = res
@@ -177,7 +197,7 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
             dispatched.append(now)
             tasks.append(asyncio.create_task(one(i, now, planned)))
 
-    timed_out = False
+    timed_out = interrupted = False
     try:
         try:
             async with asyncio.timeout(spec.point_timeout_s):
@@ -186,9 +206,13 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
                     await asyncio.gather(*tasks)
         except TimeoutError:
             timed_out = True
+        except asyncio.CancelledError:
+            if not _our_interrupt():
+                raise
+            interrupted = True
         end = time.perf_counter()
         cpu_used = time.process_time() - cpu_start
-        if timed_out:
+        if timed_out or interrupted:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -196,6 +220,8 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
         progress.close()  # after the clock stopped: stopping the progress display can take a refresh period
     final: list[RequestResult] = []
     for i, r in enumerate(results):
+        if r is None and interrupted:
+            continue
         if r is None:
             r = RequestResult(
                 prompt_len=spec.requests[i].prompt_len,
@@ -219,7 +245,18 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
         warmup_failed=warmup_failed,
         timed_out=timed_out,
         started_at=start,
+        interrupted=interrupted,
+        unfinished=n - len(final),
     )
+
+
+def _our_interrupt() -> bool:
+    """The running task was cancelled by :func:`run_in_loop` on Ctrl-C (then it stops and keeps its results)."""
+    task = asyncio.current_task()
+    if interrupts.received() is None or task is None:
+        return False
+    task.uncancel()
+    return True
 
 
 def run_load(spec: LoadSpec) -> LoadResult:
@@ -228,5 +265,19 @@ def run_load(spec: LoadSpec) -> LoadResult:
 
 
 def run_in_loop(factory: Callable[[], Any]) -> Any:
+    """Run ``factory()`` to completion; Ctrl-C (when magpie handles interrupts) cancels it, so the
+    coroutine can stop cleanly and return what it has."""
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(factory())
+        loop = runner.get_loop()
+        task = loop.create_task(factory())
+        with interrupts.on_interrupt(lambda: loop.call_soon_threadsafe(task.cancel)):
+            try:
+                return runner.run(_await(task))
+            except asyncio.CancelledError:
+                if interrupts.received() is None:
+                    raise
+                raise KeyboardInterrupt from None  # cancelled before it could keep anything
+
+
+async def _await(task: asyncio.Task[Any]) -> Any:
+    return await task

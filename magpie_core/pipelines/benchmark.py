@@ -32,6 +32,8 @@ from magpie_core.compat import throughput_block
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import load_yaml, validate
+from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
+from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
 from magpie_core.loadgen.metrics import compute_metrics, summarize
 from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
@@ -214,9 +216,10 @@ def _http_post(url: str, timeout: float = 600.0) -> tuple[int, str]:
         return resp.status_code, resp.text[:300]
 
 
-def served_model(base_url: str, fallback: str) -> str:
+def served_model(base_url: str, fallback: str, timeout_s: float = 10.0) -> str:
+    """The first model ``/v1/models`` lists (``fallback`` if it cannot say within ``timeout_s``)."""
     try:
-        with httpx.Client(timeout=10.0) as client:
+        with httpx.Client(timeout=timeout_s) as client:
             data = client.get(base_url + "/v1/models").json().get("data") or []
         return str(data[0]["id"]) if data else fallback
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
@@ -323,6 +326,7 @@ def run_point(
         ignore_eos=config.load.ignore_eos,
         seed=config.dataset.seed,
         request_timeout_s=config.load.request_timeout_s,
+        request_deadline_s=config.load.request_deadline_s,
         point_timeout_s=timeout,
         extra_body=config.load.extra_body or None,
         progress=config.load.progress,
@@ -341,6 +345,7 @@ def run_point(
         "num_prompts": len(requests),
         "warmup_requests": spec.warmup_requests,
         "endpoint": config.load.endpoint,
+        **({"interrupted": True, "unfinished_requests": load.unfinished} if load.interrupted else {}),
         "metrics": metrics,
         "client_checks": _client_checks(load),
         "prompts": prompt_digest(requests),
@@ -458,10 +463,12 @@ def run_diagnostic(
         out["errors"].append(f"start_profile answered HTTP {status}: {text}")
         return out
     try:
-        row, _ = run_point(
+        row, load = run_point(
             config, handle.base_url, model, point, tokenizer, num_prompts=num, label="diagnostic (profiled)", warmup=0
         )
         out["point"] = row
+        if load.interrupted:
+            raise KeyboardInterrupt  # no waiting for traces: the run is stopping
     finally:
         status, text = _http_post(handle.base_url + framework.stop_profile_path)
         out["stop_profile"] = status
@@ -523,7 +530,7 @@ def run_benchmark(
     measure = config.run_kind in ("measurement", "auto")
     diagnose = config.run_kind == "diagnostic" or (config.run_kind == "auto" and config.profiler.torch_profiler.enabled)
     report = BenchmarkReport(
-        framework=config.framework,
+        framework=config.framework or "",
         model=config.model,
         config=config.model_dump(mode="json"),
         workspace_dir=str(ws.path),
@@ -550,7 +557,7 @@ def run_benchmark(
         engine = engine_version(framework or _framework_or_none(config), handle.base_url)
         if engine:
             report.server["engine_version"] = engine
-        model = config.served_model_name or served_model(handle.base_url, config.model)
+        model = config.served_model_name or served_model(handle.base_url, config.model, config.load.request_timeout_s)
         tokenizer = _tokenizer(config, report)
         if measure:
             restart = None
@@ -562,12 +569,17 @@ def run_benchmark(
             _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
     except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError) as exc:
         report.errors.append(str(exc))
+    except KeyboardInterrupt:
+        report.interrupted = True
+        report.errors.append("interrupted (Ctrl-C): the report holds the requests that finished before it")
     except Exception as exc:
         log.exception("benchmark failed")
         report.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
         if handle is not None and handle.process is not None:
-            code = handle.process.stop(config.stop_grace_s)
+            code = handle.process.stop(
+                min(config.stop_grace_s, INTERRUPT_GRACE_S) if report.interrupted else config.stop_grace_s
+            )
             report.server["exit_code"] = code
             report.server["stopped"] = True
         if lease is not None:
@@ -577,6 +589,9 @@ def run_benchmark(
         report.write(ws.report_path)
         logging.getLogger("magpie").removeHandler(handler)
         handler.close()
+    if report.interrupted:
+        done = sum(p["metrics"]["completed"] for p in report.points)
+        raise RunInterrupted(f"benchmark interrupted: {done} request(s) completed", ws.report_path)
     return report
 
 
@@ -649,6 +664,8 @@ def _measure_repeat(
         if rep == 0:
             loads.append([])
         loads[i].append(load)
+        if load.interrupted:
+            raise KeyboardInterrupt  # the point kept its finished requests; the sweep stops here
         if handle.process:
             handle.process.check_alive()
         if load.timed_out:

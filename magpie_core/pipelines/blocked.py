@@ -61,6 +61,8 @@ class BlockedTiming:
     elapsed_s: float = 0.0
     load_before: float | None = None
     load_after: float | None = None
+    #: stopped by Ctrl-C: the blocks completed before it are kept, the block in progress is not
+    interrupted: bool = False
 
     @property
     def block_count(self) -> int:
@@ -84,17 +86,28 @@ def time_in_blocks(workers: dict[int, TimingWorker], baseline: int, plan: BlockP
     result.samples = {key: [] for key in live}
     rng = random.Random(plan.seed)
     start = time.monotonic()
-    while baseline in live and result.block_count < plan.max_blocks:
-        block = _one_block(live, counts, plan, rng, result)
-        for key, value in block.items():
-            result.blocks[key].append(value)
-        result.elapsed_s = time.monotonic() - start
-        if result.block_count >= plan.min_blocks and (
-            result.elapsed_s >= plan.budget_s or _precise_enough(result, live, plan)
-        ):
-            break
+    try:
+        while baseline in live and result.block_count < plan.max_blocks:
+            block = _one_block(live, counts, plan, rng, result)
+            for key, value in block.items():
+                result.blocks[key].append(value)
+            result.elapsed_s = time.monotonic() - start
+            if result.block_count >= plan.min_blocks and (
+                result.elapsed_s >= plan.budget_s or _precise_enough(result, live, plan)
+            ):
+                break
+    except KeyboardInterrupt:
+        result.interrupted = True
+        _drop_partial_block(result)
     result.load_after = _load()
     return result
+
+
+def _drop_partial_block(result: BlockedTiming) -> None:
+    """An interrupted block is cut to the length of the complete ones (its samples stay in ``samples``)."""
+    n = min((len(v) for v in result.blocks.values()), default=0)
+    for key in result.blocks:
+        del result.blocks[key][n:]
 
 
 def _samples_per_slot(live: dict[int, TimingWorker], plan: BlockPlan, result: BlockedTiming) -> dict[int, int]:

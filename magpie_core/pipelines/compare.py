@@ -26,7 +26,7 @@ import numpy as np
 from magpie_core.config.common import dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.interfaces import KernelBackend
-from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, stability, time_in_blocks
+from magpie_core.pipelines.blocked import AA, MIN_BLOCKS, BlockedTiming, BlockPlan, stability, time_in_blocks
 from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
 from magpie_core.pipelines.kernels import (
     KernelJob,
@@ -35,6 +35,8 @@ from magpie_core.pipelines.kernels import (
     command_env,
     environment_options,
     evaluation_task,
+    interrupted,
+    interrupted_result,
     kernel_jobs,
     run_jobs,
     summary_row,
@@ -44,7 +46,7 @@ from magpie_core.reports import PerformanceResult, StageStatus
 from magpie_core.stats import Speedup, Verdict, paired_speedup, speedup, summarize
 from magpie_core.threads import map_in_threads
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
-from magpie_core.workspace import create_workspace
+from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.compare")
 
@@ -79,22 +81,18 @@ def compare(
     kernels = file.all_kernels()
     ws = create_workspace(output_dir, "compare", kernels[base_index].id)
     handler = ws.attach_log()
+    jobs = kernel_jobs(file, config_dir, ws, measure_performance)
+    done: list[KernelResult | None] = [None] * len(jobs)  # filled as candidates finish (kept if interrupted)
+    stable: dict[str, Any] | None = None
+    settings: dict[str, Any] = {}
     try:
         ws.snapshot_config(dump(file))
-        jobs = kernel_jobs(file, config_dir, ws, measure_performance)
         blocked = _use_blocks(timing, measure_performance, environment, kernels, jobs)
         rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
         for job in jobs:
             job.timing_elsewhere = blocked
             job.performance = _split_budget(job.performance, rounds)
-        results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options)
-        stable: dict[str, Any] | None = None
-        if blocked:
-            stable = _time_in_blocks(jobs, results, base_index, min_effect, progress)
-        elif measure_performance and rounds > 1:
-            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)
-        report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
-        report.settings = {
+        settings |= {
             "environment": environment,
             "workers": workers,
             "correctness": jobs[base_index].correctness,
@@ -102,13 +100,56 @@ def compare(
             "min_effect": min_effect,
             "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
         }
+        results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options, done)
+        if blocked:
+            stable = _time_in_blocks(jobs, results, base_index, min_effect, progress)
+        elif measure_performance and rounds > 1:
+            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)
+        if stable is not None and stable.get("interrupted"):
+            raise KeyboardInterrupt  # the blocks stopped early: the interrupted report ranks what they measured
+        report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
+        report.settings = settings
         report.write(ws.report_path)
         return report
+    except KeyboardInterrupt:
+        filled = [r if r is not None else interrupted_result(j) for r, j in zip(done, jobs, strict=True)]
+        _write_interrupted(filled, base_index, min_effect, ws, stable, settings)
+        detail = f", timing stopped after {stable.get('blocks', 0)} interleaved blocks" if stable else ""
+        raise interrupted("compare", sum(r is not None for r in done), len(jobs), ws.report_path, detail) from None
     finally:
         logging.getLogger("magpie").removeHandler(handler)
 
 
 TIMING_DESIGNS = ("auto", "blocks", "rounds")
+
+
+def _write_interrupted(
+    results: list[KernelResult],
+    base_index: int,
+    min_effect: float,
+    ws: Workspace,
+    stable: dict[str, Any] | None,
+    settings: dict[str, Any],
+) -> None:
+    """The compare report of a run stopped by a signal: the candidates that finished, ranked only as far as
+    their timing went; no winner unless the interleaved blocks had reached their minimum count."""
+    for r in results:
+        if r.performance.status == StageStatus.SKIPPED and r.performance.timing is None:
+            r.performance = PerformanceResult(status=StageStatus.NOT_RUN, message="interrupted before timing")
+    report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
+    report.interrupted, report.settings = True, settings
+    blocks = int((stable or {}).get("blocks") or 0)
+    if blocks >= MIN_BLOCKS:
+        report.verdict = f"Interrupted after {blocks} interleaved blocks: {report.verdict}"
+    else:
+        what = f"timing stopped after {blocks} interleaved blocks" if stable else "before timing finished"
+        report.verdict = f"Interrupted ({what}): no verdict"
+        report.winner_id, report.results.winner = None, None
+        for entry in report.ranking:
+            if entry.verdict not in (None, "BASELINE"):
+                entry.verdict = "UNSTABLE"
+                entry.verdict_reason = f"interrupted after {blocks} of >= {MIN_BLOCKS} blocks"
+    report.write(ws.report_path)
 
 
 def _use_blocks(
@@ -157,21 +198,23 @@ def _correctness_first(
     workers: int,
     progress: Progress | None,
     options: dict[str, Any],
+    results: list[KernelResult | None],
 ) -> list[KernelResult]:
-    """The baseline (saving its outputs), then every other candidate checked against them."""
+    """The baseline (saving its outputs), then every other candidate checked against them; ``results`` is
+    filled in as candidates finish."""
     expected = workspace / "baseline_outputs"  # written by the baseline's backend, in its own format
     jobs[base_index].save_outputs = str(expected)
     if progress:
         progress(f"baseline {jobs[base_index].kernel.get('id')}")
-    results: list[KernelResult | None] = [None] * len(jobs)
     results[base_index] = run_jobs([jobs[base_index]], environment, 1, None, options)[0]
     others = [i for i in range(len(jobs)) if i != base_index]
     for i in others:
         jobs[i].baseline_outputs = str(expected)
-    for i, result in zip(
-        others, run_jobs([jobs[i] for i in others], environment, workers, progress, options), strict=True
-    ):
-        results[i] = result
+
+    def record(position: int, result: KernelResult) -> None:
+        results[others[position]] = result
+
+    run_jobs([jobs[i] for i in others], environment, workers, progress, options, on_done=record)
     return [r for r in results if r is not None]
 
 
@@ -209,6 +252,8 @@ def _time_in_blocks(
             target_rse=float(perf.get("target_rse", 0.01)),
             timeout_s=float(perf.get("timeout_seconds", 300)),
         )
+        if progress and anchor is not None:
+            progress(f"{len(live)} timing worker(s) ready; running blocks for up to {plan.budget_s:g} s")
         outcome = time_in_blocks(live, anchor, plan) if anchor is not None else None
         infos = {i: w.close() for i, w in live.items()}
     finally:
@@ -221,6 +266,10 @@ def _time_in_blocks(
     if outcome is None:
         return None
     _fill_performance(results, outcome, infos)
+    if outcome.interrupted:
+        if outcome.block_count > 1:
+            return {**stability(outcome, min_effect), "interrupted": True}
+        return {"blocks": outcome.block_count, "interrupted": True, "message": "interrupted before two blocks"}
     return stability(outcome, min_effect) if outcome.block_count else None
 
 

@@ -20,12 +20,13 @@ from pydantic import Field
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
+from magpie_core.interrupts import RunInterrupted
 from magpie_core.pipelines.kernel_reports import (
     AnalyzeReport,
     KernelResult,
 )
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.processes import run_command, run_commands, tail
+from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.reports import (
     CompileResult,
     CorrectnessResult,
@@ -160,7 +161,10 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     workdir.mkdir(parents=True, exist_ok=True)
     backend = get_plugin_manager().get("kernel_backend", kernel.type)
     cwd = kernel.resolved_working_dir(Path(job.config_dir))
-    timeout = float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
+    timeout = min(  # the two stages' budgets, within what magpie waits for anything
+        MAX_WAIT_S,
+        float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300)),
+    )
     result = KernelResult(
         kernel_id=kernel.id,
         kernel_type=kernel.type,
@@ -417,7 +421,10 @@ def run_jobs(
     workers: int,
     progress: Progress | None,
     options: dict[str, Any] | None = None,
+    on_done: Callable[[int, KernelResult], None] | None = None,
 ) -> list[KernelResult]:
+    """Evaluate ``jobs`` on ``environment``; ``on_done(index, result)`` as each finishes (so an interrupted
+    run still knows what finished)."""
     env = get_plugin_manager().get("environment", environment)
     if options:
         env = env.with_options(options)
@@ -426,6 +433,8 @@ def run_jobs(
     def report_progress(index: int, result: Any) -> None:
         nonlocal done
         done += 1
+        if on_done is not None:
+            on_done(index, result if isinstance(result, KernelResult) else _failed_job(jobs[index], result))
         if progress is not None:
             progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {_one_line(result)}")
 
@@ -462,6 +471,25 @@ def _failed_job(job: KernelJob, error: Any) -> KernelResult:
     )
 
 
+def interrupted_result(job: KernelJob) -> KernelResult:
+    """A kernel the run was stopped before finishing (neither passed nor failed)."""
+    why = "interrupted before this kernel finished"
+    return KernelResult(
+        kernel_id=str(job.kernel.get("id")),
+        kernel_type=str(job.kernel.get("type")),
+        compile=CompileResult(status=StageStatus.SKIPPED, message=why),
+        correctness=CorrectnessResult(status=StageStatus.NOT_RUN, message=why),
+        performance=PerformanceResult(status=StageStatus.NOT_RUN, message=why),
+        workdir=job.workdir,
+        errors=[why],
+    )
+
+
+def interrupted(mode: str, finished: int, total: int, report_path: Path, detail: str = "") -> RunInterrupted:
+    """The exception an interrupted kernel run ends with, once its partial report is written."""
+    return RunInterrupted(f"{mode} interrupted: {finished} of {total} kernel(s) checked{detail}", report_path)
+
+
 def summary_row(result: KernelResult) -> dict[str, Any]:
     timing = result.performance.timing
     return {
@@ -495,18 +523,26 @@ def analyze(
     label = file.all_kernels()[0].id
     ws = create_workspace(output_dir, "analyze", label)
     handler = ws.attach_log()
+    settings = {"environment": environment, "workers": workers, "measure_performance": measure_performance}
+    jobs = kernel_jobs(file, config_dir, ws, measure_performance)
+    done: dict[int, KernelResult] = {}
     try:
         ws.snapshot_config(dump(file))
-        results = run_jobs(
-            kernel_jobs(file, config_dir, ws, measure_performance), environment, workers, progress, options
-        )
+        results = run_jobs(jobs, environment, workers, progress, options, on_done=done.__setitem__)
         report = AnalyzeReport(
-            workspace=str(ws.path),
-            results=results,
-            summary=[summary_row(r) for r in results],
-            settings={"environment": environment, "workers": workers, "measure_performance": measure_performance},
+            workspace=str(ws.path), results=results, summary=[summary_row(r) for r in results], settings=settings
         )
         report.write(ws.report_path)
         return report
+    except KeyboardInterrupt:
+        results = [done.get(i) or interrupted_result(job) for i, job in enumerate(jobs)]
+        AnalyzeReport(
+            workspace=str(ws.path),
+            results=results,
+            summary=[summary_row(r) for r in results],
+            settings=settings,
+            interrupted=True,
+        ).write(ws.report_path)
+        raise interrupted("analyze", len(done), len(jobs), ws.report_path) from None
     finally:
         logging.getLogger("magpie").removeHandler(handler)

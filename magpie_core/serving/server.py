@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from magpie_core.processes import Interrupted, register_started, unregister_started
+
 log = logging.getLogger("magpie.serving")
 
 
@@ -81,6 +83,10 @@ class ServerProcess:
             raise ServerError(f"cannot start the server ({self.argv[0]}): {exc}") from exc
         finally:
             log_file.close()
+        try:
+            register_started(self.proc)  # Ctrl-C stops it with everything else magpie started
+        except Interrupted as exc:
+            raise ServerError(str(exc)) from None
         self.started_at = time.monotonic()
         log.info("server started (pid %d): %s", self.proc.pid, " ".join(self.argv))
 
@@ -133,9 +139,13 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 log.warning("server did not stop within %.0f s; killing its process group", grace_s)
                 self._signal_group(pgid, signal.SIGKILL)
-                self.proc.wait(10)
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    log.warning("server process %d did not die after SIGKILL", pgid)
         # children that outlived the leader are still in the group
         self._signal_group(pgid, signal.SIGKILL)
+        unregister_started(self.proc)
         return self.proc.returncode
 
     @staticmethod

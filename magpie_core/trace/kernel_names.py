@@ -6,6 +6,7 @@ name no parser recognises is reported as family ``unknown`` with confidence 0.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from magpie_core.reports import ParsedKernelName
@@ -205,6 +206,22 @@ def category_from_words(text: str, default: str = "other") -> str:
         if any(w in t for w in words):
             return cat
     return default
+
+
+_OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_~]\w*)")
+
+
+def outer_function(text: str) -> tuple[str, str]:
+    """(namespace path, function) of the outermost function of a demangled C++ name, read with the bracket-
+    matching parser of :mod:`magpie_core.trace.cxx_names` (return types such as ``std::enable_if<...>::type``,
+    ``(anonymous namespace)``, function-pointer template arguments); plain identifiers give ``("", name)``."""
+    from magpie_core.trace.cxx_names import parse_cxx_name
+
+    parsed = parse_cxx_name(text)
+    if parsed is not None and re.fullmatch(r"[A-Za-z_~]\w*", parsed.function):
+        return parsed.namespace, parsed.function
+    m = _OUTER.match(text)
+    return (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
 
 
 def strip_code_object_suffix(name: str) -> str:

@@ -200,7 +200,8 @@ def test_cli_gap_json_with_amd_style_flags(run_magpie: RunMagpie, tmp_path: Path
     assert out["config"]["categories"] == ["kernel", "gpu_memset"] and len(out["top_kernels"]) == 4
     done = run_magpie(["benchmark", "--trace-dir", str(TRACES / "h100"), "-o", str(tmp_path / "b"), "--no-rank-csv"])
     assert done.returncode == 0, done.stderr
-    assert not (tmp_path / "b" / "gap_analysis_rank0.csv").exists()
+    (run,) = (tmp_path / "b").iterdir()  # a new run folder under -o
+    assert (run / "gap_analysis.json").is_file() and not (run / "gap_analysis_rank0.csv").exists()
     assert run_magpie(["gap", str(tmp_path / "nothing-here")]).returncode == 2
 
 

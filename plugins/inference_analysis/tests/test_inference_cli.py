@@ -26,7 +26,8 @@ def test_cli_inference(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     summary = json.loads(ok.stdout)
     assert summary["traces"][0]["spec"]["name"] == "MI355X"
-    assert (tmp_path / "o" / "decode_only_kernel_roofline_simple.csv").is_file()
+    (run,) = (tmp_path / "o").iterdir()  # each run writes into a new folder under -o
+    assert (run / "decode_only_kernel_roofline_simple.csv").is_file()
     bad = subprocess.run([magpie, "inference", str(CPU), "--spec", "A100"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown GPU spec" in bad.stdout + bad.stderr
     bad = subprocess.run([magpie, "inference", str(tmp_path / "none")], capture_output=True, text=True, timeout=60)
@@ -37,7 +38,9 @@ def test_cli_inference_text_summary(run_magpie, tmp_path: Path) -> None:  # type
     out = run_magpie(["inference", str(CPU), "--stages", "decode", "-o", str(tmp_path)], timeout=120)
     assert out.returncode == 0, out.stderr
     assert "decode_only: window 5/8 iterations" in out.stdout
-    assert f"summary: {tmp_path / 'inference_summary.json'}" in out.stdout
+    (run,) = tmp_path.iterdir()
+    assert run.name.startswith("inference_tiny_llama_cpu_")
+    assert f"summary: {run / 'inference_summary.json'}" in out.stdout
 
 
 def test_default_output_dir(tmp_path: Path) -> None:

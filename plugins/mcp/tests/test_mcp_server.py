@@ -181,7 +181,7 @@ def test_a_plugin_tool_gets_the_same_context_as_the_built_ins(tmp_path, monkeypa
     try:
         probed, status, done, listed = anyio.run(scenario)
     finally:
-        context.jobs.shutdown()
+        context.job_manager.shutdown()
     assert len(probe.SEEN) == 1 and probe.SEEN[0] is context
     assert status["kind"] == "probe" and done["report"] == {"echo": 7}, done
     assert probed["output_dir"] == listed["root"] == str(tmp_path / "runs")

@@ -72,9 +72,12 @@ def test_create_config_analyze_and_compare(workspace):
         compared = await call(
             s, "compare", {"kernel_config": created["path"], "min_effect": 0.25}, progress_callback=on_progress
         )
-        ranking = [e["kernel_id"] for e in compared["report"]["ranking"]]
-        assert ranking == ["single", "double"]
-        assert compared["report"]["ranking"][1]["speedup"] < 1 and compared["winner_id"] in ("single", None)
+        # a loaded machine may make the timing too noisy to decide: then UNSTABLE, never a wrong verdict
+        ranked = compared["report"]["ranking"]
+        double = next(e for e in ranked if e["kernel_id"] == "double")
+        if double["verdict"] != "UNSTABLE":
+            assert [e["kernel_id"] for e in ranked] == ["single", "double"] and double["speedup"] < 1
+        assert compared["winner_id"] in ("single", None)
 
     run_session(workspace, scenario)
     assert progress, "no MCP progress notifications were received"
@@ -92,7 +95,7 @@ def test_trust_model_rejects_commands_and_paths_outside_the_roots(workspace, tmp
         msg = await call_error(s, "analyze", {"kernel_config": str(outside / "k.yaml")})
         assert "outside the allowed workspace roots" in msg and "kernel_config" in msg
         msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "testcase_command": [str(outside / "run.sh")]}]})
-        assert "testcase_command: program" in msg and "outside the allowed workspace roots" in msg
+        assert "testcase_command" in msg and "client-supplied commands are refused" in msg
         msg = await call_error(s, "analyze", {"kernels": [{"id": "k", "working_dir": str(outside)}]})
         assert "working_dir" in msg
         # a command is an argv list: a shell string is rejected by the input schema

@@ -142,6 +142,8 @@ class DeviceStats:
     median_kernel_us: float | None
     kernels_shorter_than_launch_pct: float | None
     gaps: list[Gap] = field(default_factory=list)
+    #: busy share per time bin over the device's active span (report timelines): start, bin width, percents
+    timeline: dict[str, Any] = field(default_factory=dict)
 
     @property
     def idle_pct(self) -> float:
@@ -614,6 +616,25 @@ def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRange
     return gaps
 
 
+def busy_timeline(starts: np.ndarray, ends: np.ndarray, bins: int = 240) -> dict[str, Any]:
+    """The busy share (percent) of ``bins`` equal time bins from the first start to the last end of sorted,
+    disjoint busy intervals: a compact busy/idle timeline for reports."""
+    if not len(starts):
+        return {}
+    t0, t1 = float(starts[0]), float(ends[-1])
+    width = (t1 - t0) / bins if t1 > t0 else 1.0
+    edges = t0 + width * np.arange(bins + 1)
+    before = np.concatenate(([0.0], np.cumsum(ends - starts)))  # busy time before each interval
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(starts, t, side="right") - 1
+        inside = np.clip(t - starts[np.maximum(i, 0)], 0.0, (ends - starts)[np.maximum(i, 0)])
+        return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0.0)
+
+    share = np.diff(busy_until(edges)) / width * 100.0
+    return {"start_us": t0, "bin_us": width, "busy_pct": np.round(np.clip(share, 0, 100), 1).tolist()}
+
+
 def _devices(
     table: EventTable, options: AnalysisOptions, window: _Window, launches: _Launches, host: _HostRanges
 ) -> list[DeviceStats]:
@@ -633,6 +654,7 @@ def _devices(
         activity = _device_activity(table, rows, groups_all[rows], launch_all, window)
         stats = _device_stats(table, dev, activity, wall)
         stats.gaps = _largest_gaps(table, dev, activity, host, options.top_gaps)
+        stats.timeline = busy_timeline(activity.merged_s, activity.merged_e)
         out.append(stats)
     return out
 

@@ -15,6 +15,8 @@ import typer
 
 from magpie_core.cli.app import STATE, UsageError, console, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -30,29 +32,40 @@ def _fmt(x: float) -> str:
 
 
 def _short(name: str, width: int = 72) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    """Shortened for a terminal; whole when the output goes to a pipe or a file."""
+    if not console.is_terminal or len(name) <= width:
+        return name
+    return name[: width - 1] + "…"
 
 
-def _kernel_table(result: GapAnalysisResult, top_k: int) -> Table:
-    from rich.table import Table
+KERNEL_COLUMNS = ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy")
 
-    table = Table(title=f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))")
-    for col in ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy"):
-        if col == "kernel":
-            table.add_column(col, no_wrap=True, overflow="ellipsis", min_width=20, max_width=40)
-        else:
-            table.add_column(col, justify="left" if col == "category" else "right", no_wrap=True)
-    for i, k in enumerate(result.top_kernels[:top_k], 1):
-        table.add_row(
+
+def _kernel_rows(result: GapAnalysisResult, top_k: int, full_names: bool) -> list[list[str]]:
+    """The top-k rows: the parsed function name (shortened on a terminal), or the full kernel name (CSV/JSON)."""
+    return [
+        [
             str(i),
-            _short(k.function or k.name),
+            k.name if full_names else _short(k.function or k.name),
             k.category,
             str(k.calls),
             _fmt(k.self_cuda_total_us),
             _fmt(k.avg_time_us),
             _fmt(k.pct_total),
             _fmt(k.pct_gpu_busy),
-        )
+        ]
+        for i, k in enumerate(result.top_kernels[:top_k], 1)
+    ]
+
+
+def _kernel_table(result: GapAnalysisResult, top_k: int) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))")
+    for col in KERNEL_COLUMNS:
+        table.add_column(col, justify="left" if col in ("kernel", "category") else "right", no_wrap=True)
+    for row in _kernel_rows(result, top_k, full_names=False):
+        table.add_row(*row)
     return table
 
 
@@ -86,21 +99,34 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
     console.print(f"wrote {result.csv_path} and {result.json_path}", markup=False)
 
 
-def run_gap_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, as_json: bool = False) -> int:
-    """Run, print (table or ``as_json``), return the exit code (0 ok, 1 some rank failed); nothing to analyze
-    is a :class:`~magpie_core.cli.app.UsageError`."""
-    from magpie_gap_analysis.pipeline import gap_analysis
+def run_gap_analysis(
+    trace_dir: Path,
+    config: GapAnalysisConfig,
+    output_dir: Path | None,
+    as_json: bool = False,
+    fmt: str = "table",
+    no_html: bool = False,
+) -> int:
+    """Run into a new ``gap_<trace>_<timestamp>/`` folder under ``output_dir`` (default: beside the traces), print
+    (table, ``--format csv|json`` rows or ``as_json``), write ``report.html`` unless ``no_html``, return the exit
+    code (0 ok, 1 some rank failed); nothing to analyze is a :class:`~magpie_core.cli.app.UsageError`."""
+    from magpie_gap_analysis.pipeline import default_output_dir, gap_analysis
 
     trace_dir = Path(trace_dir)
     if not trace_dir.exists():
         raise UsageError(f"trace path not found: {trace_dir}")
-    result = gap_analysis(trace_dir, config, output_dir)
-    if result.output_dir is None:
-        raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
+    # a new run folder each time: a second run never overwrites or mixes with the first
+    with run_folder(output_dir or default_output_dir(trace_dir), "gap", trace_dir.name.split(".")[0]) as run_dir:
+        result = gap_analysis(trace_dir, config, run_dir)
+        if result.output_dir is None:
+            raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
     if as_json:
         print(json.dumps(json.loads(result.model_dump_json()), indent=2))
+    elif fmt != "table":
+        print_rows(KERNEL_COLUMNS, _kernel_rows(result, config.top_k, full_names=True), fmt)
     else:
         print_summary(result, config.top_k)
+    write_html("gap", result, result.output_dir, skip=no_html, quiet=as_json or fmt != "table")
     failed = [r for r in result.ranks if not r.ok]
     return 1 if failed or result.num_ranks == 0 else 0
 
@@ -117,16 +143,24 @@ def gap_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace_dir>/../gap_analysis"),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        "-o",
+        help="where each run's gap_<trace>_<time>/ goes; default <trace_dir>/../gap_analysis",
+    ),
     window_annotation: str | None = GapFlags.window_annotation,
     start_us: float | None = GapFlags.start_us,
     end_us: float | None = GapFlags.end_us,
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary instead of the table"),
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
     clone: bool = GapFlags.clone,
     repos_base_dir: str | None = GapFlags.repos_base_dir,
     workers: int | None = GapFlags.workers,
 ) -> None:
     """Kernel time tables, GPU idle gaps and launch-bound indicators from profiler traces."""
+    check_format(fmt)
     config = gap_config_from_flags(
         top_k=top_k,
         start_pct=start_pct,
@@ -144,7 +178,8 @@ def gap_command(
         workers=workers or STATE.workers,
         repos_base_dir=repos_base_dir,
     )
-    raise typer.Exit(run_gap_analysis(trace_dir, config, output_dir or STATE.output_dir, as_json=as_json))
+    out = output_dir or STATE.output_dir
+    raise typer.Exit(run_gap_analysis(trace_dir, config, out, as_json=as_json, fmt=fmt, no_html=no_html))
 
 
 def register(cli: typer.Typer) -> None:

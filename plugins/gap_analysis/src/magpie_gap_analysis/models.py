@@ -71,6 +71,8 @@ class DeviceSummary(Model):
     median_kernel_us: float | None
     kernels_shorter_than_launch_pct: float | None
     largest_gaps: list[GapInfo] = Field(default_factory=list)
+    #: busy share per time bin (``start_us``, ``bin_us``, ``busy_pct``), for the report's timeline
+    timeline: dict[str, Any] = Field(default_factory=dict)
 
 
 class RankSummary(Model):

@@ -195,7 +195,10 @@ def _rows(stats: dict[str, KernelStat], total: float, busy: float, wall: float, 
 
 
 def _find_sources(
-    kernels: list[TopKernel], config: GapAnalysisConfig, parsed: Parsed
+    kernels: list[TopKernel],
+    config: GapAnalysisConfig,
+    parsed: Parsed,
+    contexts: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]] | None, list[dict[str, Any]], list[str], list[str]]:
     """(sources by kernel name or None when no finder is installed, repositories, errors, CSV columns)."""
     from magpie_core.plugins import UnknownComponentError, get_plugin_manager
@@ -204,7 +207,11 @@ def _find_sources(
         finder = get_plugin_manager().get("source_finder", SOURCE_FINDER)
     except UnknownComponentError as exc:
         return None, [], [f"kernel sources not searched: {exc}"], []
-    payload = [{"name": k.name, "parsed": parsed[k.name].model_dump()} for k in kernels]
+    # the launch context (CPU op, Python frames) lets the finder prefer the library the trace points to
+    payload = [
+        {"name": k.name, "parsed": parsed[k.name].model_dump(), "context": (contexts or {}).get(k.name)}
+        for k in kernels
+    ]
     options = {
         "repos": config.kernel_source_repos or [],
         "cache_dir": config.repos_base_dir,
@@ -220,14 +227,19 @@ def _find_sources(
 
 
 def _write_top(
-    result: GapAnalysisResult, all_rows: list[TopKernel], config: GapAnalysisConfig, out_dir: Path, parsed: Parsed
+    result: GapAnalysisResult,
+    all_rows: list[TopKernel],
+    config: GapAnalysisConfig,
+    out_dir: Path,
+    parsed: Parsed,
+    contexts: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """The top-k table (with kernel sources when asked) and the table of every kernel."""
     top = all_rows[: config.top_k]
     sources: dict[str, dict[str, Any]] | None = None
     columns: list[str] = []
     if config.find_kernel_sources:
-        sources, result.source_repos, errs, columns = _find_sources(top, config, parsed)
+        sources, result.source_repos, errs, columns = _find_sources(top, config, parsed, contexts)
         result.errors.extend(errs)
         for k in top:
             k.source = (sources or {}).get(k.name)
@@ -259,6 +271,7 @@ def _device_summary(d: DeviceStats) -> DeviceSummary:
         median_kernel_us=d.median_kernel_us,
         kernels_shorter_than_launch_pct=d.kernels_shorter_than_launch_pct,
         largest_gaps=[GapInfo(**{k: v for k, v in g.__dict__.items() if k != "device"}) for g in d.gaps],
+        timeline=d.timeline,
     )
 
 
@@ -355,7 +368,7 @@ def gap_analysis(
     _add_totals(result, good, merged)
 
     all_rows = _rows(merged, result.total_duration_us, result.gpu_busy_us, result.wall_us, parsed)
-    _write_top(result, all_rows, config, out_dir, parsed)
+    _write_top(result, all_rows, config, out_dir, parsed, contexts)
     result.ranks = [_rank_summary(r, good, config, out_dir, parsed) for r in ranks]
     result.gaps_csv_path = str(write_gaps(out_dir / "gpu_gaps.csv", result.ranks))
     result.elapsed_s = time.perf_counter() - t0

@@ -26,3 +26,13 @@ def magpie_register_commands(cli: typer.Typer) -> None:
     from magpie_gap_analysis.cli import register
 
     register(cli)
+
+
+@hookimpl
+def magpie_report_sections(page: Any) -> list[Any] | None:
+    """report.html sections for gap runs and benchmark diagnostic runs (drawn with the report plugin's kit)."""
+    if page.kit is None:
+        return None
+    from magpie_gap_analysis.report_sections import sections
+
+    return sections(page)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import gc
 import json
 import math
 import os
@@ -36,7 +37,8 @@ from magpie_core.trace.columns import Interner
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
-from magpie_inference_analysis.models import SPECIFIC, OpModel, model_op
+from magpie_inference_analysis.models import SPECIFIC, OpModel, is_attention_name, model_op
+from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
 
 UNKNOWN = "unclassified"
@@ -126,7 +128,7 @@ _MATRIX_OK = {"gemm", "other", "attention", "moe"}
 
 
 def _compatible(model: OpModel, kernel_cat: str) -> bool:
-    if model.category in ("GEMM", "MoE"):
+    if model.category in ("GEMM", "MoE", "MoE_fused", "MoE_unfused", "CONV_fwd"):
         return kernel_cat in _MATRIX_OK
     if model.category in ("SDPA_fwd", "InferenceAttention_fwd"):
         return kernel_cat in {"attention", "other", "gemm", "reduce", "sampling"}
@@ -331,7 +333,7 @@ class TraceState:
     @functools.cached_property
     def _attention_op_names(self) -> set[str]:
         names = self.trace.cpu_op_names or set(map(_NAME, self.cpu_ops))
-        return {n for n in names if "scaled_dot_product" in n or "flash_attention" in n}
+        return {n for n in names if is_attention_schema_op(n)}
 
     @functools.cached_property
     def _attention_kernel_votes(self) -> np.ndarray:
@@ -346,6 +348,16 @@ class TraceState:
             elif any(w in low for w in _PREFILL_WORDS):
                 votes[k] = 2
         return votes
+
+
+def is_attention_schema_op(name: str) -> bool:
+    """An attention op whose first input is the query ``[B, H, N_Q, d]`` (SDPA / flash-attention schemas).
+
+    Inductor's fused Triton ops can carry ``scaled_dot_product`` in their names (and torch.compile's
+    autotuning runs them on made-up shapes): they are not the op, so they never vote on the phase."""
+    if name.startswith(("triton_", "pseudo_op::")) or "::" not in name:
+        return False
+    return "scaled_dot_product" in name or "flash_attention" in name
 
 
 def _leaf_ops(cpu_ops: list[ev_mod.Ev]) -> list[ev_mod.Ev]:
@@ -391,6 +403,35 @@ def steady_state(its: list[Iteration], min_run: int = 3) -> tuple[list[Iteration
         f"peak of {peak} requests held for fewer than {min_run} consecutive iterations: "
         f"{len(stable)} of {len(its)} iterations within 10% of the peak"
     )
+
+
+WindowSpec = tuple[int, int] | str  # "auto" | "all" | (first, last) iteration index
+
+
+def parse_window(text: Any) -> WindowSpec:
+    """The ``window`` option: ``auto`` (steady state, the default), ``all`` (no window) or ``FIRST:LAST``
+    (iteration indices as in iterations.csv, inclusive; either side may be left out)."""
+    t = str(text or "auto").strip().lower()
+    if t in ("auto", "all"):
+        return t
+    m = re.fullmatch(r"(\d*):(\d*)", t)
+    if m is None or not (m.group(1) or m.group(2)):
+        raise AnalysisError(f"window must be auto, all or FIRST:LAST (iteration indices), not {text!r}")
+    lo, hi = int(m.group(1) or 0), int(m.group(2) or 1 << 62)
+    if lo > hi:
+        raise AnalysisError(f"window {text!r}: FIRST is after LAST")
+    return lo, hi
+
+
+def choose_window(its: list[Iteration], spec: WindowSpec) -> tuple[list[Iteration], str]:
+    """A stage's window: the steady state, every iteration, or the iterations the user named."""
+    if spec == "auto":
+        return steady_state(its)
+    if spec == "all":
+        return its, f"steady-state window disabled (window=all): all {len(its)} iterations"
+    lo, hi = spec  # type: ignore[misc]
+    chosen = [it for it in its if lo <= it.index <= hi]
+    return chosen, f"set by hand (window={lo}:{hi if hi < 1 << 62 else ''}): {len(chosen)} of {len(its)} iterations"
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a trace repeats a few thousand signatures over and over
@@ -465,7 +506,7 @@ def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf
         a = op.args
         if a is None or a.input_dims == ev_mod.NO_LIST:
             return None
-        attn_key = step if step is not None and ("attention" in op.name or "attn" in op.name) else None
+        attn_key = step if step is not None and is_attention_name(op.name) else None
         key = (op.name, a.input_dims, a.input_type, a.concrete, id(attn_key))
         model = model_cache.get(key, model_cache)
         if model is model_cache:
@@ -502,6 +543,40 @@ def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf
     return choose, instance
 
 
+class MoeSplitter:
+    """The MoE pseudo-op instance (:mod:`pseudo_ops`) of a fused MoE op's GEMM / finalize kernel; kernels
+    come in time order, so a MoE op's first GEMM is its up-projection."""
+
+    def __init__(self, instances: dict[Any, OpInstance], moe_kernel: list[bool]) -> None:
+        self.instances = instances
+        self.kernel = moe_kernel  # per kernel name id
+        self.gemms: dict[Any, int] = {}
+        self.topk: dict[int, TopKIndex] = {}
+
+    def instance(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], base: tuple[Any, ...], kernel: ev_mod.Ev) -> int:
+        """The pseudo-op instance index, -1 when the kernel is in no fused MoE op."""
+        jm = moe_parent(chain, ops)
+        if jm is None:
+            return -1
+        moe_key = (*base, jm)
+        seen = self.gemms.get(moe_key, 0)
+        scatter = "matmul_scatter" in kernel.name.lower()
+        kind = "finalize_matmul_scatter" if scatter else "up" if seen == 0 else "down"
+        self.gemms[moe_key] = seen + (not scatter)
+        key = ("moe", moe_key, kind, seen if kind == "down" else 0)
+        inst = self.instances.get(key)
+        if inst is None:
+            ev = ops[jm]
+            idx = self.topk.get(id(ops)) or self.topk.setdefault(id(ops), TopKIndex(ops))
+            model = triton_moe_model(kind, ev, idx.topk_in(ev), kernel.name)
+            a = ev.args
+            dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
+            inst = OpInstance(key, f"pseudo_op::moe_triton_unfused_{kind}", dims, types, model)
+            inst.index = len(self.instances)
+            self.instances[key] = inst
+        return inst.index
+
+
 def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> KernelOps:
     """The op instance and origin of every kernel inside an iteration: through its launch call's chain of
     enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
@@ -516,6 +591,7 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     kcat_of_name = [st.kcat.get(name, "other") for name in st.kernel_names.values]
     k_name = st.k_name.tolist()
     cpu_ops, chain_of_call, launch, graph = st.cpu_ops, st.chain_of_call, st.launch, st.graph
+    moe = MoeSplitter(instances, [is_moe_kernel(name) for name in st.kernel_names.values])
     for i in range(n):
         if k_iter[i] < 0:
             continue
@@ -529,6 +605,10 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
                 continue
             g, ci, rid = hit
             k_origin[i] = ORIGIN_CAPTURE
+            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe.kernel[k_name[i]] else -1
+            if got >= 0:
+                k_inst[i] = got
+                continue
             j = choose(g.chains[ci], g.ops, kc, step)
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)
@@ -537,7 +617,12 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
             )
         else:
             call = launch[i]
-            j = choose(chain_of_call.get(id(call), ()), cpu_ops, kc, step) if call is not None else None
+            chain = chain_of_call.get(id(call), ()) if call is not None else ()
+            got = moe.instance(chain, cpu_ops, ("op",), kernels[i]) if moe.kernel[k_name[i]] else -1
+            if got >= 0:
+                k_inst[i] = got
+                continue
+            j = choose(chain, cpu_ops, kc, step) if call is not None else None
             # j None: no launch record (dropped by the profiler) or launched outside any op
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)
@@ -569,13 +654,16 @@ def analyze_state(
         if stage not in stages or stage not in by_phase:
             continue
         stage_its = by_phase[stage]
-        window, how = steady_state(stage_its)
+        window, how = choose_window(stage_its, parse_window(st.options.get("window")))
         for it in window:
             it.in_window = True
         label = f"{prefix}{stage}{suffix}"
         stage_results[stage] = _write_stage(st, spec, label, stage_its, window, how, kernel_ops, out_dir, t0)
     timeline_path = out_dir / f"{prefix}iterations{suffix}.csv"
     _write_iterations(st, its, timeline_path, t0)
+    from magpie_inference_analysis.tracelens_tables import tables_wanted, write_tables
+
+    tl_tables = write_tables(st, its, graph_map, out_dir, prefix, st.options) if tables_wanted(st.options) else {}
     phases = Counter(it.phase for it in its)
     return {
         "trace_file": str(st.trace.path),
@@ -585,14 +673,27 @@ def analyze_state(
         "iterations": len(its),
         "phases": dict(phases),
         "phase_source": "annotation" if its and its[0].phase_source == "annotation" else "inferred",
-        "engine": its[0].step.engine if its and its[0].step else None,
+        **_engine(st, its, captures),
         "kernels": len(st.kernels),
         "kernels_outside_iterations": int(np.count_nonzero(st.k_iter < 0)),
         "graph": graph_info,
         "stages": stage_results,
         "iterations_csv": str(timeline_path),
+        "tracelens_tables": tl_tables,
         "notes": st.notes,
     }
+
+
+def _engine(st: TraceState, its: list[Iteration], captures: list[CapturedGraph]) -> dict[str, Any]:
+    """The engine, from the op names of the trace and its capture traces (:mod:`engine`)."""
+    from magpie_inference_analysis.engine import detect_engine
+
+    fmt = its[0].step.engine if its and its[0].step else None
+    names = set(st.trace.cpu_op_names or map(_NAME, st.cpu_ops))
+    for ops in {id(g.ops): g.ops for g in captures}.values():
+        names.update(map(_NAME, ops))
+    engine, how = detect_engine(names, fmt, st.kernel_names.values)
+    return {"engine": engine, "engine_source": how, "annotation_format": fmt}
 
 
 def _union_busy(starts: np.ndarray, ends: np.ndarray) -> tuple[float, float]:
@@ -923,13 +1024,17 @@ class InferenceAnalyzer(TraceAnalyzer):
 
         ``stages`` (all|prefilldecode|decode|prefill), ``spec`` (name or JSON path; default from the trace),
         ``capture_traces`` (folder; default ``capture_traces/`` next to the trace), ``label_suffix``
-        (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores).
+        (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores),
+        ``window`` (auto | all | FIRST:LAST), ``include_unlinked_kernels`` (TraceLens tables: also kernels
+        without a launch record), ``world_size`` (ranks, for the collectives' bus bandwidth), ``tracelens_tables``
+        (false: skip TraceLens's tables, ~0.15 s of CPU per 150 MB of trace).
         """
         t_start = time.perf_counter()
         stages_opt = str(options.get("stages") or "all")
         if stages_opt not in STAGES_FOR:
             raise AnalysisError(f"stages must be one of {', '.join(STAGES_FOR)}, not {stages_opt!r}")
         user_spec = _user_spec(options)
+        parse_window(options.get("window"))  # a bad window is a usage error before any work
         files = _input_files(traces)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -950,6 +1055,7 @@ class InferenceAnalyzer(TraceAnalyzer):
             for s in result["stages"].values():
                 summary["outputs"] += [s["roofline_csv"], s["kernels_csv"]]
             summary["outputs"].append(result["iterations_csv"])
+            summary["outputs"] += list(result.get("tracelens_tables", {}).values())
         summary["elapsed_s"] = round(time.perf_counter() - t_start, 3)
         jpath = out_dir / "inference_summary.json"
         summary["outputs"].append(str(jpath))
@@ -983,9 +1089,15 @@ def _analyze_file(
         summary["errors"].append(str(exc))
         return None
     spec = user_spec or detect_spec(trace.device_properties)
-    st = TraceState(trace, options)
     suffix = str(options.get("label_suffix") or "")
-    result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+    gc_was = gc.isenabled()
+    gc.disable()  # the trace's events are alive: collections the new (acyclic) objects trigger would scan them
+    try:
+        st = TraceState(trace, options)
+        result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
+    finally:
+        if gc_was:
+            gc.enable()
     result["spec"] = spec.as_dict() if spec is not None else None
     if spec is None:
         result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")

@@ -14,6 +14,8 @@ from typing import Any
 import typer
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
 
@@ -57,6 +59,19 @@ def print_summary(summary: dict[str, Any]) -> None:
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
 
 
+STAGE_COLUMNS = ["trace", "stage", "window iterations", "iterations", "kernel time (ms)", "modelled %", "roofline csv"]
+
+
+def stage_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    """One row per stage of each trace (``--format csv|json``)."""
+    return [
+        [tr["trace_file"], name, len(st["window_iterations"]), st["iterations"], st["kernel_time_us"] / 1000,
+         st["modelled_kernel_time_pct"], st["roofline_csv"]]
+        for tr in summary.get("traces", [])
+        for name, st in tr["stages"].items()
+    ]  # fmt: skip
+
+
 @handle_errors
 def inference_command(
     trace: Path = typer.Argument(..., help="a trace file, a folder of traces, or a benchmark workspace"),
@@ -66,24 +81,52 @@ def inference_command(
         None, "--capture-traces", help="folder of graph-capture traces (default: capture_traces/ next to the trace)"
     ),
     label_suffix: str = typer.Option("", "--label-suffix", help="appended to output names, e.g. _ISL1024_OSL512"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="default: <trace folder>/../tracelens"),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        "-o",
+        help="where each run's inference_<trace>_<time>/ goes; default <trace folder>/../tracelens",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
+    window: str = typer.Option(
+        "auto", "--window", help="auto (steady state) | all (no window) | FIRST:LAST iteration indices"
+    ),
+    include_unlinked: bool = typer.Option(
+        False, "--include-unlinked-kernels", help="TraceLens tables: also kernels without a launch record"
+    ),
+    world_size: int | None = typer.Option(None, "--world-size", min=1, help="ranks, for collectives' bus bandwidth"),
+    tracelens_tables: bool = typer.Option(
+        True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
+    ),
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
+    check_format(fmt)
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
-    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix}
+    options: dict[str, object] = {"stages": stages, "label_suffix": label_suffix, "window": window}
+    if include_unlinked:
+        options["include_unlinked_kernels"] = True
+    if world_size:
+        options["world_size"] = world_size
+    if not tracelens_tables:
+        options["tracelens_tables"] = False
     if spec:
         options["spec"] = spec
     if capture_traces is not None:
         options["capture_traces"] = str(capture_traces)
     out = output_dir or STATE.output_dir or default_output_dir(trace)
-    summary = run_inference_analysis(target, options, Path(out))
+    with run_folder(out, "inference", trace.name.split(".")[0]) as run_dir:  # a new folder every run
+        summary = run_inference_analysis(target, options, run_dir)
     if as_json:
         console.print_json(json.dumps(summary, default=str))
+    elif fmt != "table":
+        print_rows(STAGE_COLUMNS, stage_rows(summary), fmt)
     else:
         print_summary(summary)
+    write_html("inference", summary, summary.get("output_dir"), skip=no_html, quiet=as_json or fmt != "table")
     raise typer.Exit(1 if summary.get("errors") else 0)
 
 

@@ -43,6 +43,7 @@ class Args(Struct, gc=False, omit_defaults=True):  # absent fields stay out of t
     input_dims: msgspec.Raw = field(default=EMPTY, name="Input Dims")
     input_type: msgspec.Raw = field(default=EMPTY, name="Input type")
     concrete: msgspec.Raw = field(default=EMPTY, name="Concrete Inputs")
+    strides: msgspec.Raw = field(default=EMPTY, name="Input Strides")
 
 
 class Ev(Struct, gc=False):
@@ -61,6 +62,7 @@ class _KeptArgs(Args, gc=False):
     input_dims: bytes = field(default=NO_LIST, name="Input Dims")  # type: ignore[assignment]
     input_type: bytes = field(default=NO_LIST, name="Input type")  # type: ignore[assignment]
     concrete: bytes = field(default=NO_LIST, name="Concrete Inputs")  # type: ignore[assignment]
+    strides: bytes = field(default=NO_LIST, name="Input Strides")  # type: ignore[assignment]
 
 
 class _KeptEv(Ev, gc=False):
@@ -138,19 +140,20 @@ class _Keep:
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
-        xs = [e for e in events if e.ph == "X" and e.ts is not None]
-        if not xs:
-            return
         cpu, gpu, runtime, anns = self.buckets
         sizes = [len(b) for b in self.buckets]
-        for e in xs:
+        empty = EMPTY
+        for e in events:  # one pass: events that are not complete ("X") with a time are dropped here
+            if e.ph != "X" or e.ts is None:
+                continue
             cat = e.cat
             if cat == "cpu_op":
                 a = e.args
                 if a is not None:
-                    a.input_dims = NO_LIST if a.input_dims is EMPTY else bytes(a.input_dims)
-                    a.input_type = NO_LIST if a.input_type is EMPTY else bytes(a.input_type)
-                    a.concrete = NO_LIST if a.concrete is EMPTY else bytes(a.concrete)
+                    a.input_dims = NO_LIST if a.input_dims is empty else bytes(a.input_dims)
+                    a.input_type = NO_LIST if a.input_type is empty else bytes(a.input_type)
+                    a.concrete = NO_LIST if a.concrete is empty else bytes(a.concrete)
+                    a.strides = NO_LIST if a.strides is empty else bytes(a.strides)
                 cpu.append(e)
             elif cat in GPU_CATS:
                 gpu.append(e)

@@ -20,10 +20,16 @@ Every model is written down in docs/inference-analysis.md; the short version per
 * norms: RMS 4 FLOPs/element (square, sum, scale, weight), +1 with a fused residual add; layer 5 FLOPs/element;
   bytes = x + output (+ residual in and out) + weight (+ bias).
 * softmax: 5 FLOPs/element (max, subtract, exp, sum, divide); bytes = in + out.
-* reductions: 1 FLOP per input element; bytes = input (the output is not counted: ≤ input).
+* reductions (and ``linalg_vector_norm``): 1 FLOP per input element; bytes = input (the output is not
+  counted: ≤ input), except scans (``cumsum``/``cumprod``), whose output is as large as the input.
+* ``*_and_mul`` gated activations: 5 FLOPs per output element (the activation ~4, the product 1, as TraceLens).
+* convolution, ``sglang::store_cache`` and Inductor ``triton_poi/red/per_*`` ops: TraceLens's models
+  (:mod:`tl_models`).
 * embedding: 0 FLOPs; bytes = gathered rows read + written + indices.
 * RoPE: 3 FLOPs per rotated element (x·cos + rot(x)·sin); bytes = q/k read + written + the cos/sin
   rows used + positions.
+* MoE pseudo-ops (vLLM's unfused Triton MoE): see :mod:`pseudo_ops`; AITER's fused / two-stage MoE ops and
+  SGLang's ``invoke_fused_moe_kernel``: see :mod:`moe_models`.
 * MoE (ops with the hidden states ``[T,H]``, expert weights ``[E,N1,H]`` and ``[E,H,N2]`` and a
   ``[T,k]`` top-k among the inputs): FLOPs = 2·T·k·H·(N1+N2); bytes = every expert's weights
   (exact once T·k ≥ E) + hidden in and out.
@@ -79,10 +85,10 @@ UNARY = {
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "rsub", "eq", "ne", "lt", "gt", "le", "ge"}
 COPY = {"copy_", "clone", "_to_copy", "to", "contiguous", "fill_", "zero_", "cat", "index_select", "gather",
         "index", "scatter", "index_put_", "masked_fill_", "where", "_unsafe_index", "stack", "repeat"}  # fmt: skip
-REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "cumsum", "prod", "any", "all",
-          "topk", "sort"}  # fmt: skip
-SPECIFIC = {"GEMM", "SDPA_fwd", "InferenceAttention_fwd", "MoE", "RMSNorm_fwd", "Normalization", "RoPE_fwd",
-            "Softmax", "Embedding"}  # fmt: skip
+REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "cumsum", "cumprod", "prod",
+          "any", "all", "topk", "sort"}  # fmt: skip
+SPECIFIC = {"GEMM", "SDPA_fwd", "InferenceAttention_fwd", "MoE", "MoE_fused", "MoE_unfused", "CONV_fwd",
+            "RMSNorm_fwd", "Normalization", "RoPE_fwd", "Softmax", "Embedding"}  # fmt: skip
 
 
 @dataclass
@@ -250,29 +256,52 @@ def sdpa(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpM
 
 
 def inference_attention(dims: list[Any], types: list[Any], step: StepInfo | None) -> OpModel | None:
+    """The query is the first ``[T, H_Q, d]`` float input; K the first later float input of head size d with
+    other heads or a paged layout (the KV cache); V the float input after it (its head size d_v may differ:
+    MLA); the cache dtype from the first 4-5-D input."""
     t = _tensors(dims, types)
     q = next((x for x in t if len(x[1]) == 3 and x[2] in FLOATS), None)
     if q is None:
         return None
     _, h_q, d = q[1]
-    rest = [x for x in t if x[0] > q[0] and len(x[1]) in (3, 4, 5) and x[2] in FLOATS and x[1][-1] == d]
+    later = [x for x in t if x[0] > q[0] and len(x[1]) in (3, 4, 5) and x[2] in FLOATS]
+    rest = [x for x in later if x[1][-1] == d]
     kv = next((x for x in rest if x[1][-2] != h_q or len(x[1]) > 3), rest[0] if rest else None)
     h_kv = kv[1][-2] if kv is not None else h_q
+    v = next((x for x in later if kv is not None and x[0] > kv[0]), None)
+    d_v = v[1][-1] if v is not None else d
     cache = next((x for x in rest if len(x[1]) >= 4), None)
     bq = q[3]
     bkv = cache[3] if cache is not None else bq
-    params: dict[str, Any] = {"H_Q": h_q, "H_KV": h_kv, "d_h_qk": d, "d_h_v": d, "dtype_Q": q[2]}
+    params: dict[str, Any] = {"H_Q": h_q, "H_KV": h_kv, "d_h_qk": d, "d_h_v": d_v, "dtype_Q": q[2]}
     if cache is not None:
         params["dtype_KV"] = cache[2]
     if step is None or not step.detailed:
         params["note"] = "needs a detailed step annotation (sq/sk/sqsq/sqsk sums)"
         return OpModel("InferenceAttention_fwd", math.nan, math.nan, q[2], "matrix", params)
     s = step
-    flops = 2.0 * h_q * (d + d) * (s.c_sqsk - s.c_sqsq / 2.0 + s.g_sqsk)
-    elems_q = (s.c_sq + s.g_sq) * (h_q * d * 2 + h_kv * d * 2)
-    elems_kv = ((s.c_sk - s.c_sq) + (s.g_sk - s.g_sq)) * h_kv * d * 2
+    flops = 2.0 * h_q * (d + d_v) * (s.c_sqsk - s.c_sqsq / 2.0 + s.g_sqsk)
+    elems_q = (s.c_sq + s.g_sq) * (h_q * (d + d_v) + h_kv * (d + d_v))
+    elems_kv = ((s.c_sk - s.c_sq) + (s.g_sk - s.g_sq)) * h_kv * (d + d_v)
     params.update({k: getattr(s, k) for k in ("c_sq", "c_sk", "c_sqsq", "c_sqsk", "g_sq", "g_sk", "g_sqsq", "g_sqsk")})
     return OpModel("InferenceAttention_fwd", flops, elems_q * bq + elems_kv * bkv, q[2], "matrix", params)
+
+
+#: words in a serving engine's attention op name (vLLM, SGLang, AITER, FlashInfer, flash-attn): the query's
+#: shape ([T, H, d]) then decides (:func:`inference_attention`)
+ATTENTION_WORDS = ("attention", "attn", "mha", "fmha", "mla", "paged", "pa_decode", "varlen_fwd", "batch_prefill",
+                   "batch_decode", "single_prefill", "single_decode", "flash_fwd")  # fmt: skip
+
+
+_KV_STORE_WORDS = ("and_cache", "store_cache", "to_cache", "write_cache", "set_kv", "save_kv")
+
+
+def is_attention_name(op: str) -> bool:
+    """A serving engine's attention op, by its name (not an ``aten`` SDPA op, not a KV-cache store)."""
+    low = op.lower()
+    if low.startswith(("aten::", "triton_")) or any(w in low.split("::")[-1] for w in _KV_STORE_WORDS):
+        return False
+    return any(w in low for w in ATTENTION_WORDS) and "backward" not in low and "bwd" not in low
 
 
 def moe(dims: list[Any], types: list[Any]) -> OpModel | None:
@@ -349,7 +378,7 @@ def _embedding(t: list[Tensor]) -> OpModel | None:
 def _act_and_mul(t: list[Tensor]) -> OpModel:
     x = max(t, key=lambda y: numel(y[1]))
     n_out = numel(x[1]) // 2
-    return _vector("BinaryElementwise", 2 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
+    return _vector("BinaryElementwise", 5 * n_out, numel(x[1]) * x[3] + n_out * x[3], x[2], out=n_out)
 
 
 def _aten_vector(base: str, t: list[Tensor]) -> OpModel | None:
@@ -363,9 +392,10 @@ def _aten_vector(base: str, t: list[Tensor]) -> OpModel | None:
             return _vector("Copy", 0, numel(src[1]) * src[3] + numel(dst[1]) * dst[3], dst[2], shape=dst[1])
         moved = sum(numel(y[1]) * y[3] for y in t)
         return _vector("Copy", 0, 2 * moved, first[2], shape=first[1])
-    if base in REDUCE:
+    if base in REDUCE or base == "linalg_vector_norm":
         n = numel(first[1])
-        return _vector("Reduce_fwd", n, n * first[3], first[2], shape=first[1])
+        out = n if base in ("cumsum", "cumprod") else 0  # a scan writes as much as it reads
+        return _vector("Reduce_fwd", n, (n + out) * first[3], first[2], shape=first[1])
     if base in UNARY or (base in BINARY and len(t) == 1):
         n = numel(first[1])
         cat = "UnaryElementwise"
@@ -384,6 +414,27 @@ _NORMS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", 
 _SOFTMAX = ("softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax", "_safe_softmax")
 
 
+def _special(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpModel | None:
+    """Families whose model is TraceLens's (the same arithmetic; :mod:`tl_models` has the formulas):
+    convolution, SGLang's KV-cache store, Inductor's generated Triton ops."""
+    from magpie_inference_analysis import tl_models
+    from magpie_inference_analysis.moe_models import moe_model
+
+    m = moe_model(op, dims, types, concrete)
+    if m is not None:
+        return m
+    try:
+        if op in ("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::conv1d", "aten::conv3d"):
+            return tl_models.conv(dims, types, concrete)
+        if op == "sglang::store_cache":
+            return tl_models.store_cache(dims, types)
+        if op.startswith(("triton_poi_", "triton_red_", "triton_per_")):
+            return tl_models.triton_compiled(op, dims, types, concrete)
+    except (TypeError, ValueError, IndexError, ZeroDivisionError):
+        return None
+    return None
+
+
 def model_op(
     op: str, dims: list[Any], types: list[Any], concrete: list[Any], step: StepInfo | None = None
 ) -> OpModel | None:
@@ -395,10 +446,13 @@ def model_op(
         return gemm(op, dims, types, concrete)
     if op in SDPA_CAUSAL_ARG:
         return sdpa(op, dims, types, concrete)
+    special = _special(op, dims, types, concrete)
+    if special is not None:
+        return special
     if ns != "aten":
         if "moe" in low or "expert" in low:
             return moe(dims, types)
-        if "attention" in low or "attn" in low:
+        if is_attention_name(op):
             return inference_attention(dims, types, step)
         if "gemm" in low or low.endswith(("_mm", "::mm", "matmul", "linear")):
             return gemm(op, dims, types, concrete)

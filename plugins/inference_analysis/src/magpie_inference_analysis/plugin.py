@@ -19,3 +19,13 @@ def magpie_register_commands(cli: Any) -> None:
     from magpie_inference_analysis.cli import register
 
     register(cli)
+
+
+@hookimpl
+def magpie_report_sections(page: Any) -> list[Any] | None:
+    """report.html sections for inference runs and benchmark trace analyses (drawn with the report plugin's kit)."""
+    if page.kit is None:
+        return None
+    from magpie_inference_analysis.report_sections import sections
+
+    return sections(page)

@@ -1,4 +1,8 @@
-"""The ``mcp:`` block of the framework config (``config.yaml``), owned by this plugin."""
+"""The ``mcp:`` block of the framework config (``config.yaml``), owned by this plugin.
+
+Every setting is the server operator's: a client can never widen one. ``magpie mcp`` flags
+override the block (``--root``, ``--allow-commands``, ``--allow-env``, ``--allowed-hosts``, ...).
+"""
 
 from __future__ import annotations
 
@@ -17,15 +21,49 @@ class McpConfig(StrictModel):
     """``mcp:`` in ``config.yaml``: what the MCP server lets an agent touch."""
 
     allowed_roots: list[str] = Field(
-        default_factory=list, description="commands from tool inputs run only under these folders (default: CWD)"
+        default_factory=list,
+        description="folders tool inputs may name (default: the server's CWD, with a warning; never /)",
     )
+    allow_commands: list[str] = Field(
+        default_factory=list,
+        description="programs client-supplied compile/testcase/prof commands may run (names resolved with the "
+        "server's PATH, or paths); empty: only magpie's own harness runs",
+    )
+    allow_env: list[str] = Field(
+        default_factory=list, description="loader variables (PATH, LD_PRELOAD, PYTHONPATH, ...) a kernel env may set"
+    )
+    allowed_modules: list[str] = Field(
+        default_factory=lambda: ["torch", "numpy", "math", "operator"],
+        description="packages entry/reference may name as module:function (files under the roots always may)",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="HTTP Host header values accepted (host:port, host:* for any port)"
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="HTTP Origin header values accepted (http://host:port, http://host:*)"
+    )
+    auth_token_env: str | None = Field(None, description="environment variable holding the bearer token")
+    auth_token_file: str | None = Field(None, description="file holding the bearer token")
+    benchmark_hosts: list[str] = Field(
+        default_factory=list, description="hosts benchmark base_url may name besides loopback"
+    )
+    max_concurrent_jobs: int = Field(2, ge=1, le=64, description="jobs running at once; more wait in a queue")
+    max_queued_jobs: int = Field(32, ge=0, le=10_000, description="jobs waiting; beyond this a call is refused")
+    max_job_seconds: float = Field(
+        6 * 3600, gt=0, le=7 * 24 * 3600, description="wall-clock limit of any job (every kind)"
+    )
+    max_timeout_s: float = Field(
+        3600, gt=0, le=7 * 24 * 3600, description="largest timeout a client may ask for (every *timeout* field)"
+    )
+    keep_jobs: int = Field(100, ge=1, description="finished jobs kept (their folders too); older ones are pruned")
+    keep_days: float = Field(7, gt=0, description="finished jobs older than this are pruned with their folders")
 
 
 CONFIG_BLOCK = ConfigBlock(
     name="mcp",
     model=McpConfig,
     scopes=("framework",),
-    description="the MCP server's allowed workspace roots (docs/mcp.md)",
+    description="the MCP server's execution policy, roots, network and job limits (docs/mcp.md)",
 )
 
 

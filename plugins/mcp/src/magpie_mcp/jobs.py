@@ -21,6 +21,7 @@ import importlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,49 +38,74 @@ from pydantic import Field
 from magpie_core.processes import stop_group
 from magpie_mcp.models import ToolModel
 
-JobState = Literal["running", "succeeded", "failed", "cancelled"]
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 #: What a job runs, in the job process: ``(args, emit) -> (report, report_path)``.
 Runner = Callable[[dict[str, Any], Callable[[str], None]], tuple[dict[str, Any], str]]
 MAX_MESSAGES = 50
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: a progress message that says how far the work is: "[3/8] kernel_a: passed"
+_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+#: who owns a job when no session is known (stdio, in-process clients)
+LOCAL_OWNER = "local"
 
 
 class JobInfo(ToolModel):
     """Where a job stands."""
 
-    job_id: str
-    kind: str
-    state: JobState
-    started_at: str
-    finished_at: str | None = None
-    elapsed_s: float
+    job_id: str = Field(description="the job's id (job_status / job_result / job_cancel)")
+    kind: str = Field(description="what runs: analyze, compare, benchmark, gap_analysis, or a plugin's kind")
+    state: JobState = Field(description="queued (waiting for a free slot), running, succeeded, failed, cancelled")
+    started_at: str = Field(description="when the call made the job (UTC, ISO 8601)")
+    finished_at: str | None = Field(None, description="when it ended (UTC), None while queued or running")
+    elapsed_s: float = Field(description="seconds since it was made (until it ended)")
     progress: int = Field(0, description="progress messages so far (monotonic)")
-    last_message: str | None = None
-    messages: list[str] = Field(default_factory=list, description="recent progress messages")
-    error: str | None = None
-    report_path: str | None = None
-    log_path: str | None = None
+    total: int | None = Field(None, description="steps the work has, when known")
+    last_message: str | None = Field(None, description="the latest progress message")
+    messages: list[str] = Field(default_factory=list, description="recent progress messages (last 10)")
+    error: str | None = Field(None, description="why it failed or was cancelled")
+    report_path: str | None = Field(None, description="the report file the job wrote")
+    log_path: str = Field(description="the job's log file (job process stderr and progress)")
+    log_uri: str = Field(description="the job's log as an MCP resource (resources/read)")
+    report_uri: str | None = Field(None, description="the job's report as an MCP resource, once it has one")
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """The operator's limits on jobs (``mcp:`` block)."""
+
+    max_concurrent: int = 2
+    max_queued: int = 32
+    max_seconds: float = 6 * 3600
+    keep_jobs: int = 100
+    keep_days: float = 7.0
 
 
 class Job:
-    def __init__(self, kind: str, folder: Path) -> None:
+    def __init__(self, kind: str, folder: Path, owner: str = LOCAL_OWNER) -> None:
         self.id = uuid.uuid4().hex[:12]
         self.kind = kind
+        self.owner = owner
         self.folder = folder
         self.started = time.monotonic()
         self.started_at = dt.datetime.now(dt.UTC).isoformat()
         self.finished_at: str | None = None
         self.finished_mono: float | None = None
-        self.state: JobState = "running"
+        self.state: JobState = "queued"
         self.messages: list[str] = []
         self.progress = 0
+        self.step = 0
+        self.total: int | None = None
         self.error: str | None = None
         self.result: dict[str, Any] | None = None
         self.report_path: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
+        self.timeout_s = JobLimits.max_seconds
         self.done = threading.Event()
-        self.listeners: list[Callable[[int, str], None]] = []
         self.lock = threading.Lock()
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "job.log"
 
     def info(self) -> JobInfo:
         end = self.finished_mono or time.monotonic()
@@ -90,21 +117,23 @@ class Job:
             finished_at=self.finished_at,
             elapsed_s=round(end - self.started, 3),
             progress=self.progress,
+            total=self.total,
             last_message=self.messages[-1] if self.messages else None,
             messages=self.messages[-10:],
             error=self.error,
             report_path=self.report_path,
-            log_path=str(self.folder / "job.log"),
+            log_path=str(self.log_path),
+            log_uri=f"magpie://jobs/{self.id}/log",
+            report_uri=f"magpie://jobs/{self.id}/report" if self.result is not None else None,
         )
 
     def _message(self, text: str) -> None:
+        step = _STEP.match(text)
         with self.lock:
             self.progress += 1
+            if step:
+                self.step, self.total = max(self.step, int(step.group(1))), int(step.group(2))
             self.messages = [*self.messages[-MAX_MESSAGES:], text]
-            listeners = list(self.listeners)
-            n = self.progress
-        for listener in listeners:
-            listener(n, text)
 
 
 def runner_path(runner: Runner) -> str:
@@ -117,81 +146,150 @@ def runner_path(runner: Runner) -> str:
 
 
 class JobManager:
-    """Starts, tracks and cancels job processes. Thread-safe."""
+    """Starts, queues, tracks, times out, cancels and prunes job processes. Thread-safe.
 
-    def __init__(self, folder: Path, cwd: Path) -> None:
+    Every job has an owner (the MCP session that made it); ``get``/``list``/``cancel`` with an
+    owner see only that owner's jobs, and an unknown id never reveals the ids of others.
+    """
+
+    def __init__(self, folder: Path, cwd: Path, limits: JobLimits | None = None) -> None:
         self.folder = folder
         self.cwd = cwd
+        self.limits = limits or JobLimits()
         self.jobs: dict[str, Job] = {}
-        self._lock = threading.Lock()
+        self._queue: list[tuple[Job, Path]] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self.prune_folders()
 
-    def start(self, kind: str, args: dict[str, Any], runner: Runner) -> Job:
-        """Run ``runner(args, emit)`` in a job process; ``kind`` names the job (``analyze``, ``my_sweep``)."""
+    def start(
+        self, kind: str, args: dict[str, Any], runner: Runner, owner: str = LOCAL_OWNER, timeout_s: float | None = None
+    ) -> Job:
+        """Run ``runner(args, emit)`` in a job process (now, or queued until a slot is free).
+
+        The job is stopped after ``timeout_s`` seconds of running, or the server's limit if smaller.
+        """
         if not _KIND.fullmatch(kind):
             raise ValueError(f"bad job kind {kind!r}: lowercase letters, digits and _")
         target = runner_path(runner)
-        job = Job(kind, self.folder)
-        job.folder = self.folder / f"{kind}_{job.id}"
-        job.folder.mkdir(parents=True, exist_ok=True)
-        spec = job.folder / "spec.json"
-        spec.write_text(json.dumps({"kind": kind, "runner": target, "args": args}, indent=2))
-        log = (job.folder / "job.log").open("wb")
-        job.proc = subprocess.Popen(
-            [sys.executable, "-m", "magpie_mcp.jobs", str(spec), str(job.folder / "result.json")],
-            cwd=self.cwd,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"},
-        )
-        log.close()
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the server is shutting down")
+            self.prune()
+            if self._running() >= self.limits.max_concurrent and len(self._queue) >= self.limits.max_queued:
+                raise ValueError(
+                    f"too many jobs: {self.limits.max_concurrent} running and {len(self._queue)} queued "
+                    "(the server's limit); wait for one to finish or cancel one"
+                )
+            job = Job(kind, self.folder, owner)
+            job.timeout_s = min(timeout_s or self.limits.max_seconds, self.limits.max_seconds)
+            job.folder = self.folder / f"{kind}_{job.id}"
+            job.folder.mkdir(parents=True, exist_ok=True)
+            spec = job.folder / "spec.json"
+            spec.write_text(json.dumps({"kind": kind, "runner": target, "args": args}, indent=2))
+            job.log_path.touch()
             self.jobs[job.id] = job
-        threading.Thread(target=self._follow, args=(job,), name=f"magpie-job-{job.id}", daemon=True).start()
+            self._queue.append((job, spec))
+            self._dispatch()
         return job
 
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: str, owner: str | None = None) -> Job:
+        """The job ``job_id`` (of ``owner`` when given); an error naming only the id asked for."""
         with self._lock:
             job = self.jobs.get(job_id)
-        if job is None:
-            known = ", ".join(sorted(self.jobs)) or "none"
-            raise KeyError(f"no job {job_id!r} (jobs of this server: {known})")
+        if job is None or (owner is not None and job.owner != owner):
+            raise KeyError(f"no job {job_id!r} in this session (job_list shows this session's jobs)")
         return job
 
-    def list(self) -> list[Job]:
+    def list(self, owner: str | None = None) -> list[Job]:
         with self._lock:
-            return sorted(self.jobs.values(), key=lambda j: j.started)
+            jobs = [j for j in self.jobs.values() if owner is None or j.owner == owner]
+        return sorted(jobs, key=lambda j: j.started)
 
-    def cancel(self, job_id: str) -> Job:
-        job = self.get(job_id)
-        with job.lock:
-            if job.state != "running":
+    def cancel(self, job_id: str, owner: str | None = None, reason: str = "cancelled by the client") -> Job:
+        job = self.get(job_id, owner)
+        with self._lock, job.lock:
+            if job.state not in ("queued", "running"):
                 return job
+            was_queued = job.state == "queued"
             job.state = "cancelled"
-            job.error = "cancelled by the client"
+            job.error = reason
+            if was_queued:
+                self._queue = [(j, s) for j, s in self._queue if j is not job]
+        if was_queued:
+            self._mark_done(job)
+            return job
         if job.proc is not None:
             stop_group(job.proc, grace_s=10.0)
         job.done.wait(timeout=15)
         return job
 
+    def cancel_owner(self, owner: str, reason: str) -> int:
+        """Cancel every queued or running job of ``owner`` (its session ended); how many."""
+        live = [j for j in self.list(owner) if j.state in ("queued", "running")]
+        for job in live:
+            self.cancel(job.id, owner, reason)
+        return len(live)
+
     def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
         for job in self.list():
-            if job.state == "running":
-                self.cancel(job.id)
+            if job.state in ("queued", "running"):
+                self.cancel(job.id, reason="the server stopped")
+
+    # --- internals --------------------------------------------------------------------
+
+    def _running(self) -> int:
+        return sum(1 for j in self.jobs.values() if j.state == "running")
+
+    def _dispatch(self) -> None:
+        """Start queued jobs while there are free slots (called with the lock held)."""
+        while self._queue and self._running() < self.limits.max_concurrent and not self._closed:
+            job, spec = self._queue.pop(0)
+            self._launch(job, spec)
+
+    def _launch(self, job: Job, spec: Path) -> None:
+        job.state = "running"
+        with job.log_path.open("ab") as log:
+            job.proc = subprocess.Popen(
+                [sys.executable, "-m", "magpie_mcp.jobs", str(spec), str(job.folder / "result.json")],
+                cwd=self.cwd,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"},
+            )
+        threading.Thread(target=self._follow, args=(job,), name=f"magpie-job-{job.id}", daemon=True).start()
+        timer = threading.Timer(job.timeout_s, self._expire, args=(job,))
+        timer.daemon = True
+        timer.start()
+
+    def _expire(self, job: Job) -> None:
+        with job.lock:
+            if job.state != "running":
+                return
+            job.state = "failed"
+            job.error = f"stopped: the job ran past its time limit of {job.timeout_s:g} s"
+        if job.proc is not None:
+            stop_group(job.proc, grace_s=10.0)
 
     def _follow(self, job: Job) -> None:
         assert job.proc is not None and job.proc.stdout is not None
-        for raw in job.proc.stdout:
-            line = raw.decode(errors="replace").strip()
-            if not line:
-                continue
-            try:
-                event = json.loads(line)
-                text = str(event.get("message", line))
-            except (json.JSONDecodeError, AttributeError):
-                text = line
-            job._message(text)
+        with job.log_path.open("a", errors="replace") as log:
+            for raw in job.proc.stdout:
+                line = raw.decode(errors="replace").strip()
+                if not line:
+                    continue
+                try:
+                    event = json.loads(line)
+                    text = str(event.get("message", line))
+                except (json.JSONDecodeError, AttributeError):
+                    text = line
+                job._message(text)
+                log.write(f"[progress] {text}\n")
+                log.flush()
         code = job.proc.wait()
         self._finish(job, code)
 
@@ -211,11 +309,50 @@ class JobManager:
                     job.report_path = result.get("report_path")
                 else:
                     job.state = "failed"
-                    job.error = (result or {}).get("error") or _exit_reason(code, job.folder / "job.log")
+                    job.error = (result or {}).get("error") or _exit_reason(code, job.log_path)
+        job._message(f"{job.kind} {job.state}")
+        self._mark_done(job)
+        with self._lock:
+            self._dispatch()
+
+    def _mark_done(self, job: Job) -> None:
+        with job.lock:
             job.finished_at = dt.datetime.now(dt.UTC).isoformat()
             job.finished_mono = time.monotonic()
-        job._message(f"{job.kind} {job.state}")
         job.done.set()
+
+    # --- retention --------------------------------------------------------------------
+
+    def prune(self) -> None:
+        """Forget finished jobs beyond ``keep_jobs`` or older than ``keep_days``, and delete their folders."""
+        with self._lock:
+            finished = sorted((j for j in self.jobs.values() if j.done.is_set()), key=lambda j: j.started)
+            cutoff = time.monotonic() - self.limits.keep_days * 86400
+            excess = max(0, len(finished) - self.limits.keep_jobs)
+            doomed = [j for i, j in enumerate(finished) if i < excess or (j.finished_mono or 0) < cutoff]
+            for job in doomed:
+                del self.jobs[job.id]
+        for job in doomed:
+            self._remove_folder(job.folder)
+
+    def prune_folders(self) -> None:
+        """Job folders left by earlier servers: keep the newest ``keep_jobs`` younger than ``keep_days``."""
+        if not self.folder.is_dir():
+            return
+        folders = sorted(
+            (p for p in self.folder.iterdir() if p.is_dir() and (p / "spec.json").is_file()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        cutoff = time.time() - self.limits.keep_days * 86400
+        for i, path in enumerate(folders):
+            if i >= self.limits.keep_jobs or path.stat().st_mtime < cutoff:
+                self._remove_folder(path)
+
+    def _remove_folder(self, path: Path) -> None:
+        # only ever a job folder directly inside our own jobs folder
+        if path.parent.resolve() == self.folder.resolve() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _exit_reason(code: int, log: Path) -> str:

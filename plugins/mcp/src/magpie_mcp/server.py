@@ -22,15 +22,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
 from pydantic import ValidationError
 
 from magpie_core import __version__
 from magpie_core.config.framework import FrameworkConfig
 from magpie_core.config.loader import ConfigError, ConfigErrors
 from magpie_core.plugins import PluginConflictError, PluginManager, UnknownComponentError, get_plugin_manager
+from magpie_mcp.annotations import meta_of
 from magpie_mcp.context import CURRENT_REQUEST, ToolContext, ToolFailure
+from magpie_mcp.network import ServeOptions, http_settings, make_context, run_http, run_stdio
+from magpie_mcp.resources import add_job_resources
 
 log = logging.getLogger("magpie.mcp")
 
@@ -56,8 +62,6 @@ EXPECTED_ERRORS = (
 
 #: the hidden parameter through which an async tool's wrapper receives the SDK's request context
 REQUEST_PARAM = "magpie_request_context"
-
-TRANSPORTS = ("stdio", "streamable-http")
 
 
 def _as_tool_error(exc: Exception) -> ToolError:
@@ -90,7 +94,7 @@ def _public_signature(fn: Callable[..., Any]) -> tuple[inspect.Signature, list[s
     params = [
         p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values() if p.name not in injected
     ]
-    if request is None and inspect.iscoroutinefunction(_target(fn)):
+    if request is None:
         hidden = inspect.Parameter(REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context)
         params.append(hidden)
     public = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
@@ -100,7 +104,7 @@ def _public_signature(fn: Callable[..., Any]) -> tuple[inspect.Signature, list[s
 def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any]:
     """``fn`` as the server calls it: ``context`` passed to its ToolContext parameters, expected errors
     turned into tool errors (``isError``) that keep their message, and, for an async tool, the SDK's
-    request context made available as ``context.request``.
+    request context made available as ``context.request`` (sync and async tools alike).
 
     The wrapper carries the public signature (what the SDK builds the input schema from).
     """
@@ -125,12 +129,16 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
     else:
 
         def call_sync(**kwargs: Any) -> Any:
+            request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
+            token = CURRENT_REQUEST.set(request)
             try:
                 return fn(**kwargs, **bound)
             except ToolError:
                 raise
             except EXPECTED_ERRORS as exc:
                 raise _as_tool_error(exc) from exc
+            finally:
+                CURRENT_REQUEST.reset(token)
 
         wrapper = call_sync
     functools.update_wrapper(wrapper, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
@@ -141,39 +149,64 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
     return wrapper
 
 
+def tool_annotations(fn: Callable[..., Any], name: str) -> tuple[str, ToolAnnotations]:
+    """The title and hints of a tool (:func:`magpie_mcp.annotations.tool_meta`); MCP's defaults when unmarked."""
+    meta = meta_of(fn)
+    if meta is None:
+        return name.replace("_", " "), ToolAnnotations(title=name.replace("_", " "))
+    hints = ToolAnnotations(
+        title=meta.title,
+        read_only_hint=meta.read_only,
+        destructive_hint=meta.destructive,
+        idempotent_hint=meta.idempotent,
+        open_world_hint=meta.open_world,
+    )
+    return meta.title, hints
+
+
 def build_server(
-    framework: FrameworkConfig | None = None, cwd: Path | None = None, *, manager: PluginManager | None = None
+    framework: FrameworkConfig | None = None,
+    cwd: Path | None = None,
+    *,
+    manager: PluginManager | None = None,
+    context: ToolContext | None = None,
+    auth: tuple[AuthSettings, TokenVerifier] | None = None,
 ) -> tuple[MCPServer, ToolContext]:
-    """The MCP server with every registered tool, and the one context its tools share."""
-    context = ToolContext(framework or FrameworkConfig(), cwd or Path.cwd())
-    server: MCPServer = MCPServer("magpie", version=__version__, instructions=INSTRUCTIONS)
+    """The MCP server with every registered tool and the job resources, and the one context its tools share."""
+    context = context or ToolContext(framework or FrameworkConfig(), cwd or Path.cwd())
+    settings, verifier = auth or (None, None)
+    server: MCPServer = MCPServer(
+        "magpie", version=__version__, instructions=INSTRUCTIONS, auth=settings, token_verifier=verifier
+    )
     manager = manager or get_plugin_manager()
     for name, fn in manager.components("mcp_tool").items():
         try:
-            server.add_tool(bind_tool(fn, context), name=name)
+            title, hints = tool_annotations(fn, name)
+            server.add_tool(bind_tool(fn, context), name=name, title=title, annotations=hints)
         except Exception as exc:  # a broken tool must not take the server down
             owner = manager.owner("mcp_tool", name)
             log.warning(
                 "plugin %r (%s): MCP tool %r could not be added: %s", owner.plugin, owner.distribution, name, exc
             )
+    add_job_resources(server, context)
     return server, context
 
 
-def serve(
-    transport: str = "stdio",
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    *,
-    framework: FrameworkConfig | None = None,
-) -> None:
-    """Run the server until the client goes away (stdio) or the process is stopped (HTTP)."""
-    if transport not in TRANSPORTS:
-        raise ValueError(f"unknown transport {transport!r} (use {' or '.join(TRANSPORTS)})")
-    server, context = build_server(framework)
+def serve(options: ServeOptions, framework: FrameworkConfig | None = None) -> None:
+    """Run the server until the client goes away (stdio: end of input) or the process is stopped (HTTP).
+
+    Checks the network settings first (:func:`magpie_mcp.network.http_settings`): a refused
+    setting raises ``ValueError`` with the reason, before anything listens.
+    """
+    framework = framework or FrameworkConfig()
+    context = make_context(framework, options)
     try:
-        if transport == "stdio":
-            server.run("stdio")
+        if options.transport == "stdio":
+            server, _ = build_server(context=context)
+            run_stdio(server, context)
         else:
-            server.run("streamable-http", host=host, port=port)
+            security, auth = http_settings(options, context.config)
+            server, _ = build_server(context=context, auth=auth)
+            run_http(server, context, options, security)
     finally:
-        context.jobs.shutdown()
+        context.job_manager.shutdown()

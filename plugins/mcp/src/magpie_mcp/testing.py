@@ -47,21 +47,31 @@ def add_roots(workspace: Path, *roots: Path) -> None:
     config.write_text(f"{head}allowed_roots: [{', '.join(str(r) for r in roots)}, {listed}")
 
 
-def run_session(workspace: Path, scenario: Scenario, env: dict[str, str] | None = None) -> Any:
-    """Start ``magpie -c <workspace>/config.yaml mcp`` over stdio, initialize, run ``scenario``; its result.
+def run_session(
+    workspace: Path,
+    scenario: Scenario,
+    env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
+    **session_options: Any,
+) -> Any:
+    """Start ``magpie -c <workspace>/config.yaml mcp [args]`` over stdio, initialize, run ``scenario``; its result.
 
-    The server's stderr goes to ``<workspace>/server.stderr``.
+    ``session_options`` go to the SDK's ``ClientSession`` (``logging_callback=...``). The server's
+    stderr goes to ``<workspace>/server.stderr``.
     """
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp"],
+        args=["-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp", *args],
         cwd=str(workspace),
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
     )
 
     async def main() -> Any:
         with (workspace / "server.stderr").open("w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, **session_options) as session,
+            ):
                 await session.initialize()
                 return await scenario(session)
 
@@ -116,3 +126,27 @@ def write_benchmark_report(
     path = folder / "benchmark_report.json"
     path.write_text(json.dumps(report))
     return path
+
+
+def echo_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """A job runner for tests: reports its steps, sleeps ``args["sleep_s"]`` (default 0), echoes ``args``."""
+    import time
+
+    steps = int(args.get("steps", 1))
+    for i in range(steps):
+        emit(f"[{i + 1}/{steps}] step")
+    time.sleep(float(args.get("sleep_s", 0)))
+    return {"echo": args}, ""
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Ids of live processes whose command line contains ``text`` (to prove nothing was left behind)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(proc.name))
+            except OSError:
+                continue
+    return pids

@@ -1,49 +1,127 @@
-"""The MCP server's trust model: where commands taken from tool inputs may run.
+"""The MCP server's trust model: what an untrusted client may make this machine do.
 
-An MCP client (an AI agent) can ask magpie to compile and run code. magpie
-runs such commands only when everything they touch lies under an allowed
-workspace root (``mcp.allowed_roots`` in the framework config; default: the
-server's working directory):
+An MCP client (an AI agent, or anyone who can reach the port) is untrusted. The
+server operator decides what it may do; nothing a client sends can widen that:
 
-* the kernel config file, the working directory of every command, the files
-  a kernel names (sources, ``entry``/``reference`` files) and output folders
-  must resolve (symlinks followed) to a path under a root;
-* a command's program, when given as a path (``./run``, ``/opt/x/bin/y``),
-  must lie under a root too; a bare name (``python``) is looked up on PATH as
-  usual;
-* commands from tool inputs are argv lists and run without a shell; strings
-  in YAML files are split like POSIX shell words (``shlex``), never on spaces,
-  and never run through a shell.
+* **Where.** The kernel config file, the working directory of every kernel, the
+  files a kernel names (sources, ``entry``/``reference`` files), output folders,
+  report and trace paths must resolve (symlinks followed, ``..`` collapsed) to a
+  path under an allowed root (``--root`` / ``mcp.allowed_roots``).
+* **What runs.** By default only magpie's own harness runs: kernels in files under
+  the allowed roots, evaluated by the built-in harness (``entry``/``reference``).
+  Client-supplied ``compile_command`` / ``testcase_command`` / ``prof_command``
+  (inline kernels and kernel YAML files alike) are refused unless the operator
+  allowed programs (``--allow-commands PROG[,PROG]`` / ``mcp.allow_commands``).
+  An allowed program is resolved once, with the *server's* PATH, and the command
+  runs with that absolute path; a program given as a path must be that same file.
+* **Environment.** A kernel's ``env`` may not set PATH, the dynamic loader's
+  variables (``LD_*``, ``DYLD_*``), interpreter start-up variables (``PYTHON*``,
+  ``PERL*``, ``RUBY*``, ``NODE_OPTIONS``, ``BASH_ENV``...) unless the operator
+  allowed the name (``--allow-env`` / ``mcp.allow_env``).
+* **Python modules.** ``entry``/``reference`` given as ``module:function`` must name
+  a module of an allowed package (``mcp.allowed_modules``; default torch, numpy,
+  math, operator) or a module file under the kernel's working directory.
+* **Timeouts.** Every ``*timeout*`` number a client sends must be finite and at most
+  ``mcp.max_timeout_s``.
 
-This confines *where* an agent's commands run; it is not a sandbox. See
-``docs/mcp.md``.
+This confines what an agent can make magpie do; it is not a sandbox: magpie's own
+harness imports the kernel's Python files (under the roots) with your user's rights.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from magpie_core.config.common import as_argv_list
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 
+#: the kernel fields that hold commands a client supplies
+COMMAND_FIELDS = ("compile_command", "testcase_command", "prof_command")
+#: the kernel fields that name Python callables (``module:attr`` or ``file.py:attr``)
+CALLABLE_FIELDS = ("entry", "reference", "get_inputs", "get_init_inputs", "get_inputs_func", "get_init_inputs_func")
+#: environment variables a client may never set (unless the operator allows the name)
+LOADER_VARS = frozenset(
+    {
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "CDPATH",
+        "GCONV_PATH",
+        "LOCPATH",
+        "NLSPATH",
+        "HOSTALIASES",
+        "RESOLV_HOST_CONF",
+        "GLIBC_TUNABLES",
+        "MALLOC_CHECK_",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "TCL_LIBRARY",
+        "HOME",
+    }
+)
+LOADER_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "RUBY", "LUA_", "MAGPIE_")
+DEFAULT_MODULES = ("torch", "numpy", "math", "operator")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 class TrustError(PermissionError):
-    """A tool input names something outside the allowed workspace roots."""
+    """A tool input asks for something the server's policy does not allow."""
+
+
+def env_var_refused(name: str) -> bool:
+    """``name`` changes how programs are found or loaded (PATH, LD_PRELOAD, PYTHONPATH, ...)."""
+    upper = name.upper()
+    return upper in LOADER_VARS or upper.startswith(LOADER_PREFIXES)
+
+
+def resolve_programs(names: Iterable[str], search_path: str | None = None) -> dict[str, Path]:
+    """Each allowed program (a name looked up on the server's PATH, or a path) -> its real file.
+
+    An error when one cannot be found: the operator asked for it, so silence would hide a typo.
+    """
+    found: dict[str, Path] = {}
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        where = shutil.which(name, path=search_path) if "/" not in name else name
+        if where is None or not Path(where).is_file():
+            raise ValueError(f"allowed command {name!r}: not found on the server's PATH")
+        found[name] = Path(where).resolve()
+    return found
 
 
 @dataclass(frozen=True)
 class TrustPolicy:
     roots: tuple[Path, ...]
     cwd: Path
+    #: allowed program name (as the operator wrote it) -> its resolved file; empty: no client commands
+    programs: dict[str, Path] = field(default_factory=dict)
+    allow_env: frozenset[str] = frozenset()
+    modules: tuple[str, ...] = DEFAULT_MODULES
+    max_timeout_s: float = 3600.0
 
     @classmethod
-    def from_roots(cls, roots: Iterable[str | Path], cwd: Path | None = None) -> TrustPolicy:
+    def from_roots(cls, roots: Iterable[str | Path], cwd: Path | None = None, **options: Any) -> TrustPolicy:
         base = (cwd or Path.cwd()).resolve()
         resolved = tuple((base / Path(os.path.expandvars(str(r))).expanduser()).resolve() for r in roots)
-        return cls(roots=resolved or (base,), cwd=base)
+        for root in resolved:
+            if root == Path(root.anchor):
+                raise ValueError(f"allowed root {root} is the file system root: name the folders an agent may use")
+        return cls(roots=resolved or (base,), cwd=base, **options)
 
     def describe(self) -> str:
         return ", ".join(str(r) for r in self.roots)
@@ -51,39 +129,253 @@ class TrustPolicy:
     def is_allowed(self, path: Path) -> bool:
         return any(path == root or path.is_relative_to(root) for root in self.roots)
 
+    # --- paths ---------------------------------------------------------------------
+
     def check_path(self, path: str | Path, what: str, base: Path | None = None) -> Path:
         """``path`` (relative to ``base``, default the server's CWD), resolved; an error if outside every root."""
-        candidate = Path(os.path.expandvars(str(path))).expanduser()
+        text = str(path)
+        if "\x00" in text:
+            raise TrustError(f"{what}: a path may not contain NUL bytes")
+        # no $VAR expansion: a client path must not make the server reveal its environment in an error
+        candidate = Path(text).expanduser()
         resolved = ((base or self.cwd) / candidate).resolve()
         if not self.is_allowed(resolved):
             raise TrustError(
                 f"{what} {resolved} is outside the allowed workspace roots ({self.describe()}); "
-                "add a root to mcp.allowed_roots in the framework config (magpie -c config.yaml mcp)"
+                "the server operator can add a root (magpie mcp --root DIR, or mcp.allowed_roots)"
             )
         return resolved
 
-    def check_argv(self, argv: list[str], cwd: Path, what: str) -> None:
+    # --- commands ------------------------------------------------------------------
+
+    def check_argv(self, argv: list[str], cwd: Path, what: str) -> list[str]:
+        """``argv`` with its program pinned to the allowed file; an error when the policy refuses it."""
         if not argv:
             raise TrustError(f"{what}: empty command")
+        if not self.programs:
+            raise TrustError(
+                f"{what}: this server runs only magpie's own harness (kernels in files under the allowed roots); "
+                "client-supplied commands are refused. Use entry/reference instead, or ask the operator to start "
+                "the server with --allow-commands PROG[,PROG]"
+            )
         program = argv[0]
         if "/" in program:
-            self.check_path(program, f"{what}: program", base=cwd)
+            target = self.check_path(program, f"{what}: program", base=cwd)
+        else:
+            located = shutil.which(program)
+            target = Path(located).resolve() if located else None
+        allowed = sorted(self.programs)
+        if target is None or target not in self.programs.values():
+            raise TrustError(
+                f"{what}: program {program!r} is not allowed by this server (allowed: {', '.join(allowed)}; "
+                "resolved with the server's PATH)"
+            )
+        return [str(target), *argv[1:]]
 
-    def check_kernel_file(self, file: KernelConfigFile, config_dir: Path) -> None:
-        """Every folder, file and program the kernels of ``file`` would use must be under a root."""
+    def check_env(self, env: dict[str, str], what: str) -> None:
+        for name, value in env.items():
+            if not _ENV_NAME.fullmatch(name) or "\x00" in value:
+                raise TrustError(f"{what}: env: {name!r} is not a valid environment variable name or value")
+            if env_var_refused(name) and name not in self.allow_env:
+                raise TrustError(
+                    f"{what}: env: {name} changes how programs or libraries are found and may not be set by a "
+                    "client (the operator can allow it with --allow-env)"
+                )
+
+    def check_module(self, spec: str, cwd: Path, what: str) -> None:
+        """``spec``'s module part: a file under a root, an allowed package, or a module file in ``cwd``."""
+        module = spec.rsplit(":", 1)[0] if ":" in spec else None
+        if module is None:
+            return
+        if module.endswith(".py") or "/" in module:
+            self.check_path(module, f"{what} file", base=cwd)
+            return
+        top = module.split(".")[0]
+        if top in self.modules:
+            return
+        local = [cwd / f"{top}.py", cwd / top]
+        if top not in sys.stdlib_module_names and any(p.exists() and self.is_allowed(p.resolve()) for p in local):
+            return
+        raise TrustError(
+            f"{what}: module {module!r} is neither a file under the allowed roots nor an allowed package "
+            f"({', '.join(self.modules)}; mcp.allowed_modules)"
+        )
+
+    # --- whole kernel files ----------------------------------------------------------
+
+    def check_kernel_file(self, file: KernelConfigFile, config_dir: Path) -> KernelConfigFile:
+        """``file`` with every command's program pinned, after checking every path, command, env and timeout."""
         self.check_path(config_dir, "config folder")
-        for kernel in file.all_kernels():
-            self.check_kernel(kernel, config_dir)
+        self.check_timeouts(file.model_dump(), "kernel config")
+        self.check_scheduler(file)
+        if file.gpu and not self.programs:
+            raise TrustError(
+                "kernel config: gpu: changing GPU settings (power, clocks) is refused by this server's execution "
+                "policy; the operator sets them"
+            )
+        if file.latency is not None:
+            for entry in file.latency.pythonpath:
+                self.check_path(entry, "latency.pythonpath entry", base=config_dir)
+            if file.latency.output_dir:
+                self.check_path(file.latency.output_dir, "latency.output_dir", base=config_dir)
+        pinned = [self.check_kernel(kernel, config_dir) for kernel in file.all_kernels()]
+        if file.kernel is not None:
+            return file.model_copy(update={"kernel": pinned[0], "kernels": pinned[1:]})
+        return file.model_copy(update={"kernels": pinned})
 
-    def check_kernel(self, kernel: KernelConfig, config_dir: Path) -> None:
+    def check_kernel(self, kernel: KernelConfig, config_dir: Path) -> KernelConfig:
         label = f"kernel {kernel.id!r}"
         cwd = self.check_path(kernel.resolved_working_dir(config_dir), f"{label}: working_dir")
         for source in kernel.source_files:
             self.check_path(source, f"{label}: source file", base=cwd)
-        for field in ("entry", "reference", "get_inputs", "get_init_inputs", "get_inputs_func", "get_init_inputs_func"):
-            spec = getattr(kernel, field)
-            if spec and ":" in spec and spec.split(":", 1)[0].endswith(".py"):
-                self.check_path(spec.split(":", 1)[0], f"{label}: {field} file", base=cwd)
-        for field in ("compile_command", "testcase_command", "prof_command"):
-            for argv in as_argv_list(getattr(kernel, field)):
-                self.check_argv(argv, cwd, f"{label}: {field}")
+        for name in CALLABLE_FIELDS:
+            spec = getattr(kernel, name)
+            if spec:
+                self.check_module(spec, cwd, f"{label}: {name}")
+        if kernel.bench_target is not None:
+            self.check_module(f"{kernel.bench_target.module}:x", cwd, f"{label}: bench_target.module")
+        self.check_env(kernel.env, label)
+        self.check_options(kernel.options, label)
+        updates: dict[str, Any] = {}
+        for name in COMMAND_FIELDS:
+            commands = as_argv_list(getattr(kernel, name))
+            if commands:
+                updates[name] = [self.check_argv(argv, cwd, f"{label}: {name}") for argv in commands]
+        return kernel.model_copy(update=updates)
+
+    def check_options(self, options: dict[str, Any], what: str) -> None:
+        """Backend options that choose code (compiler flags) or where files go (an output name)."""
+        flags = sorted(k for k in options if k.endswith("_flags"))
+        if flags and not self.programs:
+            raise TrustError(
+                f"{what}: options {', '.join(flags)}: compiler flags from a client are refused by this server's "
+                "execution policy (they can load plugins or replace tools); the operator can allow them with "
+                "--allow-commands"
+            )
+        binary = str(options.get("binary") or "")
+        if binary and ("/" in binary or binary in (".", "..") or "\x00" in binary):
+            raise TrustError(f"{what}: options.binary {binary!r} must be a plain file name")
+
+    def check_scheduler(self, file: KernelConfigFile) -> None:
+        """A client may pick how many workers and which GPUs, not an image or a cluster to run on."""
+        if file.scheduler is None or self.programs:
+            return
+        chosen = sorted(
+            k
+            for k, v in file.scheduler.model_dump(exclude_none=True).items()
+            if v and k not in ("max_workers", "gpu_devices", "environment")
+        )
+        if chosen:
+            raise TrustError(
+                f"kernel config: scheduler.{', scheduler.'.join(chosen)}: choosing a container image or a cluster "
+                "is refused by this server's execution policy (the operator configures them, or allows it with "
+                "--allow-commands)"
+            )
+
+    def check_timeouts(self, data: Any, what: str) -> None:
+        """Every ``*timeout*`` number in ``data`` is finite and within the server's maximum."""
+        for key, value in _numbers(data):
+            if "timeout" not in key.rsplit(".", 1)[-1]:
+                continue
+            if not math.isfinite(value) or value > self.max_timeout_s:
+                raise TrustError(
+                    f"{what}: {key}={value:g} is above this server's maximum timeout of {self.max_timeout_s:g} s "
+                    "(mcp.max_timeout_s)"
+                )
+
+
+def _numbers(data: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _numbers(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _numbers(value, f"{prefix}.{i}")
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        yield prefix, float(data)
+
+
+# --- benchmark targets -----------------------------------------------------------------
+
+#: benchmark config fields naming files or folders a run reads or writes
+BENCHMARK_PATHS = (
+    "inferencex_path",
+    "hf_cache_path",
+    "dataset.path",
+    "profiler.tracelens.tracelens_repo_path",
+    "profiler.tracelens.extension_wheel_path",
+    "profiler.tracelens.gpu_arch_config",
+)
+#: benchmark config fields that choose code to run (a program, a script, a container image)
+BENCHMARK_PROGRAMS = ("server_python", "benchmark_script", "docker_image")
+
+
+def host_is_loopback(host: str) -> bool:
+    """Every address ``host`` resolves to is a loopback address (a name is resolved here, once)."""
+    import ipaddress
+    import socket
+
+    name = host.strip("[]")
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError):
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def check_benchmark_target(url: str, allowed_hosts: Iterable[str]) -> None:
+    """``url`` is an http(s) URL of a loopback host or of a host the operator allowed (no SSRF)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018  (a bad port raises here)
+    except ValueError as exc:
+        raise TrustError(f"base_url {url!r} is not a valid URL: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not host:
+        raise TrustError(f"base_url {url!r}: only http(s)://host[:port] URLs")
+    allowed = {h.lower() for h in allowed_hosts}
+    if host.lower() in allowed or host_is_loopback(host):
+        return
+    raise TrustError(
+        f"base_url {url!r}: benchmark sends load only to loopback servers or hosts the operator allows "
+        "(mcp.benchmark_hosts); {host} is neither".replace("{host}", host)
+    )
+
+
+def _dotted(data: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)  # type: ignore[assignment]
+    return data
+
+
+def check_benchmark_config(policy: TrustPolicy, data: dict[str, Any], allowed_hosts: Iterable[str]) -> None:
+    """A benchmark config from a tool call: paths under the roots, no client-chosen code, loopback targets."""
+    policy.check_timeouts(data, "benchmark config")
+    for key in BENCHMARK_PATHS:
+        value = _dotted(data, key)
+        if value:
+            policy.check_path(str(value), f"benchmark {key}")
+    for key in BENCHMARK_PROGRAMS:
+        value = _dotted(data, key)
+        if value and not policy.programs:
+            raise TrustError(
+                f"benchmark {key}: choosing code to run is refused by this server's execution policy "
+                "(the operator can allow programs with --allow-commands)"
+            )
+        if value and key == "server_python":
+            policy.check_argv([str(value)], policy.cwd, f"benchmark {key}")
+    policy.check_env({str(k): str(v) for k, v in (data.get("server_env") or {}).items()}, "benchmark server_env")
+    if data.get("base_url"):
+        check_benchmark_target(str(data["base_url"]), allowed_hosts)
+    if data.get("host") and not host_is_loopback(str(data["host"])):
+        raise TrustError(f"benchmark host {data['host']!r}: a server magpie starts binds a loopback address only")

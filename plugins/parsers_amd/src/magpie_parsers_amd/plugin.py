@@ -11,9 +11,7 @@ from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
 from magpie_core.reports import ParsedKernelName
 from magpie_core.trace.demangle import demangle, is_mangled, leading_names
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, strip_code_object_suffix
-
-_OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_~]\w*)")
+from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 
 def _result(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
@@ -30,12 +28,6 @@ def readable(name: str) -> tuple[str, float]:
         return text, 1.0
     parts = leading_names(base)
     return ("::".join(parts), 0.7) if parts else (base, 0.3)
-
-
-def outer_function(text: str) -> tuple[str, str]:
-    """(namespace path, function) of the outermost function in demangled ``text``."""
-    m = _OUTER.match(text)
-    return (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
 
 
 class CkTileParser(KernelNameParser):

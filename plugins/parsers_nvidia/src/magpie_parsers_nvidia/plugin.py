@@ -9,7 +9,7 @@ from typing import Any
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
 from magpie_core.reports import ParsedKernelName
-from magpie_core.trace.kernel_names import category_from_words, dtype_in
+from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function
 
 _TILE3 = re.compile(r"(\d+x\d+x\d+)")
 _XMMA = re.compile(r"^(sm\d+)_xmma_(\w+?)_((?:[a-z]+\d+)+)_((?:[a-z]+\d+)+)_")
@@ -148,10 +148,10 @@ class FlashAttentionParser(KernelNameParser):
     priority = 10
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
-        low = name.lower()
-        if "flashinfer" in low:
-            return None
-        m = re.search(r"(?:pytorch_flash::|flash::)?(flash_(?:fwd|bwd)\w*?_kernel|flash_attn\w*|fmha_\w+)", name)
+        ns, fn = outer_function(name)
+        if ns.split("::")[0] not in ("", "flash", "pytorch_flash", "flash_attn"):
+            return None  # another library's kernel that merely takes a flash-attention type
+        m = re.fullmatch(r"(flash_(?:fwd|bwd)\w*?_kernel|flash_attn\w*|fmha_\w+)", fn)
         if m is None:
             return None
         traits = re.search(r"Flash_(?:fwd|bwd)_kernel_traits<(\d+), (\d+), (\d+), (\d+)", name)
@@ -182,7 +182,8 @@ class FlashInferParser(KernelNameParser):
     priority = 10
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
-        m = re.search(r"flashinfer::((?:\w+::)*)(\w+)", name)
+        outer_ns, outer_fn = outer_function(name)
+        m = re.fullmatch(r"flashinfer::((?:[\w() ]+::)*)(\w+)", f"{outer_ns}::{outer_fn}") if outer_ns else None
         if m is None:
             m2 = re.match(r"(?:void )?((?:Batch|Single)(?:Decode|Prefill)With\w+Kernel\w*)", name)
             if m2 is None:
@@ -255,7 +256,105 @@ def parse_nccl_name(name: str, family: str, make: Callable[..., ParsedKernelName
     )
 
 
-PARSERS = [CudnnParser(), CublasParser(), CutlassParser(), FlashAttentionParser(), FlashInferParser(), NcclParser()]
+_TRTLLM_GEN = re.compile(r"^(?:(?:[Bb]mm|[Gg]emm|[Bb]atchedGemm)_\w+|fmhaSm\d+[af]?Kernel_\w+)_?(?:sm\d+[afu]?)?$")
+
+
+class TrtllmGenParser(KernelNameParser):
+    """trtllm-gen kernels: generated, compiled to cubins and shipped as binaries (flashinfer downloads them)."""
+
+    name = "trtllm_gen"
+    description = "trtllm-gen prebuilt cubins (bmm_*_sm100f, gemm_*_sm100f, fmhaSm100aKernel_*)"
+    priority = 9
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        if not _TRTLLM_GEN.match(name):
+            return None
+        if name.startswith("fmha"):
+            fn, cat = "fmha", "attention"
+        elif not re.search(r"_sm\d+[afu]?$", name):
+            return None  # bmm_/gemm_ names without the cubin's target suffix are someone else's
+        else:
+            fn, cat = name.split("_")[0].lower(), "moe" if "swiGlu" in name or "dynB" in name else "gemm"
+        arch = re.search(r"[Ss]m(\d+[afu]?)", name)
+        tile = re.search(r"_t(\d+x\d+x\d+)", name)
+        return _result(
+            name,
+            "trtllm_gen",
+            "prebuilt_cubin",
+            cat,
+            function=fn,
+            dtype=dtype_in(name.lower()),
+            tile=tile.group(1) if tile else None,
+            config={"arch": f"sm{arch.group(1)}" if arch else None},
+            confidence=0.95,
+        )
+
+
+class TensorrtLlmParser(KernelNameParser):
+    """TensorRT-LLM C++ kernels (``tensorrt_llm::kernels::``, the trtllm MoE ``moe::dev::``), also vendored in
+    flashinfer."""
+
+    name = "tensorrt_llm"
+    description = "TensorRT-LLM CUDA kernels (tensorrt_llm::kernels::*, moe::dev::routing/finalize/activation)"
+    priority = 30
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        ns, fn = outer_function(name)
+        root = ns.split("::")[0]
+        if root != "tensorrt_llm" and not ns.startswith("moe::dev"):
+            return None
+        return _result(
+            name,
+            "tensorrt_llm",
+            "cuda_cpp",
+            "moe" if root == "moe" else category_from_words(fn),
+            function=fn,
+            dtype=dtype_in(name),
+            config={"namespace": ns},
+            confidence=0.95,
+        )
+
+
+class CudaCppParser(KernelNameParser):
+    """Last resort for C++ kernels no family claims: a demangled name with a namespace, template arguments or
+    a parameter list still names a function and its scope (after every family parser, before Triton)."""
+
+    name = "cuda_cpp_generic"
+    description = "other C++ (CUDA/HIP) kernels: any demangled name with a scope, template or parameter list"
+    priority = 810
+
+    def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
+        from magpie_core.trace.cxx_names import parse_symbol
+
+        parsed = parse_symbol(name)
+        if parsed is None or not (parsed.scope or parsed.template_args is not None or parsed.params is not None):
+            return None
+        if not re.fullmatch(r"[A-Za-z_~]\w*", parsed.function):
+            return None
+        family = "hip_cpp" if (context or {}).get("platform") == "rocm" else "cuda_cpp"
+        return _result(
+            name,
+            family,
+            family,
+            category_from_words(parsed.function),
+            function=parsed.function,
+            dtype=dtype_in(name),
+            config={"namespace": parsed.namespace} if parsed.scope else {},
+            confidence=0.5 if parsed.exact else 0.3,
+        )
+
+
+PARSERS = [
+    CudnnParser(),
+    CublasParser(),
+    CutlassParser(),
+    FlashAttentionParser(),
+    FlashInferParser(),
+    NcclParser(),
+    TrtllmGenParser(),
+    TensorrtLlmParser(),
+    CudaCppParser(),
+]
 
 
 @hookimpl

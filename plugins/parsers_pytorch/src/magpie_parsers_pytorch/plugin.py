@@ -9,11 +9,10 @@ from typing import Any
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
 from magpie_core.reports import ParsedKernelName
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, strip_code_object_suffix
+from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 _INDUCTOR = re.compile(r"^triton_(poi|red|per|tem|for|mm|bmm|sort|scan|cat|split)_(fused_)?(\w*?)(?:_(\d+))?$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ATEN_OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_]\w*)")
 #: ATen kernels that carry no at:: namespace in their outer name
 _ATEN_BARE = (
     "softmax_warp_forward",
@@ -121,8 +120,7 @@ class AtenParser(KernelNameParser):
     priority = 60
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
-        m = _ATEN_OUTER.match(name)
-        outer = m.group(2) if m else ""
+        outer = outer_function(name)[1]
         if "at::native::" not in name and "at::cuda::" not in name and not any(outer.startswith(b) for b in _ATEN_BARE):
             return None
         ops = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,9 +9,7 @@ from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
 from magpie_core.reports import ParsedKernelName
 from magpie_core.trace.demangle import demangle, is_mangled, leading_names
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, strip_code_object_suffix
-
-_OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_]\w*)")
+from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 #: vLLM kernels whose outer name has no vllm:: namespace (ROCm custom paged attention, skinny GEMMs are AMD's)
 VLLM_BARE = {
@@ -83,8 +80,7 @@ class VllmParser(KernelNameParser):
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
         text, conf = _text(name)
-        m = _OUTER.match(text)
-        ns, fn = (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
+        ns, fn = outer_function(text)
         if ns == "vllm" or ns.startswith("vllm::"):
             return _make(
                 name,
@@ -119,8 +115,7 @@ class SglangParser(KernelNameParser):
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
         text, conf = _text(name)
-        m = _OUTER.match(text)
-        ns, fn = (m.group(1).rstrip(":"), m.group(2)) if m else ("", text)
+        ns, fn = outer_function(text)
         root = ns.split("::")[0]
         if root in ("sgl_hip", "sglang", "sgl_kernel", "sgl", "flashinfer_sgl"):
             return _make(

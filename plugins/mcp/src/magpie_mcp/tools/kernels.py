@@ -15,6 +15,7 @@ from magpie_core.config.loader import validate
 from magpie_core.hookspecs import Register
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport
 from magpie_core.plugins import get_plugin_manager
+from magpie_mcp.annotations import tool_meta
 from magpie_mcp.context import ToolContext, ToolFailure
 from magpie_mcp.jobs import JobInfo
 from magpie_mcp.models import ToolModel
@@ -28,18 +29,26 @@ class KernelInput(ToolModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    id: str = "kernel"
+    id: str = Field("kernel", description="a name for the kernel, unique in the call")
     type: str = Field("pytorch", description="kernel type: a type some installed kernel backend owns")
     entry: str | None = Field(None, description="'file.py:function' or 'module:function' (built-in harness)")
     reference: str | None = Field(None, description="reference implementation, same forms as entry")
     get_inputs: str | None = Field(None, description="function returning the inputs (default get_inputs)")
-    get_init_inputs: str | None = None
-    source_files: list[str] = Field(default_factory=list)
+    get_init_inputs: str | None = Field(None, description="function returning constructor args (default none)")
+    source_files: list[str] = Field(default_factory=list, description="the kernel's source files (under a root)")
     working_dir: str | None = Field(None, description="relative to config_dir; must be under an allowed root")
-    env: dict[str, str] = Field(default_factory=dict)
-    compile_command: ArgvCommand | None = Field(None, description="argv list(s); run without a shell")
-    testcase_command: ArgvCommand | None = Field(None, description="argv list(s); exit 0 means correct")
-    prof_command: ArgvCommand | None = None
+    env: dict[str, str] = Field(
+        default_factory=dict, description="extra environment (PATH, LD_*, PYTHON* and other loader variables refused)"
+    )
+    compile_command: ArgvCommand | None = Field(
+        None, description="argv list(s), run without a shell; refused unless the operator allowed the program"
+    )
+    testcase_command: ArgvCommand | None = Field(
+        None, description="argv list(s), exit 0 means correct; refused unless the operator allowed the program"
+    )
+    prof_command: ArgvCommand | None = Field(
+        None, description="argv list(s) to profile; refused unless the operator allowed the program"
+    )
     device: str | None = Field(None, description="cpu, cuda, cuda:1, ... (default: the backend's)")
     options: dict[str, Any] = Field(default_factory=dict, description="backend-specific options")
 
@@ -48,24 +57,24 @@ class KernelInput(ToolModel):
 
 
 class AnalyzeResult(ToolModel):
-    job: JobInfo
+    job: JobInfo = Field(description="the job that ran it (state, progress, log and report URIs)")
     passed: bool | None = Field(None, description="every kernel correct and no stage failed (None while running)")
-    report_path: str | None = None
-    report: AnalyzeReport | None = None
+    report_path: str | None = Field(None, description="analyze_report.json on the server")
+    report: AnalyzeReport | None = Field(None, description="the report (None while running)")
 
 
 class CompareResult(ToolModel):
-    job: JobInfo
-    winner_id: str | None = None
-    verdict: str | None = None
-    report_path: str | None = None
-    report: CompareReport | None = None
+    job: JobInfo = Field(description="the job that ran it (state, progress, log and report URIs)")
+    winner_id: str | None = Field(None, description="the fastest correct kernel, when the verdict is clear")
+    verdict: str | None = Field(None, description="FASTER / SAME / SLOWER / UNSTABLE summary of the ranking")
+    report_path: str | None = Field(None, description="compare_report.json on the server")
+    report: CompareReport | None = Field(None, description="the report (None while running)")
 
 
 class CreatedConfig(ToolModel):
-    yaml: str
-    path: str | None = None
-    kernel_ids: list[str]
+    yaml: str = Field(description="the kernel YAML")
+    path: str | None = Field(None, description="where it was written, when output_path was given")
+    kernel_ids: list[str] = Field(description="the ids of the kernels in it")
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -74,8 +83,8 @@ class CreatedConfig(ToolModel):
 def kernel_file(
     tool: ToolContext, kernel_config: str | None, kernels: list[KernelInput] | None, config_dir: str | None
 ) -> tuple[KernelConfigFile, Path]:
-    """The kernel file a tool call names (a YAML path or inline kernels), checked against the trust policy."""
-    from magpie_core.pipelines.kernels import check_backends, load_kernel_file
+    """The kernel file a tool call names (a YAML path or inline kernels); checked in :func:`kernel_job_args`."""
+    from magpie_core.pipelines.kernels import load_kernel_file
 
     if (kernel_config is None) == (not kernels):
         raise ValueError("give either kernel_config (a kernel YAML path) or kernels (a list), not both or neither")
@@ -87,8 +96,6 @@ def kernel_file(
         data = {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]}
         file = validate(KernelConfigFile, data, "tool input")
         folder = tool.check_path(config_dir or tool.cwd, "config_dir")
-    tool.policy.check_kernel_file(file, folder)
-    check_backends(file)
     return file, folder
 
 
@@ -104,11 +111,14 @@ def kernel_job_args(
     performance: PerformanceConfig | None,
     correctness: CorrectnessConfig | None,
 ) -> dict[str, Any]:
-    """The arguments of an analyze/compare job: the file (with the call's overrides) and where it runs."""
-    from magpie_core.pipelines.kernels import block_options, file_environment
+    """The arguments of an analyze/compare job: the file (with the call's overrides, checked against the
+    trust policy as a whole, its programs pinned) and where it runs."""
+    from magpie_core.pipelines.kernels import block_options, check_backends, file_environment
 
     updates: dict[str, Any] = {"performance": performance, "correctness": correctness}
     file = file.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    file = tool.policy.check_kernel_file(file, folder)
+    check_backends(file)
     framework = tool.framework
     env_name = environment or file_environment(file) or framework.scheduler.environment
     get_plugin_manager().get("environment", env_name)
@@ -155,23 +165,95 @@ def run_compare_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[
     return report.model_dump(mode="json"), str(Path(report.workspace or "") / "compare_report.json")
 
 
+# --- AMD Magpie's argument names ---------------------------------------------------------
+
+KernelPath = Annotated[
+    str | None, Field(description="AMD Magpie's name: a kernel source file (becomes one inline kernel)")
+]
+Testcase = Annotated[
+    str | list[str] | None,
+    Field(description="AMD Magpie's name: the kernel's test command (refused unless the operator allowed it)"),
+]
+
+
+def amd_kernel(
+    kernel_path: str,
+    testcase_command: str | list[str] | None,
+    kernel_type: str | None,
+    working_dir: str | None = None,
+    compile_command: str | list[str] | None = None,
+    kernel_id: str | None = None,
+) -> KernelInput:
+    """AMD Magpie's ``kernel_path`` + ``testcase_command`` arguments as one inline kernel."""
+    import shlex
+
+    path = Path(kernel_path)
+
+    def argv(command: str | list[str] | None) -> list[str] | None:
+        return shlex.split(command) if isinstance(command, str) else command or None
+
+    return KernelInput(
+        id=kernel_id or path.stem,
+        type=kernel_type or "hip",
+        source_files=[str(path)],
+        working_dir=working_dir or str(path.parent),
+        testcase_command=argv(testcase_command),
+        compile_command=argv(compile_command),
+    )
+
+
+def one_of(ours: Any, theirs: Any, names: str) -> Any:
+    """Our argument or AMD Magpie's name for it, not both."""
+    if ours is not None and theirs is not None:
+        raise ValueError(f"give {names}, not both")
+    return theirs if ours is None else ours
+
+
 # --- tools -----------------------------------------------------------------------------
 
+KernelConfigPath = Annotated[str | None, Field(description="path of a kernel YAML (under an allowed root)")]
+ConfigDir = Annotated[str | None, Field(description="folder inline kernels are relative to (default: server CWD)")]
+Environment = Annotated[str | None, Field(description="where kernels run: local, ray, ... (default: config)")]
+Workers = Annotated[int | None, Field(ge=1, le=64, description="kernels evaluated in parallel (default: config)")]
+Measure = Annotated[bool, Field(description="false: check correctness only, no timing")]
+Perf = Annotated[PerformanceConfig | None, Field(description="timing settings for every kernel (timeouts capped)")]
+Correct = Annotated[CorrectnessConfig | None, Field(description="correctness settings (timeouts capped)")]
+OutputDir = Annotated[str | None, Field(description="where the run's workspace goes (default: output.directory)")]
+Wait = Annotated[bool, Field(description="false: return the job at once; follow it with job_status / job_result")]
+KernelType = Annotated[str | None, Field(description="AMD Magpie's name: type of the kernel_path kernel(s)")]
+CheckPerf = Annotated[bool | None, Field(description="AMD Magpie's name for measure_performance")]
 
+
+@tool_meta("Analyze kernels", read_only=False, destructive=False, idempotent=False, open_world=False)
 async def analyze(
     tool: ToolContext,
-    kernel_config: Annotated[str | None, Field(description="path of a kernel YAML")] = None,
+    kernel_config: KernelConfigPath = None,
     kernels: Annotated[list[KernelInput] | None, Field(description="kernels given inline")] = None,
-    config_dir: Annotated[str | None, Field(description="folder inline kernels are relative to")] = None,
-    environment: Annotated[str | None, Field(description="local, ray, ... (default: config)")] = None,
-    workers: Annotated[int | None, Field(ge=1)] = None,
-    measure_performance: bool = True,
-    performance: PerformanceConfig | None = None,
-    correctness: CorrectnessConfig | None = None,
-    output_dir: str | None = None,
-    wait: Annotated[bool, Field(description="false: return the job at once; follow it with job_status")] = True,
+    config_dir: ConfigDir = None,
+    environment: Environment = None,
+    workers: Workers = None,
+    measure_performance: Measure = True,
+    performance: Perf = None,
+    correctness: Correct = None,
+    output_dir: OutputDir = None,
+    wait: Wait = True,
+    kernel_path: KernelPath = None,
+    testcase_command: Testcase = None,
+    kernel_type: KernelType = None,
+    working_dir: Annotated[str | None, Field(description="AMD Magpie's name: kernel_path's working folder")] = None,
+    compile_command: Annotated[
+        str | list[str] | None, Field(description="AMD Magpie's name: kernel_path's compile command")
+    ] = None,
+    check_performance: CheckPerf = None,
 ) -> AnalyzeResult:
-    """Compile, check and time independent kernels (same pipeline as `magpie analyze`)."""
+    """Compile, check and time independent kernels (same pipeline as `magpie analyze`).
+
+    Kernels run in magpie's own harness: `entry` (and `reference`) name Python functions in files under
+    the allowed roots. Commands (`testcase_command`, `compile_command`) run only if the server's operator
+    allowed their programs. Long runs: `wait=false`, then `job_status` / `job_result`."""
+    if kernel_path is not None:
+        amd = amd_kernel(kernel_path, testcase_command, kernel_type, working_dir, compile_command)
+        kernels = [*(kernels or []), amd]
     file, folder = kernel_file(tool, kernel_config, kernels, config_dir)
     args = kernel_job_args(
         tool,
@@ -179,7 +261,7 @@ async def analyze(
         folder,
         environment=environment,
         workers=workers,
-        measure_performance=measure_performance,
+        measure_performance=measure_performance if check_performance is None else check_performance,
         output_dir=output_dir,
         performance=performance,
         correctness=correctness,
@@ -193,22 +275,43 @@ async def analyze(
     )
 
 
+@tool_meta("Compare kernel variants", read_only=False, destructive=False, idempotent=False, open_world=False)
 async def compare(
     tool: ToolContext,
     kernel_config: Annotated[str | None, Field(description="path of a kernel YAML with >= 2 kernels")] = None,
     kernels: Annotated[list[KernelInput] | None, Field(description="variants given inline (>= 2)")] = None,
-    config_dir: str | None = None,
+    config_dir: ConfigDir = None,
     baseline: Annotated[int | str | None, Field(description="baseline: index or id (default 0)")] = None,
     min_effect: Annotated[float, Field(ge=0, description="smallest speedup called FASTER/SLOWER")] = 0.02,
-    environment: str | None = None,
-    workers: Annotated[int | None, Field(ge=1)] = None,
-    measure_performance: bool = True,
-    performance: PerformanceConfig | None = None,
-    correctness: CorrectnessConfig | None = None,
-    output_dir: str | None = None,
-    wait: bool = True,
+    environment: Environment = None,
+    workers: Workers = None,
+    measure_performance: Measure = True,
+    performance: Perf = None,
+    correctness: Correct = None,
+    output_dir: OutputDir = None,
+    wait: Wait = True,
+    kernel_paths: Annotated[
+        list[str] | None, Field(description="AMD Magpie's name: kernel source files, one variant each")
+    ] = None,
+    testcase_commands: Annotated[
+        list[str] | None, Field(description="AMD Magpie's name: one test command per kernel_paths entry")
+    ] = None,
+    kernel_type: KernelType = None,
+    baseline_index: Annotated[int | None, Field(ge=0, description="AMD Magpie's name for baseline")] = None,
+    check_performance: CheckPerf = None,
 ) -> CompareResult:
-    """Compare variants under identical inputs and settings; rank the correct ones (like `magpie compare`)."""
+    """Compare variants under identical inputs and settings; rank the correct ones (like `magpie compare`).
+
+    Same execution policy as `analyze`: magpie's harness by default, commands only if the operator
+    allowed their programs."""
+    if kernel_paths:
+        commands = testcase_commands or [None] * len(kernel_paths)  # type: ignore[list-item]
+        if len(commands) != len(kernel_paths):
+            raise ToolFailure("kernel_paths and testcase_commands must have the same length")
+        ids = [f"kernel_{i}_{Path(p).stem}" for i, p in enumerate(kernel_paths)]
+        amd = [amd_kernel(p, c, kernel_type, kernel_id=k) for p, c, k in zip(kernel_paths, commands, ids, strict=True)]
+        kernels = [*(kernels or []), *amd]
+    baseline = one_of(baseline, baseline_index, "baseline or baseline_index")
     file, folder = kernel_file(tool, kernel_config, kernels, config_dir)
     if len(file.all_kernels()) < 2:
         raise ToolFailure("compare needs at least two kernels")
@@ -220,7 +323,7 @@ async def compare(
         folder,
         environment=environment,
         workers=workers,
-        measure_performance=measure_performance,
+        measure_performance=measure_performance if check_performance is None else check_performance,
         output_dir=output_dir,
         performance=performance,
         correctness=correctness,
@@ -235,18 +338,34 @@ async def compare(
     )
 
 
+@tool_meta("Write a kernel config", read_only=False, destructive=True, idempotent=True, open_world=False)
 def create_kernel_config(
     tool: ToolContext,
-    kernels: Annotated[list[KernelInput], Field(min_length=1)],
+    kernels: Annotated[list[KernelInput] | None, Field(description="the kernels of the YAML")] = None,
     output_path: Annotated[str | None, Field(description="write the YAML here (under an allowed root)")] = None,
-    baseline: int | str | None = None,
-    performance: PerformanceConfig | None = None,
-    correctness: CorrectnessConfig | None = None,
-    overwrite: bool = False,
+    baseline: Annotated[int | str | None, Field(description="compare: baseline index or id")] = None,
+    performance: Annotated[PerformanceConfig | None, Field(description="the file's timing settings")] = None,
+    correctness: Annotated[CorrectnessConfig | None, Field(description="the file's correctness settings")] = None,
+    overwrite: Annotated[bool, Field(description="replace an existing output_path")] = False,
+    kernel_id: Annotated[str | None, Field(description="AMD Magpie's name: id of the kernel_path kernel")] = None,
+    kernel_path: KernelPath = None,
+    testcase_command: Testcase = None,
+    kernel_type: KernelType = None,
+    working_dir: Annotated[str | None, Field(description="AMD Magpie's name: kernel_path's working folder")] = None,
+    compile_command: Annotated[
+        str | list[str] | None, Field(description="AMD Magpie's name: kernel_path's compile command")
+    ] = None,
 ) -> CreatedConfig:
-    """A validated kernel YAML for `magpie analyze/compare -k`, optionally written to a file."""
+    """A validated kernel YAML for `magpie analyze/compare -k`, optionally written to a file.
+
+    Writing it runs nothing; commands in it are checked when `analyze`/`compare` use it."""
     import yaml
 
+    if kernel_path is not None:
+        amd = amd_kernel(kernel_path, testcase_command, kernel_type, working_dir, compile_command, kernel_id)
+        kernels = [*(kernels or []), amd]
+    if not kernels:
+        raise ToolFailure("give kernels (a list) or kernel_path")
     data: dict[str, Any] = {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels]}
     if baseline is not None:
         data["baseline"] = baseline
@@ -261,6 +380,8 @@ def create_kernel_config(
     path: Path | None = None
     if output_path:
         path = tool.check_path(output_path, "output_path")
+        if path.suffix.lower() not in (".yaml", ".yml"):
+            raise ToolFailure(f"output_path {path}: a kernel config is written only to a .yaml or .yml file")
         if path.exists() and not overwrite:
             raise ToolFailure(f"{path} exists; pass overwrite=true to replace it")
         path.parent.mkdir(parents=True, exist_ok=True)

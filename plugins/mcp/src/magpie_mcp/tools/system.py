@@ -14,6 +14,7 @@ from magpie_core.gpus import collect_gpu_info
 from magpie_core.hookspecs import Register
 from magpie_core.plugins import KIND_HOOKS, get_plugin_manager
 from magpie_core.reports import GpuInfo, ToolInfo
+from magpie_mcp.annotations import tool_meta
 from magpie_mcp.context import ToolFailure
 from magpie_mcp.models import ToolModel
 
@@ -52,8 +53,10 @@ class PluginList(ToolModel):
     components: dict[str, list[str]] = Field(description="kind -> component names available")
 
 
+@tool_meta("Hardware", read_only=True, idempotent=True, open_world=False)
 def hardware_spec(
     device_id: Annotated[int | None, Field(description="one GPU by index; all when omitted", ge=0)] = None,
+    include_all: Annotated[bool | None, Field(description="AMD Magpie compatibility: all GPUs (the default)")] = None,
 ) -> HardwareSpec:
     """GPUs (vendor, name, arch, memory, driver), the compilers/profilers found, and the host."""
     info = collect_gpu_info()
@@ -80,6 +83,7 @@ def hardware_spec(
     )
 
 
+@tool_meta("Installed plugins", read_only=True, idempotent=True, open_world=False)
 def list_plugins() -> PluginList:
     """Installed magpie plugins: distribution, version, load status and the components each provides."""
     manager = get_plugin_manager()

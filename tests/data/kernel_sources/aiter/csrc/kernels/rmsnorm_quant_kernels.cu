@@ -7,3 +7,7 @@ __global__ void add_rmsnorm_quant_kernel(DTYPE_O* out, DTYPE_I* residual_out, fl
 }
 
 }  // namespace aiter
+
+void add_rmsnorm_quant(torch::Tensor& out, torch::Tensor& input, torch::Tensor& residual_in) {
+  aiter::add_rmsnorm_quant_kernel<float, float, 256, 8, true, false, true, 1><<<1, 256>>>(nullptr, nullptr, nullptr, nullptr);
+}

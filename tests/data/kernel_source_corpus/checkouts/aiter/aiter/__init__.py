@@ -1,0 +1,1 @@
+# marker: aiter package root (extract)

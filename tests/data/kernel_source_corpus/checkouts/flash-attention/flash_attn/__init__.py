@@ -1,0 +1,1 @@
+# marker: flash_attn package root (extract)

@@ -1,0 +1,1 @@
+# marker: flashinfer package root (extract)

@@ -1,0 +1,1 @@
+# marker: sglang package root (extract)

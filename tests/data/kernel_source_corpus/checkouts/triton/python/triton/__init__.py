@@ -1,0 +1,1 @@
+# marker: triton package root (extract)

@@ -1,0 +1,1 @@
+# marker: vllm package root (extract)

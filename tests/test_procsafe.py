@@ -1,0 +1,327 @@
+"""Process safety: no orphan processes, Ctrl-C keeps what was measured, bounded waits, fresh run folders.
+
+Real signals go to real ``magpie`` CLI processes running real PyTorch (CPU) kernels and the fake streaming
+server; :mod:`tests.helpers.leftovers` tells whether any process outlived the run.
+
+Timing: the stop itself (signal to exit) must take at most :data:`STOP_S` = 2 s; on a loaded test machine
+(2 cores shared by many jobs) we allow :data:`LOAD_SLACK_S` more before calling it a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from magpie_core.loadgen.datasets import SampleRequest
+from magpie_core.loadgen.runner import LoadSpec, run_load
+from magpie_core.pipelines.benchmark import served_model
+from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
+from magpie_core.workspace import create_run_folder
+from tests.conftest import DATA, ROOT
+from tests.helpers.leftovers import assert_none_left
+
+STOP_S = 2.0
+LOAD_SLACK_S = 3.0
+FAULTY = DATA / "kernels" / "faulty.py"
+
+
+class Magpie:
+    """A ``magpie`` CLI process with its stderr collected line by line."""
+
+    def __init__(self, args: list[str], marker: str, cwd: Path) -> None:
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "MAGPIE_TEST_MARKER": marker}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "magpie_core", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.out = ""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, what: Callable[[str], bool], timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(what(line) for line in list(self.lines)):
+            assert self.proc.poll() is None, f"magpie ended early: {''.join(self.lines)}"
+            assert time.monotonic() < deadline, f"timed out waiting; stderr so far:\n{''.join(self.lines)}"
+            time.sleep(0.1)
+
+    def interrupt(self, times: int = 1, sig: int = signal.SIGINT) -> float:
+        """Ctrl-C (``times`` presses, 50 ms apart; or another ``sig``); seconds from the first to the exit."""
+        start = time.monotonic()
+        for i in range(times):
+            if i:
+                time.sleep(0.05)
+            self.proc.send_signal(sig)
+        self.out, _ = self.proc.communicate(timeout=60)
+        return time.monotonic() - start
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+
+def kernel_file(tmp_path: Path, ids_entries: list[tuple[str, str]], budget_s: float = 2) -> Path:
+    kernels = "\n".join(
+        f"  - {{id: {kid}, type: pytorch, entry: 'faulty.py:{entry}', reference: 'faulty.py:reference', "
+        f"get_inputs: 'faulty.py:get_inputs', working_dir: '{FAULTY.parent}'}}"
+        for kid, entry in ids_entries
+    )
+    path = tmp_path / "kernels.yaml"
+    path.write_text(f"performance:\n  budget_seconds: {budget_s}\nkernels:\n{kernels}\n")
+    return path
+
+
+def read_report(out: Path, name: str) -> dict:
+    (workspace,) = out.iterdir()
+    return json.loads((workspace / name).read_text())
+
+
+# --- part A: no orphans, bounded waits ------------------------------------------------------------
+
+
+def test_absurd_timeouts_are_bounded_not_fatal() -> None:
+    for absurd in (1e9, 1e12, float("inf"), None):
+        outcome = run_command(["sh", "-c", "exit 0"], cwd=ROOT, timeout_s=absurd)
+        assert outcome.ok, outcome.describe()
+    assert bounded_timeout(1e12, "correctness.timeout_seconds") == MAX_WAIT_S
+    with pytest.raises(ValueError, match=r"my\.field"):
+        bounded_timeout(float("nan"), "my.field")
+
+
+def test_an_exception_while_waiting_kills_the_childs_whole_group() -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # a background grandchild too: the whole group must go
+            run_command(["sh", "-c", "sleep 300 & sleep 300"], cwd=ROOT, env={"M": marker}, timeout_s=1e12)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert_none_left(marker)
+
+
+def test_absurd_kernel_timeouts_are_refused_naming_the_field(tmp_path: Path) -> None:
+    config = kernel_file(tmp_path, [("good", "good")])
+    config.write_text(config.read_text() + "correctness:\n  timeout_seconds: 1e9\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "magpie_core", "analyze", "-k", str(config), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "correctness.timeout_seconds" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- part B: Ctrl-C keeps what was measured, stops children, exits 130 -------------------------------
+
+
+def test_ctrl_c_during_compare_keeps_finished_candidates(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("base", "good"), ("also_good", "good"), ("stuck", "hangs")])
+    run = Magpie(["-w", "1", "compare", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "also_good: compile" in line)  # the hanging candidate runs now
+    time.sleep(0.5)
+    took = run.interrupt()
+    print(f"signal to exit: {took:.2f} s")
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    assert "interrupted" in run.stderr and "compare_report.json" in run.stderr
+    report = read_report(tmp_path / "out", "compare_report.json")
+    assert report["interrupted"] is True and report["verdict"].startswith("Interrupted")
+    states = {r["kernel_id"]: r["correctness"]["status"] for r in report["results"]["kernel_results"]}
+    assert states == {"base": "passed", "also_good": "passed", "stuck": "not_run"}
+    assert_none_left(marker)
+
+
+def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("base", "good"), ("other", "good")], budget_s=120)
+    run = Magpie(["compare", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "running blocks" in line)
+    time.sleep(3)
+    took = run.interrupt(times=2)  # a second Ctrl-C must not orphan anything either
+    print(f"signal to exit: {took:.2f} s")
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "compare_report.json")
+    assert report["interrupted"] is True and report["stability"]["interrupted"] is True
+    assert report["verdict"].startswith("Interrupted")
+    assert all(r["correctness"]["status"] == "passed" for r in report["results"]["kernel_results"])
+    assert_none_left(marker)
+
+
+def test_ctrl_c_twice_during_analyze(tmp_path: Path) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = kernel_file(tmp_path, [("good", "good"), ("stuck", "hangs")])
+    config.write_text(config.read_text() + "correctness:\n  timeout_seconds: 604800\n")
+    run = Magpie(["-w", "1", "analyze", "-k", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    run.wait_for(lambda line: "good: compile" in line)
+    time.sleep(0.5)
+    took = run.interrupt(times=2)
+    print(f"signal to exit: {took:.2f} s")
+    assert run.proc.returncode == 130, run.stderr
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "analyze_report.json")
+    assert report["interrupted"] is True
+    assert [r["correctness"]["status"] for r in report["results"]] == ["passed", "not_run"]
+    assert report["results"][0]["performance"]["status"] == "passed"
+    assert_none_left(marker)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_during_benchmark_keeps_completed_requests(tmp_path: Path, fake_stream_server: str, sig: int) -> None:
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    config = tmp_path / "bench.yaml"
+    config.write_text(
+        "benchmark:\n  run_mode: external\n  run_kind: measurement\n"
+        f"  base_url: {fake_stream_server}\n  model: fake-model\n"
+        "  envs: {CONC: 4, ISL: 8, OSL: 300}\n  load: {num_prompts: 400, progress: false}\n"
+    )
+    run = Magpie(["benchmark", "-b", str(config), "-o", str(tmp_path / "out")], marker, tmp_path)
+    deadline = time.monotonic() + 120
+    while finished_streams(fake_stream_server, 300) < 8:  # the server has sent 8 whole answers
+        assert run.proc.poll() is None and time.monotonic() < deadline, run.stderr
+        time.sleep(0.2)
+    time.sleep(0.5)  # the client reads the ends of those streams (under load, some may still be in flight)
+    took = run.interrupt(sig=sig)
+    print(f"signal to exit: {took:.2f} s")
+    assert run.proc.returncode == 128 + sig, run.stderr  # 130 after Ctrl-C, 143 after SIGTERM
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
+    report = read_report(tmp_path / "out", "benchmark_report.json")
+    assert report["interrupted"] is True and report["success"] is False
+    (point,) = report["points"]
+    assert point["interrupted"] is True and point["metrics"]["completed"] >= 4
+    assert point["unfinished_requests"] == 400 - point["metrics"]["completed"] - point["metrics"]["failed"]
+    assert report["throughput"]["completed_requests"] == point["metrics"]["completed"]
+    assert_none_left(marker)
+
+
+LOCAL_BENCHMARK = """
+import sys
+from pathlib import Path
+from magpie_core.interrupts import RunInterrupted, exit_now, handling_interrupts
+from magpie_core.pipelines.benchmark import run_benchmark
+from tests.test_benchmark_pipeline import FakeFramework, config
+envs = {"CONC": 2, "ISL": 8, "OSL": 1000, "NUM_PROMPTS": 100}
+cfg = config(run_kind="measurement", envs=envs, load={"progress": False}, stop_grace_s=30)
+with handling_interrupts():
+    try:
+        run_benchmark(cfg, Path(sys.argv[1]), framework_component=FakeFramework())
+    except RunInterrupted:
+        exit_now()
+"""
+
+
+def test_ctrl_c_during_a_local_benchmark_stops_the_server(tmp_path: Path) -> None:
+    """The pipeline with a server magpie started (the fake server as a framework plugin would start it)."""
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    env = {**os.environ, "MAGPIE_TEST_MARKER": marker}
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", LOCAL_BENCHMARK, str(out)], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while not (logs := list(out.glob("*/server.log"))) or "fake server on" not in logs[0].read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)
+    port = logs[0].read_text().split("127.0.0.1:")[1].split()[0]
+    while finished_streams(f"http://127.0.0.1:{port}", 1000) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "no request finished"
+        time.sleep(0.2)
+    time.sleep(0.5)  # the client reads the ends of those streams
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    took = time.monotonic() - start
+    print(f"signal to exit: {took:.2f} s")
+    assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s (stop_grace_s is 30: it must not wait that)"
+    report = read_report(out, "benchmark_report.json")
+    assert report["interrupted"] is True and report["server"]["stopped"] is True
+    assert report["points"][0]["metrics"]["completed"] >= 1
+    assert_none_left(marker)
+
+
+def finished_streams(base_url: str, chunks: int) -> int:
+    with urllib.request.urlopen(base_url + "/fake/stats", timeout=10) as answer:
+        records = json.load(answer)["records"]
+    return sum(len(r["sends"]) >= chunks for r in records)
+
+
+# --- part C: never hang ---------------------------------------------------------------------------
+
+
+def test_a_stream_that_never_ends_fails_its_request_at_the_deadline(fake_stream_server: str) -> None:
+    requests = [SampleRequest(prompt="endless one", prompt_len=2, expected_output_len=4)] * 2
+    spec = LoadSpec(
+        base_url=fake_stream_server,
+        model="fake-model",
+        requests=requests,
+        request_deadline_s=1.0,
+        point_timeout_s=120,
+        extra_body={"fake_endless": True},
+    )
+    load = run_load(spec)
+    assert not load.timed_out
+    assert [r.error_kind for r in load.results] == ["deadline", "deadline"]
+    assert all(r.chunks > 10 for r in load.results)  # it was streaming, just never ending
+    assert "request_deadline_s" in (load.results[0].error or "")
+
+
+def test_the_models_query_waits_request_timeout_not_a_fixed_10_s() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        start = time.monotonic()
+        model = served_model(f"http://127.0.0.1:{silent.getsockname()[1]}", "fallback", timeout_s=0.5)
+        assert model == "fallback" and time.monotonic() - start < 5  # was a fixed 10 s
+
+
+# --- fresh run folders ----------------------------------------------------------------------------
+
+
+def test_every_run_gets_a_new_folder(tmp_path: Path) -> None:
+    first, second = create_run_folder(tmp_path, "gap", "t"), create_run_folder(tmp_path, "gap", "t")
+    assert first != second and first.is_dir() and second.is_dir()
+    # a 2-rank run, then a 1-rank run into the same -o: no stale rank-1 table next to the second result
+    two = tmp_path / "two"
+    two.mkdir()
+    trace = next((DATA / "traces" / "h100").iterdir())
+    for rank in (0, 1):
+        shutil.copy(trace, two / f"w-rank-{rank}.pt.trace.json.gz")
+    for source in (two, trace):
+        done = subprocess.run(
+            [sys.executable, "-m", "magpie_core", "gap", str(source), "-o", str(tmp_path / "g"), "--top-k", "3"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    runs = sorted((tmp_path / "g").iterdir(), key=lambda p: p.stat().st_mtime)
+    assert [json.loads((r / "gap_analysis.json").read_text())["num_ranks"] for r in runs] == [2, 1]
+    assert (runs[0] / "gap_analysis_rank1.csv").is_file() and not (runs[1] / "gap_analysis_rank1.csv").exists()
