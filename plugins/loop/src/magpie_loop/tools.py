@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from magpie_mcp import ToolContext, ToolFailure, ToolModel
+from magpie_mcp.annotations import tool_meta
 from pydantic import Field
 
 from magpie_loop.state import STEPS, LoopError
@@ -45,7 +46,12 @@ def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise ToolFailure(str(exc)) from exc
 
 
-def loop_start(tool: ToolContext, loop_dir: LoopDir, name: str | None = None) -> LoopRecordOut:
+@tool_meta("Start an optimization loop", read_only=False, idempotent=False, open_world=False)
+def loop_start(
+    tool: ToolContext,
+    loop_dir: LoopDir,
+    name: Annotated[str | None, Field(description="a name for the loop (default: the folder's)")] = None,
+) -> LoopRecordOut:
     """Start an optimization loop: an empty record (loop.json) in loop_dir; returns the record."""
     from magpie_loop.state import start_loop
 
@@ -55,13 +61,16 @@ def loop_start(tool: ToolContext, loop_dir: LoopDir, name: str | None = None) ->
     )
 
 
+@tool_meta("Record a loop step", read_only=False, idempotent=False, open_world=False)
 def loop_add(
     tool: ToolContext,
     loop_dir: LoopDir,
     step: Annotated[str, Field(description=" | ".join(STEPS))],
     path: Annotated[str | None, Field(description="the report or trace to record (not for step 'kernel')")] = None,
     kernel: Annotated[str | None, Field(description="kernel: its name; compare: the kernel it is about")] = None,
-    allow_different_workload: bool = False,
+    allow_different_workload: Annotated[
+        bool, Field(description="final: give the end-to-end verdict even if the workload differs (labelled)")
+    ] = False,
 ) -> LoopAddOut:
     """Record one loop step: baseline, profile, analysis, kernel (by name, from the analyses), compare, final."""
     from magpie_loop.steps import add_step, next_step
@@ -76,6 +85,7 @@ def loop_add(
     return LoopAddOut(recorded=message, next=next_step(state))
 
 
+@tool_meta("Loop status", read_only=True, idempotent=True, open_world=False)
 def loop_status(tool: ToolContext, loop_dir: LoopDir) -> LoopRecordOut:
     """The loop's record (loop.json) and the next step to take."""
     from magpie_loop.state import load_state
@@ -85,6 +95,7 @@ def loop_status(tool: ToolContext, loop_dir: LoopDir) -> LoopRecordOut:
     return LoopRecordOut(record=state.model_dump(mode="json"), next=next_step(state))
 
 
+@tool_meta("Write the loop's optimization report", read_only=False, idempotent=True, open_world=False)
 def loop_report(tool: ToolContext, loop_dir: LoopDir) -> LoopReportOut:
     """Write the final optimization report; its conclusion is 'success' only when every condition holds."""
     from magpie_loop.conclude import build_report, write_report
