@@ -100,7 +100,7 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "baseline": baseline_report,
         "final": final_report,
-        "gap": out / "gap" / "gap_analysis.json",
+        "gap": next((out / "gap").glob("gap_*/gap_analysis.json")),
         "compare": next((out / "cmp").glob("compare_*/compare_report.json")),
     }
 
@@ -179,7 +179,7 @@ def test_bad_steps_are_one_line_usage_errors(parts: dict[str, Path], tmp_path: P
 
 def test_the_loop_through_mcp_tools(parts: dict[str, Path], tmp_path: Path) -> None:
     mcp_testing = pytest.importorskip("magpie_mcp.testing", reason="the MCP plugin is absent")
-    ws = mcp_testing.write_workspace(tmp_path / "ws", roots=[tmp_path / "ws", parts["gap"].parents[1], DATA])
+    ws = mcp_testing.write_workspace(tmp_path / "ws", roots=[tmp_path / "ws", parts["gap"].parents[2], DATA])
     loop = str(ws / "loop")
 
     async def scenario(s: Any) -> None:
