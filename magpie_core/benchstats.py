@@ -164,13 +164,14 @@ def welch_log_interval(base: Sequence[float], new: Sequence[float]) -> tuple[flo
     return est, est - half, est + half
 
 
-def repeats_needed(cv: float, change: float) -> int | None:
-    """Repeats per side for a 95% t interval of a ``change`` (fraction) to exclude zero at noise ``cv``."""
+def repeats_needed(cv: float, change: float, at_least: int = 2) -> int | None:
+    """Repeats per side (from ``at_least``) for a 95% t interval of a ``change`` (fraction) to exclude zero at
+    noise ``cv``; conservative: Student's t with n-1 degrees of freedom, as for very unequal spreads."""
     effect = abs(math.log1p(change)) if change > -1 else math.inf
     if cv <= 0 or effect == 0:
         return None
-    for n in range(2, MAX_SUGGESTED_REPEATS + 1):
-        if _t(2 * n - 2) * cv * math.sqrt(2 / n) < effect:
+    for n in range(max(at_least, 2), MAX_SUGGESTED_REPEATS + 1):
+        if _t(n - 1) * cv * math.sqrt(2 / n) < effect:
             return n
     return None
 
@@ -243,7 +244,7 @@ def compare_metric(
         reason = f"the 95% CI excludes zero, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
         return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
     reason = f"95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
-    needed = repeats_needed(cv, change)
+    needed = repeats_needed(cv, change, at_least=max(b["n"], c["n"]) + 1)
     if abs(change) >= min_effect:
         reason += _settle_hint(needed, change, cv, floor)
     return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason, needed)

@@ -169,8 +169,12 @@ def _add_analysis_data(state: LoopState, data: dict[str, Any], key: str | None) 
     state.analyses = [a for a in state.analyses if a.path != where]
     summary = {"top_kernels": kernels, "errors": list(block.get("errors") or [])[:5]}
     state.analyses.append(Artifact(path=where, added=now(), summary=summary))
-    top = ", ".join(f"{k['name']} ({k['pct_total']}%)" for k in kernels[:3]) or "no kernels"
+    top = ", ".join(f"{k['name']} ({_pct(k['pct_total'])})" for k in kernels[:3]) or "no kernels"
     return f"analysis: {len(kernels)} top kernel(s): {top}"
+
+
+def _pct(value: Any) -> str:
+    return f"{value:.1f}%" if isinstance(value, int | float) else "-"
 
 
 # --- kernels and compares ---------------------------------------------------------------------
@@ -259,7 +263,8 @@ def status_lines(state: LoopState) -> list[str]:
     for k in state.kernels:
         lines.append(f"  kernel:   {k.name} (source mapping {k.source_resolution}: {k.source_file or '-'})")
     for c in state.compares:
-        lines.append(f"  compare:  {c.kernel or '-'}: {c.candidate_id} {c.speedup} {c.verdict}")
+        speed = f"{c.speedup:.3f}x" if c.speedup is not None else "-"
+        lines.append(f"  compare:  {c.kernel or '-'}: {c.candidate_id} {speed} {c.verdict}")
     final = state.final.summary.get("e2e_verdict") if state.final else None
     lines.append(f"  final:    {state.final.path + ' (' + str(final) + ')' if state.final else '-'}")
     lines.append(f"  next:     {next_step(state)}")
