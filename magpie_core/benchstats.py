@@ -18,6 +18,7 @@ Engine-neutral: the inputs are magpie's own metric dicts (``magpie_core.loadgen.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,7 +133,12 @@ def repeat_stats(repeat_metrics: Sequence[dict[str, Any]]) -> dict[str, dict[str
 
 def _t(dof: float) -> float:
     """Two-sided 95% Student t quantile; dof rounded down (a wider, safer interval)."""
-    return _student_t(0.975, max(math.floor(dof), 1)) if dof < 200 else Z95
+    return _t_int(max(math.floor(dof), 1)) if dof < 200 else Z95
+
+
+@functools.lru_cache(maxsize=256)
+def _t_int(dof: int) -> float:
+    return _student_t(0.975, dof)  # a bisection over the incomplete beta: worth computing once per dof
 
 
 class MetricVerdict(Model):

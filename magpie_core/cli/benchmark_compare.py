@@ -21,14 +21,14 @@ VERDICT_STYLE = {"IMPROVED": "green", "REGRESSED": "red", "WITHIN NOISE": "yello
 
 def read_benchmark_report(path: Path) -> dict[str, Any]:
     """A ``benchmark_report.json`` (or the workspace folder holding one) as a dict; UsageError naming the file."""
+    from magpie_core.reports import read_report_json
+
     file = path / REPORT_NAME if path.is_dir() else path
     try:
-        data = json.loads(file.read_text())
-    except OSError as exc:
-        raise UsageError(f"--compare: cannot read {file}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--compare: {file}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict) or data.get("mode", "benchmark") != "benchmark":
+        data = read_report_json(file)
+    except ValueError as exc:
+        raise UsageError(f"--compare: {exc}") from exc
+    if data.get("mode", "benchmark") != "benchmark":
         raise UsageError(f"--compare: {file} is not a benchmark report")
     return data
 

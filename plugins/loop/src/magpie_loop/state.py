@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from magpie_core import __version__
+from magpie_core.reports import read_report_json
 
 STATE_NAME = "loop.json"
 STATE_KIND = "magpie-loop"
@@ -138,12 +139,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
             raise LoopError(f"{what}: no report in folder {path}")
         path = found
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise LoopError(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise LoopError(f"{what}: {path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise LoopError(f"{what}: {path} is not a magpie report")
+        data = read_report_json(path)
+    except ValueError as exc:
+        raise LoopError(f"{what}: {exc}") from exc
     data["_path"] = str(path.resolve())
     return data
