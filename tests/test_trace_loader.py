@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,24 @@ def test_json_cut_short_says_truncated(tmp_path: Path) -> None:
 
 def test_wrong_field_type_names_json_path(tmp_path: Path) -> None:
     p = tmp_path / "typed.json"
-    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": "soon", "dur": 2}]}')
-    with pytest.raises(TraceLoadError, match=r"traceEvents\[0\]\.ts"):
+    p.write_text('{"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 2}]}')
+    with pytest.raises(TraceLoadError, match=r"traceEvents\[0\]\.name"):
+        load_trace(p)
+
+
+def test_non_numeric_ts_or_dur_is_absent_not_fatal(tmp_path: Path) -> None:
+    """A string or null where a number belongs: the event loads without that field (NaN), so the
+    analyses count it as skipped instead of failing the whole file."""
+    p = tmp_path / "typed.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": "soon", "dur": null}, {"ph": "X", "ts": 1}]}')
+    events = load_trace(p).events
+    assert [math.isnan(e.ts) for e in events] == [True, False] and all(math.isnan(e.dur) for e in events)
+
+
+def test_object_without_trace_events_is_not_a_trace(tmp_path: Path) -> None:
+    p = tmp_path / "config.json"
+    p.write_text('{"model": "x", "events": []}')
+    with pytest.raises(TraceLoadError, match="not a trace: a JSON object without `traceEvents`"):
         load_trace(p)
 
 

@@ -25,9 +25,25 @@ def run(argv: list[str] | None = None) -> None:
     from magpie_core.cli.commands import add_plugin_commands, missing_plugin_message
 
     args = sys.argv[1:] if argv is None else list(argv)
-    add_plugin_commands(app)
-    missing = missing_plugin_message(app, args)
-    if missing:
-        err_console.print(f"[red]error:[/red] {missing}", soft_wrap=True)
-        raise SystemExit(EXIT_USAGE)
-    app(args=expand_multi_value_options(args), prog_name="magpie")
+    try:
+        add_plugin_commands(app)
+        missing = missing_plugin_message(app, args)
+        if missing:
+            err_console.print(f"[red]error:[/red] {missing}", soft_wrap=True)
+            raise SystemExit(EXIT_USAGE)
+        app(args=expand_multi_value_options(args), prog_name="magpie")
+    except Exception as exc:  # the policy's last line: one message, never a traceback (see cli.failures)
+        raise SystemExit(_uncaught(exc, args)) from None
+
+
+def _uncaught(exc: Exception, args: list[str]) -> int:
+    from rich.markup import escape
+
+    from magpie_core.cli import failures
+
+    if isinstance(exc, OSError):
+        err_console.print(f"[red]error:[/red] {escape(failures.describe_os_error(exc))}", soft_wrap=True)
+        return EXIT_USAGE
+    log = failures.write_error_log(exc, args)
+    err_console.print(f"[red]error:[/red] {escape(failures.internal_error_message(exc, log))}", soft_wrap=True)
+    return failures.EXIT_INTERNAL

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from magpie_core import __version__
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
@@ -105,9 +107,9 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except (ConfigError, ConfigErrors) as exc:
-            err_console.print(f"[red]config error[/red]\n{exc}", markup=True, soft_wrap=True)
+            err_console.print(f"[red]config error[/red]\n{escape(str(exc))}", markup=True, soft_wrap=True)
         except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError) as exc:
-            err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         except RunInterrupted as exc:
             where = f"; what was measured is in {exc.report_path}" if exc.report_path else ""
             err_console.print(f"[yellow]interrupted:[/yellow] {exc.message}{where}", soft_wrap=True)
@@ -118,6 +120,35 @@ def handle_errors(fn: F) -> F:
         raise typer.Exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
+
+
+#: longest path accepted for an output folder (Linux PATH_MAX is 4096 bytes, a name at most 255)
+_PATH_MAX, _NAME_MAX = 4000, 255
+
+
+def check_output_dir(value: Path | None) -> Path | None:
+    """Typer callback of every ``-o/--output-dir``: the folder can be made (no file in the way, not under
+    ``/dev/null``, a path the file system accepts), else a usage error naming the flag (exit 2)."""
+    if value is None:
+        return None
+    if len(os.fsencode(str(value))) > _PATH_MAX or any(len(os.fsencode(p)) > _NAME_MAX for p in value.parts):
+        raise typer.BadParameter(f"path too long ({len(str(value)):,} characters)")
+    probe = value
+    while True:
+        try:
+            if probe.exists():
+                break
+        except OSError as exc:
+            raise typer.BadParameter(f"{value}: {exc.strerror or exc}") from None
+        if probe.parent == probe:
+            return value
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "exists and is not a folder" if probe == value else "is not a folder, so no folder can be made under it"
+        raise typer.BadParameter(f"{probe} {what}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"{probe} is not writable")
+    return value
 
 
 def forwards_interrupts(fn: F) -> F:
@@ -165,7 +196,9 @@ def main(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging"),
     environment: str | None = typer.Option(None, "--environment", "-e", help="local, or an installed environment"),
     workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="parallel workers"),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="where run workspaces go"),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", help="where run workspaces go", callback=check_output_dir
+    ),
     docker_image: str | None = typer.Option(None, "--docker-image", help="image for -e container"),
     version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True),
     gpu_info: bool = typer.Option(False, "--gpu-info", callback=_gpu_info_callback, help="same as gpu-info"),

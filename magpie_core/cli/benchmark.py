@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, app, console, forwards_interrupts, handle_errors
+from magpie_core.cli.app import (
+    STATE,
+    NotAvailable,
+    UsageError,
+    app,
+    check_output_dir,
+    console,
+    forwards_interrupts,
+    handle_errors,
+)
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
@@ -48,12 +57,30 @@ def run_trace_dir_analysis(
             summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
-    for err in summary.get("errors") or []:
+    for err in [*(summary.get("errors") or []), *(summary.get("warnings") or [])]:
         console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
     write_html("gap", summary, summary.get("output_dir"), skip=no_html)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
     return 1 if failed or not summary.get("num_ranks") else 0
+
+
+def check_benchmark_flags(base_url: str | None, run_mode: str | None) -> None:
+    """Flags that contradict each other or are not what they claim: a usage error naming the flag."""
+    from magpie_core.config.benchmark import SERVER_STARTING_MODES
+    from magpie_core.config.common import check_http_url
+
+    if base_url is None:
+        return
+    try:
+        check_http_url(base_url)
+    except ValueError as exc:
+        raise UsageError(f"--base-url: {exc}") from None
+    if run_mode in SERVER_STARTING_MODES:
+        raise UsageError(
+            f"--base-url benchmarks a server that is already running; --run-mode {run_mode} starts one: "
+            "give one of them"
+        )
 
 
 def run_benchmark_cli(
@@ -141,7 +168,7 @@ def benchmark_command(
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
     docker_image: str | None = typer.Option(None, "--docker-image"),
     timeout: float | None = typer.Option(None, "--timeout", min=1),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=check_output_dir),
     trace_dir: Path | None = typer.Option(None, "--trace-dir", help="gap analysis of existing traces only"),
     top_k: int = GapFlags.top_k,
     start_pct: float = GapFlags.start_pct,
@@ -171,6 +198,7 @@ def benchmark_command(
     no_html: bool = no_html_option(),
 ) -> None:
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
+    check_benchmark_flags(base_url, run_mode)
     check_format(fmt)
     if compare is not None:
         from magpie_core.cli.benchmark_compare import run_compare_cli
@@ -184,6 +212,13 @@ def benchmark_command(
         )
         raise typer.Exit(code)
     if trace_dir is not None:
+        run_flags = {
+            "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
+            "--run-mode": run_mode, "--concurrency": concurrency, "--input-len": input_len, "--output-len": output_len,
+        }  # fmt: skip
+        given = [flag for flag, value in run_flags.items() if value is not None]
+        if given:  # they would be silently ignored: --trace-dir runs no benchmark
+            raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
         config = gap_config_from_flags(
             top_k=top_k,
             start_pct=start_pct,

@@ -43,9 +43,12 @@ def add_plugin_commands(cli: typer.Typer, manager: PluginManager | None = None) 
 
     manager.call("magpie_register_commands", make_kwargs)
     taken = {command_name(c) for c in cli.registered_commands} | {g.name for g in cli.registered_groups if g.name}
+    present = {c.callback for c in cli.registered_commands}
     added = []
     for info in staged[0].registered_commands if staged else []:
         name = command_name(info)
+        if info.callback in present:  # added by an earlier call (``run`` called again in one process)
+            continue
         if name in taken:
             where = getattr(info.callback, "__module__", "?")
             warnings.warn(f"command {name!r} from {where} is already taken; skipped", PluginWarning, stacklevel=2)

@@ -39,7 +39,10 @@ def gap_config_from_flags(
     workers: int | None = None,
     repos_base_dir: str | None = None,
 ) -> GapAnalysisConfig:
-    """The ``gap_analysis:`` block the flags describe; list flags may hold comma lists."""
+    """The ``gap_analysis:`` block the flags describe; list flags may hold comma lists. Two ways of choosing
+    the window at once (``--start-pct/--end-pct``, ``--start-us/--end-us``, ``--window-annotation``) is a
+    usage error: one would silently win."""
+    _one_window(start_pct != 0.0 or end_pct != 100.0, start_us is not None or end_us is not None, window_annotation)
     data: dict[str, object] = {
         "enabled": True,
         "top_k": top_k,
@@ -64,6 +67,22 @@ def gap_config_from_flags(
     from magpie_core.config.benchmark import GapAnalysisConfig
 
     return validate(GapAnalysisConfig, data, "command line")
+
+
+def _one_window(by_pct: bool, by_us: bool, annotation: str | None) -> None:
+    from magpie_core.cli.app import UsageError
+
+    chosen = [
+        flags
+        for flags, given in (
+            ("--start-pct/--end-pct", by_pct),
+            ("--start-us/--end-us", by_us),
+            ("--window-annotation", annotation is not None),
+        )
+        if given
+    ]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} both choose the analysis window: give only one of them")
 
 
 class GapFlags:

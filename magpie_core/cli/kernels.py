@@ -18,6 +18,7 @@ from magpie_core.cli.app import (
     STATE,
     UsageError,
     app,
+    check_output_dir,
     console,
     err_console,
     forwards_interrupts,
@@ -50,6 +51,17 @@ def _kernel_file(
     if kernel_config is not None:
         if sources:
             raise UsageError("give either --kernel-config or kernel source files, not both")
+        ignored = [
+            flag
+            for flag, given in (
+                ("--testcase", testcase is not None),
+                ("--compile-cmd", compile_cmd is not None),
+                ("--type", kernel_type != DEFAULT_KERNEL_TYPE),
+            )
+            if given
+        ]
+        if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
+            raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
         return _pipeline().load_kernel_file(kernel_config), kernel_config.resolve().parent
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
@@ -139,7 +151,9 @@ class KernelFlags:
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
     kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
     no_perf = typer.Option(False, "--no-perf", help="compile and check correctness only")
-    output_dir = typer.Option(None, "--output-dir", "-o", help="where the run workspace goes")
+    output_dir = typer.Option(
+        None, "--output-dir", "-o", help="where the run workspace goes", callback=check_output_dir
+    )
     as_json = typer.Option(False, "--json", help="print the report JSON instead of tables")
     fmt = format_option()
     no_html = no_html_option()

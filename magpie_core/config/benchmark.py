@@ -12,7 +12,20 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
-from magpie_core.config.common import PluginBlocksModel, StrictModel
+from magpie_core.config.common import (
+    Fraction,
+    HttpUrl,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PauseSeconds,
+    PluginBlocksModel,
+    Port,
+    PositiveFloat,
+    PositiveInt,
+    Rate,
+    Seconds,
+    StrictModel,
+)
 
 DEFAULT_ENVS: dict[str, Any] = {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "RANDOM_RANGE_RATIO": 0.5}
 
@@ -37,13 +50,13 @@ class TraceLensConfig(StrictModel):
     auto_patch_runtime: bool = True
     tracelens_repo_path: str | None = None
     extension_wheel_path: str | None = None
-    cli_timeout_seconds: float = 1800
+    cli_timeout_seconds: Seconds = 1800
 
 
 class GpuMonitorConfig(StrictModel):
     enabled: bool = True
-    interval_sec: float = 2.0
-    device_id: int | None = None
+    interval_sec: PositiveFloat = 2.0
+    device_id: NonNegativeInt | None = None
 
 
 class ProfilerConfig(StrictModel):
@@ -58,8 +71,8 @@ class GapAnalysisConfig(StrictModel):
     enabled: bool = False
     trace_start_pct: float = Field(0.0, ge=0, le=100)
     trace_end_pct: float = Field(100.0, ge=0, le=100)
-    top_k: int = Field(20, ge=1)
-    min_duration_us: float = Field(0.0, ge=0)
+    top_k: PositiveInt = 20
+    min_duration_us: NonNegativeFloat = 0.0
     categories: list[str] = Field(default_factory=lambda: ["kernel", "gpu"])
     ignore_categories: list[str] = Field(default_factory=lambda: ["gpu_user_annotation", "user_annotation"])
     find_kernel_sources: bool = False
@@ -71,13 +84,28 @@ class GapAnalysisConfig(StrictModel):
     window_annotation: str | None = Field(
         None, description="analyze only inside record_function / user annotation ranges of this name (glob with *)"
     )
-    window_start_us: float | None = Field(None, ge=0, description="window start, microseconds from trace start")
-    window_end_us: float | None = Field(None, gt=0, description="window end, microseconds from trace start")
+    window_start_us: NonNegativeFloat | None = Field(None, description="window start, microseconds from trace start")
+    window_end_us: PositiveFloat | None = Field(None, description="window end, microseconds from trace start")
     clone_repos: bool = Field(False, description="let the source finder clone known upstreams (network)")
     workers: int | None = Field(
-        None, ge=1, description="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
+        None, ge=1, le=1024, description="processes for ranks; idle ones split a big JSON trace (default: CPU count)"
     )
-    top_gaps: int = Field(10, ge=0, description="largest GPU idle gaps reported per device")
+    top_gaps: NonNegativeInt = Field(10, description="largest GPU idle gaps reported per device")
+
+    @model_validator(mode="after")
+    def _one_window(self) -> GapAnalysisConfig:
+        ways = [
+            keys
+            for keys, given in (
+                ("trace_start_pct/trace_end_pct", self.trace_start_pct != 0.0 or self.trace_end_pct != 100.0),
+                ("window_start_us/window_end_us", self.window_start_us is not None or self.window_end_us is not None),
+                ("window_annotation", self.window_annotation is not None),
+            )
+            if given
+        ]
+        if len(ways) > 1:
+            raise ValueError(f"{' and '.join(ways)} both choose the analysis window: set only one of them")
+        return self
 
     @model_validator(mode="after")
     def _window(self) -> GapAnalysisConfig:
@@ -94,72 +122,105 @@ class GapAnalysisConfig(StrictModel):
 
 class GpuSelectionConfig(StrictModel):
     auto: bool = True
-    min_free_memory_gb: float = 8.0
-    count: int | None = None
-    candidates: list[int] | None = None
-    devices: list[int] | None = Field(None, description="pin these GPU indices (disables auto)")
+    min_free_memory_gb: NonNegativeFloat = 8.0
+    count: PositiveInt | None = None
+    candidates: list[NonNegativeInt] | None = None
+    devices: list[NonNegativeInt] | None = Field(None, description="pin these GPU indices (disables auto)")
 
 
 class SweepCase(StrictModel):
-    CONC: int | None = None
-    ISL: int | None = None
-    OSL: int | None = None
-    NUM_PROMPTS: int | None = None
-    RANDOM_RANGE_RATIO: float | None = None
-    request_rate: float | None = None
+    CONC: PositiveInt | None = None
+    ISL: PositiveInt | None = None
+    OSL: PositiveInt | None = None
+    NUM_PROMPTS: PositiveInt | None = None
+    RANDOM_RANGE_RATIO: Fraction | None = None
+    request_rate: Rate | None = None
 
 
 class SweepMatrixConfig(StrictModel):
     cases: list[SweepCase] = Field(default_factory=list)
     on_failure: Literal["continue", "abort"] = "continue"
-    inter_client_sleep_s: float = 5
-    per_client_timeout_s: float = 1800
-    server_ready_timeout_s: float = 2700
+    inter_client_sleep_s: PauseSeconds = 5
+    per_client_timeout_s: Seconds = 1800
+    server_ready_timeout_s: Seconds = 2700
 
 
 class DatasetConfig(StrictModel):
     name: Literal["random", "sharegpt", "jsonl"] = "random"
     path: str | None = None
-    input_len: int | None = Field(None, description="default: envs.ISL")
-    output_len: int | None = Field(None, description="default: envs.OSL")
-    range_ratio: float | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
-    prefix_len: int = 0
+    input_len: PositiveInt | None = Field(None, description="default: envs.ISL")
+    output_len: PositiveInt | None = Field(None, description="default: envs.OSL")
+    range_ratio: Fraction | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
+    prefix_len: NonNegativeInt = 0
     seed: int = 0
 
 
 class LoadConfig(StrictModel):
     endpoint: Literal["completions", "chat"] = "completions"
-    num_prompts: int | None = Field(None, description="default: envs.NUM_PROMPTS or 10 x concurrency")
-    request_rate: float | None = Field(None, description="requests/s; None: unlimited")
-    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1.0 is Poisson")
-    max_concurrency: int | None = Field(None, description="default: envs.CONC")
-    warmup_requests: int = 0
-    concurrencies: list[int] | None = Field(None, description="sweep: one point per concurrency")
-    request_rates: list[float] | None = Field(None, description="sweep: one point per rate")
+    num_prompts: PositiveInt | None = Field(None, description="default: envs.NUM_PROMPTS or 10 x concurrency")
+    request_rate: Rate | None = Field(None, description="requests/s (> 0; .inf: all at once); None: unlimited")
+    burstiness: PositiveFloat = Field(1.0, description="gamma shape; 1.0 is Poisson")
+    max_concurrency: PositiveInt | None = Field(None, description="default: envs.CONC")
+    warmup_requests: NonNegativeInt = 0
+    concurrencies: list[PositiveInt] | None = Field(None, min_length=1, description="sweep: one point per concurrency")
+    request_rates: list[Rate] | None = Field(None, min_length=1, description="sweep: one point per rate")
     ignore_eos: bool = True
     save_requests: bool = Field(False, description="keep per-request details in the report")
-    request_timeout_s: float = Field(
-        600.0, gt=0, description="longest wait for any byte of an answer (also bounds the /v1/models query)"
+    request_timeout_s: Seconds = Field(
+        600.0, description="longest wait for any byte of an answer (also bounds the /v1/models query)"
     )
-    request_deadline_s: float = Field(
-        3600.0, gt=0, description="longest one request may take in all; a stream still running then is an error"
+    request_deadline_s: Seconds = Field(
+        3600.0, description="longest one request may take in all; a stream still running then is an error"
     )
-    inter_point_sleep_s: float = Field(0.0, ge=0, description="pause between sweep points")
-    diagnostic_num_prompts: int | None = Field(
-        None, ge=1, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"
+    inter_point_sleep_s: PauseSeconds = Field(0.0, description="pause between sweep points")
+    diagnostic_num_prompts: PositiveInt | None = Field(
+        None, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"
     )
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields of every request")
     progress: bool = True
 
 
 class SloConfig(StrictModel):
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2el_ms: float | None = None
+    ttft_ms: NonNegativeFloat | None = None
+    tpot_ms: NonNegativeFloat | None = None
+    e2el_ms: NonNegativeFloat | None = None
 
 
 #: where the core itself can run a server; any other ``run_mode`` names an installed execution environment
 CORE_RUN_MODES = ("docker", "local", "external")
+#: run modes in which magpie starts the server (a ``base_url`` contradicts them)
+SERVER_STARTING_MODES = ("docker", "local")
+#: ``envs`` keys read as counts (each a positive integer) and as a fraction
+_ENV_COUNTS = ("TP", "CONC", "ISL", "OSL", "NUM_PROMPTS")
+_ENV_FRACTIONS = ("RANDOM_RANGE_RATIO",)
+
+
+def check_envs(envs: dict[str, Any]) -> None:
+    """ValueError naming the ``envs`` key whose value magpie would read as a count or fraction and cannot."""
+    for key in _ENV_COUNTS:
+        value = envs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not _is_int(value) or not 1 <= int(value) <= 100_000_000:
+            raise ValueError(f"envs.{key}: {value!r} is not a positive whole number")
+    for key in _ENV_FRACTIONS:
+        value = envs.get(key)
+        if value is not None and (isinstance(value, bool) or not _in_unit_range(value)):
+            raise ValueError(f"envs.{key}: {value!r} is not a number from 0 to 1")
+
+
+def _is_int(value: Any) -> bool:
+    try:
+        return float(value) == int(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _in_unit_range(value: Any) -> bool:
+    try:
+        return 0.0 <= float(value) <= 1.0
+    except (TypeError, ValueError):
+        return False
 
 
 class BenchmarkConfig(PluginBlocksModel):
@@ -179,7 +240,7 @@ class BenchmarkConfig(PluginBlocksModel):
     gap_analysis: GapAnalysisConfig = Field(default_factory=GapAnalysisConfig)
     docker_image: str | None = None
     gpu_arch: str | None = None
-    timeout_seconds: float = 3600.0
+    timeout_seconds: Seconds = 3600.0
     inferencex_path: str | None = Field(None, validation_alias=AliasChoices("inferencex_path", "inferencemax_path"))
     hf_cache_path: str | None = None
     runner_type: str | None = None
@@ -188,19 +249,19 @@ class BenchmarkConfig(PluginBlocksModel):
     sweep_matrix: SweepMatrixConfig | None = None
     lm_eval_runtime: dict[str, Any] | None = None
     # magpie's own
-    base_url: str | None = Field(None, description="external server: client only")
+    base_url: HttpUrl | None = Field(None, description="external server: client only")
     host: str = "127.0.0.1"
-    port: int | None = None
+    port: Port | None = None
     server_args: list[str] = Field(default_factory=list, description="extra server arguments")
     server_env: dict[str, str] = Field(default_factory=dict)
     server_python: str | None = Field(None, description="python that runs a local server (default: the plugin's)")
-    server_ready_timeout_s: float = Field(1800.0, gt=0)
-    stop_grace_s: float = Field(30.0, ge=0)
+    server_ready_timeout_s: Seconds = 1800.0
+    stop_grace_s: PauseSeconds = 30.0
     framework_options: dict[str, Any] = Field(default_factory=dict, description="options for the framework plugin")
     tokenizer: str | None = None
     served_model_name: str | None = None
     dtype: str | None = None
-    max_model_len: int | None = None
+    max_model_len: PositiveInt | None = None
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     load: LoadConfig = Field(default_factory=LoadConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
@@ -221,7 +282,25 @@ class BenchmarkConfig(PluginBlocksModel):
     @field_validator("envs", mode="after")
     @classmethod
     def _default_envs(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return {**DEFAULT_ENVS, **{str(k).upper(): v for k, v in value.items()}} if value else dict(DEFAULT_ENVS)
+        envs = {**DEFAULT_ENVS, **{str(k).upper(): v for k, v in value.items()}} if value else dict(DEFAULT_ENVS)
+        check_envs(envs)
+        return envs
+
+    @model_validator(mode="before")
+    @classmethod
+    def _base_url_means_external(cls, data: Any) -> Any:
+        """A ``base_url`` names a server that is already running: no ``run_mode`` means external, and a mode in
+        which magpie starts the server itself contradicts it."""
+        if isinstance(data, dict) and data.get("base_url"):
+            mode = data.get("run_mode")
+            if mode is None:
+                return {**data, "run_mode": "external"}
+            if mode in SERVER_STARTING_MODES:
+                raise ValueError(
+                    f"base_url is a server that is already running, but run_mode {mode!r} starts one: "
+                    "drop base_url, or use run_mode external"
+                )
+        return data
 
     def env_int(self, key: str) -> int | None:
         value = self.envs.get(key)

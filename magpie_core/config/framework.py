@@ -11,12 +11,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from magpie_core.config.common import PluginBlocksModel, StrictModel
+from magpie_core.config.common import FiniteFloat, NonNegativeInt, PluginBlocksModel, Seconds, StrictModel
 from magpie_core.config.kernel import CorrectnessConfig, LatencyConfig, PerformanceConfig
 
 
 class GpuConfig(StrictModel):
-    device_ids: list[int] | None = None
+    device_ids: list[NonNegativeInt] | None = None
     parallel: bool = True
     hardware: dict[str, Any] = Field(default_factory=dict)
 
@@ -25,7 +25,7 @@ class SchedulerDefaults(StrictModel):
     max_workers: int = Field(1, ge=1)
     environment: str = "local"
     docker_image: str | None = None
-    gpu_devices: list[int] | None = None
+    gpu_devices: list[NonNegativeInt] | None = None
 
 
 class OutputConfig(StrictModel):
@@ -45,9 +45,9 @@ class CompilingConfig(StrictModel):
 class CompareConfig(StrictModel):
     """Accepted for AMD Magpie files. Ranking never uses these weights."""
 
-    perf_weights_rocprof: dict[str, float] = Field(default_factory=dict)
-    perf_weights_ncu: dict[str, float] = Field(default_factory=dict)
-    perf_weights_metrix: dict[str, float] = Field(default_factory=dict)
+    perf_weights_rocprof: dict[str, FiniteFloat] = Field(default_factory=dict)
+    perf_weights_ncu: dict[str, FiniteFloat] = Field(default_factory=dict)
+    perf_weights_metrix: dict[str, FiniteFloat] = Field(default_factory=dict)
     winner_strategy: str = "time"
     perf_lower_is_better: list[str] = Field(default_factory=list)
     confidence: float = Field(0.95, gt=0, lt=1, description="confidence level of speedup intervals")
@@ -56,7 +56,7 @@ class CompareConfig(StrictModel):
 class BenchmarkDefaults(StrictModel):
     image_config: str | None = None
     inferencex_path: str | None = None
-    timeout_seconds: float = 3600
+    timeout_seconds: Seconds = 3600
     profiler: dict[str, Any] = Field(default_factory=dict)
 
 

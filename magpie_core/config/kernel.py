@@ -15,8 +15,21 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
-from magpie_core.config.common import CommandSpec, PluginBlocksModel, StrictModel, as_argv_list
-from magpie_core.processes import MAX_WAIT_S
+from magpie_core.config.common import (
+    MAX_COUNT,
+    CommandSpec,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PluginBlocksModel,
+    PositiveFloat,
+    PositiveInt,
+    Seconds,
+    StrictModel,
+    as_argv_list,
+)
+
+#: file suffixes of kernel sources: an ``entry`` ending in one names a file, not the function to call in it
+_SOURCE_SUFFIXES = (".py", ".cu", ".hip", ".cpp", ".cc", ".c", ".cuh", ".h", ".hpp")
 
 
 class BenchTarget(StrictModel):
@@ -28,10 +41,10 @@ class BenchTarget(StrictModel):
 
 
 class AccordoConfig(StrictModel):
-    atol: float = 1e-6
-    rtol: float = 1e-5
+    atol: NonNegativeFloat = 1e-6
+    rtol: NonNegativeFloat = 1e-5
     equal_nan: bool = False
-    timeout_seconds: float = 30
+    timeout_seconds: Seconds = 30
 
 
 class CorrectnessConfig(StrictModel):
@@ -42,13 +55,13 @@ class CorrectnessConfig(StrictModel):
         description="auto | testcase | harness | accordo (accordo is accepted for AMD Magpie files; "
         "its tolerances are used by the harness)",
     )
-    atol: float | None = Field(None, description="absolute tolerance; default per output dtype")
-    rtol: float | None = Field(None, description="relative tolerance; default per output dtype")
+    atol: NonNegativeFloat | None = Field(None, description="absolute tolerance; default per output dtype")
+    rtol: NonNegativeFloat | None = Field(None, description="relative tolerance; default per output dtype")
     equal_nan: bool = False
-    trials: int = Field(3, ge=1, description="freshly seeded input sets to check")
+    trials: PositiveInt = Field(3, description="freshly seeded input sets to check")
     seed: int = 0
     poison_outputs: bool = Field(True, description="NaN-fill outputs before each run so unwritten elements fail")
-    timeout_seconds: float = Field(300, gt=0, le=MAX_WAIT_S, allow_inf_nan=False, description="at most 7 days")
+    timeout_seconds: Seconds = 300
     accordo: AccordoConfig | None = None
 
 
@@ -63,26 +76,31 @@ class PerformanceConfig(StrictModel):
     model_config = StrictModel.model_config | {"extra": "allow"}
 
     backend: str = Field("events", description="events | none | the name of a profiler plugin")
-    timeout_seconds: float = Field(300, gt=0, le=MAX_WAIT_S, allow_inf_nan=False, description="at most 7 days")
-    warmup_ms: float = Field(25, ge=0, description="warm-up time before sampling")
-    min_samples: int = Field(10, ge=3)
-    max_samples: int = Field(1000, ge=3)
-    target_rse: float = Field(
-        0.01, gt=0, description="stop when the relative standard error of the median is below this"
+    timeout_seconds: Seconds = 300
+    warmup_ms: NonNegativeFloat = Field(25, description="warm-up time before sampling")
+    min_samples: int = Field(10, ge=3, le=MAX_COUNT)
+    max_samples: int = Field(1000, ge=3, le=MAX_COUNT)
+    target_rse: PositiveFloat = Field(
+        0.01, description="stop when the relative standard error of the median is below this"
     )
-    budget_seconds: float = Field(10, gt=0, description="time budget for sampling one kernel")
-    min_batch_us: float = Field(
-        1000, gt=0, description="launches are batched between two timestamps until a batch lasts this long"
+    budget_seconds: Seconds = Field(10, description="time budget for sampling one kernel")
+    min_batch_us: PositiveFloat = Field(
+        1000, description="launches are batched between two timestamps until a batch lasts this long"
     )
     flush_cache: bool = Field(True, description="flush the last-level cache between samples")
     graph_replay: bool = Field(False, description="capture the launches in a device graph and time replays")
-    rounds: int = Field(
+    rounds: PositiveInt = Field(
         3,
-        ge=1,
         description="compare: timing is split into rounds run in turn over all candidates (A B C, B C A, ...), "
         "so drift and background load hit every candidate alike; each round gets budget_seconds / rounds",
     )
     enabled: bool = True
+
+    @model_validator(mode="after")
+    def _samples_in_order(self) -> PerformanceConfig:
+        if self.min_samples > self.max_samples:
+            raise ValueError(f"min_samples ({self.min_samples}) must not exceed max_samples ({self.max_samples})")
+        return self
 
     @model_validator(mode="after")
     def _profiler_blocks_are_mappings(self) -> PerformanceConfig:
@@ -104,15 +122,15 @@ class LatencyConfig(StrictModel):
     enabled: bool = True
     method: str = "auto"
     primary_metric: str = "wall_median_ms"
-    rep_ms: float = 20
-    n_retries: int = 5
-    estimate_reps: int = 5
-    warmup_iters: int = 5
+    rep_ms: NonNegativeFloat = 20
+    n_retries: NonNegativeInt = 5
+    estimate_reps: PositiveInt = 5
+    warmup_iters: NonNegativeInt = 5
     seed: int = 42
     kernel_filter: str | None = None
     bench_target: BenchTarget | None = None
     pythonpath: list[str] = Field(default_factory=list)
-    timeout_seconds: float = 120
+    timeout_seconds: Seconds = 120
     output_dir: str | None = None
 
 
@@ -121,8 +139,8 @@ class SchedulerConfig(PluginBlocksModel):
 
     block_scope: ClassVar[str] = "kernel_file"
 
-    max_workers: int | None = Field(None, ge=1)
-    gpu_devices: list[int] | None = None
+    max_workers: PositiveInt | None = None
+    gpu_devices: list[NonNegativeInt] | None = None
     docker_image: str | None = None
     environment: str | None = None
 
@@ -157,6 +175,17 @@ class KernelConfig(StrictModel):
     def _env_values_as_text(cls, value: Any) -> Any:
         if isinstance(value, dict):
             return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("entry", "reference")
+    @classmethod
+    def _file_names_a_function(cls, value: str | None) -> str | None:
+        if value and ":" not in value and value.endswith(_SOURCE_SUFFIXES):
+            stem = value.rsplit("/", 1)[-1].split(".", 1)[0]
+            raise ValueError(
+                f"{value!r} names a file but no function: write '{value}:NAME' with the function (or class) "
+                f"to call, e.g. '{value}:{stem}'"
+            )
         return value
 
     @field_validator("type")

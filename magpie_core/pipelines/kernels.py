@@ -25,6 +25,7 @@ from magpie_core.pipelines.kernel_reports import (
     AnalyzeReport,
     KernelResult,
 )
+from magpie_core.pipelines.preflight import preflight_problem
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.reports import (
@@ -173,10 +174,13 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
         performance=PerformanceResult(status=StageStatus.SKIPPED, message="not measured"),
         workdir=str(workdir),
     )
+    problem = None if job.timing_only else preflight_problem(kernel, cwd, Path(job.config_dir))
     if job.timing_only:
         result.compile = CompileResult(
             status=StageStatus.SKIPPED, artifacts=job.build_artifacts, message="built in round 1"
         )
+    elif problem:  # before any command: a testcase exiting 0 says nothing about files that are not there
+        result.compile = CompileResult(status=StageStatus.FAILED, message=problem)
     else:
         result.compile = _compile(kernel, backend, cwd, workdir, timeout)
     if result.compile.status == StageStatus.FAILED:

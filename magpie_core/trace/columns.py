@@ -42,6 +42,7 @@ from magpie_core.trace.loader import (
     TraceObject,
     platform_from_header,
 )
+from magpie_core.trace.validity import SkipCounts, count_skipped, reasons, valid_durations, valid_times
 
 __all__ = [
     "ANNOTATION_CATS",
@@ -165,6 +166,9 @@ class EventTable:
     devs: list[str]
     dims: list[bytes]
     groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: complete events skipped for a missing or unbelievable ``ts``/``dur``: (category, reason code) -> count
+    #: (:func:`magpie_core.trace.validity.skipped_messages` says them in words)
+    skipped: dict[tuple[str, int], int] = field(default_factory=dict)
     # where ``platform`` came from, to settle it when parts of one file are merged
     header_platform: str | None = None
     platform_hint: str | None = None
@@ -186,6 +190,7 @@ class TableBuilder:
         self.devs = Interner()
         self.dims = Interner()
         self.num_events = 0
+        self.skipped: SkipCounts = SkipCounts()
         self.t_min = math.inf
         self.t_max = -math.inf
         self.platform_hint: str | None = None
@@ -231,27 +236,33 @@ class TableBuilder:
         ph = self._ids(self.phs, map(_PH, evs), n)
         ts = _float_column(evs, _TS, n)
         dur = np.fromiter(map(_DUR, evs), np.float64, n)
-        timed = ~np.isnan(ts)
+        timed = valid_times(ts)  # absent (NaN), negative or absurd timestamps place nothing
         if self._scan_left > 0:
             self._scan_platform(evs, cid, self.num_events - n)
+        x = ph == self._x
+        measured = timed & valid_durations(dur)
+        unmeasured = x & ~measured  # complete events without a believable ts and dur (almost never any)
+        if unmeasured.any():
+            self._skip(unmeasured & ((self._cat_code[cid] != 0) | self._cat_sel[cid]), cid, ts, dur)
         if not timed.any():
             return
-        all_timed = bool(timed.all())
-        if all_timed:
-            lo, hi = float(ts.min()), float((ts + dur).max())
-        else:
-            lo, hi = float(ts[timed].min()), float((ts[timed] + dur[timed]).max())
+        end = ts + np.where(measured, dur, 0.0)  # instant and metadata events have no dur
+        lo = float(ts.min(where=timed, initial=math.inf))
+        hi = float(end.max(where=timed, initial=-math.inf))
         self.t_min = min(self.t_min, lo)
         self.t_max = max(self.t_max, hi)
-        x = ph == self._x
-        if not all_timed:
-            x &= timed
+        x &= measured
         code = np.where(x, self._cat_code[cid], 0)
         sel = x & self._cat_sel[cid]
         self._add_flows(evs, ph, cid, ts, timed)
         keep = np.flatnonzero((code != 0) | sel)
         if len(keep):
             self._add_kept(_take(evs, keep), code[keep], sel[keep], cid[keep], ts[keep], dur[keep])
+
+    def _skip(self, bad: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+        """Count the events of mask ``bad`` by category and reason (:mod:`magpie_core.trace.validity`)."""
+        if bad.any():
+            count_skipped(self.skipped, self.cats.values, cid[bad], reasons(ts[bad], dur[bad]))
 
     def _add_kept(
         self, evs: list[Event], code: np.ndarray, sel: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray
@@ -380,6 +391,7 @@ class TableBuilder:
             devs=self.devs.values,
             dims=self.dims.values,
             groups=groups,
+            skipped=dict(self.skipped),
             header_platform=header_platform,
             platform_hint=self.platform_hint,
             platform_hint_at=self.platform_hint_at,
@@ -629,7 +641,7 @@ class _PieceBuffer:
         work[hi] = 0x5D
         try:
             events = self.decoder.decode(memoryview(work)[lo - 1 : hi + 1])
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
             raise FallBack(str(exc)) from None
         self.sink(events)
 
@@ -691,7 +703,7 @@ def _decode_last_piece(
                 if obj.traceEvents:
                     raise FallBack("second event array")
             events = decoder.decode(b"".join((b"[", rest[:k], b"]")))
-        except (msgspec.DecodeError, msgspec.ValidationError, FallBack):
+        except (msgspec.DecodeError, msgspec.ValidationError, FallBack, RecursionError):
             obj = None
             continue
         sink(events)
@@ -834,6 +846,7 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
         devs=interners["devs"].values,
         dims=interners["dims"].values,
         groups=groups,
+        skipped=dict(sum((SkipCounts(p.skipped) for p in parts), SkipCounts())),
         header_platform=last.header_platform,
         platform_hint=hint,
         platform_hint_at=hint_at,

@@ -20,6 +20,8 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
+from magpie_core.trace.validity import NOT_A_TRACE_NESTED, not_a_trace, sanitize_events_json
+
 __all__ = [
     "LIST_DECODER",
     "NO_ARGS",
@@ -58,7 +60,8 @@ NO_ARGS = Args()
 
 
 class Event(Struct, gc=False):
-    """One trace event (``ph`` X, s, f, i, M ...); ``ts`` is NaN when the event has none."""
+    """One trace event (``ph`` X, s, f, i, M ...); ``ts`` and ``dur`` are NaN when the event has none
+    (:mod:`magpie_core.trace.validity` says which complete events hold a measurement)."""
 
     ph: str = ""
     cat: str = ""
@@ -66,7 +69,7 @@ class Event(Struct, gc=False):
     pid: int | str = 0
     tid: int | str = 0
     ts: float | None = math.nan
-    dur: float = 0.0
+    dur: float = math.nan
     id: int | str | None = None
     args: Args = NO_ARGS
 
@@ -80,9 +83,11 @@ class DistributedInfo(Struct):
 
 
 class TraceObject(Struct):
-    """A trace file written as a JSON object: the event array and the keys around it that magpie reads."""
+    """A trace file written as a JSON object: the event array and the keys around it that magpie reads.
 
-    traceEvents: list[Event] = []
+    ``traceEvents`` is required: a JSON object without it is not a trace (not an empty one)."""
+
+    traceEvents: list[Event]
     distributedInfo: DistributedInfo | None = None
     deviceProperties: list[dict[str, Any]] | None = None
     roctracer_version: Any = None
@@ -172,7 +177,7 @@ def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
             line, col = _line_col(buf, offset)
             where = "end of data (the JSON is truncated)" if offset >= len(buf) else f"line {line}, column {col}"
             return TraceLoadError(path, f"broken JSON at byte {offset}, {where}: {text}", offset=offset)
-    return TraceLoadError(path, f"unexpected trace content: {text}")
+    return TraceLoadError(path, not_a_trace(text))
 
 
 def platform_from_header(obj: TraceObject | None) -> str | None:
@@ -198,6 +203,13 @@ def _platform(obj: TraceObject | None, events: list[Event]) -> str:
     return "unknown"
 
 
+def _decode(buf: bytes, start: int) -> tuple[TraceObject | None, list[Event]]:
+    if buf[start : start + 1] == b"[":
+        return None, LIST_DECODER.decode(buf)
+    obj = OBJECT_DECODER.decode(buf)
+    return obj, obj.traceEvents
+
+
 def load_trace(path: Path | str) -> LoadedTrace:
     """Decode one trace file, or raise :class:`TraceLoadError` naming the file and position."""
     path = Path(path)
@@ -207,17 +219,23 @@ def load_trace(path: Path | str) -> LoadedTrace:
         start += 1
     if start >= len(buf):
         raise TraceLoadError(path, "empty file")
-    obj: TraceObject | None = None
+    if buf[start : start + 1] not in (b"[", b"{"):
+        raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start : start + 16]!r})", offset=start)
     try:
-        if buf[start : start + 1] == b"[":
-            events = LIST_DECODER.decode(buf)
-        elif buf[start : start + 1] == b"{":
-            obj = OBJECT_DECODER.decode(buf)
-            events = obj.traceEvents
-        else:
-            raise TraceLoadError(path, f"not a JSON trace (starts with {buf[start : start + 16]!r})", offset=start)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        obj, events = _decode(buf, start)
+    except msgspec.ValidationError as exc:
+        # a string or null where ``ts``/``dur`` belong: those events are counted and skipped, not fatal
+        clean = sanitize_events_json(buf)
+        if clean is None:
+            raise _decode_error(path, buf, exc) from None
+        try:
+            obj, events = _decode(clean, 0)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            raise _decode_error(path, buf, exc) from None
+    except msgspec.DecodeError as exc:
         raise _decode_error(path, buf, exc) from None
+    except RecursionError:
+        raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     dist = obj.distributedInfo if obj is not None else None
     devices = [str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else []
     return LoadedTrace(

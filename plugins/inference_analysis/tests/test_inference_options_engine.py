@@ -90,7 +90,8 @@ def test_cli_window_and_unlinked_kernels(tmp_path: Path) -> None:
         out = tmp_path / str(len(flag))
         ok = subprocess.run([magpie, "inference", str(trace), "-o", str(out), *flag], capture_output=True, timeout=120)
         assert ok.returncode == 0, ok.stderr
-        with (out / "unified_perf_summary.csv").open(newline="") as f:
+        (run,) = out.iterdir()  # each run writes into a new folder under -o
+        with (run / "unified_perf_summary.csv").open(newline="") as f:
             runs[len(flag)] = [r["name"] for r in csv.DictReader(f)]
     unlinked = [n for n in runs[1] if n.startswith("(no launch record)->")]
     assert unlinked and not [n for n in runs[0] if n.startswith("(no launch record)->")]

@@ -32,6 +32,7 @@ import msgspec
 import numpy as np
 
 from magpie_core.trace.columns import NONE, EventTable, category_matcher, load_table, merge_tables
+from magpie_core.trace.validity import skipped_messages
 
 __all__ = [
     "AnalysisOptions",
@@ -179,6 +180,8 @@ class RankAnalysis:
     contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
     dist_rank: int | None = None
     world_size: int | None = None
+    #: events skipped for a missing or unbelievable ts/dur: (category, reason code) -> count
+    skipped: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def busy_us(self) -> float:
@@ -674,8 +677,9 @@ def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOpt
         dist_rank=table.rank,
         world_size=table.world_size,
     )
-    if table.t_min is math.inf:
-        result.window_note = "no timed events"
+    result.skipped = dict(table.skipped)
+    if table.t_min is math.inf or not any(len(cols["ts"]) for g, cols in table.groups.items() if g != "flow"):
+        result.error = _unusable(table)
         return result
     result.trace_start_ts = table.t_min
     result.trace_span_us = table.t_max - table.t_min
@@ -690,6 +694,12 @@ def analyze_table(table: EventTable, rank: int, label: str, options: AnalysisOpt
     result.contexts = _launch_contexts(table, first_row, launches, host)
     result.devices = _devices(table, options, window, launches, host)
     return result
+
+
+def _unusable(table: EventTable) -> str:
+    """Why a trace gave nothing to analyze: an error, never an empty success."""
+    why = "; ".join(skipped_messages(table.skipped)) or "no complete (ph X) events of a category gap analysis reads"
+    return f"{table.path}: no usable events ({table.num_events:,} read): {why}"
 
 
 def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
-from magpie_core.cli.app import STATE, UsageError, console, handle_errors
+from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
@@ -94,8 +95,8 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
     """The top-k kernel table, a line per device, the warnings and where the files are."""
     console.print(_kernel_table(result, top_k))
     _print_devices(result)
-    for err in result.errors:
-        console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
+    for err in [*result.errors, *result.warnings]:
+        console.print(f"[yellow]warning:[/yellow] {escape(err)}", soft_wrap=True)
     console.print(f"wrote {result.csv_path} and {result.json_path}", markup=False)
 
 
@@ -148,6 +149,7 @@ def gap_command(
         "--output-dir",
         "-o",
         help="where each run's gap_<trace>_<time>/ goes; default <trace_dir>/../gap_analysis",
+        callback=check_output_dir,
     ),
     window_annotation: str | None = GapFlags.window_annotation,
     start_us: float | None = GapFlags.start_us,

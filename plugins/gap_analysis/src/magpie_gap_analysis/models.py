@@ -93,6 +93,8 @@ class RankSummary(Model):
     num_kernels: int = 0
     devices: list[DeviceSummary] = Field(default_factory=list)
     csv_path: str | None = None
+    #: complete events skipped for a missing, mistyped, negative or absurd ts/dur, in words
+    skipped_events: list[str] = Field(default_factory=list)
 
 
 class GapAnalysisResult(Model):
@@ -104,6 +106,8 @@ class GapAnalysisResult(Model):
     top_kernels: list[TopKernel] = Field(default_factory=list)
     clamped_trace_paths: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    #: what the figures leave out and why ("rank 0 (t.json): 1,204 kernel events without a numeric `dur` skipped")
+    warnings: list[str] = Field(default_factory=list)
     csv_path: str | None = None
     output_dir: str | None = None
     # magpie's own

@@ -21,6 +21,7 @@ from magpie_core.fanout import Task, run_tasks
 from magpie_core.trace.columns import part_count, table_part
 from magpie_core.trace.discover import TraceFile, discover
 from magpie_core.trace.kernel_names import parse_many
+from magpie_core.trace.validity import skipped_messages
 from magpie_gap_analysis.analysis import (
     AnalysisOptions,
     DeviceStats,
@@ -294,6 +295,7 @@ def _rank_summary(
         window_note=r.window_note,
         num_kernels=len(r.kernels),
         devices=[_device_summary(d) for d in r.devices],
+        skipped_events=skipped_messages(r.skipped),
     )
     if r.error is None and not config.no_rank_csv:
         suffix = r.rank if sum(1 for x in good if x.rank == r.rank) == 1 else f"{r.rank}_{Path(r.path).stem}"
@@ -362,6 +364,9 @@ def gap_analysis(
         f"rank {r.rank} ({Path(r.path).name}): {r.window_note}"
         for r in good
         if r.window_note and "not found" in r.window_note
+    )
+    result.warnings.extend(
+        f"rank {r.rank} ({Path(r.path).name}): {msg}" for r in good for msg in skipped_messages(r.skipped)
     )
     merged, contexts = _merge_kernels(good)
     parsed = parse_many(sorted(merged), contexts)

@@ -34,6 +34,7 @@ import numpy as np
 
 from magpie_core.interfaces import TraceAnalyzer
 from magpie_core.trace.columns import Interner
+from magpie_core.trace.validity import skipped_messages
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
@@ -1044,6 +1045,7 @@ class InferenceAnalyzer(TraceAnalyzer):
             "output_dir": str(out_dir),
             "traces": [],
             "errors": [],
+            "warnings": [],
             "outputs": [],
         }
         for n, path in enumerate(files):
@@ -1088,6 +1090,12 @@ def _analyze_file(
     except ev_mod.TraceLoadError as exc:
         summary["errors"].append(str(exc))
         return None
+    warnings = skipped_messages(trace.skipped)
+    if not trace.cpu_ops and not trace.gpu:  # nothing measured: an error, never an empty success
+        why = "; ".join(warnings) or "no complete (ph X) CPU op or GPU events"
+        summary["errors"].append(f"{path}: no usable events ({trace.num_events:,} read): {why}")
+        return None
+    summary.setdefault("warnings", []).extend(f"{path.name}: {w}" for w in warnings)
     spec = user_spec or detect_spec(trace.device_properties)
     suffix = str(options.get("label_suffix") or "")
     gc_was = gc.isenabled()
@@ -1098,6 +1106,7 @@ def _analyze_file(
     finally:
         if gc_was:
             gc.enable()
+    result["skipped_events"] = warnings
     result["spec"] = spec.as_dict() if spec is not None else None
     if spec is None:
         result["notes"].append("no GPU spec (none given, none matched deviceProperties): no roofline columns")

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, console, handle_errors
+from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, handle_errors
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
@@ -54,8 +55,10 @@ def print_summary(summary: dict[str, Any]) -> None:
             console.print(f"    {st['roofline_csv']}")
         for note in tr["notes"]:
             console.print(f"  note: {note}")
+    for warning in summary.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     for err in summary.get("errors", []):
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
 
 
@@ -86,6 +89,7 @@ def inference_command(
         "--output-dir",
         "-o",
         help="where each run's inference_<trace>_<time>/ goes; default <trace folder>/../tracelens",
+        callback=check_output_dir,
     ),
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary"),
     window: str = typer.Option(

@@ -27,6 +27,15 @@ from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
+from magpie_core.trace.validity import (
+    NOT_A_TRACE_NESTED,
+    SkipCounts,
+    not_a_trace,
+    reasons,
+    sanitize_events_json,
+    valid_durations,
+    valid_times,
+)
 
 #: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as decoded: an empty list, as valid JSON
 EMPTY = msgspec.Raw(b"[]")
@@ -52,7 +61,7 @@ class Ev(Struct, gc=False):
     name: str = ""
     tid: int | str = 0
     ts: float | None = None
-    dur: float = 0.0
+    dur: float = math.nan  # absent: not a measurement (counted and skipped, see magpie_core.trace.validity)
     args: Args | None = None
 
 
@@ -70,7 +79,7 @@ class _KeptEv(Ev, gc=False):
 
 
 class _Obj(Struct):
-    traceEvents: list[Ev] = []
+    traceEvents: list[Ev]  # required: a JSON object without it is not a trace
     deviceProperties: list[dict[str, Any]] | None = None
     roctracer_version: Any = None
     hip_runtime_version: Any = None
@@ -112,6 +121,8 @@ class Trace:
     rocm: bool
     size_bytes: int
     num_events: int = 0  # all events in the file, kept or not
+    #: complete events of the kinds above skipped for a missing or unbelievable ts/dur: (category, reason) -> count
+    skipped: dict[tuple[str, int], int] = dataclass_field(default_factory=dict)
     #: ``ts``, ``dur`` and (integer) ``tid`` of ``cpu_ops`` as columns, built while each piece's objects were
     #: fresh in the cache; None where a thread id is not an integer
     cpu_columns: OpColumns | None = None
@@ -137,14 +148,15 @@ class _Keep:
         self.seen = 0
         self.cpu_columns: list[OpColumns] | None = []  # per piece; None once a tid is not an integer
         self.cpu_names: set[str] = set()
+        self.skipped: SkipCounts = SkipCounts()
 
     def __call__(self, events: list[Ev]) -> None:
         self.seen += len(events)
         cpu, gpu, runtime, anns = self.buckets
         sizes = [len(b) for b in self.buckets]
         empty = EMPTY
-        for e in events:  # one pass: events that are not complete ("X") with a time are dropped here
-            if e.ph != "X" or e.ts is None:
+        for e in events:  # one pass: events that are not complete ("X") are dropped here; the kept ones
+            if e.ph != "X":  # without a believable ts/dur are counted and dropped by _measured
                 continue
             cat = e.cat
             if cat == "cpu_op":
@@ -162,22 +174,41 @@ class _Keep:
                     runtime.append(e)
             elif cat == "user_annotation":
                 anns.append(e)
-        for bucket, size in zip(self.buckets, sizes, strict=True):
-            if len(bucket) > size:
-                self.t0 = min(self.t0, min(map(_TS, bucket[size:])))
+        times = [self._measured(bucket, size) for bucket, size in zip(self.buckets, sizes, strict=True)]
         if len(cpu) > sizes[0]:
             new = cpu[sizes[0] :]
             self.cpu_names.update(map(_NAME, new))
             if self.cpu_columns is not None:
-                n = len(new)
                 try:
-                    tid = np.fromiter(map(_TID, new), np.int64, n)
+                    tid = np.fromiter(map(_TID, new), np.int64, len(new))
                 except (TypeError, ValueError, OverflowError):
                     self.cpu_columns = None
                 else:
-                    self.cpu_columns.append(
-                        (np.fromiter(map(_TS, new), np.float64, n), np.fromiter(map(_DUR, new), np.float64, n), tid)
-                    )
+                    self.cpu_columns.append((*times[0], tid))
+
+    def _measured(self, bucket: list[Ev], size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``ts`` and ``dur`` of the events this piece added to ``bucket`` (from ``size`` on), once the ones
+        without a believable ``ts``/``dur`` are dropped from it and counted by category and reason."""
+        new = bucket[size:]
+        n = len(new)
+        if not n:
+            return np.zeros(0), np.zeros(0)
+        try:
+            ts = np.fromiter(map(_TS, new), np.float64, n)
+        except TypeError:  # an event without ts (None)
+            ts = np.array([math.nan if t is None else t for t in map(_TS, new)], np.float64)
+        dur = np.fromiter(map(_DUR, new), np.float64, n)
+        ok = valid_times(ts) & valid_durations(dur)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            for i, code in zip(bad.tolist(), reasons(ts[bad], dur[bad]).tolist(), strict=True):
+                self.skipped[(new[i].cat, int(code))] += 1
+            del bucket[size:]
+            bucket.extend(new[i] for i in np.flatnonzero(ok).tolist())
+            ts, dur = ts[ok], dur[ok]
+        if len(ts):
+            self.t0 = min(self.t0, float(ts.min()))
+        return ts, dur
 
     def columns(self) -> OpColumns | None:
         if self.cpu_columns is None:
@@ -202,7 +233,7 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]
     got = stream_events(Path(path), keep, decoder=_LIST, part=(index, count), skip_categories=SKIPPED_CATS)
     keep.seen += got.skipped_events
     buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
-    return buckets, keep.columns(), keep.cpu_names, keep.t0, keep.seen, got.header
+    return buckets, keep.columns(), keep.cpu_names, keep.t0, keep.seen, dict(keep.skipped), got.header
 
 
 def load(path: Path | str, workers: int = 1) -> Trace:
@@ -224,7 +255,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             parts = run_tasks(tasks, workers)
             if not any(isinstance(p, BaseException) for p in parts):
                 keep = _Keep()
-                for buckets, columns, names, t0, seen, _ in parts:
+                for buckets, columns, names, t0, seen, skipped, _ in parts:
                     for mine, theirs in zip(
                         keep.buckets, _BUCKETS.decode(buckets) if isinstance(buckets, bytes) else buckets, strict=True
                     ):
@@ -234,6 +265,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
                     keep.cpu_names |= names
                     keep.t0 = min(keep.t0, t0)
                     keep.seen += seen
+                    keep.skipped.update(skipped)
                 return _trace(path, keep, parts[-1][-1], path.stat().st_size)
         keep = _Keep()
         try:
@@ -249,30 +281,49 @@ def load(path: Path | str, workers: int = 1) -> Trace:
             gc.enable()
 
 
-def _trace(path: Path, keep: _Keep, header: Any, size: int) -> Trace:
-    props = (header.deviceProperties or []) if header is not None else []
-    rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, size, keep.seen, keep.columns(), keep.cpu_names)
+def _trace(
+    path: Path, keep: _Keep, header: Any, size: int, props: list[Any] | None = None, rocm: bool | None = None
+) -> Trace:
+    if props is None:
+        props = (header.deviceProperties or []) if header is not None else []
+    if rocm is None:
+        rocm = header is not None and (header.roctracer_version is not None or header.hip_runtime_version is not None)
+    return Trace(
+        path, *keep.buckets, keep.t0, props, rocm, size, keep.seen, dict(keep.skipped), keep.columns(), keep.cpu_names
+    )
 
 
 def _load_whole(path: Path) -> Trace:
     """The whole file in one decode: slower, but its errors say where the file is broken."""
     buf = read_trace_bytes(path)
     head = buf[:64].lstrip()
+    if not head:
+        raise TraceLoadError(path, "empty file")
+    if head[:1] not in (b"[", b"{"):
+        raise TraceLoadError(path, f"not a JSON trace (starts with {head[:16]!r})")
     try:
-        if head[:1] == b"[":
-            events, props, rocm = _LIST.decode(buf), [], False
-        elif head[:1] == b"{":
-            obj = _OBJ.decode(buf)
-            events, props = obj.traceEvents, obj.deviceProperties or []
-            rocm = obj.roctracer_version is not None or obj.hip_runtime_version is not None
-        else:
-            raise TraceLoadError(path, f"not a JSON trace (starts with {head[:16]!r})")
+        try:
+            events, props, rocm = _decode_whole(buf)
+        except msgspec.ValidationError:  # a string or null where ts/dur belong: counted and skipped
+            clean = sanitize_events_json(buf)
+            if clean is None:
+                raise
+            events, props, rocm = _decode_whole(clean)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise TraceLoadError(path, f"broken trace JSON: {exc}") from None
+        raise TraceLoadError(path, not_a_trace(str(exc))) from None
+    except RecursionError:
+        raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     keep = _Keep()
     keep(events)
-    return Trace(path, *keep.buckets, keep.t0, props, rocm, len(buf), keep.seen, keep.columns(), keep.cpu_names)
+    return _trace(path, keep, None, len(buf), props, rocm)
+
+
+def _decode_whole(buf: bytes) -> tuple[list[Ev], list[dict[str, Any]], bool]:
+    if buf.lstrip()[:1] == b"[":
+        return _LIST.decode(buf), [], False
+    obj = _OBJ.decode(buf)
+    rocm = obj.roctracer_version is not None or obj.hip_runtime_version is not None
+    return obj.traceEvents, obj.deviceProperties or [], rocm
 
 
 def decode_list(raw: bytes) -> list[Any]:

@@ -372,14 +372,19 @@ def native_build(
     timeout = float(kernel.options.get("compile_timeout_seconds", 600))
     outcome = run_command(argv, cwd=cwd, env=env, timeout_s=timeout, log_path=build_dir / "compile.log")
     found = resources(outcome.output)
+    failure = None
     if not outcome.ok:
+        failure = describe_failure(outcome.output, outcome.describe())
+    elif not output.is_file():  # "built" means the artifact under test exists, not that the compiler exited 0
+        failure = f"{compiler} exited 0 but did not write {output}"
+    if failure is not None:
         return CompileResult(
             status=StageStatus.FAILED,
             command=argv,
             log=tail(outcome.output, 80),
             duration_s=time.perf_counter() - start,
             resources=found,
-            message=describe_failure(outcome.output, outcome.describe()),
+            message=failure,
         )
     artifacts = [str(output)]
     if launcher_info is not None:
