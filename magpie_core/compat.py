@@ -53,6 +53,17 @@ _OWN_ANALYSIS = "magpie runs its own inference analysis in-process (magpie infer
 _TIME_ONLY = "magpie ranks correct kernels by measured time only; counters explain, they never weight the ranking"
 _OWN_TIMING = "magpie times with its adaptive sampler: see performance.min_samples, target_rse, budget_seconds"
 
+_SELF_TIMED = "passed to testcases that time themselves as MAGPIE_BENCH_*; " + _OWN_TIMING
+#: ``latency:`` keys (kernel files and the framework config) magpie's own timer does not use
+_LATENCY: dict[str, str] = {
+    "latency.n_retries": _SELF_TIMED,
+    "latency.estimate_reps": _SELF_TIMED,
+    "latency.warmup_iters": _SELF_TIMED,
+    "latency.timeout_seconds": "a testcase's timeout is correctness.timeout_seconds",
+    "latency.output_dir": "outputs stay in the run workspace",
+    "latency.bench_target": "give bench_target on the kernel entry (the built-in harness times it)",
+}
+
 _BENCHMARK: dict[str, str] = {
     "inferencex_path": _OWN_LOAD,
     "inferencemax_path": _OWN_LOAD,
@@ -81,22 +92,19 @@ UNIMPLEMENTED: dict[str, dict[str, str]] = {
         "compare.perf_weights_metrix": _TIME_ONLY,
         "compare.winner_strategy": _TIME_ONLY,
         "compare.perf_lower_is_better": _TIME_ONLY,
-        "compiling.enable_default_compile": "a backend compiles a kernel whenever it has no compile_command",
         "logging": "magpie logs to stderr; use --verbose for debug output",
-        "gpu.device_ids": "set the GPU runtime's visible-devices variable, or benchmark.gpu_selection.devices",
+        "gpu.device_ids": "set the GPU runtime's visible-devices variable, or benchmark.gpu_selection.devices "
+        "(gpu.hardware is applied to these GPUs)",
         "gpu.parallel": "kernels run one at a time per device unless --workers says otherwise",
-        "gpu.hardware": "GPU facts come from the vendor plugins (magpie gpu-info)",
         "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per cluster task)",
         "benchmark.image_config": "set benchmark.docker_image, or the framework plugin's default image is used",
         "benchmark.inferencex_path": _OWN_LOAD,
+        "benchmark.timeout_seconds": "set timeout_seconds in the benchmark YAML (AMD Magpie ignores it here too)",
+        "benchmark.profiler": "set profiler in the benchmark YAML (AMD Magpie does not read it here either)",
+        **_LATENCY,
     },
     "KernelConfigFile": {
-        "latency.primary_metric": "magpie reports the median of its timing samples with a bootstrap CI",
-        "latency.n_retries": _OWN_TIMING,
-        "latency.estimate_reps": _OWN_TIMING,
-        "latency.warmup_iters": "warm-up is performance.warmup_ms (latency.rep_ms maps onto it)",
-        "latency.kernel_filter": "the whole testcase or entry is timed",
-        "latency.pythonpath": "put modules next to the kernel file or in working_dir",
+        **_LATENCY,
         "scheduler.gpu_devices": "GPUs are chosen by the execution environment (e.g. one per cluster task)",
     },
 }

@@ -190,6 +190,15 @@ def magpie_container_gpu_access(vendor: str, devices: list[int]) -> Any:
     """
 
 
+@hookspec(firstresult=True)
+def magpie_gpu_hardware_control(vendor: str) -> Any:
+    """The :class:`~magpie_core.interfaces.GpuHardwareControl` of ``vendor``'s GPUs, or None when not yours.
+
+    The core records every GPU's clocks, power limit and persistence in each report through it, and
+    applies the framework config's ``gpu.hardware`` (then restores it) only when that block is enabled.
+    """
+
+
 # --- Reports people look at --------------------------------------------------
 
 

@@ -115,6 +115,13 @@ class ServingFramework(Component):
         """Extra server arguments that turn the torch profiler on, writing under ``profile_dir``."""
         return []
 
+    def start_profile_body(self, config: BenchmarkConfig) -> dict[str, Any] | None:
+        """JSON body of ``POST start_profile`` (None: no body), e.g. a step limit from
+        ``profiler.torch_profiler.num_steps`` when :attr:`supports_num_steps`."""
+        return None
+
+    #: the plugin honours ``profiler.torch_profiler.num_steps`` (server flag or start_profile body)
+    supports_num_steps: ClassVar[bool] = False
     readiness_path: ClassVar[str] = "/health"
     start_profile_path: ClassVar[str | None] = None
     stop_profile_path: ClassVar[str | None] = None
@@ -243,6 +250,34 @@ class ContainerGpuAccess:
 
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+
+
+class HardwareControlError(RuntimeError):
+    """A GPU setting could not be read or changed (no permission, not supported); the message says which."""
+
+
+class GpuHardwareControl(ABC):
+    """One vendor's GPU clocks, power limit and persistence: read always, changed only when asked.
+
+    Settings (AMD Magpie's ``gpu.hardware``, flattened per GPU): ``power_limit_w``,
+    ``gpu_clock_mhz`` / ``mem_clock_mhz`` ([min, max] to lock to), ``gpu_clock_level`` /
+    ``mem_clock_level`` (a vendor's performance level). A setting the vendor cannot make raises
+    :class:`HardwareControlError` naming it; nothing is left half-applied.
+    """
+
+    vendor: ClassVar[str] = ""
+
+    @abstractmethod
+    def query(self, indices: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """One row per GPU: ``index``, clocks (MHz), ``power_limit_w``, ``persistence_mode``, ``source``..."""
+
+    @abstractmethod
+    def apply(self, index: int, settings: dict[str, Any]) -> dict[str, Any]:
+        """Make ``settings`` on GPU ``index``; return what :meth:`restore` needs to undo them."""
+
+    @abstractmethod
+    def restore(self, index: int, saved: dict[str, Any]) -> None:
+        """Undo :meth:`apply` with what it returned (defaults, or the earlier power limit)."""
 
 
 def component_names(kind: str, component: Any) -> tuple[str, ...]:

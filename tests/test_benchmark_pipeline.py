@@ -59,7 +59,8 @@ def config(**kw: Any) -> BenchmarkConfig:
 
 
 def test_measurement_and_diagnostic_in_one_report(tmp_path):
-    report = run_benchmark(config(), tmp_path, framework_component=FakeFramework())
+    asked = {"torch_profiler": {"enabled": True}}  # profiling only when asked (AMD Magpie: --torch-profiler)
+    report = run_benchmark(config(profiler=asked), tmp_path, framework_component=FakeFramework())
     ws = Path(report.workspace_dir)
     assert ws.name.startswith("benchmark_fake_") and (ws / "config.yaml").exists() and (ws / "server.log").exists()
     data = json.loads((ws / "benchmark_report.json").read_text())

@@ -34,3 +34,4 @@ class LocalEnvironment(ExecutionEnvironment):
 @hookimpl
 def magpie_register_environments(register: Callable[[Any], None]) -> None:
     register(LocalEnvironment())
+

@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from magpie_core import __version__
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
+from magpie_core.interfaces import HardwareControlError
 from magpie_core.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
 
@@ -99,6 +100,14 @@ STATE = GlobalOptions()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def gpu_hardware() -> Any:
+    """The framework config's ``gpu.hardware`` applied around a run (a no-op unless it is enabled)."""
+    from magpie_core.hardware import applied
+
+    gpu = STATE.framework.gpu
+    return applied(gpu.hardware, gpu.device_ids)
+
+
 def handle_errors(fn: F) -> F:
     """Turn magpie's expected errors into one clear line and the documented exit code."""
 
@@ -108,7 +117,7 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (ConfigError, ConfigErrors) as exc:
             err_console.print(f"[red]config error[/red]\n{escape(str(exc))}", markup=True, soft_wrap=True)
-        except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError) as exc:
+        except (PluginConflictError, UnknownComponentError, NotAvailable, UsageError, HardwareControlError) as exc:
             err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         except RunInterrupted as exc:
             where = f"; what was measured is in {exc.report_path}" if exc.report_path else ""

@@ -7,6 +7,8 @@ trace folder: the core forwards it to the installed ``gap`` trace analyzer
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +22,11 @@ from magpie_core.cli.app import (
     check_output_dir,
     console,
     forwards_interrupts,
+    gpu_hardware,
     handle_errors,
 )
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
+from magpie_core.cli.load_flags import LoadFlags, load_patch
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
@@ -34,9 +38,26 @@ GAP_ANALYZER = "gap"
 GAP_DISTRIBUTION = "magpie-gap-analysis"
 
 
-def run_trace_dir_analysis(
-    trace_dir: Path, config: GapAnalysisConfig, output_dir: Path | None, no_html: bool = False
-) -> int:
+@contextlib.contextmanager
+def _gap_folder(output_dir: Path) -> Iterator[Path]:
+    """AMD Magpie's ``<output dir>/gap_analysis/``; when that holds an earlier analysis, a new
+    ``gap_analysis_<time>/`` beside it (analyzers write fixed file names: nothing is overwritten)."""
+    target = output_dir / "gap_analysis"
+    try:
+        target.mkdir(parents=True)
+    except FileExistsError:
+        with run_folder(output_dir, "gap_analysis") as fresh:
+            yield fresh
+        return
+    try:
+        yield target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            target.rmdir()  # only while it is still empty
+        raise
+
+
+def run_trace_dir_analysis(trace_dir: Path, config: GapAnalysisConfig, output_dir: Path, no_html: bool = False) -> int:
     """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
 
     Prints the warnings and where the files are (``magpie gap`` prints the kernel table too).
@@ -51,9 +72,8 @@ def run_trace_dir_analysis(
         raise NotAvailable(
             f"--trace-dir needs gap analysis, from the plugin distribution {GAP_DISTRIBUTION}: {exc}"
         ) from exc
-    base = output_dir if output_dir is not None else trace_dir.resolve().parent
-    try:  # a new run folder each time (analyzers write their fixed file names into it)
-        with run_folder(base, "gap", trace_dir.name.split(".")[0]) as run_dir:
+    try:
+        with _gap_folder(output_dir) as run_dir:
             summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
@@ -105,18 +125,19 @@ def run_benchmark_cli(
     if benchmark_config is None and framework is None:
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
     config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
-    config = apply_overrides(config, framework, overrides)
+    config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
     if config.run_mode != "external" and not config.model and not config.base_url:
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
-    if config.run_mode in CORE_RUN_MODES:
-        report = run_benchmark(config, output_dir)
-    else:
-        try:
-            report = run_benchmark_on_environment(config, output_dir, config.run_mode)
-        except LookupError as exc:
-            raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    with gpu_hardware():
+        if config.run_mode in CORE_RUN_MODES:
+            report = run_benchmark(config, output_dir)
+        else:
+            try:
+                report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+            except LookupError as exc:
+                raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
     write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
     if fmt != "table":
         print_points(report.points, fmt)
@@ -128,12 +149,24 @@ def run_benchmark_cli(
             f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
             f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
         )
+        print_percentiles(report.latency, config.load.percentile_metrics, config.load.metric_percentiles)
+        if t.get("request_goodput") is not None:
+            console.print(f"goodput: {t['request_goodput']:.2f} req/s meeting every --goodput SLO")
     for err in report.errors:
         console.print(f"[red]error:[/red] {err}")
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
     if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
         console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
+
+
+def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: list[float]) -> None:
+    """``--percentile-metrics`` x ``--metric-percentiles``, as the common serving benchmark prints them."""
+    for metric in metrics:
+        stats = latency.get(metric) or {}
+        cells = [f"P{p:g} {stats[f'p{p:g}_ms']:.2f}" for p in percentiles if f"p{p:g}_ms" in stats]
+        if cells:
+            console.print(f"{metric.upper()} ms: median {stats.get('median_ms', 0):.2f}, " + ", ".join(cells))
 
 
 def print_points(points: list[dict[str, Any]], fmt: str) -> None:
@@ -162,7 +195,9 @@ def benchmark_command(
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
     input_len: int | None = typer.Option(None, "--input-len", min=1),
     output_len: int | None = typer.Option(None, "--output-len", min=1),
-    torch_profiler: bool | None = typer.Option(None, "--torch-profiler/--no-torch-profiler"),
+    torch_profiler: bool | None = typer.Option(
+        None, "--torch-profiler/--no-torch-profiler", help="profiled diagnostic run (default: off; a YAML's own)"
+    ),
     run_mode: str | None = typer.Option(None, "--run-mode", help="docker | local | external | an environment"),
     run_kind: str | None = typer.Option(None, "--run-kind", help="measurement | diagnostic"),
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
@@ -194,6 +229,17 @@ def benchmark_command(
         None, "--noise-floor", min=0, help="--compare: run-to-run noise floor for every metric (default: measured)"
     ),
     as_json: bool = typer.Option(False, "--json", help="--compare: print the comparison JSON"),
+    num_prompts: int | None = LoadFlags.num_prompts,
+    request_rate: str | None = LoadFlags.request_rate,
+    burstiness: float | None = LoadFlags.burstiness,
+    dataset_name: str | None = LoadFlags.dataset_name,
+    dataset_path: str | None = LoadFlags.dataset_path,
+    seed: int | None = LoadFlags.seed,
+    endpoint: str | None = LoadFlags.endpoint,
+    tokenizer: str | None = LoadFlags.tokenizer,
+    percentile_metrics: str | None = LoadFlags.percentile_metrics,
+    metric_percentiles: str | None = LoadFlags.metric_percentiles,
+    goodput: list[str] | None = LoadFlags.goodput,
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
@@ -230,7 +276,22 @@ def benchmark_command(
             find_kernel_sources=find_kernel_sources,
             kernel_source_repos=kernel_source_repos,
         )
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, output_dir or STATE.output_dir, no_html=no_html))
+        # AMD Magpie: <-o, default ./results>/gap_analysis/
+        out = STATE.resolve_output_dir(output_dir)
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, out, no_html=no_html))
+    patch = load_patch(
+        num_prompts=num_prompts,
+        request_rate=request_rate,
+        burstiness=burstiness,
+        dataset_name=dataset_name,
+        dataset_path=dataset_path,
+        seed=seed,
+        endpoint=endpoint,
+        tokenizer=tokenizer,
+        percentile_metrics=percentile_metrics,
+        metric_percentiles=metric_percentiles,
+        goodput=goodput,
+    )
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,
@@ -250,6 +311,7 @@ def benchmark_command(
                 "timeout": timeout,
                 "repeats": repeats,
                 "restart_between_repeats": restart_between_repeats,
+                "patch": patch,
             },
             output_dir=STATE.resolve_output_dir(output_dir),
             fmt=fmt,

@@ -22,6 +22,7 @@ from magpie_core.cli.app import (
     console,
     err_console,
     forwards_interrupts,
+    gpu_hardware,
     handle_errors,
 )
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
@@ -47,6 +48,8 @@ def _kernel_file(
     testcase: str | None,
     kernel_type: str,
     compile_cmd: str | None,
+    *,
+    require_testcase: bool = True,
 ) -> tuple[KernelConfigFile, Path]:
     if kernel_config is not None:
         if sources:
@@ -62,24 +65,41 @@ def _kernel_file(
         ]
         if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
             raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
-        return _pipeline().load_kernel_file(kernel_config), kernel_config.resolve().parent
+        return _framework_defaults(_pipeline().load_kernel_file(kernel_config)), kernel_config.resolve().parent
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
-    if not testcase:
+    if not testcase and require_testcase:
         raise UsageError("--testcase is required when kernels are given as source files")
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 
+    stems = [Path(src).stem for src in sources]
+    ids = stems if len(set(stems)) == len(stems) else [f"kernel_{i}_{stem}" for i, stem in enumerate(stems)]
     kernels = [
         KernelConfig(
-            id=Path(src).stem,
+            id=kernel_id,
             type=kernel_type,
             source_files=[src],
             testcase_command=testcase,
             compile_command=compile_cmd,
         )
-        for src in sources
+        for kernel_id, src in zip(ids, sources, strict=True)
     ]
-    return KernelConfigFile(kernels=kernels), Path.cwd()
+    return _framework_defaults(KernelConfigFile(kernels=kernels)), Path.cwd()
+
+
+#: blocks of the framework config (``--config``) that a kernel file without its own inherits
+FRAMEWORK_DEFAULT_BLOCKS = ("performance", "correctness", "latency", "compiling")
+
+
+def _framework_defaults(file: KernelConfigFile) -> KernelConfigFile:
+    """AMD Magpie: the framework config's blocks apply unless the kernel file overrides them."""
+    framework = STATE.framework
+    update = {
+        key: getattr(framework, key)
+        for key in FRAMEWORK_DEFAULT_BLOCKS
+        if getattr(file, key) is None and key in framework.model_fields_set
+    }
+    return file.model_copy(update=update) if update else file
 
 
 def _status(result: KernelResult) -> str:
@@ -208,13 +228,14 @@ def analyze_command(
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
-    report = _pipeline().analyze(
-        file,
-        config_dir=config_dir,
-        **_run_settings(file, output_dir),
-        measure_performance=not no_perf,
-        progress=None if as_json else _progress,
-    )
+    with gpu_hardware():
+        report = _pipeline().analyze(
+            file,
+            config_dir=config_dir,
+            **_run_settings(file, output_dir),
+            measure_performance=not no_perf,
+            progress=None if as_json else _progress,
+        )
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
@@ -245,23 +266,25 @@ def compare_command(
 ) -> None:
     """Compare two or more variants under identical inputs and settings; rank the correct ones."""
     check_format(fmt)
-    file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None)
+    # AMD Magpie: --testcase is optional for compare (kernels without one are compiled, not run)
+    file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None, require_testcase=False)
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
         from magpie_core.pipelines.compare import compare
 
-        report = compare(
-            file,
-            config_dir=config_dir,
-            **_run_settings(file, output_dir),
-            baseline=base,
-            measure_performance=not no_perf,
-            min_effect=min_effect,
-            timing=timing,
-            progress=None if as_json else _progress,
-        )
+        with gpu_hardware():
+            report = compare(
+                file,
+                config_dir=config_dir,
+                **_run_settings(file, output_dir),
+                baseline=base,
+                measure_performance=not no_perf,
+                min_effect=min_effect,
+                timing=timing,
+                progress=None if as_json else _progress,
+            )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if as_json:

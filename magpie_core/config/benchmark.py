@@ -31,7 +31,18 @@ DEFAULT_ENVS: dict[str, Any] = {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "R
 
 
 class TorchProfilerConfig(StrictModel):
-    enabled: bool = True
+    """``profiler.torch_profiler``: the profiled diagnostic run and AMD Magpie's capture keys."""
+
+    enabled: bool | None = Field(
+        None,
+        description="None: on for a benchmark YAML that does not say (AMD Magpie's default), off for a "
+        "command-line run (--torch-profiler turns it on) and for an external server",
+    )
+    num_steps: int | None = Field(None, ge=1, description="engine steps captured per profile (server-side limit)")
+    num_profiles: int = Field(1, ge=1, description="captures on the same server, one after another")
+    interval_seconds: float = Field(0.0, ge=0, description="pause after one capture's traces are written")
+    capture_timeout_seconds: float | None = Field(None, gt=0, description="longest a capture's load may run")
+    flush_timeout_seconds: float | None = Field(None, gt=0, description="longest wait for a capture's traces")
 
 
 class SystemProfilerConfig(StrictModel):
@@ -178,6 +189,27 @@ class LoadConfig(StrictModel):
     )
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields of every request")
     progress: bool = True
+    percentile_metrics: list[Literal["ttft", "tpot", "itl", "e2el"]] = Field(
+        default_factory=lambda: ["ttft", "tpot", "itl"], description="metrics whose percentiles are printed"
+    )
+    metric_percentiles: list[float] = Field(
+        default_factory=lambda: [99.0], description="percentiles reported besides p90/p95/p99"
+    )
+
+
+class ServerLifecycleConfig(StrictModel):
+    """AMD Magpie's ``server_lifecycle``: keep one server alive across magpie runs (same host and port).
+
+    A run finds the recorded server healthy and matching (model, TP, extra args, max length, framework,
+    port) and only drives load; otherwise it starts one and leaves it running. ``cleanup: true`` stops
+    the recorded server (its process group, or its container) after the run and removes the record.
+    """
+
+    enabled: bool = False
+    cleanup: bool = False
+    force_reuse: bool = Field(False, description="reuse despite a settings mismatch with the record")
+    pid_dir: str | None = Field(None, description="where records live (default ~/.cache/magpie/server/)")
+    server_ready_timeout_s: float = Field(2700, gt=0)
 
 
 class SloConfig(StrictModel):
@@ -248,6 +280,9 @@ class BenchmarkConfig(PluginBlocksModel):
     gpu_selection: GpuSelectionConfig = Field(default_factory=GpuSelectionConfig)
     sweep_matrix: SweepMatrixConfig | None = None
     lm_eval_runtime: dict[str, Any] | None = None
+    server_lifecycle: ServerLifecycleConfig | None = None
+    agentx: bool | str | dict[str, Any] | None = Field(None, description="AMD Magpie AgentX; refused when on")
+    run_cmd: str | None = Field(None, description="AMD Magpie offline command; refused when set")
     # magpie's own
     base_url: HttpUrl | None = Field(None, description="external server: client only")
     host: str = "127.0.0.1"
@@ -278,6 +313,23 @@ class BenchmarkConfig(PluginBlocksModel):
             choices = ", ".join([*CORE_RUN_MODES, *environments])
             raise ValueError(f"run_mode {value!r} is not one of {choices} (an environment plugin may add more)")
         return value
+
+    @model_validator(mode="after")
+    def _lifecycle_rules(self) -> BenchmarkConfig:
+        """AMD Magpie's rules for a persistent server (profiled workers do not survive; no sweeps)."""
+        lc = self.server_lifecycle
+        if lc is None or not lc.enabled:
+            return self
+        if self.run_mode not in ("local", "docker"):
+            raise ValueError("server_lifecycle.enabled needs run_mode local or docker")
+        if self.profiler.torch_profiler.enabled and not lc.cleanup:
+            raise ValueError(
+                "server_lifecycle with cleanup: false cannot profile (set profiler.torch_profiler.enabled: false, "
+                "or cleanup: true so the profiled server stops with the run)"
+            )
+        if self.sweep_matrix and self.sweep_matrix.cases:
+            raise ValueError("server_lifecycle cannot be combined with sweep_matrix.cases")
+        return self
 
     @field_validator("envs", mode="after")
     @classmethod

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from magpie_core.config.common import FiniteFloat, NonNegativeInt, PluginBlocksModel, Seconds, StrictModel
-from magpie_core.config.kernel import CorrectnessConfig, LatencyConfig, PerformanceConfig
+from magpie_core.config.kernel import CompilingConfig, CorrectnessConfig, LatencyConfig, PerformanceConfig
 
 
 class GpuConfig(StrictModel):
@@ -36,10 +36,6 @@ class OutputConfig(StrictModel):
 class LoggingConfig(StrictModel):
     level: str = "INFO"
     file: str | None = None
-
-
-class CompilingConfig(StrictModel):
-    enable_default_compile: bool = True
 
 
 class CompareConfig(StrictModel):

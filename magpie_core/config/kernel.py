@@ -134,6 +134,13 @@ class LatencyConfig(StrictModel):
     output_dir: str | None = None
 
 
+class CompilingConfig(StrictModel):
+    """AMD Magpie's ``compiling:``. false: a kernel without ``compile_command`` is not compiled by its
+    backend (its testcase builds it), as in AMD Magpie; magpie's default is true (AMD Magpie's is false)."""
+
+    enable_default_compile: bool = True
+
+
 class SchedulerConfig(PluginBlocksModel):
     """Where a kernel file's work runs; environment plugins may own extra blocks here (``ray_config:``)."""
 
@@ -238,6 +245,7 @@ class KernelConfigFile(PluginBlocksModel):
     scheduler: SchedulerConfig | None = None
     latency: LatencyConfig | None = None
     gpu: dict[str, Any] | None = None
+    compiling: CompilingConfig | None = Field(None, description="default: the framework config's compiling block")
 
     @model_validator(mode="after")
     def _has_kernels(self) -> KernelConfigFile:

@@ -29,19 +29,22 @@ import httpx
 from pydantic import Field
 
 from magpie_core.compat import throughput_block
+from magpie_core.compat_benchmark import Refused, adapt_block, is_secret, redacted, server_envs
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
-from magpie_core.config.loader import load_yaml, validate
+from magpie_core.config.loader import ConfigError, load_yaml, validate
 from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
-from magpie_core.loadgen.metrics import compute_metrics, summarize
+from magpie_core.loadgen.metrics import PERCENTILES, compute_metrics, summarize
 from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
+from magpie_core.pipelines import lifecycle
 from magpie_core.pipelines import repeats as rp
 from magpie_core.pipelines.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
 from magpie_core.reports import Report
 from magpie_core.serving.docker import container_name, docker_command, stop_command, vendor_for
 from magpie_core.serving.gpus import GpuLease, GpuSelectionError, select_gpus
+from magpie_core.serving.persistent import LifecycleError
 from magpie_core.serving.server import ServerError, ServerProcess, free_port
 from magpie_core.workspace import Workspace, create_workspace
 
@@ -107,16 +110,43 @@ class Point:
 
 
 def load_benchmark_config(path: Path) -> BenchmarkConfig:
-    """A benchmark YAML: AMD Magpie's ``benchmark:`` block, or the block's keys at top level."""
+    """A benchmark YAML: AMD Magpie's ``benchmark:`` block, or the block's keys at top level.
+
+    The ``envs`` keys magpie consumes become its own keys first (``magpie_core.compat_benchmark``).
+    """
     data, lines = load_yaml(path)
-    if isinstance(data, dict) and "benchmark" in data:
-        return validate(BenchmarkConfigFile, data, path, lines).benchmark
-    return validate(BenchmarkConfig, data or {}, path, lines)
+    nested = isinstance(data, dict) and "benchmark" in data
+    block = data["benchmark"] if nested else data
+    if isinstance(block, dict):
+
+        def line_of(key: str) -> int | None:
+            return lines.get(("benchmark", key) if nested else (key,))
+
+        try:
+            block, warnings = adapt_block(block)
+        except Refused as exc:
+            raise ConfigError(path, str(exc), line_of(exc.key)) from None
+        except ValueError as exc:
+            raise ConfigError(path, str(exc), line_of("envs")) from None
+        for message in warnings:
+            log.warning("%s:%s: %s", path, line_of("envs"), message)
+    if nested:
+        return validate(BenchmarkConfigFile, {**data, "benchmark": block}, path, lines).benchmark
+    return validate(BenchmarkConfig, block or {}, path, lines)
 
 
-def apply_overrides(config: BenchmarkConfig, framework: str | None, overrides: dict[str, Any]) -> BenchmarkConfig:
-    """Command-line values on top of the file (``None`` means not given)."""
+def apply_overrides(
+    config: BenchmarkConfig, framework: str | None, overrides: dict[str, Any], *, from_file: bool = False
+) -> BenchmarkConfig:
+    """Command-line values on top of the file (``None`` means not given).
+
+    ``overrides["patch"]``: nested config keys (the load flags) merged over the file's.
+    A torch profiler the file and flags leave unset is on for a file (AMD Magpie's default),
+    off for a command-line run and for an external server.
+    """
     data = config.model_dump()
+    for block, values in (overrides.get("patch") or {}).items():
+        data[block] = {**data[block], **values} if isinstance(values, dict) else values
     envs = dict(data["envs"])
     if framework:
         data["framework"] = framework
@@ -144,6 +174,11 @@ def apply_overrides(config: BenchmarkConfig, framework: str | None, overrides: d
         data["profiler"]["torch_profiler"]["enabled"] = bool(overrides["torch_profiler"])
     if overrides.get("base_url") and overrides.get("run_mode") is None:
         data["run_mode"] = "external"
+    torch = data["profiler"]["torch_profiler"]
+    if torch["enabled"] is None:
+        lifecycle = data.get("server_lifecycle") or {}
+        kept_alive = lifecycle.get("enabled") and not lifecycle.get("cleanup")
+        torch["enabled"] = from_file and data["run_mode"] != "external" and not kept_alive
     return validate(BenchmarkConfig, data, "command line")
 
 
@@ -210,9 +245,9 @@ class ServerHandle:
     info: dict[str, Any]
 
 
-def _http_post(url: str, timeout: float = 600.0) -> tuple[int, str]:
+def _http_post(url: str, timeout: float = 600.0, body: dict[str, Any] | None = None) -> tuple[int, str]:
     with httpx.Client(timeout=timeout) as client:
-        resp = client.post(url)
+        resp = client.post(url) if body is None else client.post(url, json=body)
         return resp.status_code, resp.text[:300]
 
 
@@ -236,7 +271,8 @@ def start_server(
         profile_dir.mkdir(parents=True, exist_ok=True)
         argv += framework.profiler_args(config, profile_dir)
     argv += list(config.server_args)
-    server_env = {**framework.server_env(config, profile_dir), **config.server_env, **lease.env()}
+    server_env = {**server_envs(config.envs), **framework.server_env(config, profile_dir), **config.server_env}
+    server_env.update(lease.env())
     stop_argv = None
     if config.run_mode == "docker":
         image = config.docker_image or framework.default_image(config.gpu_arch)
@@ -259,7 +295,8 @@ def start_server(
             hf_cache=config.hf_cache_path,
         )
         stop_argv = stop_command(name, int(config.stop_grace_s))
-        env = dict(os.environ)
+        # secrets travel by name (-e KEY): docker reads their values from its own environment
+        env = {**os.environ, **{k: v for k, v in server_env.items() if is_secret(k)}}
     else:
         env = {**os.environ, **server_env}
     proc = ServerProcess(argv, env, ws.path / "server.log", stop_argv=stop_argv)
@@ -311,9 +348,11 @@ def run_point(
     label: str = "",
     warmup: int | None = None,
     seed_shift: int = 0,
+    point_timeout_s: float | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
     requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts, seed_shift)
     timeout = config.sweep_matrix.per_client_timeout_s if config.sweep_matrix else config.timeout_seconds
+    timeout = point_timeout_s or timeout
     spec = LoadSpec(
         base_url=base_url,
         model=model,
@@ -334,7 +373,8 @@ def run_point(
     )
     load = run_load(spec)
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
-    metrics = compute_metrics(load.results, load.duration_s, tokenizer=tokenizer, slo_ms=slo)
+    percentiles = sorted({*PERCENTILES, *config.load.metric_percentiles})
+    metrics = compute_metrics(load.results, load.duration_s, tokenizer=tokenizer, slo_ms=slo, percentiles=percentiles)
     row: dict[str, Any] = {
         "concurrency": point.concurrency,
         "request_rate": None if math.isinf(point.request_rate) else point.request_rate,
@@ -450,21 +490,40 @@ def run_diagnostic(
     point: Point,
     tokenizer: Any,
     ws: Workspace,
+    capture: int = 0,
 ) -> dict[str, Any]:
+    """One profiled capture: start_profile, a short load, stop_profile, then wait for its traces.
+
+    With ``profiler.torch_profiler.num_profiles`` above 1, each capture's new traces are moved to
+    ``torch_trace/profile_<NNN>/`` (AMD Magpie's layout), so every capture is analyzed on its own.
+    """
+    tp = config.profiler.torch_profiler
     trace_dir = ws.path / "torch_trace"
-    out: dict[str, Any] = {"trace_dir": str(trace_dir), "errors": []}
+    out: dict[str, Any] = {"trace_dir": str(trace_dir), "errors": [], "capture": capture + 1}
     if not framework.start_profile_path:
         out["errors"].append(f"{framework.name} has no profiler endpoints")
         return out
+    if tp.num_steps and not getattr(framework, "supports_num_steps", False):
+        out["errors"].append(f"profiler.torch_profiler.num_steps: {framework.name} cannot limit a capture to steps")
+    before = set(_traces_now(trace_dir, framework.trace_patterns))
     num = config.load.diagnostic_num_prompts or max(point.concurrency or 1, 1)
-    status, text = _http_post(handle.base_url + framework.start_profile_path)
+    body = framework.start_profile_body(config) if hasattr(framework, "start_profile_body") else None
+    status, text = _http_post(handle.base_url + framework.start_profile_path, body=body)
     out["start_profile"] = status
     if status >= 300:
         out["errors"].append(f"start_profile answered HTTP {status}: {text}")
         return out
     try:
         row, load = run_point(
-            config, handle.base_url, model, point, tokenizer, num_prompts=num, label="diagnostic (profiled)", warmup=0
+            config,
+            handle.base_url,
+            model,
+            point,
+            tokenizer,
+            num_prompts=num,
+            label="diagnostic (profiled)",
+            warmup=0,
+            point_timeout_s=tp.capture_timeout_seconds,
         )
         out["point"] = row
         if load.interrupted:
@@ -474,11 +533,25 @@ def run_diagnostic(
         out["stop_profile"] = status
         if status >= 300:
             out["errors"].append(f"stop_profile answered HTTP {status}: {text}")
-    traces = wait_for_traces(trace_dir, framework.trace_patterns, timeout_s=min(config.timeout_seconds, 300))
+    flush_s = tp.flush_timeout_seconds or min(config.timeout_seconds, 300)
+    traces = [p for p in wait_for_traces(trace_dir, framework.trace_patterns, timeout_s=flush_s) if p not in before]
+    if tp.num_profiles > 1 and traces:
+        trace_dir = trace_dir / f"profile_{capture + 1:03d}"
+        traces = _move_into(traces, trace_dir)
+        out["trace_dir"] = str(trace_dir)
     out["traces"] = [str(p) for p in traces]
     if not traces:
-        out["errors"].append(f"no trace file appeared under {trace_dir}")
+        out["errors"].append(f"no trace file appeared under {trace_dir} within {flush_s:g} s")
     return out
+
+
+def _traces_now(folder: Path, patterns: tuple[str, ...]) -> list[Path]:
+    return [p for pat in patterns for p in folder.rglob(pat) if p.is_file()] if folder.is_dir() else []
+
+
+def _move_into(files: list[Path], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return [f.rename(folder / f.name) for f in files]
 
 
 # --- the run -----------------------------------------------------------------------------
@@ -525,14 +598,16 @@ def run_benchmark(
     """Run the benchmark ``config`` describes; write and return its report."""
     t0 = time.monotonic()
     ws = create_workspace(output_dir, "benchmark", config.framework)
-    ws.snapshot_config({"benchmark": dump(config)})
+    ws.snapshot_config({"benchmark": {**dump(config), "envs": redacted(config.envs)}})
     handler = ws.attach_log()
     measure = config.run_kind in ("measurement", "auto")
-    diagnose = config.run_kind == "diagnostic" or (config.run_kind == "auto" and config.profiler.torch_profiler.enabled)
+    diagnose = config.run_kind == "diagnostic" or (
+        config.run_kind == "auto" and config.profiler.torch_profiler.enabled is True
+    )
     report = BenchmarkReport(
         framework=config.framework or "",
         model=config.model,
-        config=config.model_dump(mode="json"),
+        config={**config.model_dump(mode="json"), "envs": redacted(config.envs)},
         workspace_dir=str(ws.path),
         workspace=str(ws.path),
         run_kind=config.run_kind,
@@ -541,6 +616,7 @@ def run_benchmark(
     )
     lease: GpuLease | None = None
     handle: ServerHandle | None = None
+    kept: dict[str, Any] | None = None  # server_lifecycle: the persistent server's info
     try:
         framework = framework_component
         if framework is None and (config.run_mode != "external" or diagnose):
@@ -548,6 +624,16 @@ def run_benchmark(
         points = plan_points(config)
         if config.run_mode == "external":
             handle = _external_server(config, report, diagnose)
+        elif config.server_lifecycle and config.server_lifecycle.enabled:
+            trace_dir = ws.path / "torch_trace" if diagnose else None
+            handle, lease, kept = lifecycle.acquire(
+                config,
+                framework,
+                lease_gpus=lambda: _lease_gpus(config),
+                start=lambda cfg, gpus: start_server(cfg, framework, ws, gpus, trace_dir),
+                handle_type=ServerHandle,
+            )
+            report.gpus = lease.as_dict() if lease else {"how": "reused server"}
         else:
             lease = _lease_gpus(config)
             report.gpus = lease.as_dict()
@@ -567,7 +653,9 @@ def run_benchmark(
             _fingerprint(config, report, framework, tokenizer)
         if diagnose and handle.process is not None:
             _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
-    except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError) as exc:
+        elif diagnose and kept is not None:
+            report.errors.append("profiling needs a server this run starts; a reused server runs without the profiler")
+    except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError, LifecycleError) as exc:
         report.errors.append(str(exc))
     except KeyboardInterrupt:
         report.interrupted = True
@@ -576,7 +664,9 @@ def run_benchmark(
         log.exception("benchmark failed")
         report.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
-        if handle is not None and handle.process is not None:
+        if kept is not None and handle is not None:
+            lifecycle.finish(config, handle, kept)
+        elif handle is not None and handle.process is not None:
             code = handle.process.stop(
                 min(config.stop_grace_s, INTERRUPT_GRACE_S) if report.interrupted else config.stop_grace_s
             )
@@ -718,20 +808,42 @@ def _diagnose(
     ws: Workspace,
     report: BenchmarkReport,
 ) -> None:
-    """The profiled diagnostic run, then the trace analyses of what it recorded."""
-    diag = run_diagnostic(config, framework, handle, model, point, tokenizer, ws)
-    if handle.process:
-        handle.process.check_alive()
-    if diag.get("traces"):
-        report.gap_analysis = run_gap_analysis(config, ws.path / "torch_trace", ws.path / "gap_analysis")
-        report.errors += [f"gap analysis: {e}" for e in report.gap_analysis.get("errors") or []]
-        if config.profiler.tracelens.enabled:
-            report.tracelens_analysis = run_tracelens_analysis(
-                config, ws.path / "torch_trace", ws.path / "tracelens", point
-            )
-            report.errors += [f"trace analysis: {e}" for e in report.tracelens_analysis.get("errors") or []]
-    report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
-    report.diagnostic = diag
+    """The profiled diagnostic captures (``num_profiles``, ``interval_seconds`` apart), then the trace
+    analyses of what each recorded; the report's ``gap_analysis`` is the first capture's."""
+    tp = config.profiler.torch_profiler
+    captures = []
+    for i in range(tp.num_profiles):
+        if i and tp.interval_seconds:
+            time.sleep(tp.interval_seconds)  # starts once the previous capture's traces are written
+        diag = run_diagnostic(config, framework, handle, model, point, tokenizer, ws, capture=i)
+        if handle.process:
+            handle.process.check_alive()
+        if diag.get("traces"):
+            index = i if tp.num_profiles > 1 else None
+            _analyze_capture(config, Path(diag["trace_dir"]), ws, point, report, diag, index)
+        report.errors += [f"diagnostic: {e}" for e in diag["errors"]]
+        captures.append(diag)
+    report.diagnostic = {**captures[0], "captures": captures} if len(captures) > 1 else captures[0]
+
+
+def _analyze_capture(
+    config: BenchmarkConfig,
+    trace_dir: Path,
+    ws: Workspace,
+    point: Any,
+    report: BenchmarkReport,
+    diag: dict[str, Any],
+    index: int | None,
+) -> None:
+    suffix = "" if index is None else f"/profile_{index + 1:03d}"
+    gap = run_gap_analysis(config, trace_dir, Path(f"{ws.path / 'gap_analysis'}{suffix}"))
+    diag["gap_analysis"] = gap.get("output_dir") or gap.get("trace_dir")
+    report.errors += [f"gap analysis: {e}" for e in gap.get("errors") or []]
+    report.gap_analysis = report.gap_analysis or gap
+    if config.profiler.tracelens.enabled:
+        lens = run_tracelens_analysis(config, trace_dir, Path(f"{ws.path / 'tracelens'}{suffix}"), point)
+        report.errors += [f"trace analysis: {e}" for e in lens.get("errors") or []]
+        report.tracelens_analysis = report.tracelens_analysis or lens
 
 
 def _summarize(report: BenchmarkReport) -> None:

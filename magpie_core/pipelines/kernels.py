@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
+from magpie_core import latency_protocol
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
@@ -62,6 +63,10 @@ class KernelJob(Model):
     #: compare times this kernel in interleaved blocks afterwards: correctness (and counters) only here
     timing_elsewhere: bool = False
     build_artifacts: list[str] = Field(default_factory=list)
+    #: compiling.enable_default_compile: the backend compiles a kernel that has no compile_command
+    default_compile: bool = True
+    #: AMD Magpie's ``latency:`` block (magpie_core.latency_protocol), if the file has one
+    latency: dict[str, Any] | None = None
 
 
 # --- one kernel ----------------------------------------------------------------
@@ -84,8 +89,13 @@ def command_env(kernel: KernelConfig, workdir: Path) -> dict[str, str]:
     return {BUILD_DIR_VAR: str(workdir), **kernel.env}
 
 
-def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeout: float) -> CompileResult:
+def _compile(
+    kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeout: float, default_compile: bool = True
+) -> CompileResult:
     commands = with_build_dir(kernel.compile_commands(), workdir)
+    if not commands and not default_compile:
+        message = "not compiled: no compile_command and compiling.enable_default_compile is false"
+        return CompileResult(status=StageStatus.SKIPPED, message=message)
     if commands:
         start = time.perf_counter()
         outcomes = run_commands(
@@ -107,21 +117,25 @@ def _compile(kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeo
     return result
 
 
-def _run_testcases(kernel: KernelConfig, cwd: Path, workdir: Path, timeout: float) -> CorrectnessResult:
+def _run_testcases(
+    kernel: KernelConfig, cwd: Path, workdir: Path, timeout: float, latency: dict[str, Any] | None = None
+) -> tuple[CorrectnessResult, str]:
+    """The testcase commands' verdict and their output (AMD Magpie's latency lines are read from it)."""
     outcomes = run_commands(
         with_build_dir(kernel.testcase_commands(), workdir),
         cwd=cwd,
-        env=command_env(kernel, workdir),
+        env={**command_env(kernel, workdir), **latency_protocol.testcase_env(latency)},
         timeout_s=timeout,
         log_path=workdir / "testcase.log",
     )
     failed = next((o for o in outcomes if not o.ok), None)
-    return CorrectnessResult(
+    result = CorrectnessResult(
         status=StageStatus.FAILED if failed else StageStatus.PASSED,
         method="testcase_command",
         trials=len(outcomes),
         message=(f"{failed.describe()}\n{tail(failed.output, 15)}" if failed else "all testcase commands exited 0"),
     )
+    return result, "\n".join(o.output for o in outcomes)
 
 
 def worker_argv(task_path: Path, outcome_path: Path) -> list[str]:
@@ -182,7 +196,7 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     elif problem:  # before any command: a testcase exiting 0 says nothing about files that are not there
         result.compile = CompileResult(status=StageStatus.FAILED, message=problem)
     else:
-        result.compile = _compile(kernel, backend, cwd, workdir, timeout)
+        result.compile = _compile(kernel, backend, cwd, workdir, timeout, job.default_compile)
     if result.compile.status == StageStatus.FAILED:
         result.errors.append(result.compile.message or "compile failed")
         result.correctness.message = "compile failed"
@@ -205,9 +219,10 @@ def _check_and_time(
 ) -> None:
     """The correctness gates (testcase commands, the backend's harness) and timing of a compiled kernel."""
     correctness: CorrectnessResult | None = None
+    output = ""
     run_testcases = bool(kernel.testcase_commands()) and not job.timing_only
     if run_testcases and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
-        correctness = _run_testcases(kernel, cwd, workdir, timeout)
+        correctness, output = _run_testcases(kernel, cwd, workdir, timeout, job.latency)
     if kernel.uses_harness:
         correctness = _run_harness(kernel, job, result, correctness, cwd, workdir, timeout)
     elif correctness is None:
@@ -216,7 +231,11 @@ def _check_and_time(
             message="no correctness check configured: give testcase_command, or entry with reference/get_inputs",
         )
     result.correctness = correctness
-    if not kernel.uses_harness and job.measure_performance:
+    # a testcase that times itself reports even under --no-perf (its line costs nothing more: AMD Magpie)
+    timed = latency_protocol.performance_from_output(output, job.latency) if output else None
+    if timed is not None and not kernel.uses_harness:
+        result.performance = timed
+    elif not kernel.uses_harness and job.measure_performance:
         result.performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
 
 
@@ -367,6 +386,8 @@ def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure
                 config_dir=str(config_dir.resolve()),
                 workdir=str(ws.path / kernel.id),
                 measure_performance=measure_performance,
+                default_compile=file.compiling.enable_default_compile if file.compiling else True,
+                latency=file.latency.model_dump(mode="json") if file.latency else None,
             )
         )
     return jobs

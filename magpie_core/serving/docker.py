@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from magpie_core.compat_benchmark import is_secret
+
 if TYPE_CHECKING:
     from magpie_core.interfaces import ContainerGpuAccess
     from magpie_core.plugins import PluginManager
@@ -76,10 +78,10 @@ def docker_command(
         argv += access.args
         env = {**env, **access.env}
     for key, value in sorted(env.items()):
-        if key in SECRET_ENV:
+        if key in SECRET_ENV or is_secret(key):
             continue
         argv += ["-e", f"{key}={value}"]
-    for key in SECRET_ENV:
+    for key in sorted({*SECRET_ENV, *(k for k in env if is_secret(k))}):
         if key in environ or key in env:
             argv += ["-e", key]  # name only: docker reads the value from its own environment
     seen: set[str] = set()

@@ -1,6 +1,6 @@
 """Helpers shared by serving-framework plugins: AMD Magpie's ``envs`` read one way everywhere.
 
-``TP`` tensor parallel size, ``MAX_MODEL_LEN``, ``GPU_MEM_UTIL``, ``EXTRA_<X>_ARGS``
+``TP`` tensor parallel size, ``MAX_MODEL_LEN``, ``GPU_MEM_UTIL`` (or ``GPU_MEMORY_UTILIZATION``), ``EXTRA_<X>_ARGS``
 (shell-split extra server arguments) and the server's python: ``server_python``
 in the config, else the plugin's environment variable, else this python
 (``python3`` inside a container).
@@ -96,7 +96,8 @@ class FrameworkBase(ServingFramework):
 
     @staticmethod
     def gpu_mem_util(config: Any) -> float | None:
-        return config.env_float("GPU_MEM_UTIL")
+        value = config.env_float("GPU_MEM_UTIL")
+        return value if value is not None else config.env_float("GPU_MEMORY_UTILIZATION")
 
     def extra_args(self, config: Any) -> list[str]:
         raw = config.envs.get(self.extra_args_env) or config.envs.get("EXTRA_SERVER_ARGS") or ""

@@ -42,6 +42,12 @@ class Sglang(FrameworkBase):
     max_len_flag = "--context-length"
     mem_fraction_flag = "--mem-fraction-static"
 
+    supports_num_steps: ClassVar[bool] = True
+
+    def start_profile_body(self, config: Any) -> dict[str, Any] | None:
+        steps = config.profiler.torch_profiler.num_steps
+        return {"num_steps": steps} if steps else None  # SGLang stops the capture itself after them
+
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
         return {"SGLANG_TORCH_PROFILER_DIR": str(profile_dir)} if profile_dir is not None else {}
 

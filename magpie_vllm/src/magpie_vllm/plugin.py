@@ -45,17 +45,25 @@ class Vllm(FrameworkBase):
     enforce_eager_flag = "--enforce-eager"
     version_path = "/version"
 
+    supports_num_steps: ClassVar[bool] = True
+
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":
             return []
-        extra = dict(config.framework_options.get("profiler_config") or {})  # e.g. {"torch_profiler_with_stack": false}
-        profiler = {"profiler": "torch", "torch_profiler_dir": str(profile_dir), **extra}
+        profiler: dict[str, Any] = {"profiler": "torch", "torch_profiler_dir": str(profile_dir)}
+        steps = config.profiler.torch_profiler.num_steps
+        if steps:
+            profiler["max_iterations"] = steps  # engine iterations captured after /start_profile
+        profiler.update(config.framework_options.get("profiler_config") or {})  # {"torch_profiler_with_stack": false}
         return ["--profiler-config", json.dumps(profiler)]
 
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:
         env: dict[str, str] = {}
         if profile_dir is not None and config.framework_options.get("profiler_style", "config") == "env":
             env["VLLM_TORCH_PROFILER_DIR"] = str(profile_dir)
+            steps = config.profiler.torch_profiler.num_steps
+            if steps:
+                env["VLLM_PROFILER_MAX_ITERS"] = str(steps)
         return env
 
     def default_image(self, gpu_arch: str | None) -> str | None:

@@ -89,7 +89,7 @@ def test_stdio_exploits_are_refused_and_the_server_stays_alive(workspace, tmp_pa
         for url in ("http://169.254.169.254/latest", "http://10.1.2.3:8000", "ftp://127.0.0.1/", "http://[fe80::1]:80"):
             args = {"framework": "vllm", "model": "m", "run_mode": "external", "base_url": url}
             msg = await call_error(s, "benchmark", args)
-            assert "base_url" in msg and ("loopback" in msg or "only http(s)" in msg), msg
+            assert "base_url" in msg and ("loopback" in msg or "only http(s)" in msg or "is not an http" in msg), msg
         # 5. gap_analysis with the trace directly in the root: output stays under the root, result is compact
         out = await call(s, "gap_analysis", {"trace_path": TRACE.name, "top_k": 5})
         assert Path(out["output_dir"]).is_relative_to(workspace) and not (workspace.parent / "gap_analysis").exists()

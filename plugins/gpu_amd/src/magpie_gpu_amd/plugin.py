@@ -153,3 +153,124 @@ def magpie_container_gpu_access(vendor: str, devices: list[int]) -> ContainerGpu
         return None
     env = {VISIBLE_DEVICES_ENV: ",".join(map(str, devices))} if devices else {}
     return ContainerGpuAccess(args=list(CONTAINER_DEVICE_FLAGS), env=env)
+
+
+# --- hardware control: clocks, power cap, performance level -----------------------------------
+
+
+def _find(obj: Any, *keys: str) -> Any:
+    """The first value under any of ``keys`` anywhere in ``obj`` (amd-smi's JSON nests differ by release)."""
+    if isinstance(obj, dict):
+        for key in keys:
+            if key in obj:
+                return obj[key]
+        for value in obj.values():
+            found = _find(value, *keys)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for value in obj:
+            found = _find(value, *keys)
+            if found is not None:
+                return found
+    return None
+
+
+def _watts(obj: Any) -> float | None:
+    value = _value(obj)
+    unit = str(obj.get("unit", "W")) if isinstance(obj, dict) else "W"
+    if value is None:
+        return None
+    return value / 1e6 if unit.lower() in ("uw", "µw") else value
+
+
+def parse_amd_hardware(metric_json: str, limit_json: str) -> list[dict[str, Any]]:
+    """Rows from ``amd-smi metric --clock --power --json`` and ``amd-smi static --limit --json``."""
+    limits = {row.get("gpu"): row for row in _rows(_json_document(limit_json or "[]"))}
+    out = []
+    for row in _rows(_json_document(metric_json)):
+        clock, limit = row.get("clock") or {}, limits.get(row.get("gpu"), {})
+        out.append(
+            {
+                "index": int(row.get("gpu", len(out))),
+                "sm_clock_mhz": _value(_find(clock.get("gfx_0") or clock, "clk")),
+                "mem_clock_mhz": _value(_find(clock.get("mem_0") or {}, "clk")),
+                "max_sm_clock_mhz": _value(_find(clock.get("gfx_0") or {}, "max_clk")),
+                "power_limit_w": _watts(_find(limit, "power_cap", "socket_power_limit", "ppt0_power_limit")),
+                "max_power_limit_w": _watts(_find(limit, "max_power_cap", "max_power")),
+                "power_draw_w": _watts(_find(row.get("power") or {}, "socket_power", "average_socket_power")),
+                "perf_level": _find(row, "perf_level"),
+                "persistence_mode": None,  # no such setting on AMD: the driver keeps state
+                "source": "amd-smi",
+            }
+        )
+    return out
+
+
+class AmdHardware:
+    """``amd-smi``: query; ``set --power-cap / --perf-level / --clk-level / --clk-limit``; ``reset --clocks``."""
+
+    vendor = "amd"
+
+    def __init__(self, tool: str | None = None) -> None:
+        self.tool = tool or shutil.which("amd-smi") or "amd-smi"
+
+    def _run(self, args: list[str]) -> str:
+        from magpie_core.interfaces import HardwareControlError
+
+        try:
+            out = subprocess.run([self.tool, *args], capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise HardwareControlError(f"amd-smi {' '.join(args)}: {exc}") from exc
+        if out.returncode != 0:
+            said = (out.stdout + out.stderr).strip().splitlines()
+            why = said[-1] if said else f"exit code {out.returncode}"
+            hint = " (changing GPU settings needs root)" if "ermission" in why or "root" in why else ""
+            raise HardwareControlError(f"amd-smi {' '.join(args)}: {why}{hint}")
+        return out.stdout
+
+    def query(self, indices: list[int] | None = None) -> list[dict[str, Any]]:
+        select = ["-g", *map(str, indices)] if indices else []
+        metric = self._run(["metric", *select, "--clock", "--power", "--json"])
+        try:
+            limit = self._run(["static", *select, "--limit", "--json"])
+        except Exception:  # older releases: no limit block
+            limit = "[]"
+        return parse_amd_hardware(metric, limit)
+
+    def apply(self, index: int, settings: dict[str, Any]) -> dict[str, Any]:
+        from magpie_core.interfaces import HardwareControlError
+
+        before = self.query([index])
+        saved: dict[str, Any] = {"power_limit_w": before[0]["power_limit_w"] if before else None}
+        g = ["set", "-g", str(index)]
+        try:
+            if "power_limit_w" in settings:
+                self._run([*g, "--power-cap", f"{settings['power_limit_w']:g}"])
+                saved["power_set"] = True
+            for key, clk in (("gpu_clock_level", "SCLK"), ("mem_clock_level", "MCLK")):
+                if key in settings:
+                    self._run([*g, "--perf-level", "MANUAL"])
+                    self._run([*g, "--clk-level", clk, str(settings[key])])
+                    saved["clocks_set"] = True
+            for key, clk in (("gpu_clock_mhz", "sclk"), ("mem_clock_mhz", "mclk")):
+                if key in settings:
+                    low, high = settings[key]
+                    self._run([*g, "--clk-limit", clk, "min", str(low)])
+                    self._run([*g, "--clk-limit", clk, "max", str(high)])
+                    saved["clocks_set"] = True
+        except HardwareControlError:
+            self.restore(index, saved)  # nothing stays half-applied
+            raise
+        return saved
+
+    def restore(self, index: int, saved: dict[str, Any]) -> None:
+        if saved.get("clocks_set"):
+            self._run(["reset", "-g", str(index), "--clocks"])  # clock limits and levels, perf level auto
+        if saved.get("power_set") and saved.get("power_limit_w"):
+            self._run(["set", "-g", str(index), "--power-cap", f"{saved['power_limit_w']:g}"])
+
+
+@hookimpl
+def magpie_gpu_hardware_control(vendor: str) -> AmdHardware | None:
+    return AmdHardware() if vendor == "amd" and shutil.which("amd-smi") else None

@@ -73,7 +73,7 @@ def benchmark_config_for(
         if benchmark_config
         else BenchmarkConfig()
     )
-    config = apply_overrides(config, framework, overrides)
+    config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
     check_benchmark_config(tool.policy, config.model_dump(), tool.config.benchmark_hosts)
     if config.run_mode != "external" and not config.model:
         raise ToolFailure("no model: set model or benchmark.model in the config")

@@ -1,11 +1,11 @@
-"""Tools about the machine and the installation: ``hardware_spec``, ``list_plugins``."""
+"""Tools about the machine and the installation: ``hardware_spec``, ``list_plugins``, ``gpu_hardware_state``."""
 
 from __future__ import annotations
 
 import os
 import platform
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -91,7 +91,18 @@ def list_plugins() -> PluginList:
     return PluginList(plugins=plugins, components={k: sorted(manager.components(k)) for k in KIND_HOOKS})
 
 
+@tool_meta("GPU clocks and power", read_only=True, idempotent=True, open_world=False)
+def gpu_hardware_state() -> dict[str, Any]:
+    """Each GPU's clocks (MHz), power limit and draw (W), persistence mode, from the vendor plugins
+    (nvidia-smi, amd-smi). Read-only: settings change only through a run whose framework config
+    enables gpu.hardware, never through this server (AMD Magpie's configure_gpu is not offered)."""
+    from magpie_core.hardware import record
+
+    return record()
+
+
 @hookimpl
 def magpie_register_mcp_tools(register: Register) -> None:
     register(hardware_spec)
     register(list_plugins)
+    register(gpu_hardware_state)
