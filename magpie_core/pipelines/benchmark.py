@@ -304,7 +304,11 @@ def start_server(
     proc.start()
     base_url = f"http://{host}:{port}"
     info["pid"] = proc.pid
-    info["ready_s"] = proc.wait_ready(base_url + framework.readiness_path, config.server_ready_timeout_s)
+    try:
+        info["ready_s"] = proc.wait_ready(base_url + framework.readiness_path, config.server_ready_timeout_s)
+    except BaseException:
+        proc.stop(grace_s=min(config.stop_grace_s, 5.0))  # a server that never became ready is not left behind
+        raise
     log.info("server ready in %.1f s at %s", info["ready_s"], base_url)
     return ServerHandle(base_url, proc, info)
 
