@@ -602,7 +602,9 @@ def run_benchmark(
     """Run the benchmark ``config`` describes; write and return its report."""
     t0 = time.monotonic()
     ws = create_workspace(output_dir, "benchmark", config.framework)
-    ws.snapshot_config({"benchmark": {**dump(config), "envs": redacted(config.envs)}})
+    ws.snapshot_config(
+        {"benchmark": {**dump(config), "envs": redacted(config.envs), "server_env": redacted(config.server_env)}}
+    )
     handler = ws.attach_log()
     measure = config.run_kind in ("measurement", "auto")
     diagnose = config.run_kind == "diagnostic" or (
@@ -611,7 +613,11 @@ def run_benchmark(
     report = BenchmarkReport(
         framework=config.framework or "",
         model=config.model,
-        config={**config.model_dump(mode="json"), "envs": redacted(config.envs)},
+        config={
+            **config.model_dump(mode="json"),
+            "envs": redacted(config.envs),
+            "server_env": redacted(config.server_env),
+        },
         workspace_dir=str(ws.path),
         workspace=str(ws.path),
         run_kind=config.run_kind,
