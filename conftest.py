@@ -75,3 +75,39 @@ def fake_stream_server():
 
     with running(ttft_ms=5, itl_ms=1) as url:
         yield url
+
+
+# --- a real vLLM CPU server, shared by the end-to-end tests (tests/helpers/vllm_cpu.py) ------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.helpers.vllm_cpu import make_tiny_llama
+
+    try:
+        return make_tiny_llama(tmp_path_factory.mktemp("tiny_llama_shared"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One vLLM CPU server for the session (default settings, prefix caching off, torch profiler configured
+    but idle): yields ``.url`` and ``.trace_dir`` (where ``POST /start_profile`` ... ``/stop_profile`` writes)."""
+    from types import SimpleNamespace
+
+    from tests.helpers.vllm_cpu import running_vllm
+
+    folder = tmp_path_factory.mktemp("vllm_server")
+    with running_vllm(tiny_llama_model, folder, trace_dir=folder / "traces") as url:
+        yield SimpleNamespace(url=url, trace_dir=folder / "traces")
+
+
+@pytest.fixture(scope="session")
+def vllm_aa_reports(vllm_server: str, tiny_llama_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Two runs of one benchmark (3 repeats each) against the shared server, started together: an A/A pair."""
+    from tests.helpers.vllm_cpu import benchmark_block, run_benchmarks_together
+
+    out = tmp_path_factory.mktemp("vllm_aa")
+    block = benchmark_block(tiny_llama_model, run_mode="external", base_url=vllm_server.url)
+    return run_benchmarks_together([(block, out / "a"), (block, out / "a2")], "--repeats", "3")

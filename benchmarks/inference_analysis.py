@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("trace_gap", ROOT / "benchmarks" / "trace_gap.py")
 trace_gap = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(trace_gap)  # type: ignore[union-attr]
+_spec = importlib.util.spec_from_file_location("trace_shapes", ROOT / "benchmarks" / "trace_shapes.py")
+trace_shapes = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(trace_shapes)  # type: ignore[union-attr]
 
 ANALYZER = r"""
 import json, sys
@@ -67,8 +70,7 @@ def _one_round(
     tl = None
     if tracelens_python:
         tl = trace_gap.measure(
-            [tracelens_python, "-m", "TraceLens.Reporting.generate_perf_report_pytorch_inference",
-             "--profile_json_path", str(big), "--output_csvs_dir", str(work / "tl")]
+            [tracelens_python, "-c", trace_shapes.TRACELENS, str(big), str(work / "tl")]
         )  # fmt: skip
         print("tracelens", tl[:2])
     return res, best, cli_runs, tl

@@ -63,8 +63,9 @@ print(json.dumps({"total": r.total_duration_us, "names": r.num_kernel_names, "ra
 """
 
 
-def build_trace(dest: Path, target_mb: int) -> tuple[int, int]:
-    with gzip.open(SOURCE, "rt") as f:
+def build_trace(dest: Path, target_mb: int, source: Path = SOURCE) -> tuple[int, int]:
+    """Write ``dest``: time-shifted copies of the trace ``source`` until it holds ``target_mb`` MB."""
+    with gzip.open(source, "rt") as f:
         data = json.load(f)
     events = data["traceEvents"]
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]

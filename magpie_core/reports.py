@@ -189,3 +189,18 @@ class Report(Model):
         tmp.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")
         tmp.replace(path)
         return path
+
+
+def read_report_json(path: Path) -> dict[str, Any]:
+    """A report file as a dict; ``ValueError`` naming the file (and line, for bad JSON) when it cannot be read."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a magpie report (a JSON object)")
+    return data

@@ -149,9 +149,10 @@ def test_run_eval_false_and_multimodal_keys_load_with_a_warning(tmp_path, caplog
 def test_envs_reach_the_server_and_secrets_stay_out_of_reports(tmp_path) -> None:
     envs = {"CONC": 2, "ISL": 8, "OSL": 4, "NUM_PROMPTS": 2, "VLLM_ROCM_USE_AITER": 1, "HF_TOKEN": "s3cret-hf"}
     envs["MY_API_KEY"] = "s3cret-key"
-    report = run_benchmark(config(envs=envs, load={"progress": False}), tmp_path, framework_component=FakeFramework())
+    cfg = config(envs=envs, load={"progress": False}, server_env={"SERVER_TOKEN": "s3cret-server"})
+    report = run_benchmark(cfg, tmp_path, framework_component=FakeFramework())
     assert report.success, report.errors
-    assert {"VLLM_ROCM_USE_AITER", "HF_TOKEN", "MY_API_KEY"} <= set(report.server["env"])
+    assert {"VLLM_ROCM_USE_AITER", "HF_TOKEN", "MY_API_KEY", "SERVER_TOKEN"} <= set(report.server["env"])
     assert not {"CONC", "ISL", "TP", "NUM_PROMPTS"} & set(report.server["env"])  # read by magpie, not exported
     ws = Path(report.workspace_dir)
     for written in (ws / "benchmark_report.json", ws / "config.yaml", ws / "server.log"):

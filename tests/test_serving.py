@@ -239,3 +239,30 @@ def test_sglang_and_atom_commands(tmp_path):
     assert a[a.index("--server-port") + 1] == "8888" and a[a.index("--kv_cache_dtype") + 1] == "fp8"
     assert Atom().profiler_args(c, tmp_path) == ["--torch-profiler-dir", str(tmp_path)]
     assert Atom().default_image("gfx950") == "rocm/atom:latest"
+
+
+
+def test_a_server_that_never_becomes_ready_is_stopped(tmp_path, monkeypatch):
+    import uuid
+
+    from magpie_core.pipelines.benchmark import start_server
+    from magpie_core.serving.gpus import GpuLease
+    from magpie_core.workspace import create_workspace
+    from tests.helpers.leftovers import assert_none_left, marked_processes
+
+    class NeverReady:
+        name, readiness_path = "never-ready", "/health"
+
+        def server_command(self, config, host, port):
+            return [sys.executable, "-c", "import time; time.sleep(300)"]
+
+        def server_env(self, config, profile_dir):
+            return {}
+
+    marker = f"never-ready-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MAGPIE_TEST_MARKER", marker)  # the server inherits it: found again through /proc
+    ws = create_workspace(tmp_path, "benchmark", "never-ready")
+    with pytest.raises(ServerError, match="not ready"):
+        start_server(cfg(server_ready_timeout_s=1), NeverReady(), ws, GpuLease(None, [], "none"), None)
+    assert_none_left(marker)
+    assert not marked_processes(marker)

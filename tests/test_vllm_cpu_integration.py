@@ -23,17 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not Path(VLLM_PYTHON).exists():
-        pytest.fail(f"no vLLM python at {VLLM_PYTHON}: run scripts/setup_vllm_cpu.sh (or set MAGPIE_VLLM_PYTHON)")
-    out = tmp_path_factory.mktemp("tiny_llama")
-    subprocess.run(
-        [VLLM_PYTHON, str(ROOT / "tests" / "helpers" / "make_tiny_llama.py"), str(out)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return out
+def tiny_llama(tiny_llama_model: Path) -> Path:
+    """The session's tiny Llama (root conftest), shared with the other vLLM CPU tests."""
+    return tiny_llama_model
 
 
 def test_benchmark_vllm_cpu_end_to_end(tiny_llama: Path, tmp_path: Path) -> None:

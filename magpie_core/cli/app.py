@@ -168,12 +168,32 @@ def forwards_interrupts(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             with handling_interrupts():
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
+            if received() is not None:  # the command ended without noticing the signal
+                err_console.print("[yellow]interrupted[/yellow]", soft_wrap=True)
+            return result
+        except (typer.Exit, SystemExit):
+            raise
+        except BaseException as exc:
+            if received() is None:
+                raise
+            _say_interrupted_by(exc)  # an error while stopping must not end the run without a word
         finally:
             if received() is not None:
                 exit_now()  # interrupted: report written, message printed; exit before anything else can hang
 
     return wrapper  # type: ignore[return-value]
+
+
+def _say_interrupted_by(exc: BaseException) -> None:
+    from magpie_core.cli.failures import write_error_log
+
+    log = write_error_log(exc, sys.argv)
+    where = f"; details in {log}" if log else ""
+    err_console.print(
+        f"[yellow]interrupted[/yellow] ({type(exc).__name__} while stopping; no report was written){where}",
+        soft_wrap=True,
+    )
 
 
 def setup_logging(verbose: bool) -> None:

@@ -214,6 +214,21 @@ def benchmark_command(
     no_rank_csv: bool = GapFlags.no_rank_csv,
     find_kernel_sources: bool = GapFlags.find_kernel_sources,
     kernel_source_repos: list[str] | None = GapFlags.kernel_source_repos,
+    repeats: int | None = typer.Option(None, "--repeats", min=1, max=100, help="measure N times, report the spread"),
+    restart_between_repeats: bool | None = typer.Option(
+        None, "--restart-between-repeats/--no-restart-between-repeats", help="a fresh server for every repeat"
+    ),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None, "--compare", help="end-to-end verdict of two benchmark reports: --compare BASE NEW"
+    ),
+    allow_different_workload: bool = typer.Option(
+        False, "--allow-different-workload", help="--compare reports of different workloads anyway (labelled)"
+    ),
+    min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="--compare: smallest change called (0.02=2%)"),
+    noise_floor: float | None = typer.Option(
+        None, "--noise-floor", min=0, help="--compare: run-to-run noise floor for every metric (default: measured)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="--compare: print the comparison JSON"),
     num_prompts: int | None = LoadFlags.num_prompts,
     request_rate: str | None = LoadFlags.request_rate,
     burstiness: float | None = LoadFlags.burstiness,
@@ -228,9 +243,20 @@ def benchmark_command(
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
-    """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces)."""
+    """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
     check_benchmark_flags(base_url, run_mode)
     check_format(fmt)
+    if compare is not None:
+        from magpie_core.cli.benchmark_compare import run_compare_cli
+
+        code = run_compare_cli(
+            list(compare),
+            allow_different_workload=allow_different_workload,
+            min_effect=min_effect,
+            noise_floor=noise_floor,
+            as_json=as_json or fmt == "json",
+        )
+        raise typer.Exit(code)
     if trace_dir is not None:
         run_flags = {
             "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
@@ -283,6 +309,8 @@ def benchmark_command(
                 "base_url": base_url,
                 "docker_image": docker_image or STATE.docker_image,
                 "timeout": timeout,
+                "repeats": repeats,
+                "restart_between_repeats": restart_between_repeats,
                 "patch": patch,
             },
             output_dir=STATE.resolve_output_dir(output_dir),

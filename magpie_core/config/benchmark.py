@@ -300,6 +300,8 @@ class BenchmarkConfig(PluginBlocksModel):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     load: LoadConfig = Field(default_factory=LoadConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
+    repeats: int = Field(1, ge=1, le=100, description="run the measurement this many times (docs/optimization-loop.md)")
+    restart_between_repeats: bool = Field(False, description="a fresh server for every repeat (restarts are noise)")
 
     @field_validator("run_mode")
     @classmethod

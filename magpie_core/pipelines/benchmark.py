@@ -39,6 +39,8 @@ from magpie_core.loadgen import datasets as ds
 from magpie_core.loadgen.metrics import PERCENTILES, compute_metrics, summarize
 from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
 from magpie_core.pipelines import lifecycle
+from magpie_core.pipelines import repeats as rp
+from magpie_core.pipelines.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
 from magpie_core.reports import Report
 from magpie_core.serving.docker import container_name, docker_command, stop_command, vendor_for
 from magpie_core.serving.gpus import GpuLease, GpuSelectionError, select_gpus
@@ -81,6 +83,11 @@ class BenchmarkReport(Report):
     server: dict[str, Any] = Field(default_factory=dict)
     gpus: dict[str, Any] = Field(default_factory=dict)
     metric_definitions: str = "TTFT, TPOT, ITL, E2EL and throughputs as defined in docs/benchmark.md"
+    #: measurement repeats, and the summary point's between-repeat spread per metric (docs/optimization-loop.md)
+    repeats: int = 1
+    repeat_stats: dict[str, Any] | None = None
+    #: what was measured and on what: compared runs must share ``workload`` (magpie_core.pipelines.fingerprint)
+    fingerprint: dict[str, Any] | None = None
 
 
 @dataclass
@@ -151,6 +158,8 @@ def apply_overrides(
         "base_url": "base_url",
         "docker_image": "docker_image",
         "timeout": "timeout_seconds",
+        "repeats": "repeats",
+        "restart_between_repeats": "restart_between_repeats",
     }
     for key, field in simple.items():
         if overrides.get(key) is not None:
@@ -295,7 +304,11 @@ def start_server(
     proc.start()
     base_url = f"http://{host}:{port}"
     info["pid"] = proc.pid
-    info["ready_s"] = proc.wait_ready(base_url + framework.readiness_path, config.server_ready_timeout_s)
+    try:
+        info["ready_s"] = proc.wait_ready(base_url + framework.readiness_path, config.server_ready_timeout_s)
+    except BaseException:
+        proc.stop(grace_s=min(config.stop_grace_s, 5.0))  # a server that never became ready is not left behind
+        raise
     log.info("server ready in %.1f s at %s", info["ready_s"], base_url)
     return ServerHandle(base_url, proc, info)
 
@@ -338,9 +351,10 @@ def run_point(
     num_prompts: int | None = None,
     label: str = "",
     warmup: int | None = None,
+    seed_shift: int = 0,
     point_timeout_s: float | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
-    requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts)
+    requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts, seed_shift)
     timeout = config.sweep_matrix.per_client_timeout_s if config.sweep_matrix else config.timeout_seconds
     timeout = point_timeout_s or timeout
     spec = LoadSpec(
@@ -378,6 +392,7 @@ def run_point(
         **({"interrupted": True, "unfinished_requests": load.unfinished} if load.interrupted else {}),
         "metrics": metrics,
         "client_checks": _client_checks(load),
+        "prompts": prompt_digest(requests),
     }
     if config.load.save_requests:
         row["requests"] = [r.as_dict() for r in load.results]
@@ -587,7 +602,9 @@ def run_benchmark(
     """Run the benchmark ``config`` describes; write and return its report."""
     t0 = time.monotonic()
     ws = create_workspace(output_dir, "benchmark", config.framework)
-    ws.snapshot_config({"benchmark": {**dump(config), "envs": redacted(config.envs)}})
+    ws.snapshot_config(
+        {"benchmark": {**dump(config), "envs": redacted(config.envs), "server_env": redacted(config.server_env)}}
+    )
     handler = ws.attach_log()
     measure = config.run_kind in ("measurement", "auto")
     diagnose = config.run_kind == "diagnostic" or (
@@ -596,7 +613,11 @@ def run_benchmark(
     report = BenchmarkReport(
         framework=config.framework or "",
         model=config.model,
-        config={**config.model_dump(mode="json"), "envs": redacted(config.envs)},
+        config={
+            **config.model_dump(mode="json"),
+            "envs": redacted(config.envs),
+            "server_env": redacted(config.server_env),
+        },
         workspace_dir=str(ws.path),
         workspace=str(ws.path),
         run_kind=config.run_kind,
@@ -626,13 +647,20 @@ def run_benchmark(
         else:
             lease = _lease_gpus(config)
             report.gpus = lease.as_dict()
-            handle = start_server(config, framework, ws, lease, ws.path / "torch_trace" if diagnose else None)
+            handle = start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
         report.server = handle.info
         report.base_url = handle.base_url
+        engine = engine_version(framework or _framework_or_none(config), handle.base_url)
+        if engine:
+            report.server["engine_version"] = engine
         model = config.served_model_name or served_model(handle.base_url, config.model, config.load.request_timeout_s)
         tokenizer = _tokenizer(config, report)
         if measure:
-            _measure_points(config, handle, model, points, tokenizer, report)
+            restart = None
+            if config.restart_between_repeats and handle.process is not None:
+                restart = rp.restarter(lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose)))
+            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path)
+            _fingerprint(config, report, framework, tokenizer)
         if diagnose and handle.process is not None:
             _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
         elif diagnose and kept is not None:
@@ -695,25 +723,89 @@ def _measure_points(
     points: list[Any],
     tokenizer: Any,
     report: BenchmarkReport,
-) -> None:
-    """The unprofiled measurement: one load run per sweep point, stopping when the server fails."""
+    restart: rp.Restart | None = None,
+    ws_path: Path | None = None,
+) -> ServerHandle:
+    """The unprofiled measurement: every load point, ``repeats`` times (each repeat's prompts drawn with
+    seed + repeat, so a prefix cache cannot favour later repeats); stops when the server fails.
+    Returns the server handle in use at the end (a new one after restarts)."""
+    report.repeats = config.repeats
+    loads: list[list[LoadResult]] = []
+    for rep in range(config.repeats):
+        if rep and restart is not None:
+            handle = restart(handle, report, config.stop_grace_s)
+        if not _measure_repeat(config, handle, model, points, tokenizer, report, rep, loads, ws_path):
+            break
+    slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
+    for row, point_loads in zip(report.points, loads, strict=False):
+        rp.pool_repeats(row, point_loads, tokenizer, slo)
+    return handle
+
+
+def _measure_repeat(
+    config: BenchmarkConfig,
+    handle: ServerHandle,
+    model: str,
+    points: list[Any],
+    tokenizer: Any,
+    report: BenchmarkReport,
+    rep: int,
+    loads: list[list[LoadResult]],
+    ws_path: Path | None,
+) -> bool:
+    """One repeat of every load point; False when the run must stop."""
     pause = config.load.inter_point_sleep_s or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
     for i, point in enumerate(points):
-        if i and pause:
+        if (i or rep) and pause:
             time.sleep(pause)
-        row, load = run_point(config, handle.base_url, model, point, tokenizer)
-        report.points.append(row)
+        label = point.label() if config.repeats == 1 else f"repeat {rep + 1}/{config.repeats} {point.label()}"
+        row, load = run_point(config, handle.base_url, model, point, tokenizer, label=label, seed_shift=rep)
+        rp.record_repeat(report.points, i, row, rep, load, ws_path)
+        if rep == 0:
+            loads.append([])
+        loads[i].append(load)
         if load.interrupted:
             raise KeyboardInterrupt  # the point kept its finished requests; the sweep stops here
         if handle.process:
             handle.process.check_alive()
         if load.timed_out:
             report.errors.append(f"point {point.label()} timed out; the server may hang")
-            break
+            return False
         if row["metrics"]["completed"] == 0:
             report.errors.append(f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})")
             if config.sweep_matrix and config.sweep_matrix.on_failure == "abort":
-                break
+                return False
+    return True
+
+
+def _profile_dir(ws: Workspace, diagnose: bool) -> Path | None:
+    return ws.path / "torch_trace" if diagnose else None
+
+
+def _framework_or_none(config: BenchmarkConfig) -> Any | None:
+    from magpie_core.plugins import UnknownComponentError
+
+    try:
+        return serving_framework(config.framework) if config.framework else None
+    except UnknownComponentError:
+        return None
+
+
+def _fingerprint(config: BenchmarkConfig, report: BenchmarkReport, framework: Any | None, tokenizer: Any) -> None:
+    """``report.fingerprint``; a failure is noted, never fatal (the measurement is what matters)."""
+    try:
+        gpus = _detect_gpus() if (report.gpus or {}).get("devices") else []
+        report.fingerprint = benchmark_fingerprint(
+            config,
+            report,
+            framework=framework or _framework_or_none(config),
+            tokenizer=tokenizer,
+            gpus=gpus,
+            engine=report.server.get("engine_version"),
+        )
+    except Exception as exc:  # a probe that breaks must not cost the measurement
+        log.warning("workload fingerprint failed: %s: %s", type(exc).__name__, exc)
+        report.client_checks.setdefault("notes", []).append(f"no workload fingerprint: {type(exc).__name__}: {exc}")
 
 
 def _diagnose(
@@ -773,6 +865,7 @@ def _summarize(report: BenchmarkReport) -> None:
         report.summary_point = idx
         report.throughput = throughput_block(m)
         report.latency = {k: m[k] for k in LATENCY_KEYS}
+        report.repeat_stats = report.points[idx].get("repeat_stats")
         report.client_checks.update({"points_ok": all(p["client_checks"]["ok"] for p in report.points)})
         methods: dict[str, int] = {}
         for p in report.points:

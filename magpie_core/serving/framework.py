@@ -51,6 +51,8 @@ class FrameworkBase(ServingFramework):
     mem_fraction_flag: str | None = "--gpu-memory-utilization"
     kv_cache_dtype_flag: str | None = "--kv-cache-dtype"
     enforce_eager_flag: str | None = None
+    #: GET path answering ``{"version": ...}`` (the engine version recorded in a report's fingerprint)
+    version_path: str | None = None
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
         argv = [self.python(config), "-m", self.module, self.model_flag, config.model, "--host", host]

@@ -99,29 +99,42 @@ def _operator_end(s: str, i: int) -> int:
     return m.end() if m else i
 
 
+#: the characters (and the word) that can change the bracket state; the scans below jump from one to the next
+_GROUP_STOPS = re.compile(r"[()\[\]{}<>]|operator")
+_OPENERS = re.compile(r"[(\[{<]|operator")
+
+
 def group_end(s: str, i: int) -> int:
     """Index just past the bracket group opened at ``s[i]`` (the string's end when unbalanced)."""
     stack = [_OPEN[s[i]]]
     open_count = {")": 0, "]": 0, "}": 0, ">": 0}  # closers on the stack, so "is it open?" costs O(1)
     open_count[stack[0]] += 1
+    n = len(s)
     j = i + 1
-    while j < len(s) and stack:
+    search = _GROUP_STOPS.search
+    while j < n and stack:
+        m = search(s, j)
+        if m is None:
+            return n
+        j = m.start()
         c = s[j]
-        if s.startswith("operator", j) and (j == 0 or not _IDENT_CHARS.match(s[j - 1])):
-            end = _operator_end(s, j)
-            if end > j + len("operator"):
-                j = end
-                continue
-        if c == "<" and j > 0 and _IDENT_CHARS.match(s[j - 1]) and s[j - 1] != "'":
-            stack.append(">")  # also inside a parameter list: foo(std::array<char*, 2ul>)
-            open_count[">"] += 1
+        if c == "o":  # "operator"
+            if j == 0 or not _IDENT_CHARS.match(s[j - 1]):
+                end = _operator_end(s, j)
+                if end > j + len("operator"):
+                    j = end
+                    continue
+        elif c == "<":
+            if j > 0 and _IDENT_CHARS.match(s[j - 1]) and s[j - 1] != "'":
+                stack.append(">")  # also inside a parameter list: foo(std::array<char*, 2ul>)
+                open_count[">"] += 1
         elif c in "([{":
             stack.append(_OPEN[c])
             open_count[_OPEN[c]] += 1
-        elif c == ">" and stack[-1] == ">":
-            if not _is_comparison(s, j):
+        elif c == ">":
+            if stack[-1] == ">" and not _is_comparison(s, j):
                 open_count[stack.pop()] -= 1
-        elif c in ")]}" and open_count[c]:
+        elif open_count[c]:  # ")]}"
             while stack and stack[-1] != c:
                 open_count[stack.pop()] -= 1  # an unmatched "<" was a comparison after all
             open_count[stack.pop()] -= 1
@@ -129,45 +142,54 @@ def group_end(s: str, i: int) -> int:
     return j
 
 
+def _next_opener(s: str, i: int, n: int) -> tuple[int, int]:
+    """(start, end) of the next bracket group (end: -1, not yet known) or ``operator`` name (its end) that
+    starts at or after ``i``; (n, n) when there is none."""
+    search = _OPENERS.search
+    while True:
+        m = search(s, i)
+        if m is None:
+            return n, n
+        i = m.start()
+        c = s[i]
+        if c == "o":
+            if i == 0 or not _IDENT_CHARS.match(s[i - 1]):
+                end = _operator_end(s, i)
+                if end > i + len("operator"):
+                    return i, end
+        elif c != "<" or (i > 0 and _IDENT_CHARS.match(s[i - 1])):
+            return i, -1
+        i += 1
+
+
 def split_top_level(s: str, sep: str) -> list[str]:
     """``s`` split at ``sep`` where no bracket group is open."""
-    parts, start, i = [], 0, 0
-    while i < len(s):
-        if s.startswith(sep, i):
-            parts.append(s[start:i])
-            i += len(sep)
-            start = i
-            continue
-        c = s[i]
-        if s.startswith("operator", i) and (i == 0 or not _IDENT_CHARS.match(s[i - 1])):
-            end = _operator_end(s, i)
-            if end > i + len("operator"):
-                i = end
-                continue
-        if c in "([{" or (c == "<" and i > 0 and _IDENT_CHARS.match(s[i - 1])):
-            i = group_end(s, i)
-            continue
-        i += 1
+    parts, start, i, n = [], 0, 0, len(s)
+    while i < n:
+        at, end = _next_opener(s, i, n)
+        k = s.find(sep, i, at)  # separators before the next group or operator name are top-level
+        while k >= 0:
+            parts.append(s[start:k])
+            start = i = k + len(sep)
+            k = s.find(sep, i, at)
+        if at >= n:
+            break
+        i = end if end >= 0 else group_end(s, at)
     parts.append(s[start:])
     return parts
 
 
 def _groups(s: str) -> list[tuple[int, int]]:
     """Top-level bracket groups of ``s`` as (start, end) spans."""
-    spans, i = [], 0
-    while i < len(s):
-        if s.startswith("operator", i) and (i == 0 or not _IDENT_CHARS.match(s[i - 1])):
-            end = _operator_end(s, i)
-            if end > i + len("operator"):
-                i = end
-                continue
-        c = s[i]
-        if c in "([{" or (c == "<" and i > 0 and _IDENT_CHARS.match(s[i - 1])):
-            end = group_end(s, i)
-            spans.append((i, end))
-            i = end
-            continue
-        i += 1
+    spans, i, n = [], 0, len(s)
+    while i < n:
+        at, end = _next_opener(s, i, n)
+        if at >= n:
+            break
+        if end < 0:
+            end = group_end(s, at)
+            spans.append((at, end))
+        i = end
     return spans
 
 

@@ -7,6 +7,7 @@ name no parser recognises is reported as family ``unknown`` with confidence 0.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from magpie_core.reports import ParsedKernelName
@@ -211,6 +212,7 @@ def category_from_words(text: str, default: str = "other") -> str:
 _OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)*)([A-Za-z_~]\w*)")
 
 
+@lru_cache(maxsize=4096)  # every parser plugin asks for the same names' outer function: parse each once
 def outer_function(text: str) -> tuple[str, str]:
     """(namespace path, function) of the outermost function of a demangled C++ name, read with the bracket-
     matching parser of :mod:`magpie_core.trace.cxx_names` (return types such as ``std::enable_if<...>::type``,

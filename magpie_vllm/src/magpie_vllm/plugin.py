@@ -10,7 +10,8 @@ Profiler: current vLLM takes ``--profiler-config '{"profiler": "torch",
 ``*.pt.trace.json.gz``. Readiness: ``GET /health``.
 
 AMD Magpie ``envs``: TP, MAX_MODEL_LEN, GPU_MEM_UTIL, EXTRA_VLLM_ARGS.
-``framework_options``: ``profiler_style`` (config | env), ``quantization``,
+``framework_options``: ``profiler_style`` (config | env), ``profiler_config`` (more keys of
+``--profiler-config``, e.g. ``torch_profiler_with_stack: false`` for smaller traces), ``quantization``,
 ``enforce_eager`` (bool), ``kv_cache_dtype``, ``container_python``.
 The server's python: ``server_python``, else ``$MAGPIE_VLLM_PYTHON``, else this python.
 """
@@ -42,6 +43,7 @@ class Vllm(FrameworkBase):
 
     module = "vllm.entrypoints.openai.api_server"
     enforce_eager_flag = "--enforce-eager"
+    version_path = "/version"
 
     supports_num_steps: ClassVar[bool] = True
 
@@ -52,6 +54,7 @@ class Vllm(FrameworkBase):
         steps = config.profiler.torch_profiler.num_steps
         if steps:
             profiler["max_iterations"] = steps  # engine iterations captured after /start_profile
+        profiler.update(config.framework_options.get("profiler_config") or {})  # {"torch_profiler_with_stack": false}
         return ["--profiler-config", json.dumps(profiler)]
 
     def server_env(self, config: Any, profile_dir: Path | None) -> dict[str, str]:

@@ -104,6 +104,8 @@ def test_benchmark_report_comparison_and_advice(workspace):
         assert metrics["request_throughput"]["change_vs_first_pct"] == [0.0, 50.0]
         assert metrics["request_throughput"]["best_index"] == 1 and metrics["mean_ttft_ms"]["best_index"] == 1
         assert cmp["top_kernels"][0] == {"name": "gemm_a", "pct_total": [60.0, 40.0]}
+        (verdict,) = cmp["verdicts"]  # these reports have no workload fingerprint: never a verdict
+        assert verdict["verdict"] == "NOT COMPARABLE" and "no workload fingerprint" in verdict["reasons"][0]
         assert "at least 2" in await call_error(s, "compare_benchmark_reports", {"paths": [str(a)]})
 
         advice = await call(s, "suggest_optimizations", {"report_path": str(b)})

@@ -1,4 +1,5 @@
-"""Benchmark reports side by side: throughput, latency and GPU idle, change vs the first, kernel shares."""
+"""Benchmark reports side by side: throughput, latency and GPU idle, change vs the first, kernel shares,
+and the end-to-end verdict of each report against the first (:mod:`magpie_core.benchstats`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 from magpie_mcp.models import ToolModel
 from magpie_mcp.reports import BenchmarkRun, benchmark_run, number
 from pydantic import Field
+
+from magpie_core.benchstats import E2EComparison, compare_reports
 
 #: metric -> (path in the report, higher is better)
 COMPARED_METRICS: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -41,6 +44,8 @@ class BenchmarkComparison(ToolModel):
     runs: list[BenchmarkRun]
     metrics: list[MetricComparison]
     top_kernels: list[KernelShare] = Field(default_factory=list)
+    #: each later report against the first: IMPROVED / REGRESSED / WITHIN NOISE / NOT COMPARABLE per metric
+    verdicts: list[E2EComparison] = Field(default_factory=list)
 
 
 def compare_metric(metric: str, keys: tuple[str, ...], higher: bool, reports: list[dict[str, Any]]) -> MetricComparison:
@@ -68,8 +73,14 @@ def kernel_shares(reports: list[dict[str, Any]], top_k: int) -> list[KernelShare
     return top[:top_k]
 
 
-def compare_benchmark_reports(reports: list[tuple[Path, dict[str, Any]]], top_k: int = 10) -> BenchmarkComparison:
-    """``reports`` (path, report) side by side; the first is the base of every change."""
+def compare_benchmark_reports(
+    reports: list[tuple[Path, dict[str, Any]]],
+    top_k: int = 10,
+    *,
+    allow_different_workload: bool = False,
+    min_effect: float = 0.02,
+) -> BenchmarkComparison:
+    """``reports`` (path, report) side by side; the first is the base of every change and verdict."""
     runs = [benchmark_run(path, data) for path, data in reports]
     datas = [data for _, data in reports]
     metrics = [
@@ -77,4 +88,16 @@ def compare_benchmark_reports(reports: list[tuple[Path, dict[str, Any]]], top_k:
         for metric, (keys, higher) in COMPARED_METRICS.items()
         if any(number(data, *keys) is not None for data in datas)
     ]
-    return BenchmarkComparison(runs=runs, metrics=metrics, top_kernels=kernel_shares(datas, top_k))
+    (base_path, base), rest = reports[0], reports[1:]
+    verdicts = [
+        compare_reports(
+            base,
+            data,
+            base_name=str(base_path),
+            new_name=str(path),
+            allow_different_workload=allow_different_workload,
+            min_effect=min_effect,
+        )
+        for path, data in rest
+    ]
+    return BenchmarkComparison(runs=runs, metrics=metrics, top_kernels=kernel_shares(datas, top_k), verdicts=verdicts)

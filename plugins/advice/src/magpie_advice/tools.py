@@ -80,8 +80,14 @@ def compare_benchmark_reports(
     ] = None,
     top_k: Annotated[int, Field(ge=1, le=100, description="kernels per run in the time-share table")] = 10,
     workspace_dirs: Annotated[list[str] | None, Field(min_length=2, description="AMD Magpie's name for paths")] = None,
+    allow_different_workload: Annotated[
+        bool, Field(description="give verdicts even when the workload fingerprints differ (labelled)")
+    ] = False,
+    min_effect: Annotated[float, Field(ge=0, le=10, description="smallest change called (0.02 = 2%)")] = 0.02,
 ) -> comparison.BenchmarkComparison:
-    """Throughput, latency and GPU-idle side by side, change vs the first run, and top-kernel time shares."""
+    """Throughput, latency and GPU-idle side by side, change vs the first run, top-kernel time shares, and
+    each run's end-to-end verdict against the first per metric (IMPROVED / REGRESSED / WITHIN NOISE /
+    NOT COMPARABLE), with a 95% interval over repeat means and the run-to-run noise floor."""
     if (paths is None) == (workspace_dirs is None):
         raise ToolFailure("give paths (or AMD Magpie's workspace_dirs), one of them")
     paths = paths or workspace_dirs or []
@@ -89,7 +95,9 @@ def compare_benchmark_reports(
     for p in paths:
         report = load_report_file(tool.check_path(p, "path"))
         loaded.append((Path(report.pop("_path")), report))
-    return comparison.compare_benchmark_reports(loaded, top_k)
+    return comparison.compare_benchmark_reports(
+        loaded, top_k, allow_different_workload=allow_different_workload, min_effect=min_effect
+    )
 
 
 @hookimpl

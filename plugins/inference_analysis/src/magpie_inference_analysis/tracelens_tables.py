@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import csv
 import functools
+import itertools
 import math
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -250,12 +252,15 @@ def _model(op: TLOp) -> OpModel | None:
 def _stats(xs: list[float]) -> dict[str, float]:
     """mean, std (n - 1, pandas' as TraceLens), median, min, max of the non-NaN values, in plain Python: the lists
     are short, numpy's per-call cost is larger than the work (and its first median costs a 14 ms lazy import)."""
-    xs = sorted(x for x in xs if x == x)
+    # C-level maps instead of generator expressions (graph replays give lists of 10^4-10^5): the same float
+    # operations in the same order, so the same results
+    xs = sorted(x for x in xs if x == x) if any(map(math.isnan, xs)) else sorted(xs)
     n = len(xs)
     if not n:
         return dict.fromkeys(("mean", "std", "median", "min", "max"), math.nan)
     mean = sum(xs) / n
-    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else math.nan
+    sq = map(operator.pow, map(operator.sub, xs, itertools.repeat(mean)), itertools.repeat(2))
+    std = math.sqrt(sum(sq) / (n - 1)) if n > 1 else math.nan
     median = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
     return {"mean": mean, "std": std, "median": median, "min": xs[0], "max": xs[-1]}
 
@@ -307,6 +312,9 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     return rows
 
 
+_FIRST, _KERNELS = operator.itemgetter(0), operator.attrgetter("kernels")
+
+
 def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[tuple[TLOp, float]]) -> dict[str, Any]:
     op0 = members[0][0]
     times = [t for _, t in members]
@@ -314,7 +322,8 @@ def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[t
     model = _model(op0)
     modelled = model is not None and not math.isnan(model.flops)
     a = op0.args
-    details = _kernel_details(*cols, (i for op, _ in members for i in op.kernels))
+    ops = list(map(_FIRST, members))
+    details = _kernel_details(*cols, itertools.chain.from_iterable(map(_KERNELS, ops)))
     row: dict[str, Any] = dict.fromkeys(UNIFIED_COLUMNS, "")
     row.update({
         "name": op0.name, "op category": tracelens_category(op0.name, details[0]["name"] if details else ""),
@@ -323,7 +332,7 @@ def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[t
         "operation_count": len(members), "total_duration_us": sum(durs), "has_perf_model": modelled,
         "kernel_details_summary": repr(details),
         "call_stack": repr(list(op0.chain_names)), f"{KT}_sum": sum(times),
-        "_kernels": sum(len(op.kernels) for op, _ in members),
+        "_kernels": sum(map(len, map(_KERNELS, ops))),
     })  # fmt: skip
     row["trunc_kernel_details"] = repr(
         [{"name": d["name"][:64], "mean_duration_us": round(d["mean_duration_us"], 2)} for d in details]
