@@ -10,6 +10,7 @@ from magpie_mcp.testing import add_roots, call, call_error, run_session, write_w
 from mcp import ClientSession
 
 from magpie_core.plugins import get_plugin_manager
+from magpie_core.report_pages import renderer_installed
 from tests.conftest import DATA
 
 KERNELS = DATA / "kernels"
@@ -34,6 +35,8 @@ def test_gap_analysis_tool(workspace):
         assert out["job"]["state"] == "succeeded"
         assert 0 < len(out["top_kernels"]) <= 5 and out["total_duration_us"] > 0
         assert out["gpu_idle_pct"] is not None and isinstance(out["launch_bound"], bool)
+        # the workspace gets its report page as from `magpie gap` (same core call point), when a renderer is in
+        assert len(list((workspace / "gap").rglob("report.html"))) == (1 if renderer_installed() else 0)
         assert "trace path not found" in await call_error(s, "gap_analysis", {"trace_path": str(workspace / "no")})
 
     add_roots(workspace, DATA / "traces")
@@ -58,6 +61,7 @@ def test_benchmark_tool_against_an_unreachable_server(workspace):
         )
         assert out["job"]["state"] == "succeeded" and out["success"] is False
         assert out["summary"]["errors"] and Path(out["report_path"]).name == "benchmark_report.json"
+        assert (Path(out["report_path"]).parent / "report.html").is_file() == renderer_installed()
         assert "give framework or benchmark_config" in await call_error(s, "benchmark", {})
 
     run_session(workspace, scenario)

@@ -10,6 +10,7 @@ runs side by side.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -251,6 +252,39 @@ def test_report_command_side_by_side(runs: dict[str, Path], browser: Any, tmp_pa
     delta = by_title(figures, "kernel time before → after")
     assert delta["traces"] == 2 and delta["points"] > 0
     assert "Before → after: kernels" in out.read_text()
+
+
+def test_report_command_two_inference_runs(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:
+    """``magpie report A B`` of two inference runs: per-stage numbers and per-op kernel time of B against A.
+    B is A's workspace moved (file names only in its summary) with the decode stage's largest op halved."""
+    after = tmp_path / "after"
+    shutil.copytree(runs["inference"], after)
+    summary = json.loads((after / "inference_summary.json").read_text())
+    decode = summary["traces"][0]["stages"]["decode_only"]
+    for stage in summary["traces"][0]["stages"].values():
+        stage["roofline_csv"] = Path(stage["roofline_csv"]).name
+    decode["timeline"]["mean_step_time_us"] *= 0.8
+    (after / "inference_summary.json").write_text(json.dumps(summary))
+    roof = after / decode["roofline_csv"]
+    with roof.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    top = max(rows, key=lambda r: float(r["kernel_time_ms_sum"] or 0))
+    top["kernel_time_ms_sum"] = str(float(top["kernel_time_ms_sum"]) / 2)
+    with roof.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "inference_both.html"
+    magpie("report", str(runs["inference"]), str(after), "-o", str(out))
+    figures, _ = open_report(browser, out, tmp_path / "inference_both.png")
+    for stage in summary["traces"][0]["stages"]:
+        delta = by_title(figures, f"op kernel time before → after: {stage}")
+        assert delta["traces"] == 2 and delta["points"] > 0
+    ops = len({r["op_name"] for r in rows})
+    assert by_title(figures, "op kernel time before → after: decode_only")["points"] == 2 * min(ops, 20)
+    text = out.read_text()
+    assert "Before → after: inference stages" in text and "steady-state step time" in text
+    assert f"1. {top['op_name']}"[:40] in text  # the halved op is the largest change: the first bar
 
 
 HOSTILE = "<img src=x onerror=alert(1)>scale<int>&co"

@@ -253,43 +253,13 @@ def delta_section(kit: Any, before: dict[str, Any], after: dict[str, Any]) -> An
     """Kernel time before and after, largest changes first (kernels outside either top-k count as 0)."""
     a = {k["name"]: k for k in before.get("top_kernels") or []}
     b = {k["name"]: k for k in after.get("top_kernels") or []}
-    names = sorted(
-        set(a) | set(b),
-        key=lambda n: (
-            -abs((b.get(n) or {}).get("self_cuda_total_us", 0) - (a.get(n) or {}).get("self_cuda_total_us", 0))
-        ),
-    )[:TOP_BARS]
-    ta = [(a.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
-    tb = [(b.get(n) or {}).get("self_cuda_total_us", 0.0) / 1000.0 for n in names]
-    labels = [f"{i + 1}. {kit.short(_label(a.get(n) or b[n]), 48)}" for i, n in enumerate(names)]
-    data = [
-        {
-            "type": "bar",
-            "orientation": "h",
-            "name": "before",
-            "y": labels,
-            "x": ta,
-            "customdata": names,
-            "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>before</extra>",
-        },
-        {
-            "type": "bar",
-            "orientation": "h",
-            "name": "after",
-            "y": labels,
-            "x": tb,
-            "customdata": names,
-            "hovertemplate": "%{customdata}<br>%{x:.3f} ms<extra>after</extra>",
-        },
-    ]
-    layout = {
-        "barmode": "group",
-        "yaxis": {"autorange": "reversed", "automargin": True},
-        "xaxis": {"title": {"text": "total time (ms)"}},
-    }
-    fig = kit.figure(data, layout, title="kernel time before → after", height=160 + 40 * len(names))
-    rows = [[kit.short(n, 70), x, y, y - x] for n, x, y in zip(names, ta, tb, strict=True)]
-    table = kit.table(["kernel", "before ms", "after ms", "change ms"], rows)
+    fig, table = kit.before_after(
+        {n: k["self_cuda_total_us"] / 1000.0 for n, k in a.items()},
+        {n: k["self_cuda_total_us"] / 1000.0 for n, k in b.items()},
+        title="kernel time before → after",
+        top=TOP_BARS,
+        labels={n: _label(k) for n, k in {**a, **b}.items()},
+    )
     busy = (
         f"GPU busy {before.get('gpu_busy_us', 0) / 1000:.3f} → {after.get('gpu_busy_us', 0) / 1000:.3f} ms, "
         f"idle {before.get('gpu_idle_pct', 0):.1f}% → {after.get('gpu_idle_pct', 0):.1f}% of the active span"

@@ -1,6 +1,7 @@
 """Sections of ``report.html`` for inference analysis: stage breakdown, iteration time series with the
 steady-state window shaded, and the roofline (arithmetic intensity vs achieved TFLOP/s, log–log, with the
-GPU spec's compute and memory ceilings; one point per op, sized by time, coloured by bound).
+GPU spec's compute and memory ceilings; one point per op, sized by time, coloured by bound); for ``magpie report
+A B``, per-stage and per-op kernel-time deltas and the steady-state step time of B against A.
 
 Drawn with the report plugin's kit (``page.kit``), handed over by the section hook.
 """
@@ -258,4 +259,62 @@ def sections(page: Any) -> list[Any]:
     errors = data.get("errors") or []
     if errors:
         out.append(kit.section("Inference analysis errors", kit.bullets(errors, "bad")))
+    before = inference_data(page.before) if page.before is not None else None
+    if before is not None:
+        out += delta_sections(kit, before, data, page)
+    return out
+
+
+#: per-stage numbers compared before → after: (label, where in the stage summary)
+STAGE_DELTAS = (
+    ("steady-state step time (µs)", ("timeline", "mean_step_time_us")),
+    ("GPU busy per step (µs)", ("timeline", "mean_gpu_busy_us")),
+    ("kernel time in the window (µs)", ("kernel_time_us",)),
+    ("tokens/s", ("timeline", "tokens_per_s")),
+)
+
+
+def _dig(d: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    for key in path:
+        d = d.get(key) if isinstance(d, dict) else None  # type: ignore[assignment]
+    return d if isinstance(d, (int, float)) and math.isfinite(d) else None  # type: ignore[return-value]
+
+
+def _op_times(kit: Any, stage: dict[str, Any], workspace: Path | None) -> dict[str, float]:
+    """Kernel time (ms) per op name in a stage's window (rows of one op with different shapes summed)."""
+    out: dict[str, float] = {}
+    for r in _rows(kit, stage.get("roofline_csv"), workspace):
+        out[r["op_name"]] = out.get(r["op_name"], 0.0) + (_num(r.get("kernel_time_ms_sum")) or 0.0)
+    return out
+
+
+def stage_delta_table(kit: Any, a: dict[str, Any], b: dict[str, Any]) -> Any:
+    """Each stage's steady-state numbers before and after, with the change in percent."""
+    rows = []
+    for stage in [s for s in b if s in a]:
+        for label, path in STAGE_DELTAS:
+            va, vb = _dig(a[stage], path), _dig(b[stage], path)
+            if va is None or vb is None:
+                continue
+            rows.append([stage, label, va, vb, round((vb - va) / va * 100.0, 2) if va else None])
+    return kit.table(["stage", "metric", "before", "after", "change %"], rows, title="stages")
+
+
+def delta_sections(kit: Any, before: dict[str, Any], after: dict[str, Any], page: Any) -> list[Any]:
+    """Before → after for each pair of traces (by position): stage numbers, then kernel time per op per stage."""
+    out = []
+    for ta, tb in zip(before.get("traces") or [], after.get("traces") or [], strict=False):
+        a, b = ta.get("stages") or {}, tb.get("stages") or {}
+        items = [stage_delta_table(kit, a, b)]
+        for stage in [s for s in b if s in a]:
+            fig, table = kit.before_after(
+                _op_times(kit, a[stage], page.before.workspace),
+                _op_times(kit, b[stage], page.workspace),
+                title=f"op kernel time before → after: {stage}",
+                what="op",
+            )
+            items += [fig, table]
+        names = f"{Path(ta['trace_file']).name} → {Path(tb['trace_file']).name}"
+        note = "one trace per run, steady-state window means: no verdict (a trace has no repeated samples)"
+        out.append(kit.section(f"Before → after: inference stages ({names})", *items, summary=note))
     return out

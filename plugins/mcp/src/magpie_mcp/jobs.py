@@ -378,6 +378,20 @@ def _load_runner(target: str) -> Runner:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
+#: job kind -> the report page's mode (the same modes the CLI commands draw)
+PAGE_KINDS = {"analyze": "analyze", "compare": "compare", "benchmark": "benchmark", "gap_analysis": "gap"}
+
+
+def write_page(kind: str, report: dict[str, Any], report_path: str) -> None:
+    """``report.html`` beside the run's report, through the core's call point, as the CLI writes it (a
+    rendering failure is logged there and never fails the job)."""
+    if kind not in PAGE_KINDS or not report_path:
+        return
+    from magpie_core.report_pages import write_report_html
+
+    write_report_html(PAGE_KINDS[kind], report, Path(report_path).parent)
+
+
 def run_job(spec_path: Path, result_path: Path) -> int:
     from magpie_core.processes import stop_started
 
@@ -389,6 +403,7 @@ def run_job(spec_path: Path, result_path: Path) -> int:
     spec = json.loads(spec_path.read_text())
     try:
         report, report_path = _load_runner(spec["runner"])(spec["args"], emit)
+        write_page(spec["kind"], report, report_path)
         payload: dict[str, Any] = {"ok": True, "report": report, "report_path": report_path}
     except Exception as exc:
         payload = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

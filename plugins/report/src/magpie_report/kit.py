@@ -156,6 +156,43 @@ class Kit:
         items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
         return Html(f"<ul class='{html.escape(tone)}'>{items}</ul>") if items else None
 
+    def before_after(
+        self,
+        before: dict[str, float],
+        after: dict[str, float],
+        *,
+        title: str,
+        unit: str = "ms",
+        top: int = 20,
+        labels: dict[str, str] | None = None,
+        what: str = "kernel",
+    ) -> tuple[Figure, Table]:
+        """Two runs' totals per name (a kernel, an op): grouped bars before/after, largest changes first (a name
+        missing from one run counts as 0 there), and the same rows as a table with the change."""
+        names = sorted(set(before) | set(after), key=lambda n: -abs(after.get(n, 0.0) - before.get(n, 0.0)))[:top]
+        ta, tb = [before.get(n, 0.0) for n in names], [after.get(n, 0.0) for n in names]
+        ticks = [f"{i + 1}. {self.short((labels or {}).get(n, n), 48)}" for i, n in enumerate(names)]
+        data = [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": run,
+                "y": ticks,
+                "x": xs,
+                "customdata": names,
+                "hovertemplate": f"%{{customdata}}<br>%{{x:.3f}} {unit}<extra>{run}</extra>",
+            }
+            for run, xs in (("before", ta), ("after", tb))
+        ]
+        layout = {
+            "barmode": "group",
+            "yaxis": {"autorange": "reversed", "automargin": True},
+            "xaxis": {"title": {"text": f"total time ({unit})"}},
+        }
+        fig = self.figure(data, layout, title=title, height=160 + 40 * len(names))
+        rows = [[self.short(n, 70), x, y, y - x] for n, x, y in zip(names, ta, tb, strict=True)]
+        return fig, self.table([what, f"before {unit}", f"after {unit}", f"change {unit}"], rows)
+
     # -- small shared calculations -----------------------------------------------------------
 
     @staticmethod
