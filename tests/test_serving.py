@@ -241,7 +241,6 @@ def test_sglang_and_atom_commands(tmp_path):
     assert Atom().default_image("gfx950") == "rocm/atom:latest"
 
 
-
 def test_a_server_that_never_becomes_ready_is_stopped(tmp_path, monkeypatch):
     import uuid
 

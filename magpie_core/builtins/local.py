@@ -34,4 +34,3 @@ class LocalEnvironment(ExecutionEnvironment):
 @hookimpl
 def magpie_register_environments(register: Callable[[Any], None]) -> None:
     register(LocalEnvironment())
-
