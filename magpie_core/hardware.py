@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +25,22 @@ log = logging.getLogger("magpie.hardware")
 #: settings applied right now (inside :func:`applied`), recorded by every report written meanwhile
 _ACTIVE: dict[str, Any] | None = None
 
-__all__ = ["HardwareControlError", "applied", "per_gpu_settings", "record"]
+__all__ = ["HardwareControlError", "applied", "per_gpu_settings", "record", "run_vendor_tool"]
+
+
+def run_vendor_tool(tool: str, name: str, args: list[str], timeout_s: float = 60) -> str:
+    """Run a vendor tool (``name`` is how messages call it); any failure is a :class:`HardwareControlError`
+    with the tool's own last words, and a hint when it was refused for want of permission."""
+    try:
+        out = subprocess.run([tool, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HardwareControlError(f"{name} {' '.join(args)}: {exc}") from exc
+    if out.returncode != 0:
+        said = (out.stdout + out.stderr).strip().splitlines()
+        why = said[-1] if said else f"exit code {out.returncode}"
+        hint = " (changing GPU settings needs root)" if "ermission" in why or "root" in why else ""
+        raise HardwareControlError(f"{name} {' '.join(args)}: {why}{hint}")
+    return out.stdout
 
 
 def _controls() -> dict[str, Any]:

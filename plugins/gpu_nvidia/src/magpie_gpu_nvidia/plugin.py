@@ -138,18 +138,9 @@ class NvidiaHardware:
         self.tool = tool or shutil.which("nvidia-smi") or "nvidia-smi"
 
     def _run(self, args: list[str]) -> str:
-        from magpie_core.interfaces import HardwareControlError
+        from magpie_core.hardware import run_vendor_tool
 
-        try:
-            out = subprocess.run([self.tool, *args], capture_output=True, text=True, timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise HardwareControlError(f"nvidia-smi {' '.join(args)}: {exc}") from exc
-        if out.returncode != 0:
-            said = (out.stdout + out.stderr).strip().splitlines()
-            why = said[-1] if said else f"exit code {out.returncode}"
-            hint = " (changing GPU settings needs root)" if "ermission" in why or "root" in why else ""
-            raise HardwareControlError(f"nvidia-smi {' '.join(args)}: {why}{hint}")
-        return out.stdout
+        return run_vendor_tool(self.tool, "nvidia-smi", args)
 
     def query(self, indices: list[int] | None = None) -> list[dict[str, Any]]:
         args = [f"--query-gpu={HARDWARE_QUERY}", "--format=csv,noheader,nounits"]
