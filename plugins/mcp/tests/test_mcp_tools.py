@@ -11,7 +11,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from magpie_mcp.testing import call, call_error, run_session, write_benchmark_report, write_workspace
+from magpie_mcp.testing import (
+    call,
+    call_error,
+    processes_mentioning,
+    run_session,
+    write_benchmark_report,
+    write_workspace,
+)
 from mcp import ClientSession
 
 from tests.conftest import DATA
@@ -111,18 +118,6 @@ def test_trust_model_rejects_commands_and_paths_outside_the_roots(workspace, tmp
     assert not (outside / "ran").exists()
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    return pids
-
-
 def test_jobs_status_result_and_cancel(workspace):
     async def scenario(s: ClientSession) -> None:
         started = await call(
@@ -155,9 +150,9 @@ def test_jobs_status_result_and_cancel(workspace):
         )
         hang_id = hanging["job"]["job_id"]
         deadline = time.monotonic() + 60
-        while not _processes_mentioning(str(workspace / "hang_runs")) and time.monotonic() < deadline:
+        while not processes_mentioning(str(workspace / "hang_runs")) and time.monotonic() < deadline:
             await anyio.sleep(0.2)
-        assert _processes_mentioning(str(workspace / "hang_runs")), "the kernel worker never started"
+        assert processes_mentioning(str(workspace / "hang_runs")), "the kernel worker never started"
         cancelled = await call(s, "job_cancel", {"job_id": hang_id})
         assert cancelled["state"] == "cancelled"
         assert "cancelled" in await call_error(s, "job_result", {"job_id": hang_id})
@@ -167,7 +162,7 @@ def test_jobs_status_result_and_cancel(workspace):
 
     run_session(workspace, scenario)
     # the cancelled job's worker (started in its own session) was stopped too
-    assert _processes_mentioning(str(workspace / "hang_runs")) == []
+    assert processes_mentioning(str(workspace / "hang_runs")) == []
 
 
 def test_benchmark_result_tools(workspace):
