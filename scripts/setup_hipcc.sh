@@ -7,18 +7,6 @@ if command -v hipcc >/dev/null 2>&1; then
   echo "hipcc already installed: $(command -v hipcc)"
   exit 0
 fi
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup_hipcc.sh: apt-get not found; install hipcc (ROCm) yourself to run the HIP compile tests" >&2
-  exit 1
-fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "setup_hipcc.sh: need root or sudo to apt-get install hipcc" >&2
-    exit 1
-  fi
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends hipcc
+. "$(dirname "$0")/apt_install.sh"
+apt_install "the HIP compile tests" hipcc
 command -v hipcc
