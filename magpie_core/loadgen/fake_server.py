@@ -95,7 +95,8 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
     ttft = float(req.get("fake_ttft_ms", s.ttft_ms)) / 1000.0
     itl = float(req.get("fake_itl_ms", s.itl_ms)) / 1000.0
     fail_after = req.get("fake_fail_after")
-    prompt = req.get("prompt") if not chat else req["messages"][-1]["content"]
+    # chat: the whole conversation, so a multi-turn request's growing context shows in its prompt tokens
+    prompt = req.get("prompt") if not chat else "\n".join(str(m.get("content", "")) for m in req["messages"])
     record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
     s.records.append(record)
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
