@@ -94,8 +94,16 @@ REFUSED_KEYS: dict[str, str] = {
 #: ``agentx.<key>`` that magpie reads (the rest of AMD Magpie's AgentX keys are warned, see magpie_core.compat)
 AGENTX_READ = ("enabled", "concurrency")
 #: AMD Magpie's AgentX keys magpie accepts without acting on them (listed in magpie_core.compat's table)
-AGENTX_KNOWN = (*AGENTX_READ, "mode", "recipe", "selector", "config_file", "launch_overrides",
-                "failed_request_threshold", "resolved")
+AGENTX_KNOWN = (
+    *AGENTX_READ,
+    "mode",
+    "recipe",
+    "selector",
+    "config_file",
+    "launch_overrides",
+    "failed_request_threshold",
+    "resolved",
+)
 
 
 def switched_on(value: Any) -> bool:

@@ -87,8 +87,10 @@ def test_multi_turn_reader() -> None:
 )
 def test_bad_rows_name_file_line_and_field(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "bad.jsonl"
-    good = '{"session_id": "ok", "turns": [{"text": "hi", "output_length": 2}]}' if "turns" in line else (
-        '{"timestamp": 0, "input_length": 3, "output_length": 2}'
+    good = (
+        '{"session_id": "ok", "turns": [{"text": "hi", "output_length": 2}]}'
+        if "turns" in line
+        else ('{"timestamp": 0, "input_length": 3, "output_length": 2}')
     )
     path.write_text(good + "\n\n" + line + "\n")
     with pytest.raises(DatasetError) as err:
@@ -184,3 +186,53 @@ def test_failed_turn_aborts_the_rest_of_its_session(fake_url: str) -> None:
     ]
     assert json.dumps(results[1].as_dict())  # session id and turn are in the saved request rows
     assert results[1].as_dict()["session_id"] == "s1"
+
+
+class _CountingFramework:
+    """The pipeline's fake framework, with the fake server's request counter read as 'prefix cache' counters
+    (the fake server has no cache: this checks the before/after plumbing, not a hit rate)."""
+
+    name = "fake"
+    metrics_path = "/metrics"
+
+    def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
+        from magpie_core.serving.prometheus import counter_sum
+
+        n = counter_sum(metrics_text, "fake_requests")
+        return None if n is None else {"hits": n, "queries": 2 * n}
+
+
+def test_pipeline_reports_sessions_turns_and_cache_counters(tmp_path: Path) -> None:
+    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_core.pipelines.benchmark import run_benchmark
+    from tests.test_benchmark_pipeline import FakeFramework
+
+    class Framework(_CountingFramework, FakeFramework):
+        pass
+
+    cfg = BenchmarkConfig.model_validate(
+        {
+            "framework": "fake",
+            "model": "fake-model",
+            "run_mode": "local",
+            "run_kind": "measurement",
+            "envs": {"CONC": 2, "OSL": 3},
+            "dataset": {"name": "trace", "path": str(MULTI_TURN)},
+            "load": {"progress": False, "save_requests": True, "warmup_requests": 3, "trace": {"block_size": 16}},
+            "repeats": 2,
+            "stop_grace_s": 5,
+        }
+    )
+    report = run_benchmark(cfg, tmp_path, framework_component=Framework())
+    assert report.success, report.errors
+    point = report.points[0]
+    assert point["concurrency"] == 2 and point["warmup_requests"] == 0 and point["metrics"]["completed"] == 10
+    assert point["trace"]["sessions"] == 2 and point["trace"]["turns"] == 5
+    assert point["trace"]["completed_sessions"] == 2 and point["trace"]["time_scale"] == 1.0
+    assert point["prefix_cache"]["query_tokens"] == 2 * point["prefix_cache"]["hit_tokens"]
+    assert point["prefix_cache"]["hit_tokens"] == 5  # the first repeat's 5 turns (no warm-up was sent)
+    assert [r["prefix_cache"]["hit_tokens"] for r in point["repeats"]] == [5, 5]
+    assert {(r["session_id"], r["turn"]) for r in point["requests"]} >= {("s1", 0), ("s1", 1), ("s2", 2)}
+    # each repeat salts the hash-id texts: its prompts differ, so one repeat's cache cannot serve the next
+    digests = [r["prompts"] for r in point["repeats"]]
+    assert digests[0]["sha256"] != digests[1]["sha256"]

@@ -5,8 +5,8 @@
 (an API path such as ``/v1/completions``), ``--tokenizer``, ``--percentile-metrics`` (comma list of
 ttft,tpot,itl,e2el), ``--metric-percentiles`` (comma list, default 99) and ``--goodput KEY:VALUE ...``
 (SLOs in milliseconds over ttft, tpot, e2el); trace replay: ``--dataset-name trace|mooncake|multi_turn``
-(AIPerf's dataset type names) with ``--dataset-path`` and ``--trace-time-scale``. Each becomes a key of the benchmark config
-(``load.*``, ``dataset.*``, ``slo.*``, ``tokenizer``) and wins over the YAML.
+(AIPerf's dataset type names) with ``--dataset-path`` and ``--trace-time-scale``. Each becomes a key of the
+benchmark config (``load.*``, ``dataset.*``, ``slo.*``, ``tokenizer``) and wins over the YAML.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ delays do not drift), then a usage chunk and ``[DONE]``. The server notes
 when it received each request and when it wrote each chunk, on the same
 monotonic clock as ``time.perf_counter`` in other processes on this machine;
 ``GET /fake/stats`` returns those records, keyed by the prompt's first 64
-characters. With ``--profile-dir``, ``/stop_profile`` writes a small trace
+characters; ``GET /metrics`` counts the streamed requests (``fake_requests_total``). With ``--profile-dir``, ``/stop_profile`` writes a small trace
 there. ``/health``, ``/v1/models``, ``/start_profile`` and
 ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
@@ -144,6 +144,10 @@ def make_handler(s: FakeSettings) -> Any:
                     if path == "/stop_profile" and s.profile_dir:
                         _write_trace(s.profile_dir)
                     writer.write(_simple(200, {}))
+                elif path == "/metrics":  # Prometheus text: requests streamed so far (a counter to read)
+                    text = f"# TYPE fake_requests counter\nfake_requests_total {len(s.records)}\n".encode()
+                    head = f"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {len(text)}\r\n\r\n"
+                    writer.write(head.encode() + text)
                 elif path == "/fake/stats":
                     writer.write(_simple(200, {"records": s.records, "profile_calls": s.profile_calls}))
                 elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):

@@ -249,7 +249,9 @@ def trace_problem(config: BenchmarkConfig) -> str | None:
     return None
 
 
-def make_trace(config: BenchmarkConfig, point: Point, max_sessions: int | None = None, seed_shift: int = 0) -> TraceReplay:
+def make_trace(
+    config: BenchmarkConfig, point: Point, max_sessions: int | None = None, seed_shift: int = 0
+) -> TraceReplay:
     """The sessions of ``dataset.path`` as ``load.trace`` says (hash-id texts salted per repeat)."""
     tr, dset = config.load.trace, config.dataset
     if not dset.path:
@@ -409,6 +411,7 @@ def run_point(
     warmup: int | None = None,
     seed_shift: int = 0,
     point_timeout_s: float | None = None,
+    framework: Any | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
     trace = make_trace(config, point, num_prompts, seed_shift) if point.trace else None
     if trace is not None:
@@ -436,7 +439,7 @@ def run_point(
         label=label or point.label(),
         trace=trace,
     )
-    probe = PrefixCacheProbe(config, base_url)
+    probe = PrefixCacheProbe(framework or _framework_or_none(config), base_url)
     load = run_load(spec)
     cache = probe.delta()
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
@@ -479,8 +482,7 @@ class PrefixCacheProbe:
     a framework without them, or a server that does not answer, gives no numbers (never an error).
     """
 
-    def __init__(self, config: BenchmarkConfig, base_url: str) -> None:
-        framework = _framework_or_none(config)
+    def __init__(self, framework: Any | None, base_url: str) -> None:
         path = getattr(framework, "metrics_path", None)
         self._read = (lambda: _counters(framework, base_url + path)) if path else (lambda: None)
         self._before = self._read()
@@ -635,6 +637,7 @@ def run_diagnostic(
             label="diagnostic (profiled)",
             warmup=0,
             point_timeout_s=tp.capture_timeout_seconds,
+            framework=framework,
         )
         out["point"] = row
         if load.interrupted:
@@ -766,7 +769,7 @@ def run_benchmark(
             restart = None
             if config.restart_between_repeats and handle.process is not None:
                 restart = rp.restarter(lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose)))
-            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path)
+            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
             _fingerprint(config, report, framework, tokenizer)
         if diagnose and handle.process is not None:
             _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
@@ -832,6 +835,7 @@ def _measure_points(
     report: BenchmarkReport,
     restart: rp.Restart | None = None,
     ws_path: Path | None = None,
+    framework: Any | None = None,
 ) -> ServerHandle:
     """The unprofiled measurement: every load point, ``repeats`` times (each repeat's prompts drawn with
     seed + repeat, so a prefix cache cannot favour later repeats); stops when the server fails.
@@ -841,7 +845,7 @@ def _measure_points(
     for rep in range(config.repeats):
         if rep and restart is not None:
             handle = restart(handle, report, config.stop_grace_s)
-        if not _measure_repeat(config, handle, model, points, tokenizer, report, rep, loads, ws_path):
+        if not _measure_repeat(config, handle, model, points, tokenizer, report, rep, loads, ws_path, framework):
             break
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
     for row, point_loads in zip(report.points, loads, strict=False):
@@ -859,6 +863,7 @@ def _measure_repeat(
     rep: int,
     loads: list[list[LoadResult]],
     ws_path: Path | None,
+    framework: Any | None = None,
 ) -> bool:
     """One repeat of every load point; False when the run must stop."""
     pause = config.load.inter_point_sleep_s or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
@@ -866,7 +871,9 @@ def _measure_repeat(
         if (i or rep) and pause:
             time.sleep(pause)
         label = point.label() if config.repeats == 1 else f"repeat {rep + 1}/{config.repeats} {point.label()}"
-        row, load = run_point(config, handle.base_url, model, point, tokenizer, label=label, seed_shift=rep)
+        row, load = run_point(
+            config, handle.base_url, model, point, tokenizer, label=label, seed_shift=rep, framework=framework
+        )
         rp.record_repeat(report.points, i, row, rep, load, ws_path)
         if rep == 0:
             loads.append([])

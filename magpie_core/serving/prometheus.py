@@ -12,7 +12,6 @@ import re
 
 import httpx
 
-
 #: one sample line: ``name{labels} value [timestamp]`` (labels optional; comments do not match)
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{.*\})?\s+(\S+)")
 
