@@ -8,9 +8,9 @@ delays do not drift), then a usage chunk and ``[DONE]``. The server notes
 when it received each request and when it wrote each chunk, on the same
 monotonic clock as ``time.perf_counter`` in other processes on this machine;
 ``GET /fake/stats`` returns those records, keyed by the prompt's first 64
-characters; ``GET /metrics`` counts the streamed requests (``fake_requests_total``). With ``--profile-dir``, ``/stop_profile`` writes a small trace
-there. ``/health``, ``/v1/models``, ``/start_profile`` and
-``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
+characters; ``GET /metrics`` counts the streamed requests (``fake_requests_total``).
+With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health``, ``/v1/models``,
+``/start_profile`` and ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
 ``fake_status`` (answer with that HTTP status), ``fake_fail_after`` (close
