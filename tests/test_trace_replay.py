@@ -236,3 +236,22 @@ def test_pipeline_reports_sessions_turns_and_cache_counters(tmp_path: Path) -> N
     # each repeat salts the hash-id texts: its prompts differ, so one repeat's cache cannot serve the next
     digests = [r["prompts"] for r in point["repeats"]]
     assert digests[0]["sha256"] != digests[1]["sha256"]
+
+
+def test_prometheus_counters_and_the_vllm_plugin_names() -> None:
+    from magpie_vllm.plugin import Vllm
+
+    from magpie_core.serving.prometheus import counter_sum
+
+    page = (
+        "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n"
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m a"} 1920.0\n'
+        'vllm:prefix_cache_hits_total{engine="1",model_name="m a"} 80.0\n'
+        'vllm:prefix_cache_queries_total{engine="0",model_name="m a"} 3495.0\n'
+        "vllm:prefix_cache_queries_created 1.7e9\n"
+    )
+    assert counter_sum(page, "vllm:prefix_cache_hits") == 2000.0
+    assert counter_sum(page, "vllm:missing") is None
+    assert Vllm().prefix_cache_counters(page) == {"hits": 2000.0, "queries": 3495.0}
+    assert Vllm().prefix_cache_counters("vllm:other 1\n") is None
