@@ -42,6 +42,7 @@ CONSUMED: dict[str, str] = {
     "EXTRA_SGLANG_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_ATOM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_SERVER_ARGS": "extra server arguments (shell-split) for any framework plugin",
+    "EXTRA_XDIT_ARGS": "extra arguments (shell-split) appended to run_cmd by the offline xdit framework plugin",
 }
 
 #: envs key prefixes of features magpie does not implement -> what to do instead
@@ -89,8 +90,6 @@ def envs_warnings(envs: dict[str, Any]) -> list[str]:
 REFUSED_KEYS: dict[str, str] = {
     "agentx": "AgentX trace-replay load (multi-turn sessions from a trace) is not implemented by magpie; "
     "remove agentx to measure magpie's synthetic load (envs CONC, ISL, OSL) or a dataset (dataset.name)",
-    "run_cmd": "offline run_cmd workloads (AMD Magpie's xDiT framework) are not implemented by magpie; "
-    "run the command yourself, or benchmark an OpenAI-compatible server",
 }
 
 

@@ -127,7 +127,6 @@ def test_envs_magpie_reads(tmp_path) -> None:
         ({"envs": {"RUN_EVAL": "true"}}, "RUN_EVAL"),
         ({"agentx": "enable"}, "benchmark.agentx"),
         ({"agentx": {"enabled": True, "mode": "fast"}}, "benchmark.agentx"),
-        ({"run_cmd": "python gen.py"}, "benchmark.run_cmd"),
         ({"envs": {"PORT": "eighty"}}, "envs.PORT"),
     ],
 )
