@@ -191,7 +191,10 @@ def run_command(
             start_new_session=True,
         )
     except OSError as exc:
-        return CommandOutcome(argv, 127, 0.0, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+        message = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        if sink is not None:
+            sink.write(f"{message}\n".encode())  # the log says why there is no output
+        return CommandOutcome(argv, 127, 0.0, False, message)
     finally:
         if sink is not None:
             sink.close()  # the child holds its own descriptor

@@ -190,6 +190,20 @@ def test_profiled_run_traces_are_analyzed_apart_from_the_measurement(tmp_path: P
     assert any("gemm" in k["name"] for k in top)  # the H100 trace's kernels, analyzed by the gap plugin
 
 
+def test_a_command_that_cannot_start_is_named(tmp_path: Path, run_magpie) -> None:
+    path = tmp_path / "missing.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"benchmark": {"framework": "xdit", "run_cmd": "/nonexistent/xdit-run --x 1", "run_kind": "measurement"}}
+        )
+    )
+    done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out"), "--no-html"])
+    assert done.returncode == 1
+    started, result = _report(tmp_path / "out")["errors"]
+    assert "exited with status 127" in started and "cannot start '/nonexistent/xdit-run'" in started
+    assert "timings.json: not found" in result
+
+
 def test_timeout_stops_the_command_group(tmp_path: Path, run_magpie) -> None:
     config = _config(tmp_path, envs={"WORKLOAD_SLEEP": "120"}, timeout_seconds=2)
     started = time.monotonic()

@@ -31,7 +31,7 @@ from typing import Any
 from magpie_core import hookimpl
 from magpie_core.interfaces import OfflineFramework, OfflineRun
 from magpie_core.pipelines.offline import redact_argv
-from magpie_core.processes import run_command
+from magpie_core.processes import run_command, tail
 from magpie_run_cmd.timings import RESULT_FILE, ResultError, metrics, read_timings, report_blocks, shape_of
 
 #: flags magpie sets itself: a value the command gives is dropped (``--flag value`` and ``--flag=value``)
@@ -104,8 +104,10 @@ class Xdit(OfflineFramework):
         )
         run = OfflineRun(argv, outcome.returncode, outcome.duration_s, log_path, timed_out=outcome.timed_out)
         if not outcome.ok:
+            last = tail(outcome.output, 1)
             run.errors.append(
-                f"run_cmd {_how_it_ended(outcome.returncode, outcome.timed_out, outcome.duration_s)} (see {log_path})"
+                f"run_cmd {_how_it_ended(outcome.returncode, outcome.timed_out, outcome.duration_s)} "
+                f"(see {log_path}{'; last line: ' + last if last else ''})"
             )
         if profile:
             run.traces = collect_traces(out_dir)
