@@ -42,6 +42,7 @@ CONSUMED: dict[str, str] = {
     "EXTRA_SGLANG_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_ATOM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_SERVER_ARGS": "extra server arguments (shell-split) for any framework plugin",
+    "EXTRA_XDIT_ARGS": "extra arguments (shell-split) appended to run_cmd by the offline xdit framework plugin",
 }
 
 #: envs key prefixes of features magpie does not implement -> what to do instead
@@ -86,10 +87,7 @@ def envs_warnings(envs: dict[str, Any]) -> list[str]:
 
 #: ``benchmark.<key>`` of an AMD Magpie feature magpie does not have -> what to do instead.
 #: A file that switches one on is refused (exit 2): running something else would mislead.
-REFUSED_KEYS: dict[str, str] = {
-    "run_cmd": "offline run_cmd workloads (AMD Magpie's xDiT framework) are not implemented by magpie; "
-    "run the command yourself, or benchmark an OpenAI-compatible server",
-}
+REFUSED_KEYS: dict[str, str] = {}  # none today: agentx and run_cmd are implemented
 
 #: ``agentx.<key>`` that magpie reads (the rest of AMD Magpie's AgentX keys are warned, see magpie_core.compat)
 AGENTX_READ = ("enabled", "concurrency")

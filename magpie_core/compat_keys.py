@@ -46,8 +46,10 @@ BENCHMARK: dict[str, str] = {
     "profiler.tracelens.*": "warned (TraceLens CLI settings; magpie analyzes in-process)",
     "profiler.gpu_monitor": "warned when enabled",
     "profiler.gpu_monitor.*": "warned when enabled",
-    "profiler.targeted_trace": "warned when enabled",
-    "profiler.targeted_trace.*": "warned when enabled",
+    "profiler.targeted_trace": "the diagnostic run's traces are adapted into targeted-trace shards and validated "
+    "(magpie-targeted-trace; run_kind measurement refuses it, as AMD Magpie does)",
+    "profiler.targeted_trace.*": "AMD Magpie's meaning: backend torch_profiler, run_seed and sample_rate (hash "
+    "sampling), max_records_per_shard, targets (target_id, name_patterns globs, variant_id, package, source, hashes)",
     "gap_analysis.*": "gap analysis of the diagnostic traces (magpie-gap-analysis plugin), AMD columns",
     "gap_analysis.auto_clone_repos": "warned: magpie clones only with gap_analysis.clone_repos or --clone",
     "docker_image": "the server's image (empty: the plugin's default for gpu_arch)",
@@ -80,7 +82,8 @@ BENCHMARK: dict[str, str] = {
     "agentx.launch_overrides.*": "warned: use server_args / server_env",
     "agentx.failed_request_threshold": "warned: failed turns are counted in the report",
     "agentx.*": "warned as unknown AgentX keys (ignored)",
-    "run_cmd": "refused when set",
+    "run_cmd": "the offline framework plugin of benchmark.framework (xdit: magpie-run-cmd) runs it (argv, no "
+    "shell) and reads its timings.json; ignored (noted) for a server framework",
 }
 
 _LATENCY: dict[str, str] = {

@@ -141,6 +141,46 @@ class ServingFramework(Component):
         return None
 
 
+@dataclass
+class OfflineRun:
+    """What one run of an offline workload's command produced (:meth:`OfflineFramework.run_offline`).
+
+    ``metrics`` are the workload's own numbers (AMD Magpie's ``raw_result``); ``throughput`` and
+    ``latency`` the same numbers in AMD Magpie's report blocks. ``errors`` name the file and field at
+    fault; a run with errors measured nothing that can be trusted.
+    """
+
+    argv: list[str]
+    exit_code: int | None
+    duration_s: float
+    log: Path
+    timed_out: bool = False
+    result_file: Path | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    throughput: dict[str, Any] = field(default_factory=dict)
+    latency: dict[str, Any] = field(default_factory=dict)
+    traces: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class OfflineFramework(Component):
+    """A framework with no server: one command is the whole benchmark (AMD Magpie's command-launched,
+    offline frameworks, configured by ``benchmark.run_cmd``). Registered with
+    ``magpie_register_serving_frameworks`` like a server; ``magpie benchmark`` runs it instead of starting
+    a server and driving load."""
+
+    offline: ClassVar[bool] = True
+
+    @abstractmethod
+    def run_offline(
+        self, config: BenchmarkConfig, out_dir: Path, *, profile: bool, env: dict[str, str], log_path: Path
+    ) -> OfflineRun:
+        """Run the configured command once, writing its results under ``out_dir`` and its output into
+        ``log_path``; ``profile``: the profiled diagnostic pass (traces instead of timings). ``env`` is
+        added to this process's environment. Runs in magpie's process: the command must be started
+        through :func:`magpie_core.processes.run_command` (own process group, timeout, Ctrl-C)."""
+
+
 class Profiler(Component):
     """Collects per-kernel hardware counters or kernel times for a command."""
 
