@@ -124,7 +124,6 @@ def test_envs_magpie_reads(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("block", "named"),
     [
-        ({"envs": {"RUN_EVAL": "true"}}, "RUN_EVAL"),
         ({"agentx": "enable"}, "benchmark.agentx"),
         ({"agentx": {"enabled": True, "mode": "fast"}}, "benchmark.agentx"),
         ({"run_cmd": "python gen.py"}, "benchmark.run_cmd"),
