@@ -122,6 +122,7 @@ def run_benchmark_cli(
         run_benchmark,
         run_benchmark_on_environment,
         serving_framework,
+        trace_problem,
     )
 
     if benchmark_config is None and framework is None:
@@ -132,6 +133,9 @@ def run_benchmark_cli(
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
+    problem = trace_problem(config)  # before any server starts: a missing or malformed trace file
+    if problem:
+        raise UsageError(problem)
     try:
         preflight_checks(config)  # a check that cannot run here: exit 2 before any server starts
     except CheckUnavailable as exc:
@@ -246,6 +250,7 @@ def benchmark_command(
     percentile_metrics: str | None = LoadFlags.percentile_metrics,
     metric_percentiles: str | None = LoadFlags.metric_percentiles,
     goodput: list[str] | None = LoadFlags.goodput,
+    trace_time_scale: float | None = LoadFlags.trace_time_scale,
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
@@ -297,6 +302,7 @@ def benchmark_command(
         percentile_metrics=percentile_metrics,
         metric_percentiles=metric_percentiles,
         goodput=goodput,
+        trace_time_scale=trace_time_scale,
     )
     raise typer.Exit(
         run_benchmark_cli(
