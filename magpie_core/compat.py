@@ -70,7 +70,8 @@ _BENCHMARK: dict[str, str] = {
     "inferencemax_path": _OWN_LOAD,
     "runner_type": _OWN_LOAD,
     "benchmark_script": _OWN_LOAD,
-    "lm_eval_runtime": "accuracy evaluation (lm-eval) is not run",
+    "lm_eval_runtime": "lm-eval runs from quality_gate.python (envs MAGPIE_EVAL_PYTHON, default magpie's python); "
+    "the hash-locked runtime is neither used nor verified",
     "profiler.gpu_monitor": "no GPU monitor samples are recorded during the run",
     "profiler.system_profiler": "no system profiler is run around the server; use a profiler plugin on kernels",
     "profiler.tracelens.perf_report_enabled": _OWN_ANALYSIS,

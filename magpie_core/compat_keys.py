@@ -65,8 +65,10 @@ BENCHMARK: dict[str, str] = {
     "ray_config.*": "the cluster environment plugin's block",
     "sweep_matrix": "one load point per case on one server",
     "sweep_matrix.*": "one load point per case on one server",
-    "lm_eval_runtime": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
-    "lm_eval_runtime.*": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
+    "lm_eval_runtime": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
+    "hash-locked runtime",
+    "lm_eval_runtime.*": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
+    "hash-locked runtime",
     "server_lifecycle.*": "persistent server across runs: reuse when healthy and matching, cleanup stops it",
     "agentx": "trace replay of the file in dataset.path, which it needs (--dataset-path; AMD Magpie's InferenceX "
     "trace is not fetched): multi-turn sessions with their timing and growing context, prefix cache hits "
@@ -208,7 +210,7 @@ def describe_env(name: str) -> str:
 def status(kind: str, key: str) -> str:
     """implemented | warned | refused (what a file switching ``key`` on gets)."""
     top = key.split(".")[0]
-    if kind == "benchmark" and (top in REFUSED_KEYS or key == "envs.RUN_EVAL"):
+    if kind == "benchmark" and top in REFUSED_KEYS:
         return "refused"
     if kind == "benchmark" and key.startswith("envs.") and any(key[5:].startswith(p) for p in UNSUPPORTED_PREFIXES):
         return "warned"

@@ -274,6 +274,55 @@ class ExecutionEnvironment(Component):
         """
 
 
+class CheckUnavailable(RuntimeError):
+    """A benchmark check the config asks for cannot run here (its tool is not installed, ...).
+
+    ``key`` names the config key that asked for it; the message says how to make it available.
+    ``magpie benchmark`` stops with exit 2 before the server starts.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """The served model a benchmark check runs against, once the measurement is done."""
+
+    base_url: str
+    model: str
+    config: BenchmarkConfig
+    #: the run's workspace; a check writes its own files under ``workspace / check.name``
+    workspace: Path
+
+
+class BenchmarkCheck(Component):
+    """A check that runs against the served model after the load (a quality gate, ...).
+
+    Its verdict lands in the report's ``checks`` under the check's ``name``; a failed verdict fails
+    the run (``success: false``, exit 1) while every load metric measured is kept.
+    """
+
+    #: ``envs`` keys that switch this check on in an AMD Magpie file (a truthy value asks for it)
+    switch_envs: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def wanted(self, config: BenchmarkConfig) -> bool:
+        """Whether this run asks for the check (its config block, its ``switch_envs``)."""
+
+    def preflight(self, config: BenchmarkConfig) -> None:
+        """Raise :class:`CheckUnavailable` when the check cannot run here; called before the server starts."""
+
+    @abstractmethod
+    def run(self, target: CheckTarget) -> dict[str, Any]:
+        """Run the check; a JSON-able verdict with at least ``passed`` (bool) and ``summary`` (one line).
+
+        Must not raise for a failed check or a failed tool (say so in the verdict); ``KeyboardInterrupt``
+        goes on after the check's processes are stopped.
+        """
+
+
 @dataclass(frozen=True)
 class ConfigBlock:
     """A top-level config key owned by a plugin, validated by the plugin's own model.

@@ -53,6 +53,7 @@ KIND_HOOKS: dict[str, str] = {
     "timer": "magpie_register_timers",
     "mcp_tool": "magpie_register_mcp_tools",
     "config_block": "magpie_register_config_blocks",
+    "benchmark_check": "magpie_register_benchmark_checks",
 }
 
 

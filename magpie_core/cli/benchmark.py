@@ -114,9 +114,11 @@ def run_benchmark_cli(
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_core.interfaces import CheckUnavailable
     from magpie_core.pipelines.benchmark import (
         apply_overrides,
         load_benchmark_config,
+        preflight_checks,
         run_benchmark,
         run_benchmark_on_environment,
         serving_framework,
@@ -134,6 +136,10 @@ def run_benchmark_cli(
     problem = trace_problem(config)  # before any server starts: a missing or malformed trace file
     if problem:
         raise UsageError(problem)
+    try:
+        preflight_checks(config)  # a check that cannot run here: exit 2 before any server starts
+    except CheckUnavailable as exc:
+        raise UsageError(str(exc)) from None
     with gpu_hardware():
         if config.run_mode in CORE_RUN_MODES:
             report = run_benchmark(config, output_dir)

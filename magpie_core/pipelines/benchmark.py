@@ -4,15 +4,17 @@ One server lifetime per run. In order:
 
 1. GPUs: pinned (``gpu_selection.devices``) or idle ones locked for this run.
 2. Server: the framework plugin's argv, run locally or in a container, logs in
-   ``server.log``; readiness is polled. ``external`` mode skips 1-2 and 6.
+   ``server.log``; readiness is polled. ``external`` mode skips 1-2 and 7.
 3. Measurement: every load point (one, or a sweep of concurrencies / rates /
    ``sweep_matrix`` cases), warm-up excluded, the profiler idle.
 4. Diagnostic (``run_kind: diagnostic``, or ``auto`` with the torch profiler
    on): ``start_profile``, a short load, ``stop_profile``; traces are collected
    in ``torch_trace/`` and handed to gap analysis. Its numbers are kept apart
    and never replace the measurement.
-5. ``benchmark_report.json`` with AMD Magpie's fields plus magpie's.
-6. Server stopped (its process group), GPUs released, even after a failure.
+5. Checks (``magpie_register_benchmark_checks``, e.g. the lm-eval quality gate) against the
+   served model, after the load; a failed check fails the run, the load metrics stay.
+6. ``benchmark_report.json`` with AMD Magpie's fields plus magpie's.
+7. Server stopped (its process group), GPUs released, even after a failure.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from magpie_core.compat_benchmark import Refused, adapt_block, is_secret, redact
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
-from magpie_core.interfaces import OfflineFramework
+from magpie_core.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable, OfflineFramework
 from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
@@ -99,6 +101,8 @@ class BenchmarkReport(Report):
     raw_result: dict[str, Any] | None = None
     #: an offline framework's command runs (argv with secrets hidden, exit code, log, result file)
     offline: dict[str, Any] | None = None
+    #: each benchmark check's verdict by check name (``passed``, ``summary``, the check's own fields)
+    checks: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass
@@ -794,6 +798,7 @@ def run_benchmark(
                 log.warning(note)
                 report.client_checks.setdefault("notes", []).append(note)
             points = plan_points(config)
+            checks = preflight_checks(config)
             if config.run_mode == "external":
                 handle = _external_server(config, report, diagnose)
             elif config.server_lifecycle and config.server_lifecycle.enabled:
@@ -827,13 +832,22 @@ def run_benchmark(
                     )
                 handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
                 _fingerprint(config, report, framework, tokenizer)
+            if checks:
+                run_checks(checks, CheckTarget(handle.base_url, model, config, ws.path), report)
             if diagnose and handle.process is not None:
                 _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
             elif diagnose and kept is not None:
                 report.errors.append(
                     "profiling needs a server this run starts; a reused server runs without the profiler"
                 )
-    except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError, LifecycleError) as exc:
+    except (
+        ServerError,
+        GpuSelectionError,
+        ds.DatasetError,
+        NotImplementedError,
+        LifecycleError,
+        CheckUnavailable,
+    ) as exc:
         report.errors.append(str(exc))
     except KeyboardInterrupt:
         report.interrupted = True
@@ -863,6 +877,31 @@ def run_benchmark(
         done = sum(p["metrics"]["completed"] for p in report.points)
         raise RunInterrupted(f"benchmark interrupted: {done} request(s) completed", ws.report_path)
     return report
+
+
+def preflight_checks(config: BenchmarkConfig) -> list[BenchmarkCheck]:
+    """The benchmark checks this run asks for, each ready to run; :class:`CheckUnavailable` (naming the
+    config key and how to install what is missing) before anything starts otherwise."""
+    from magpie_core.plugins import get_plugin_manager
+
+    checks = [c for c in get_plugin_manager().components("benchmark_check").values() if c.wanted(config)]
+    for check in checks:
+        check.preflight(config)
+    return checks
+
+
+def run_checks(checks: list[BenchmarkCheck], target: CheckTarget, report: BenchmarkReport) -> None:
+    """Each check's verdict into ``report.checks``; a failed one is a run error (the measurement is kept)."""
+    for check in checks:
+        log.info("check %s: running against %s", check.name, target.base_url)
+        try:
+            verdict = dict(check.run(target))
+        except Exception as exc:  # a check that breaks fails the gate; it never costs the measurement
+            log.exception("check %s failed to run", check.name)
+            verdict = {"passed": False, "summary": f"{type(exc).__name__}: {exc}"}
+        report.checks[check.name] = verdict
+        if verdict.get("passed") is not True:
+            report.errors.append(f"check {check.name} failed: {verdict.get('summary') or 'no verdict'}")
 
 
 def _external_server(config: BenchmarkConfig, report: BenchmarkReport, diagnose: bool) -> ServerHandle:
