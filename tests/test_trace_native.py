@@ -11,7 +11,11 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import random
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -344,3 +348,77 @@ def test_escaped_names_are_read_natively(monkeypatch: pytest.MonkeyPatch, tmp_pa
     path.write_text(json.dumps({"traceEvents": events}, ensure_ascii=True))
     stats = assert_same(path, monkeypatch, chunk=1 << 20)
     assert stats == {"native": 1, "msgspec": 0}
+
+
+@needs_native
+@pytest.mark.parametrize("trace", ALL, ids=lambda p: p.name)
+def test_gap_outputs_same_with_and_without_reader(trace: Path, tmp_path: Path) -> None:
+    """``magpie gap`` end to end (real processes), with the reader and with ``MAGPIE_TRACE_NATIVE=0``: every file it
+    writes is the same but for the run's timing and the report page's time stamp."""
+    magpie = str(Path(sys.executable).with_name("magpie"))
+    outs = {}
+    for flag in ("0", "1"):
+        out = tmp_path / flag
+        env = {**os.environ, native.ENV: flag}
+        got = subprocess.run([magpie, "gap", str(trace), "--json", "-o", str(out)], env=env, capture_output=True)
+        assert got.returncode in (0, 1), got.stderr[-2000:]
+        outs[flag] = out
+    files = {
+        flag: {_normal_text(str(p.relative_to(out)).encode(), out): p for p in out.rglob("*") if p.is_file()}
+        for flag, out in outs.items()
+    }
+    assert files["0"].keys() == files["1"].keys() and files["0"]
+    for rel in files["0"]:
+        a, b = (_normal_file(files[f][rel], outs[f]) for f in ("0", "1"))
+        assert a == b, rel
+
+
+def _normal_text(text: bytes, out: Path) -> bytes:
+    """Without the output folder's path, the run folder's time stamp and a report page's "written at" minute."""
+    text = re.sub(rb"_\d{8}_\d{6}", b"_<stamp>", text.replace(str(out).encode(), b"<out>"))
+    return re.sub(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", b"<written>", text)
+
+
+def _normal_file(path: Path, out: Path) -> bytes:
+    data = path.read_bytes()
+    if path.suffix == ".json":
+        value = json.loads(data)
+        if isinstance(value, dict):
+            value.pop("elapsed_s", None)  # the run's own timing
+        data = json.dumps(value, sort_keys=True).encode()
+    return _normal_text(data, out)
+
+
+@needs_native
+def test_number_spellings_read_bit_for_bit() -> None:
+    """Random number texts (long mantissas, exponents near the double range, subnormals, integers near 2**53 and
+    2**63) in ``ts``, ``dur`` and the integer ids: where the reader reads a piece, every value is msgspec's."""
+    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_core.trace.loader import LIST_DECODER
+
+    rng = random.Random(17)
+    read = 0
+    for _ in range(20000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25))).lstrip("0") or "0"
+        text = ("-" if rng.random() < 0.3 else "") + digits
+        if rng.random() < 0.6 and len(digits) > 1:
+            cut = rng.randint(1, len(digits) - 1)
+            text = text[: len(text) - len(digits) + cut] + "." + digits[cut:]
+        if rng.random() < 0.4:
+            text += rng.choice("eE") + rng.choice(["", "+", "-"]) + str(rng.randint(0, 330))
+        num = text.encode()
+        ident = str(rng.choice([2**63 - 1, -(2**63), 2**53 + 1, rng.randint(-(10**19), 10**19)])).encode()
+        piece = b'[{"ts":%s,"dur":%s,"args":{"correlation":%s}}]' % (num, num, ident)
+        try:
+            want = LIST_DECODER.decode(piece)[0]
+        except Exception:
+            want = None
+        got = _kineto_scan.scan(piece, native._UNESCAPE)
+        if got is None:
+            continue
+        assert want is not None, piece  # the reader never accepts what msgspec rejects
+        read += 1
+        for field in ("ts", "dur"):
+            assert np.frombuffer(got[field], np.float64).tobytes() == np.float64(getattr(want, field)).tobytes(), piece
+        assert int(np.frombuffer(got["corr"], np.int64)[0]) == want.args.correlation, piece
+    assert read > 10000
