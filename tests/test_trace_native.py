@@ -422,3 +422,25 @@ def test_number_spellings_read_bit_for_bit() -> None:
             assert np.frombuffer(got[field], np.float64).tobytes() == np.float64(getattr(want, field)).tobytes(), piece
         assert int(np.frombuffer(got["corr"], np.int64)[0]) == want.args.correlation, piece
     assert read > 10000
+
+
+@needs_native
+def test_hostile_gap_inputs_same_outcome(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The fuzz suite's hostile ``magpie gap`` cases (one seed; ``benchmarks/fuzz_hostile_inputs.py`` has more), run
+    in-process with the reader on and off: the same exit code and the same output (but for timings and paths)."""
+    from magpie_core.plugins import PluginManager, use_plugin_manager
+    from tests.fuzz.hostile import generate, run_case
+
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    cases = generate(7, ("trace-gap",))
+    assert cases
+    for i, case in enumerate(cases):
+        seen = {}
+        for flag in ("1", "0"):
+            monkeypatch.setenv(native.ENV, flag)
+            work = tmp_path / f"{i}-{flag}"
+            with use_plugin_manager(PluginManager()):
+                got = run_case(case, work)
+            text = re.sub(r"\d+(\.\d+)? ?s\b", "<t>", got.output.replace(str(work), "<work>"))
+            seen[flag] = (got.code, re.sub(r"_\d{8}_\d{6}", "_<stamp>", text))
+        assert seen["1"] == seen["0"], case.name
