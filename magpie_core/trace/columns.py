@@ -274,15 +274,21 @@ class _DecodedEvents(EventSource):
         return _int_list([v if type(v) is int else 0 for v in ids]), is_int
 
 
-def _remap(local: np.ndarray, values: Sequence[Any], intern: Callable[[Any], int]) -> np.ndarray:
-    """Ids of ``values[local]`` from ``intern``, interned in order of first appearance (as a per-event pass would)."""
+def _remap(local: np.ndarray, values: Sequence[Any], interner: dict[Any, int]) -> np.ndarray:
+    """Ids of ``values[local]`` in ``interner`` (an :class:`Interner` or :class:`_DeviceIds`): values it does not
+    hold yet are added in order of first appearance in ``local``, as a per-event pass would add them."""
     if not len(local):
         return np.zeros(0, np.int32)
-    seen, first = np.unique(local, return_index=True)
-    table = np.zeros(len(values), np.int32)
-    for j in seen[np.argsort(first, kind="stable")].tolist():
-        table[j] = intern(values[j])
-    return table[local]
+    get = interner.get
+    table = np.array([get(v, -1) for v in values], np.int32)  # known values: no new ids, order does not matter
+    got = table[local]
+    new = got < 0
+    if new.any():
+        fresh, first = np.unique(local[new], return_index=True)
+        for j in fresh[np.argsort(first, kind="stable")].tolist():
+            table[j] = interner[values[j]]
+        got = table[local]
+    return got
 
 
 class ScannedEvents(EventSource):
@@ -329,10 +335,10 @@ class ScannedEvents(EventSource):
         return cls(cols)
 
     def cat_ids(self, cats: Interner) -> np.ndarray:
-        return _remap(self.cols["cat"], self.cols["cats"], cats.__getitem__)
+        return _remap(self.cols["cat"], self.cols["cats"], cats)
 
     def ph_ids(self, phs: Interner) -> np.ndarray:
-        return _remap(self.cols["ph"], self.cols["phs"], phs.__getitem__)
+        return _remap(self.cols["ph"], self.cols["phs"], phs)
 
     def take(self, idx: np.ndarray) -> EventSource:
         return ScannedEvents(self.cols, idx)
@@ -341,7 +347,7 @@ class ScannedEvents(EventSource):
         return self.cols["names"][self.cols["name"][i]]
 
     def name_ids(self, names: Interner) -> np.ndarray:
-        return _remap(self.cols["name"], self.cols["names"], names.__getitem__)
+        return _remap(self.cols["name"], self.cols["names"], names)
 
     def ext_corr(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ext = np.full(self.n, NONE, np.int64)
@@ -354,18 +360,18 @@ class ScannedEvents(EventSource):
         local = self.cols["dims"][idx]
         has = local >= 0
         out = np.full(len(idx), -1, np.int32)
-        out[has] = _remap(local[has], self.cols["dimss"], dims.__getitem__)
+        out[has] = _remap(local[has], self.cols["dimss"], dims)
         return out
 
     def tid_ids(self, idx: np.ndarray, tids: Interner) -> np.ndarray:
-        return _remap(self.cols["tid"][idx], self.cols["tids"], tids.__getitem__)
+        return _remap(self.cols["tid"][idx], self.cols["tids"], tids)
 
     def device_ids(self, idx: np.ndarray, devices: _DeviceIds) -> np.ndarray:
         # one value list: the ``args.device`` values, then the pids (for events without a device)
         devs = self.cols["devs"]
         local = self.cols["dev"][idx]
         key = np.where(local >= 0, local, len(devs) + self.cols["pid"][idx])
-        return _remap(key, [*devs, *self.cols["pids"]], devices.__getitem__)
+        return _remap(key, [*devs, *self.cols["pids"]], devices)
 
     def int_ids(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.cols["id"][idx], self.cols["idint"][idx]
