@@ -39,6 +39,7 @@ from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
 from magpie_inference_analysis.models import SPECIFIC, OpModel, is_attention_name, model_op
+from magpie_inference_analysis.op_content import OpContents
 from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
 
@@ -193,6 +194,16 @@ class TraceState:
         self.kcat = _kernel_categories(sorted(self.kernel_names.values))
         #: iteration index per kernel (-1: in none), set by :meth:`iterations`
         self.k_iter = np.full(n, -1, np.int64)
+        #: content ids of the CPU ops (:mod:`op_content`) and, per launch call, of its chain's (made on use)
+        self.contents = OpContents()
+        self._call_sigs: dict[int, tuple[int, ...]] = {}
+
+    def call_signature(self, call: ev_mod.Ev, chain: tuple[int, ...]) -> tuple[int, ...]:
+        """The signature of a launch call's chain ``chain`` (computed once per call)."""
+        sig = self._call_sigs.get(id(call))
+        if sig is None:
+            sig = self._call_sigs[id(call)] = self.contents.signature(self.cpu_ops, chain)
+        return sig
 
     # -- iterations --------------------------------------------------------------------------
     def iterations(self) -> list[Iteration]:
@@ -497,51 +508,85 @@ ChooseOp = Callable[[tuple[int, ...], list[ev_mod.Ev], str, StepInfo | None], in
 InstanceOf = Callable[[Any, ev_mod.Ev | None, StepInfo | None], int]
 
 
-def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf]:
+class OpChooser:
     """``choose(chain, ops, kernel category, step)``: the op of a kernel's enclosing-op chain its time goes
     to; ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
-    first use, with its FLOPs/bytes model; models are cached per op name, inputs and step)."""
-    model_cache: dict[Any, OpModel | None] = {}
+    first use, with its FLOPs/bytes model).
 
-    def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
-        a = op.args
-        if a is None or a.input_dims == ev_mod.NO_LIST:
-            return None
-        attn_key = step if step is not None and is_attention_name(op.name) else None
-        key = (op.name, a.input_dims, a.input_type, a.concrete, id(attn_key))
-        model = model_cache.get(key, model_cache)
-        if model is model_cache:
-            model = model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+    Both are decided per distinct content (:mod:`op_content`), not per kernel: the choice per (chain
+    signature, kernel category, step), the model per (op content, step where the op is an attention op)."""
+
+    def __init__(self, instances: dict[Any, OpInstance], contents: OpContents) -> None:
+        self.instances = instances
+        self.contents = contents
+        self._models: dict[Any, OpModel | None] = {}
+        self._attention: dict[int, bool] = {}  # per content id: an attention op (its model reads the step)
+        self._chosen: dict[Any, int] = {}  # (signature, kernel category, id(step)) -> position in chain
+
+    def model(self, cid: int, step: StepInfo | None) -> OpModel | None:
+        """The model of the ops of content ``cid`` under ``step``."""
+        attn = self._attention.get(cid)
+        if attn is None:
+            attn = self._attention[cid] = is_attention_name(self.contents.first[cid].name)
+        key = (cid, id(step)) if attn and step is not None else cid
+        model = self._models.get(key, self._models)
+        if model is self._models:
+            op = self.contents.first[cid]
+            a = op.args
+            if a is None or a.input_dims == ev_mod.NO_LIST:
+                model = None
+            else:
+                model = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+            self._models[key] = model
         return model  # type: ignore[return-value]
 
-    def choose(chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+    def position(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+        """Where in ``chain`` the chosen op is (None for an empty chain)."""
+        if not chain:
+            return None
+        return self.position_of(self.contents.signature(ops, chain), kcat, step)
+
+    def position_of(self, sig: tuple[int, ...], kcat: str, step: StepInfo | None) -> int:
+        """:meth:`position` from the chain's signature (not empty)."""
+        key = (sig, kcat, id(step))
+        got = self._chosen.get(key)
+        if got is None:
+            got = self._chosen[key] = self._choose(sig, kcat, step)
+        return got
+
+    def choose(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+        p = self.position(chain, ops, kcat, step)
+        return None if p is None else chain[p]
+
+    def _choose(self, sig: tuple[int, ...], kcat: str, step: StepInfo | None) -> int:
+        """The innermost op with a specific model that fits the kernel, else the innermost modelled op,
+        else the innermost op."""
         innermost_model = None
-        for j in chain:
-            m = model_for(ops[j], step)
+        for p, cid in enumerate(sig):
+            m = self.model(cid, step)
             if m is None:
                 continue
             if m.category in SPECIFIC and _compatible(m, kcat):
-                return j
+                return p
             if innermost_model is None and m.category not in SPECIFIC:
-                innermost_model = j
-        if innermost_model is not None:
-            return innermost_model
-        return chain[0] if chain else None
+                innermost_model = p
+        return innermost_model if innermost_model is not None else 0
 
-    def instance(key: Any, op: ev_mod.Ev | None, step: StepInfo | None) -> int:
-        inst = instances.get(key)
+    def instance(self, key: Any, op: ev_mod.Ev | None, step: StepInfo | None, cid: int = -1) -> int:
+        """``cid``: the content id of ``op`` when the caller knows it."""
+        inst = self.instances.get(key)
         if inst is None:
             if op is None:
                 inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
             else:
                 a = op.args
                 dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
-                inst = OpInstance(key, op.name, dims, types, model_for(op, step))
-            inst.index = len(instances)
-            instances[key] = inst
+                if cid < 0:
+                    cid = self.contents.of_op(op)
+                inst = OpInstance(key, op.name, dims, types, self.model(cid, step))
+            inst.index = len(self.instances)
+            self.instances[key] = inst
         return inst.index
-
-    return choose, instance
 
 
 class MoeSplitter:
@@ -583,7 +628,9 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
     kernels = st.kernels
     instances: dict[Any, OpInstance] = {}
-    choose, instance = _op_choosers(instances)
+    chooser = OpChooser(instances, st.contents)
+    position, position_of, instance = chooser.position, chooser.position_of, chooser.instance
+    signature, call_sig = chooser.contents.signature, st.call_signature
     n = len(kernels)
     k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
     k_origin = [ORIGIN_LAUNCH] * n
@@ -593,11 +640,13 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     k_name = st.k_name.tolist()
     cpu_ops, chain_of_call, launch, graph = st.cpu_ops, st.chain_of_call, st.launch, st.graph
     moe = MoeSplitter(instances, [is_moe_kernel(name) for name in st.kernel_names.values])
+    moe_kernel = moe.kernel
+    op_inst: dict[int, int] = {}  # CPU op index -> its instance (key ("op", j)), the common case's short cut
     for i in range(n):
         if k_iter[i] < 0:
             continue
         step = step_of[k_iter[i]]
-        kc = kcat_of_name[k_name[i]]
+        name_id = k_name[i]
         if graph[i]:
             hit = graph_map.get(i)
             if hit is None:
@@ -606,30 +655,35 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
                 continue
             g, ci, rid = hit
             k_origin[i] = ORIGIN_CAPTURE
-            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe.kernel[k_name[i]] else -1
+            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe_kernel[name_id] else -1
             if got >= 0:
                 k_inst[i] = got
                 continue
-            j = choose(g.chains[ci], g.ops, kc, step)
+            chain = g.chains[ci]
+            p = position(chain, g.ops, kcat_of_name[name_id], step)
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)
-                if j is None
-                else instance(("cap", id(g), j, rid), g.ops[j], step)
+                if p is None
+                else instance(("cap", id(g), chain[p], rid), g.ops[chain[p]], step, signature(g.ops, chain)[p])
             )
-        else:
-            call = launch[i]
-            chain = chain_of_call.get(id(call), ()) if call is not None else ()
-            got = moe.instance(chain, cpu_ops, ("op",), kernels[i]) if moe.kernel[k_name[i]] else -1
+            continue
+        call = launch[i]
+        chain = chain_of_call.get(id(call), ()) if call is not None else ()
+        if moe_kernel[name_id]:
+            got = moe.instance(chain, cpu_ops, ("op",), kernels[i])
             if got >= 0:
                 k_inst[i] = got
                 continue
-            j = choose(chain, cpu_ops, kc, step) if call is not None else None
-            # j None: no launch record (dropped by the profiler) or launched outside any op
-            k_inst[i] = (
-                instance(("nokernelop", kernels[i].name, i), None, step)
-                if j is None
-                else instance(("op", j), cpu_ops[j], step)
-            )
+        if not chain:  # no launch record (dropped by the profiler) or launched outside any op
+            k_inst[i] = instance(("nokernelop", kernels[i].name, i), None, step)
+            continue
+        sig = call_sig(call, chain)
+        p = position_of(sig, kcat_of_name[name_id], step)
+        j = chain[p]
+        got = op_inst.get(j, -1)
+        if got < 0:
+            got = op_inst[j] = instance(("op", j), cpu_ops[j], step, sig[p])
+        k_inst[i] = got
     return KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
 
 

@@ -112,25 +112,28 @@ class _Walk:
     has_moe: dict[int, bool]  # per op list: whether any op in it is a fused MoE op
     modelled: dict[str, bool] = field(default_factory=dict)  # per op name: TraceLens models it
 
-    def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
-        """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
+    def modelled_at(self, chain: tuple[int, ...], ops: list[Any]) -> int | None:
+        """Where in ``chain`` the outermost op TraceLens models is (None: no such op)."""
         modelled = self.modelled
-        j = None
-        for x in reversed(chain):
-            name = ops[x].name
+        for p in range(len(chain) - 1, -1, -1):
+            name = ops[chain[p]].name
             m = modelled.get(name)
             if m is None:
                 m = modelled[name] = tracelens_models(name)
             if m:
-                j = x
-                break
-        if j is None:
+                return p
+        return None
+
+    def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
+        """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
+        p = self.modelled_at(chain, ops)
+        if p is None:
             if not chain:
                 return None, False, None
             j = chain[0]
             direct = j in self.parents.get(id(ops), ())
         else:
-            direct = False
+            j, direct = chain[p], False
         return j, direct, moe_parent(chain, ops) if self.has_moe.get(id(ops)) else None
 
 
@@ -147,7 +150,10 @@ def _walk(st: Any, graph_map: dict[int, Any]) -> _Walk:
 
 
 def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unlinked: bool) -> list[TLOp]:
-    """The op instances of the whole trace and their kernels (graph replays through their capture traces)."""
+    """The op instances of the whole trace and their kernels (graph replays through their capture traces).
+
+    A launch chain's choice (:meth:`_Walk.decide`) depends on its ops' names only, so for the trace's own
+    CPU ops it is made once per chain signature (:mod:`op_content`) and looked up for every other kernel."""
     out: dict[Any, TLOp] = {}
     moe: dict[Any, tuple[TLOp, list[Any]]] = {}
     walk = _walk(st, graph_map)
@@ -155,15 +161,37 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
     steps = [it.step for it in its]
     k_iter, k_name = st.k_iter.tolist(), st.k_name.tolist()
     launch, graph, chain_of_call, cpu_ops = st.launch, st.graph, st.chain_of_call, st.cpu_ops
+    kernel_names = st.kernel_names.values
     no_stack: tuple[list[Any], tuple[int, ...], int] = ([], (), 0)
-    for i, k in enumerate(st.kernels):
+    decided: dict[tuple[int, ...], tuple[int | None, int | None]] = {}  # signature -> (op, MoE op) positions
+    cpu_parents = walk.parents.get(id(cpu_ops), set())
+    cpu_moe = walk.has_moe.get(id(cpu_ops), False)
+    call_signature = st.call_signature
+    synthetic: dict[tuple[str, int], str] = {}  # (launcher, kernel name id) -> the synthetic op's name
+    op_key = ("op",)
+    for i in range(len(k_name)):
         call = launch[i]
         step = steps[k_iter[i]] if k_iter[i] >= 0 else None
         if call is not None and not graph[i]:  # the common case, inline
-            chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, ("op",), None
+            chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, op_key, None
+            if chain:
+                sig = call_signature(call, chain)
+                got = decided.get(sig)
+                if got is None:
+                    got = decided[sig] = (walk.modelled_at(chain, ops), moe_parent_position(chain, ops))
+                p, pm = got
+                if p is None:
+                    j, direct = chain[0], chain[0] in cpu_parents
+                else:
+                    j, direct = chain[p], False
+                jm = chain[pm] if cpu_moe and pm is not None else None
+            else:
+                j, direct, jm = None, False, None
+        elif graph[i] and i not in graph_map:  # a graph replay without a capture: no op
+            chain, j, direct, jm = (), None, False, None
         else:
             chain, ops, key_base, dur = _kernel_context(st, i, graph_map)
-        j, direct, jm = decide(chain, ops)
+            j, direct, jm = decide(chain, ops)
         if jm is not None and moe_kernel[k_name[i]]:
             key: Any = (*key_base, "moe", jm)
             if key not in moe:
@@ -174,18 +202,25 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
             if call is None and not include_unlinked:
                 continue
             launcher = call.name if call is not None else "(no launch record)"
-            key = ("syn", i)
-            dur = call.dur if call else 0.0
-            op = out[key] = TLOp(f"{launcher}->{k.name} (Synthetic Op)", None, dur, no_stack, step)
-        else:
-            key = (*key_base, j, i) if direct else (*key_base, j)
-            op = out.get(key)  # type: ignore[assignment]
-            if op is None:
-                e = ops[j]
-                name = f"{e.name}->{k.name} (Synthetic Op)" if direct else tl_name(e.name)
-                op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
+            name = synthetic.get((launcher, k_name[i]))
+            if name is None:
+                name = synthetic[(launcher, k_name[i])] = f"{launcher}->{kernel_names[k_name[i]]} (Synthetic Op)"
+            out[("syn", i)] = TLOp(name, None, call.dur if call else 0.0, no_stack, step, [i])
+            continue
+        key = (*key_base, j, i) if direct else (*key_base, j)
+        op = out.get(key)  # type: ignore[assignment]
+        if op is None:
+            e = ops[j]
+            name = f"{e.name}->{kernel_names[k_name[i]]} (Synthetic Op)" if direct else tl_name(e.name)
+            op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
         op.kernels.append(i)
     return [*out.values(), *_split_moe(st, moe)]
+
+
+def moe_parent_position(chain: tuple[int, ...], ops: list[Any]) -> int | None:
+    """Where in ``chain`` its innermost fused MoE op is (:func:`pseudo_ops.moe_parent`), None without one."""
+    jm = moe_parent(chain, ops)
+    return None if jm is None else chain.index(jm)
 
 
 def _split_moe(st: Any, moe: dict[Any, tuple[TLOp, list[Any]]]) -> list[TLOp]:
