@@ -642,6 +642,7 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     moe = MoeSplitter(instances, [is_moe_kernel(name) for name in st.kernel_names.values])
     moe_kernel = moe.kernel
     op_inst: dict[int, int] = {}  # CPU op index -> its instance (key ("op", j)), the common case's short cut
+    graph_inst = -1  # the one instance of graph replays without a capture trace, once made
     for i in range(n):
         if k_iter[i] < 0:
             continue
@@ -651,7 +652,9 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
             hit = graph_map.get(i)
             if hit is None:
                 k_origin[i] = ORIGIN_GRAPH
-                k_inst[i] = instance(("graph",), None, step)
+                if graph_inst < 0:
+                    graph_inst = instance(("graph",), None, step)
+                k_inst[i] = graph_inst
                 continue
             g, ci, rid = hit
             k_origin[i] = ORIGIN_CAPTURE

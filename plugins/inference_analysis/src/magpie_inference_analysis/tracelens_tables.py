@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis import tl_summaries as tls
 from magpie_inference_analysis.annotations import StepInfo
@@ -301,16 +303,22 @@ def _stats(xs: list[float]) -> dict[str, float]:
 
 
 def _kernel_details(
-    names: list[str], k_name: list[int], dur: list[float], kernels: Iterable[int]
+    names: list[str], k_name: np.ndarray, dur: np.ndarray, kernels: list[int]
 ) -> list[dict[str, Any]]:
-    by: dict[str, list[float]] = {}
-    for i in kernels:
-        by.setdefault(names[k_name[i]], []).append(dur[i])
+    """Per kernel name (in order of first appearance in ``kernels``): count, total, mean, median, std, min, max
+    of its kernels' durations (each name's durations in ``kernels`` order, so sums add in that order)."""
+    idx = np.array(kernels, np.int64)
+    ids = k_name[idx]
+    uniq, first = np.unique(ids, return_index=True)
+    order = np.argsort(ids, kind="stable")  # each name's kernels, in their order in ``kernels``
+    counts = np.bincount(np.searchsorted(uniq, ids), minlength=len(uniq))
+    per_name = np.split(dur[idx[order]], np.cumsum(counts)[:-1])
     out = []
-    for name, ds in by.items():
+    for r in np.argsort(first, kind="stable").tolist():
+        ds = per_name[r].tolist()
         s = _stats(ds)
         out.append({
-            "name": name, "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
+            "name": names[int(uniq[r])], "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
             "median_duration_us": s["median"],
             "std_dev_duration_us": s["std"] * math.sqrt((len(ds) - 1) / len(ds)) if len(ds) > 1 else 0.0,
             "min_duration_us": s["min"], "max_duration_us": s["max"],
@@ -320,22 +328,23 @@ def _kernel_details(
 
 def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     """The rows of ``unified_perf_summary.csv``, by kernel time, with percentages."""
-    groups: dict[Any, list[tuple[TLOp, float]]] = {}
+    groups: dict[Any, tuple[list[TLOp], list[float]]] = {}  # per row: its ops and their kernel (busy) times
     ts, dur = st.k_ts.tolist(), st.k_dur.tolist()
     for op in ops:
         a, ks = op.args, op.kernels
-        key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
+        key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else op.name
         group = groups.get(key)
         if group is None:
-            group = groups[key] = []
-        group.append((op, dur[ks[0]] if len(ks) == 1 else busy_time(ts, dur, ks)))
-    cols = (st.kernel_names.values, st.k_name.tolist(), dur)
+            group = groups[key] = ([], [])
+        group[0].append(op)
+        group[1].append(dur[ks[0]] if len(ks) == 1 else busy_time(ts, dur, ks))
+    cols = (st.kernel_names.values, st.k_name, st.k_dur)
     rows = []
-    for members in groups.values():
-        row = _unified_row(cols, members)
+    for members, times in groups.values():
+        row = _unified_row(cols, members, times)
         rows.append(row)
         cat = row["op category"]
-        for op, _ in members:
+        for op in members:
             op.category = cat
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
@@ -347,27 +356,28 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     return rows
 
 
-_FIRST, _KERNELS = operator.itemgetter(0), operator.attrgetter("kernels")
+_KERNELS, _CPU_DUR = operator.attrgetter("kernels"), operator.attrgetter("cpu_dur")
 
 
-def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[tuple[TLOp, float]]) -> dict[str, Any]:
-    op0 = members[0][0]
-    times = [t for _, t in members]
-    durs = [op.cpu_dur for op, _ in members]
+def _unified_row(
+    cols: tuple[list[str], np.ndarray, np.ndarray], ops: list[TLOp], times: list[float]
+) -> dict[str, Any]:
+    op0 = ops[0]
+    durs = list(map(_CPU_DUR, ops))
     model = _model(op0)
     modelled = model is not None and not math.isnan(model.flops)
     a = op0.args
-    ops = list(map(_FIRST, members))
-    details = _kernel_details(*cols, itertools.chain.from_iterable(map(_KERNELS, ops)))
+    kernels = list(itertools.chain.from_iterable(map(_KERNELS, ops)))
+    details = _kernel_details(*cols, kernels)
     row: dict[str, Any] = dict.fromkeys(UNIFIED_COLUMNS, "")
     row.update({
         "name": op0.name, "op category": tracelens_category(op0.name, details[0]["name"] if details else ""),
         "Input Dims": fmt_args(a.input_dims) if a else "", "Input type": fmt_args(a.input_type) if a else "",
         "Input Strides": fmt_args(a.strides) if a else "", "Concrete Inputs": fmt_args(a.concrete) if a else "",
-        "operation_count": len(members), "total_duration_us": sum(durs), "has_perf_model": modelled,
+        "operation_count": len(ops), "total_duration_us": sum(durs), "has_perf_model": modelled,
         "kernel_details_summary": repr(details),
         "call_stack": repr(list(op0.chain_names)), f"{KT}_sum": sum(times),
-        "_kernels": sum(map(len, map(_KERNELS, ops))),
+        "_kernels": len(kernels),
     })  # fmt: skip
     row["trunc_kernel_details"] = repr(
         [{"name": d["name"][:64], "mean_duration_us": round(d["mean_duration_us"], 2)} for d in details]
