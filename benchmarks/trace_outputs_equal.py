@@ -26,10 +26,12 @@ TRACES = ROOT / "tests" / "data" / "traces"
 VOLATILE = {"elapsed_s", "started_at", "finished_at", "timestamp"}
 #: the time stamp in a run folder's name (``gap_<trace>_20261130_113458``)
 _STAMP = re.compile(r"_\d{8}_\d{6}")
+#: the minute an HTML report was written (``magpie 0.1.0 · 2026-11-30 13:42``): two runs can straddle a minute
+_WRITTEN = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 
 
 def _text(text: str, out: Path) -> str:
-    return _STAMP.sub("_<stamp>", text.replace(str(out), "<out>"))
+    return _WRITTEN.sub("<written>", _STAMP.sub("_<stamp>", text.replace(str(out), "<out>")))
 
 
 def run(python: str, command: str, trace: Path, out: Path, workers: int) -> None:

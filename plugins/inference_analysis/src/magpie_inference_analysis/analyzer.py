@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import functools
 import gc
+import itertools
 import json
 import math
 import os
@@ -106,11 +107,17 @@ ORIGINS = ("launch", "graph", "graph+capture")  # how a kernel was tied to its o
 
 @dataclass
 class KernelOps:
-    """The op instance (index into ``instances``, -1: none) and origin code of every kernel."""
+    """The op instance (index into ``instances``, -1: none) and origin code of every kernel; per instance, its
+    op name (index into ``op_names``) and roofline row (index into ``row_keys``: category, op, signature),
+    set by :func:`_instance_rows` so that each stage aggregates with numpy, not per instance."""
 
     instances: list[OpInstance]
     k_inst: np.ndarray
     k_origin: np.ndarray
+    inst_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    op_names: list[str] = field(default_factory=list)
+    inst_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    row_keys: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _dec(raw: Any) -> list[Any]:
@@ -704,6 +711,7 @@ def analyze_state(
     t0 = st.t0
     graph_map, graph_info = _map_graph_replays(st, its, captures)
     kernel_ops = _kernel_ops(st, its, graph_map)
+    _instance_rows(st, kernel_ops)
     by_phase: dict[str, list[Iteration]] = {}
     for it in its:
         by_phase.setdefault(it.phase, []).append(it)
@@ -813,7 +821,7 @@ def _write_stage(
     t0: float,
 ) -> dict[str, Any]:
     """One stage's kernel table and roofline table over its steady-state ``window``; its summary."""
-    sel = np.array([i for it in window for i in it.kernels], np.int64)
+    sel = np.array(list(itertools.chain.from_iterable(it.kernels for it in window)), np.int64)
     dur = st.k_dur[sel]
     dur_l = dur.tolist()
     # sums below add in kernel order, as a plain loop would (np.sum's pairwise order differs in the last bits)
@@ -822,17 +830,12 @@ def _write_stage(
     inst_sel = kernel_ops.k_inst[sel]
     kpath = out_dir / f"{label}_kernels.csv"
     _write_kernel_table(kpath, st, sel, dur, total, inst_sel, kernel_ops)
-    inst_time, inst_kernels = _instance_times(inst_sel, dur, kernel_ops)
-    instances = {inst.key: inst for inst in kernel_ops.instances}
     out_rows: list[dict[str, Any]] = []
     bound_time = {"compute": 0.0, "memory": 0.0}
     modelled_time = 0.0
-    for (cat, name, sig), keys in _roofline_groups(st, inst_time, instances).items():
-        times = [inst_time[k] for k in keys]
+    for (cat, name, sig), inst0, times, nk in _window_rows(inst_sel, dur, kernel_ops):
         tsum = sum(times)
-        row, modelled, bound = _roofline_row(
-            cat, name, sig, instances[keys[0]], times, sum(inst_kernels[k] for k in keys), total, spec
-        )
+        row, modelled, bound = _roofline_row(cat, name, sig, inst0, times, nk, total, spec)
         if modelled:
             modelled_time += tsum
         if bound is not None:
@@ -890,7 +893,7 @@ def _write_kernel_table(
     np.maximum.at(maxs, inv, dur)
     # the origin of a name's last kernel, and its most frequent op (ties: the op met first)
     last = len(sel) - 1 - np.unique(inv[::-1], return_index=True)[1]
-    top_op = _most_common_op(inv, inst_sel, kernel_ops.instances, len(first))
+    top_op = _most_common_op(inv, inst_sel, kernel_ops, len(first))
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(KERNEL_COLUMNS)
@@ -905,42 +908,63 @@ def _write_kernel_table(
             )  # fmt: skip
 
 
-def _instance_times(
+def _instance_rows(st: TraceState, kernel_ops: KernelOps) -> None:
+    """Each instance's op-name code and roofline row (:class:`KernelOps`), decided once per distinct (op name,
+    inputs, model) rather than per instance and stage."""
+    op_names = Interner()
+    rows: dict[tuple[str, str, str], int] = {}
+    known: dict[Any, int] = {}
+    inst_row = []
+    for inst in kernel_ops.instances:
+        name = inst.name
+        what = (name, inst.key[1]) if name == "(no op)" else (name, inst.dims_raw, inst.types_raw, id(inst.model))
+        r = known.get(what)
+        if r is None:
+            r = known[what] = rows.setdefault(_roofline_key(st, inst), len(rows))
+        inst_row.append(r)
+    inst_op = np.fromiter(map(op_names.__getitem__, map(_NAME, kernel_ops.instances)), np.int64)
+    kernel_ops.inst_op, kernel_ops.op_names = inst_op, op_names.values
+    kernel_ops.inst_row, kernel_ops.row_keys = np.array(inst_row, np.int64), list(rows)
+
+
+def _roofline_key(st: TraceState, inst: OpInstance) -> tuple[str, str, str]:
+    """The roofline row of an instance: (category, op, signature)."""
+    m = inst.model
+    if inst.name == "graph":
+        return "graph", inst.name, "graph-replayed kernels without a capture trace"
+    if inst.name == "(no op)":
+        return st.kcat.get(inst.key[1], "other"), inst.name, inst.key[1]
+    cat = m.category if m is not None else "other"
+    sig = _signature(inst.dims_raw, inst.types_raw)
+    if m is not None and m.category == "InferenceAttention_fwd":
+        sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
+    return cat, inst.name, sig
+
+
+def _window_rows(
     inst_sel: np.ndarray, dur: np.ndarray, kernel_ops: KernelOps
-) -> tuple[dict[Any, float], dict[Any, int]]:
-    """Per op instance (by key, in order of its first kernel): kernel time and kernel count in the window."""
+) -> list[tuple[tuple[str, str, str], OpInstance, list[float], int]]:
+    """The roofline rows of a window's kernels (instances ``inst_sel``, durations ``dur``), in order of their
+    first instance, each with that instance, its instances' kernel times (in order of their first kernel)
+    and its number of kernels. An instance's time adds its kernels in kernel order (``np.bincount``)."""
     has = inst_sel >= 0
     ids, first_k, inst_inv = np.unique(inst_sel[has], return_index=True, return_inverse=True)
+    if not len(ids):
+        return []
     inst_sum = np.bincount(inst_inv, weights=dur[has], minlength=len(ids))
     inst_count = np.bincount(inst_inv, minlength=len(ids))
-    inst_time: dict[Any, float] = {}
-    inst_kernels: dict[Any, int] = {}
-    for r in np.argsort(first_k, kind="stable").tolist():
-        key = kernel_ops.instances[ids[r]].key
-        inst_time[key] = float(inst_sum[r])
-        inst_kernels[key] = int(inst_count[r])
-    return inst_time, inst_kernels
-
-
-def _roofline_groups(
-    st: TraceState, inst_time: dict[Any, float], instances: dict[Any, OpInstance]
-) -> dict[tuple[str, str, str], list[Any]]:
-    """The instances of each roofline row: grouped by (category, op, signature)."""
-    groups: dict[tuple[str, str, str], list[Any]] = {}
-    for key in inst_time:
-        inst = instances[key]
-        m = inst.model
-        if inst.name == "graph":
-            cat, sig = "graph", "graph-replayed kernels without a capture trace"
-        elif inst.name == "(no op)":
-            cat, sig = st.kcat.get(key[1], "other"), key[1]
-        else:
-            cat = m.category if m is not None else "other"
-            sig = _signature(inst.dims_raw, inst.types_raw)
-            if m is not None and m.category == "InferenceAttention_fwd":
-                sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
-        groups.setdefault((cat, inst.name, sig), []).append(key)
-    return groups
+    order = np.argsort(first_k, kind="stable")  # the instances in order of their first kernel
+    ids, inst_sum, inst_count = ids[order], inst_sum[order], inst_count[order]
+    rows, row_first, row_inv = np.unique(kernel_ops.inst_row[ids], return_index=True, return_inverse=True)
+    by_row = np.argsort(row_inv, kind="stable")  # each row's instances, in their order
+    cuts = np.cumsum(np.bincount(row_inv, minlength=len(rows)))[:-1]
+    times = np.split(inst_sum[by_row], cuts)
+    kernels = np.split(inst_count[by_row], cuts)
+    heads = ids[by_row][np.concatenate(([0], cuts))]
+    return [
+        (kernel_ops.row_keys[rows[r]], kernel_ops.instances[heads[r]], times[r].tolist(), int(kernels[r].sum()))
+        for r in np.argsort(row_first, kind="stable").tolist()
+    ]
 
 
 def _roofline_row(
@@ -1016,24 +1040,22 @@ def _window_timeline(iter_rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, instances: list[OpInstance], n_names: int) -> list[str]:
+def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, kernel_ops: KernelOps, n_names: int) -> list[str]:
     """Per kernel name (codes ``name_inv``), the op name most of its kernels went to ("" for none); a tie goes
     to the op met first."""
     out = [""] * n_names
     has = np.flatnonzero(inst_sel >= 0)
     if len(has) == 0:
         return out
-    op_names = Interner()
-    inst_op = np.fromiter((op_names[inst.name] for inst in instances), np.int64, len(instances))
-    width = len(op_names.values)
-    pair = name_inv[has].astype(np.int64) * width + inst_op[inst_sel[has]]
+    width = len(kernel_ops.op_names)
+    pair = name_inv[has].astype(np.int64) * width + kernel_ops.inst_op[inst_sel[has]]
     uniq, first, count = np.unique(pair, return_index=True, return_counts=True)
     name = uniq // width
     order = np.lexsort((first, -count, name))
     head = np.ones(len(order), bool)
     head[1:] = name[order][1:] != name[order][:-1]
     for q in order[head].tolist():
-        out[int(name[q])] = op_names.values[int(uniq[q] % width)]
+        out[int(name[q])] = kernel_ops.op_names[int(uniq[q] % width)]
     return out
 
 

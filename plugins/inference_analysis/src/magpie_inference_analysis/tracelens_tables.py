@@ -302,9 +302,7 @@ def _stats(xs: list[float]) -> dict[str, float]:
     return {"mean": mean, "std": std, "median": median, "min": xs[0], "max": xs[-1]}
 
 
-def _kernel_details(
-    names: list[str], k_name: np.ndarray, dur: np.ndarray, kernels: list[int]
-) -> list[dict[str, Any]]:
+def _kernel_details(names: list[str], k_name: np.ndarray, dur: np.ndarray, kernels: list[int]) -> list[dict[str, Any]]:
     """Per kernel name (in order of first appearance in ``kernels``): count, total, mean, median, std, min, max
     of its kernels' durations (each name's durations in ``kernels`` order, so sums add in that order)."""
     idx = np.array(kernels, np.int64)
@@ -359,9 +357,7 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
 _KERNELS, _CPU_DUR = operator.attrgetter("kernels"), operator.attrgetter("cpu_dur")
 
 
-def _unified_row(
-    cols: tuple[list[str], np.ndarray, np.ndarray], ops: list[TLOp], times: list[float]
-) -> dict[str, Any]:
+def _unified_row(cols: tuple[list[str], np.ndarray, np.ndarray], ops: list[TLOp], times: list[float]) -> dict[str, Any]:
     op0 = ops[0]
     durs = list(map(_CPU_DUR, ops))
     model = _model(op0)
