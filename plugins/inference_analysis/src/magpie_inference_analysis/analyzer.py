@@ -91,7 +91,7 @@ class Iteration:
     in_window: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class OpInstance:
     key: Any
     name: str
@@ -582,17 +582,18 @@ class OpChooser:
     def instance(self, key: Any, op: ev_mod.Ev | None, step: StepInfo | None, cid: int = -1) -> int:
         """``cid``: the content id of ``op`` when the caller knows it."""
         inst = self.instances.get(key)
-        if inst is None:
-            if op is None:
-                inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
-            else:
-                a = op.args
-                dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
-                if cid < 0:
-                    cid = self.contents.of_op(op)
-                inst = OpInstance(key, op.name, dims, types, self.model(cid, step))
-            inst.index = len(self.instances)
-            self.instances[key] = inst
+        return inst.index if inst is not None else self.new_instance(key, op, step, cid)
+
+    def new_instance(self, key: Any, op: ev_mod.Ev | None, step: StepInfo | None, cid: int = -1) -> int:
+        """:meth:`instance` for a key not seen yet."""
+        if op is None:
+            inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
+        else:
+            a = op.args
+            dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
+            inst = OpInstance(key, op.name, dims, types, self.model(self.contents.of_op(op) if cid < 0 else cid, step))
+        inst.index = len(self.instances)
+        self.instances[key] = inst
         return inst.index
 
 
@@ -636,7 +637,12 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     kernels = st.kernels
     instances: dict[Any, OpInstance] = {}
     chooser = OpChooser(instances, st.contents)
-    position, position_of, instance = chooser.position, chooser.position_of, chooser.instance
+    position, position_of, instance, new_instance = (
+        chooser.position,
+        chooser.position_of,
+        chooser.instance,
+        chooser.new_instance,
+    )
     signature, call_sig = chooser.contents.signature, st.call_signature
     n = len(kernels)
     k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
@@ -692,7 +698,7 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
         j = chain[p]
         got = op_inst.get(j, -1)
         if got < 0:
-            got = op_inst[j] = instance(("op", j), cpu_ops[j], step, sig[p])
+            got = op_inst[j] = new_instance(("op", j), cpu_ops[j], step, sig[p])
         k_inst[i] = got
     return KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
 
