@@ -26,7 +26,7 @@ TRACES = ROOT / "tests" / "data" / "traces"
 VOLATILE = {"elapsed_s", "started_at", "finished_at", "timestamp"}
 #: the time stamp in a run folder's name (``gap_<trace>_20261130_113458``)
 _STAMP = re.compile(r"_\d{8}_\d{6}")
-#: the minute an HTML report was written (``magpie 0.1.0 · 2026-11-30 13:42``): two runs can straddle a minute
+#: when a report page was written (its footer: ``magpie 0.1.0 · 2026-11-30 13:52``)
 _WRITTEN = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 
 
