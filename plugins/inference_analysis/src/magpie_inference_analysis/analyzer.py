@@ -201,16 +201,6 @@ class TraceState:
         self.kcat = _kernel_categories(sorted(self.kernel_names.values))
         #: iteration index per kernel (-1: in none), set by :meth:`iterations`
         self.k_iter = np.full(n, -1, np.int64)
-        #: content ids of the CPU ops (:mod:`op_content`) and, per launch call, of its chain's (made on use)
-        self.contents = OpContents()
-        self._call_sigs: dict[int, tuple[int, ...]] = {}
-
-    def call_signature(self, call: ev_mod.Ev, chain: tuple[int, ...]) -> tuple[int, ...]:
-        """The signature of a launch call's chain ``chain`` (computed once per call)."""
-        sig = self._call_sigs.get(id(call))
-        if sig is None:
-            sig = self._call_sigs[id(call)] = self.contents.signature(self.cpu_ops, chain)
-        return sig
 
     # -- iterations --------------------------------------------------------------------------
     def iterations(self) -> list[Iteration]:
@@ -520,8 +510,9 @@ class OpChooser:
     to; ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
     first use, with its FLOPs/bytes model).
 
-    Both are decided per distinct content (:mod:`op_content`), not per kernel: the choice per (chain
-    signature, kernel category, step), the model per (op content, step where the op is an attention op)."""
+    Models are made per distinct op content (:mod:`op_content`) and step where the op is an attention op; for
+    chains many kernels share (capture traces), the choice is made once per (chain signature, kernel category,
+    step): :meth:`position`; for a launch call's own chain, :meth:`choose_lazy`."""
 
     def __init__(self, instances: dict[Any, OpInstance], contents: OpContents) -> None:
         self.instances = instances
@@ -564,6 +555,26 @@ class OpChooser:
     def choose(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
         p = self.position(chain, ops, kcat, step)
         return None if p is None else chain[p]
+
+    def choose_lazy(
+        self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None
+    ) -> tuple[int, int]:
+        """:meth:`position` (and the chosen op's content id) for a chain no other kernel shares: the ops' content
+        ids are looked up from the innermost out only as far as the choice needs (usually the innermost op)."""
+        of_op, model = self.contents.of_op, self.model
+        innermost_model = None
+        for p, j in enumerate(chain):
+            cid = of_op(ops[j])
+            m = model(cid, step)
+            if m is None:
+                continue
+            if m.category in SPECIFIC and _compatible(m, kcat):
+                return p, cid
+            if innermost_model is None and m.category not in SPECIFIC:
+                innermost_model = (p, cid)
+        if innermost_model is not None:
+            return innermost_model
+        return 0, of_op(ops[chain[0]])
 
     def _choose(self, sig: tuple[int, ...], kcat: str, step: StepInfo | None) -> int:
         """The innermost op with a specific model that fits the kernel, else the innermost modelled op,
@@ -636,14 +647,9 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
     kernels = st.kernels
     instances: dict[Any, OpInstance] = {}
-    chooser = OpChooser(instances, st.contents)
-    position, position_of, instance, new_instance = (
-        chooser.position,
-        chooser.position_of,
-        chooser.instance,
-        chooser.new_instance,
-    )
-    signature, call_sig = chooser.contents.signature, st.call_signature
+    chooser = OpChooser(instances, OpContents())
+    position, choose_lazy = chooser.position, chooser.choose_lazy
+    instance, new_instance, signature = chooser.instance, chooser.new_instance, chooser.contents.signature
     n = len(kernels)
     k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
     k_origin = [ORIGIN_LAUNCH] * n
@@ -693,12 +699,11 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
         if not chain:  # no launch record (dropped by the profiler) or launched outside any op
             k_inst[i] = instance(("nokernelop", kernels[i].name, i), None, step)
             continue
-        sig = call_sig(call, chain)
-        p = position_of(sig, kcat_of_name[name_id], step)
+        p, cid = choose_lazy(chain, cpu_ops, kcat_of_name[name_id], step)
         j = chain[p]
         got = op_inst.get(j, -1)
         if got < 0:
-            got = op_inst[j] = new_instance(("op", j), cpu_ops[j], step, sig[p])
+            got = op_inst[j] = new_instance(("op", j), cpu_ops[j], step, cid)
         k_inst[i] = got
     return KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
 

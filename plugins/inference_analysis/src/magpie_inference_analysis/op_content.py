@@ -1,11 +1,12 @@
 """Content ids of CPU ops: ops with the same name and the same recorded inputs share one id.
 
 A trace repeats a few hundred distinct ops (name, ``Input Dims``, ``Input type``, ``Input Strides``,
-``Concrete Inputs``) tens of thousands of times: every layer of every iteration launches the same ops. What
-the analyses decide from an op's chain of enclosing ops (which op a kernel's time goes to, its FLOPs/bytes
-model) depends only on the ops' contents, so it is decided once per distinct chain of contents (a
-*signature*: the tuple of the chain's content ids) and looked up for every other kernel, instead of being
-worked out again per kernel.
+``Concrete Inputs``) tens of thousands of times: every layer of every iteration launches the same ops. An op's
+FLOPs/bytes model depends only on its content, so it is worked out once per content id. Where many kernels share
+one chain of enclosing ops (a capture trace's chains, mapped to every replay of the graph), the choice of the
+op a kernel's time goes to is also made once per *signature* (the tuple of the chain's content ids); a launch
+call's own chain belongs to its kernels alone, so there the content ids are looked up only as far as the choice
+needs.
 """
 
 from __future__ import annotations
@@ -34,9 +35,7 @@ class OpContents:
         return cid
 
     def signature(self, ops: list[ev_mod.Ev], chain: tuple[int, ...]) -> tuple[int, ...]:
-        """The content ids of a chain's ops. Not cached per op or chain: in a typical trace almost every op
-        encloses one launch, so the content key is built once per chain element either way (inline: this
-        runs for every kernel)."""
+        """The content ids of a chain's ops."""
         get = self._ids.get
         out = []
         for j in chain:

@@ -152,10 +152,7 @@ def _walk(st: Any, graph_map: dict[int, Any]) -> _Walk:
 
 
 def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unlinked: bool) -> list[TLOp]:
-    """The op instances of the whole trace and their kernels (graph replays through their capture traces).
-
-    A launch chain's choice (:meth:`_Walk.decide`) depends on its ops' names only, so for the trace's own
-    CPU ops it is made once per chain signature (:mod:`op_content`) and looked up for every other kernel."""
+    """The op instances of the whole trace and their kernels (graph replays through their capture traces)."""
     out: dict[Any, TLOp] = {}
     moe: dict[Any, tuple[TLOp, list[Any]]] = {}
     walk = _walk(st, graph_map)
@@ -165,10 +162,6 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
     launch, graph, chain_of_call, cpu_ops = st.launch, st.graph, st.chain_of_call, st.cpu_ops
     kernel_names = st.kernel_names.values
     no_stack: tuple[list[Any], tuple[int, ...], int] = ([], (), 0)
-    decided: dict[tuple[int, ...], tuple[int | None, int | None]] = {}  # signature -> (op, MoE op) positions
-    cpu_parents = walk.parents.get(id(cpu_ops), set())
-    cpu_moe = walk.has_moe.get(id(cpu_ops), False)
-    call_signature = st.call_signature
     synthetic: dict[tuple[str, int], str] = {}  # (launcher, kernel name id) -> the synthetic op's name
     op_key = ("op",)
     for i in range(len(k_name)):
@@ -176,19 +169,7 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
         step = steps[k_iter[i]] if k_iter[i] >= 0 else None
         if call is not None and not graph[i]:  # the common case, inline
             chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, op_key, None
-            if chain:
-                sig = call_signature(call, chain)
-                got = decided.get(sig)
-                if got is None:
-                    got = decided[sig] = (walk.modelled_at(chain, ops), moe_parent_position(chain, ops))
-                p, pm = got
-                if p is None:
-                    j, direct = chain[0], chain[0] in cpu_parents
-                else:
-                    j, direct = chain[p], False
-                jm = chain[pm] if cpu_moe and pm is not None else None
-            else:
-                j, direct, jm = None, False, None
+            j, direct, jm = decide(chain, ops) if chain else (None, False, None)
         elif graph[i] and i not in graph_map:  # a graph replay without a capture: no op
             chain, j, direct, jm = (), None, False, None
         else:
@@ -217,12 +198,6 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
             op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
         op.kernels.append(i)
     return [*out.values(), *_split_moe(st, moe)]
-
-
-def moe_parent_position(chain: tuple[int, ...], ops: list[Any]) -> int | None:
-    """Where in ``chain`` its innermost fused MoE op is (:func:`pseudo_ops.moe_parent`), None without one."""
-    jm = moe_parent(chain, ops)
-    return None if jm is None else chain.index(jm)
 
 
 def _split_moe(st: Any, moe: dict[Any, tuple[TLOp, list[Any]]]) -> list[TLOp]:
