@@ -50,6 +50,7 @@ def throughput_block(metrics: dict[str, Any]) -> dict[str, Any]:
 
 _OWN_LOAD = "magpie drives the load with its own load generator; InferenceX scripts are not run"
 _OWN_ANALYSIS = "magpie runs its own inference analysis in-process (magpie inference) instead of TraceLens's CLI"
+_TRACE_FILE = "no InferenceX recipe is resolved: magpie replays the trace file in dataset.path itself"
 _TIME_ONLY = "magpie ranks correct kernels by measured time only; counters explain, they never weight the ranking"
 _OWN_TIMING = "magpie times with its adaptive sampler: see performance.min_samples, target_rse, budget_seconds"
 
@@ -80,6 +81,14 @@ _BENCHMARK: dict[str, str] = {
     "profiler.tracelens.extension_wheel_path": _OWN_ANALYSIS,
     "profiler.tracelens.cli_timeout_seconds": _OWN_ANALYSIS,
     "gap_analysis.auto_clone_repos": "magpie clones kernel-source repos only with gap_analysis.clone_repos or --clone",
+    "agentx.mode": _TRACE_FILE + "; the whole trace is replayed (load.trace.max_sessions / time_scale shorten it)",
+    "agentx.recipe": _TRACE_FILE,
+    "agentx.selector": _TRACE_FILE,
+    "agentx.config_file": _TRACE_FILE,
+    "agentx.resolved": _TRACE_FILE,
+    "agentx.launch_overrides": "the server is started by the framework plugin: use server_args and server_env",
+    "agentx.failed_request_threshold": "failed turns are counted in the report (failure_reasons); the run "
+    "fails only when every request fails",
 }
 
 #: config model name -> dotted key path (from the model's root) -> what magpie does instead

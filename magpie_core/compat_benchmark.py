@@ -87,23 +87,67 @@ def envs_warnings(envs: dict[str, Any]) -> list[str]:
 #: ``benchmark.<key>`` of an AMD Magpie feature magpie does not have -> what to do instead.
 #: A file that switches one on is refused (exit 2): running something else would mislead.
 REFUSED_KEYS: dict[str, str] = {
-    "agentx": "AgentX trace-replay load (multi-turn sessions from a trace) is not implemented by magpie; "
-    "remove agentx to measure magpie's synthetic load (envs CONC, ISL, OSL) or a dataset (dataset.name)",
     "run_cmd": "offline run_cmd workloads (AMD Magpie's xDiT framework) are not implemented by magpie; "
     "run the command yourself, or benchmark an OpenAI-compatible server",
 }
 
+#: ``agentx.<key>`` that magpie reads (the rest of AMD Magpie's AgentX keys are warned, see magpie_core.compat)
+AGENTX_READ = ("enabled", "concurrency")
+#: AMD Magpie's AgentX keys magpie accepts without acting on them (listed in magpie_core.compat's table)
+AGENTX_KNOWN = (
+    *AGENTX_READ,
+    "mode",
+    "recipe",
+    "selector",
+    "config_file",
+    "launch_overrides",
+    "failed_request_threshold",
+    "resolved",
+)
 
-def _switched_on(value: Any) -> bool:
+
+def switched_on(value: Any) -> bool:
+    """A feature key that is on: ``enable``, ``true``, or a mapping whose ``enabled`` is not false."""
     if isinstance(value, dict):
         return value.get("enabled", True) not in (False, None, "false", "disable", "disabled")
     return value not in (None, False, "", "false", "disable", "disabled")
 
 
+def map_agentx(block: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``agentx`` on: trace replay (``dataset.name: trace``) with ``agentx.concurrency`` as the sessions in
+    flight, and no profiled run unless the file asks (AMD Magpie's defaults). Warnings for AgentX keys
+    magpie does not know and for ``envs`` lengths a trace replaces."""
+    agentx = block.get("agentx")
+    if not switched_on(agentx):
+        return block, []
+    out = copy.deepcopy(block)
+    _set_default(out, ("dataset", "name"), "trace")
+    _set_default(out, ("profiler", "torch_profiler", "enabled"), False)
+    warnings = []
+    if isinstance(agentx, dict):
+        if agentx.get("concurrency") is not None:
+            conc = agentx["concurrency"]
+            if isinstance(conc, bool) or not isinstance(conc, int) or conc < 1:
+                raise ValueError(f"agentx.concurrency: {conc!r} is not a positive whole number")
+            _set_default(out, ("load", "max_concurrency"), conc)
+        unknown = sorted(str(k) for k in agentx if k not in AGENTX_KNOWN)
+        if unknown:
+            names = ", ".join(f"benchmark.agentx.{k}" for k in unknown)
+            warnings.append(f"{names}: not an AMD Magpie AgentX key magpie knows (ignored)")
+    envs = {str(k).upper() for k in (block.get("envs") or {})}
+    lengths = sorted(envs & {"ISL", "RANDOM_RANGE_RATIO"})
+    if lengths:
+        warnings.append(
+            f"benchmark.envs {', '.join(lengths)}: ignored with agentx (input lengths come from the trace, "
+            "as in AMD Magpie); OSL is only the output length of turns the trace gives none"
+        )
+    return out, warnings
+
+
 def refused(envs: dict[str, Any], block: dict[str, Any] | None = None) -> tuple[str, str] | None:
     """(key, why) when this run cannot go ahead as the file asks (a feature magpie does not have)."""
     for key, why in REFUSED_KEYS.items():
-        if block and _switched_on(block.get(key)):
+        if block and switched_on(block.get(key)):
             return key, f"benchmark.{key}: {why}"
     if "RUN_EVAL" in envs and truthy(envs["RUN_EVAL"]):
         why = (
@@ -192,11 +236,12 @@ def adapt_block(block: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     Raises ``ValueError`` (a bad envs value) or :class:`Refused` (a feature magpie does not have).
     """
     block = map_envs(block)
+    block, agentx_warnings = map_agentx(block)
     envs = {str(k).upper(): v for k, v in (block.get("envs") or {}).items()}
     refusal = refused(envs, block)
     if refusal:
         raise Refused(*refusal)
-    return block, envs_warnings(envs)
+    return block, agentx_warnings + envs_warnings(envs)
 
 
 class Refused(ValueError):

@@ -66,8 +66,20 @@ BENCHMARK: dict[str, str] = {
     "lm_eval_runtime": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
     "lm_eval_runtime.*": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
     "server_lifecycle.*": "persistent server across runs: reuse when healthy and matching, cleanup stops it",
-    "agentx": "refused when on",
-    "agentx.*": "refused when on",
+    "agentx": "trace replay of the file in dataset.path, which it needs (--dataset-path; AMD Magpie's InferenceX "
+    "trace is not fetched): multi-turn sessions with their timing and growing context, prefix cache hits "
+    "reported; the torch profiler is off unless the file turns it on",
+    "agentx.enabled": "trace replay on or off",
+    "agentx.concurrency": "load.max_concurrency: agent sessions in flight (as envs.CONC)",
+    "agentx.mode": "warned: the whole trace is replayed",
+    "agentx.recipe": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.selector": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.config_file": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.resolved": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.launch_overrides": "warned: use server_args / server_env",
+    "agentx.launch_overrides.*": "warned: use server_args / server_env",
+    "agentx.failed_request_threshold": "warned: failed turns are counted in the report",
+    "agentx.*": "warned as unknown AgentX keys (ignored)",
     "run_cmd": "refused when set",
 }
 

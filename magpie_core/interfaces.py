@@ -132,6 +132,14 @@ class ServingFramework(Component):
         """Default container image for a GPU arch (``sm_90``, ``gfx942``), if any."""
         return None
 
+    #: GET path of the server's Prometheus metrics (None: the server has none magpie reads)
+    metrics_path: ClassVar[str | None] = None
+
+    def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
+        """``{"hits": ..., "queries": ...}`` (cumulative prompt tokens found in / looked up in the prefix
+        cache) read from the ``metrics_path`` page; None when the page does not have them."""
+        return None
+
 
 class Profiler(Component):
     """Collects per-kernel hardware counters or kernel times for a command."""

@@ -125,8 +125,6 @@ def test_envs_magpie_reads(tmp_path) -> None:
     ("block", "named"),
     [
         ({"envs": {"RUN_EVAL": "true"}}, "RUN_EVAL"),
-        ({"agentx": "enable"}, "benchmark.agentx"),
-        ({"agentx": {"enabled": True, "mode": "fast"}}, "benchmark.agentx"),
         ({"run_cmd": "python gen.py"}, "benchmark.run_cmd"),
         ({"envs": {"PORT": "eighty"}}, "envs.PORT"),
     ],
@@ -138,6 +136,50 @@ def test_refused_keys_exit_2_naming_them(block, named, tmp_path, run_magpie) -> 
     done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out")])
     assert done.returncode == 2 and named in done.stderr and "bench.yaml" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_agentx_is_trace_replay_and_needs_the_trace_file(tmp_path, run_magpie) -> None:
+    path = _bench_yaml(tmp_path, agentx="enable", run_mode="local")
+    cfg = load_benchmark_config(path)
+    assert cfg.dataset.name == "trace" and cfg.profiler.torch_profiler.enabled is False
+    done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out")])
+    assert done.returncode == 2 and "agentx is on" in done.stderr and "dataset.path" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_agentx_keys_are_read_or_warned(tmp_path, caplog) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 4, "output_length": 2}\n')
+    agentx = {"enabled": True, "mode": "fast", "concurrency": 3, "launch_overrides": {"version": 1}, "bogus": 1}
+    with caplog.at_level("WARNING"):
+        cfg = load_benchmark_config(
+            _bench_yaml(tmp_path, agentx=agentx, dataset={"path": str(trace)}, envs={"ISL": 9}, run_mode="local")
+        )
+    said = "\n".join(r.getMessage() for r in caplog.records)
+    assert cfg.load.max_concurrency == 3 and cfg.dataset.name == "trace"
+    for key in ("benchmark.agentx.mode", "benchmark.agentx.launch_overrides", "benchmark.agentx.bogus", "ISL"):
+        assert key in said, key
+    off = load_benchmark_config(_bench_yaml(tmp_path, agentx={"enabled": False}))
+    assert off.dataset.name == "random"
+
+
+def test_a_bad_trace_line_exits_2_before_any_server(tmp_path, run_magpie) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 4, "output_length": 2}\n{"timestamp": 5, "output_length": 2}\n')
+    path = _bench_yaml(tmp_path, run_mode="local", dataset={"name": "trace", "path": str(trace)})
+    done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out")])
+    assert done.returncode == 2 and f"{trace}:2" in done.stderr and "input_length" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_trace_flags() -> None:
+    from magpie_core.cli.load_flags import load_patch
+
+    patch = load_patch(dataset_name="mooncake", dataset_path="t.jsonl", trace_time_scale=0.5)
+    assert patch["dataset"] == {"name": "trace", "path": "t.jsonl"}
+    assert patch["load"]["trace"] == {"format": "mooncake", "time_scale": 0.5}
+    assert load_patch(dataset_name="multi_turn")["load"]["trace"] == {"format": "multi_turn"}
+    assert "trace" not in load_patch(dataset_name="random").get("load", {})
 
 
 def test_run_eval_false_and_multimodal_keys_load_with_a_warning(tmp_path, caplog) -> None:

@@ -22,6 +22,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -39,7 +40,12 @@ FAULTY = DATA / "kernels" / "faulty.py"
 
 
 class Magpie:
-    """A ``magpie`` CLI process with its stderr collected line by line."""
+    """A ``magpie`` CLI process with its stderr collected line by line.
+
+    Each pipe has exactly one reader, a thread of its own: a second reader on the same pipe (as
+    ``Popen.communicate`` would be, next to the stderr thread) takes whatever it reads first, so the last
+    lines magpie writes (the "interrupted: …" message) would sometimes land there instead of in ``lines``.
+    """
 
     def __init__(self, args: list[str], marker: str, cwd: Path) -> None:
         env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "MAGPIE_TEST_MARKER": marker}
@@ -52,14 +58,14 @@ class Magpie:
             text=True,
         )
         self.lines: list[str] = []
-        self.out = ""
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
+        self.out_lines: list[str] = []
+        assert self.proc.stderr is not None and self.proc.stdout is not None
+        self.readers = [
+            threading.Thread(target=_collect, args=(pipe, into), daemon=True)
+            for pipe, into in ((self.proc.stderr, self.lines), (self.proc.stdout, self.out_lines))
+        ]
+        for reader in self.readers:
+            reader.start()
 
     def wait_for(self, what: Callable[[str], bool], timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
@@ -69,20 +75,28 @@ class Magpie:
             time.sleep(0.1)
 
     def interrupt(self, times: int = 1, sig: int = signal.SIGINT) -> float:
-        """Ctrl-C (``times`` presses, 50 ms apart; or another ``sig``); seconds from the first to the exit."""
+        """Ctrl-C (``times`` presses, 50 ms apart; or another ``sig``); seconds from the first to the exit.
+        Returns once both pipes are read to their end, so ``stderr`` holds every line magpie wrote."""
         start = time.monotonic()
         for i in range(times):
             if i:
                 time.sleep(0.05)
             self.proc.send_signal(sig)
-        self.out, _ = self.proc.communicate(timeout=60)
+        self.proc.wait(timeout=60)
         took = time.monotonic() - start
-        self.reader.join(timeout=10)  # the last stderr lines (the "interrupted" message) may still be in the pipe
+        for reader in self.readers:  # the pipes end when magpie and every child it started are gone
+            reader.join(timeout=30)
+            assert not reader.is_alive(), f"a pipe of magpie is still open after its exit; stderr:\n{self.stderr}"
         return took
 
     @property
     def stderr(self) -> str:
         return "".join(self.lines)
+
+
+def _collect(pipe: IO[str], into: list[str]) -> None:
+    for line in pipe:
+        into.append(line)
 
 
 def kernel_file(tmp_path: Path, ids_entries: list[tuple[str, str]], budget_s: float = 2) -> Path:
@@ -156,9 +170,7 @@ def test_ctrl_c_during_compare_keeps_finished_candidates(tmp_path: Path) -> None
     print(f"signal to exit: {took:.2f} s")
     assert run.proc.returncode == 130, run.stderr
     assert took <= STOP_S + LOAD_SLACK_S, f"stopping took {took:.1f} s"
-    # Known open bug (seen in roughly 1 of 3 runs with stderr on a pipe, never with a file): the one-line
-    # "interrupted: …" message is sometimes missing although the report below is written. The report is the
-    # guarantee this test holds; the message's loss is listed as open in docs/runs-and-interrupts.md.
+    assert "interrupted: compare interrupted" in run.stderr and "compare_report.json" in run.stderr, run.stderr
     report = read_report(tmp_path / "out", "compare_report.json")
     assert report["interrupted"] is True and report["verdict"].startswith("Interrupted")
     states = {r["kernel_id"]: r["correctness"]["status"] for r in report["results"]["kernel_results"]}

@@ -120,6 +120,7 @@ def run_benchmark_cli(
         run_benchmark,
         run_benchmark_on_environment,
         serving_framework,
+        trace_problem,
     )
 
     if benchmark_config is None and framework is None:
@@ -130,6 +131,9 @@ def run_benchmark_cli(
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
+    problem = trace_problem(config)  # before any server starts: a missing or malformed trace file
+    if problem:
+        raise UsageError(problem)
     with gpu_hardware():
         if config.run_mode in CORE_RUN_MODES:
             report = run_benchmark(config, output_dir)
@@ -240,6 +244,7 @@ def benchmark_command(
     percentile_metrics: str | None = LoadFlags.percentile_metrics,
     metric_percentiles: str | None = LoadFlags.metric_percentiles,
     goodput: list[str] | None = LoadFlags.goodput,
+    trace_time_scale: float | None = LoadFlags.trace_time_scale,
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
@@ -291,6 +296,7 @@ def benchmark_command(
         percentile_metrics=percentile_metrics,
         metric_percentiles=metric_percentiles,
         goodput=goodput,
+        trace_time_scale=trace_time_scale,
     )
     raise typer.Exit(
         run_benchmark_cli(

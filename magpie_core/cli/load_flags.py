@@ -4,8 +4,9 @@
 (gamma shape; 1 is Poisson), ``--dataset-name`` / ``--dataset-path``, ``--seed``, ``--endpoint``
 (an API path such as ``/v1/completions``), ``--tokenizer``, ``--percentile-metrics`` (comma list of
 ttft,tpot,itl,e2el), ``--metric-percentiles`` (comma list, default 99) and ``--goodput KEY:VALUE ...``
-(SLOs in milliseconds over ttft, tpot, e2el). Each becomes a key of the benchmark config
-(``load.*``, ``dataset.*``, ``slo.*``, ``tokenizer``) and wins over the YAML.
+(SLOs in milliseconds over ttft, tpot, e2el); trace replay: ``--dataset-name trace|mooncake|multi_turn``
+(AIPerf's dataset type names) with ``--dataset-path`` and ``--trace-time-scale``. Each becomes a key of the
+benchmark config (``load.*``, ``dataset.*``, ``slo.*``, ``tokenizer``) and wins over the YAML.
 """
 
 from __future__ import annotations
@@ -18,7 +19,18 @@ import typer
 from magpie_core.cli.app import UsageError
 
 #: ``--dataset-name`` values magpie generates or reads -> ``dataset.name``
-DATASET_NAMES = {"random": "random", "sharegpt": "sharegpt", "custom": "jsonl", "jsonl": "jsonl"}
+DATASET_NAMES = {
+    "random": "random",
+    "sharegpt": "sharegpt",
+    "custom": "jsonl",
+    "jsonl": "jsonl",
+    "trace": "trace",
+    "mooncake": "trace",
+    "mooncake_trace": "trace",  # AIPerf's --custom-dataset-type name
+    "multi_turn": "trace",
+}
+#: ``--dataset-name`` values that also say the trace's format -> ``load.trace.format``
+TRACE_FORMATS = {"mooncake": "mooncake", "mooncake_trace": "mooncake", "multi_turn": "multi_turn"}
 #: ``--endpoint`` API paths -> ``load.endpoint``
 ENDPOINTS = {
     "/v1/completions": "completions",
@@ -36,8 +48,15 @@ class LoadFlags:
         None, "--request-rate", help="requests/s; inf sends every request at time 0 (default inf)"
     )
     burstiness = typer.Option(None, "--burstiness", help="gamma shape of arrivals; 1 is Poisson, <1 burstier")
-    dataset_name = typer.Option(None, "--dataset-name", help="random | sharegpt | custom (JSONL with 'prompt')")
-    dataset_path = typer.Option(None, "--dataset-path", help="file of the sharegpt / custom dataset")
+    dataset_name = typer.Option(
+        None,
+        "--dataset-name",
+        help="random | sharegpt | custom (JSONL with 'prompt') | trace / mooncake / multi_turn (replay a trace)",
+    )
+    dataset_path = typer.Option(None, "--dataset-path", help="file of the sharegpt / custom dataset or the trace")
+    trace_time_scale = typer.Option(
+        None, "--trace-time-scale", help="trace replay: multiply timestamps and delays (0.5: twice as fast)"
+    )
     seed = typer.Option(None, "--seed", help="seed of prompt sampling and arrival times (default 0)")
     endpoint = typer.Option(None, "--endpoint", help="/v1/completions (default) or /v1/chat/completions")
     tokenizer = typer.Option(None, "--tokenizer", help="tokenizer name or path (default: the model's)")
@@ -125,6 +144,7 @@ def load_patch(
     percentile_metrics: str | None = None,
     metric_percentiles: str | None = None,
     goodput: list[str] | None = None,
+    trace_time_scale: float | None = None,
 ) -> dict[str, Any]:
     """The benchmark-config keys these flags set, as a nested patch (only flags that were given)."""
     rate = _rate(request_rate)
@@ -136,6 +156,11 @@ def load_patch(
         "percentile_metrics": _csv("--percentile-metrics", percentile_metrics, PERCENTILE_METRICS),
         "metric_percentiles": _percentiles(metric_percentiles),
     }
+    trace = {
+        "format": TRACE_FORMATS.get(dataset_name or ""),
+        "time_scale": _positive("--trace-time-scale", trace_time_scale),
+    }
+    load["trace"] = {k: v for k, v in trace.items() if v is not None} or None
     dataset = {"name": _choice("--dataset-name", dataset_name, DATASET_NAMES), "path": dataset_path, "seed": seed}
     patch: dict[str, Any] = {
         "load": {k: v for k, v in load.items() if v is not None},

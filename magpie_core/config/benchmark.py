@@ -157,13 +157,29 @@ class SweepMatrixConfig(StrictModel):
 
 
 class DatasetConfig(StrictModel):
-    name: Literal["random", "sharegpt", "jsonl"] = "random"
+    name: Literal["random", "sharegpt", "jsonl", "trace"] = Field(
+        "random", description="trace: replay a trace file's sessions with their timing (load.trace)"
+    )
     path: str | None = None
     input_len: PositiveInt | None = Field(None, description="default: envs.ISL")
     output_len: PositiveInt | None = Field(None, description="default: envs.OSL")
     range_ratio: Fraction | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
     prefix_len: NonNegativeInt = 0
     seed: int = 0
+
+
+class TraceReplayConfig(StrictModel):
+    """``load.trace``: how ``dataset.name: trace`` replays ``dataset.path`` (docs/benchmark.md, Trace replay)."""
+
+    format: Literal["auto", "mooncake", "multi_turn"] = Field(
+        "auto", description="mooncake: Mooncake / AIPerf mooncake_trace JSONL; multi_turn: AIPerf sessions"
+    )
+    time_scale: PositiveFloat = Field(1.0, description="multiplies timestamps and delays (0.5: twice as fast)")
+    timing: Literal["trace", "asap"] = Field(
+        "trace", description="trace: timestamps and delays kept; asap: sessions start at once, no pauses"
+    )
+    block_size: PositiveInt = Field(512, description="input tokens per hash id (512 in the Mooncake traces)")
+    max_sessions: PositiveInt | None = Field(None, description="replay only the first N sessions (by start time)")
 
 
 class LoadConfig(StrictModel):
@@ -195,6 +211,7 @@ class LoadConfig(StrictModel):
     metric_percentiles: list[float] = Field(
         default_factory=lambda: [99.0], description="percentiles reported besides p90/p95/p99"
     )
+    trace: TraceReplayConfig = Field(default_factory=TraceReplayConfig, description="trace replay settings")
 
 
 class ServerLifecycleConfig(StrictModel):
@@ -281,7 +298,9 @@ class BenchmarkConfig(PluginBlocksModel):
     sweep_matrix: SweepMatrixConfig | None = None
     lm_eval_runtime: dict[str, Any] | None = None
     server_lifecycle: ServerLifecycleConfig | None = None
-    agentx: bool | str | dict[str, Any] | None = Field(None, description="AMD Magpie AgentX; refused when on")
+    agentx: bool | str | dict[str, Any] | None = Field(
+        None, description="AMD Magpie AgentX: replays dataset.path as a trace (dataset.name trace)"
+    )
     run_cmd: str | None = Field(None, description="AMD Magpie offline command; refused when set")
     # magpie's own
     base_url: HttpUrl | None = Field(None, description="external server: client only")

@@ -45,6 +45,9 @@ class RequestResult:
     generated_text: str = ""
     error: str | None = None
     error_kind: str | None = None
+    #: trace replay: the session and the turn (0-based) this request was
+    session_id: str | None = None
+    turn: int | None = None
 
     def as_dict(self, keep_text: bool = False) -> dict[str, Any]:
         out = {
@@ -62,6 +65,8 @@ class RequestResult:
             "error": self.error,
             "error_kind": self.error_kind,
         }
+        if self.session_id is not None:
+            out["session_id"], out["turn"] = self.session_id, self.turn
         if keep_text:
             out["generated_text"] = self.generated_text
         return out
@@ -142,7 +147,7 @@ def build_payload(
     payload: dict[str, Any] = {"model": model, "stream": True, "stream_options": {"include_usage": True}}
     if endpoint == "chat":
         content = request.prompt if isinstance(request.prompt, str) else json.dumps(request.prompt)
-        payload["messages"] = [{"role": "user", "content": content}]
+        payload["messages"] = request.messages or [{"role": "user", "content": content}]
         payload["max_completion_tokens"] = request.expected_output_len
         payload["max_tokens"] = request.expected_output_len
     else:

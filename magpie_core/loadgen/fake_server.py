@@ -8,9 +8,9 @@ delays do not drift), then a usage chunk and ``[DONE]``. The server notes
 when it received each request and when it wrote each chunk, on the same
 monotonic clock as ``time.perf_counter`` in other processes on this machine;
 ``GET /fake/stats`` returns those records, keyed by the prompt's first 64
-characters. With ``--profile-dir``, ``/stop_profile`` writes a small trace
-there. ``/health``, ``/v1/models``, ``/start_profile`` and
-``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
+characters; ``GET /metrics`` counts the streamed requests (``fake_requests_total``).
+With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health``, ``/v1/models``,
+``/start_profile`` and ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
 ``fake_status`` (answer with that HTTP status), ``fake_fail_after`` (close
@@ -95,7 +95,8 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
     ttft = float(req.get("fake_ttft_ms", s.ttft_ms)) / 1000.0
     itl = float(req.get("fake_itl_ms", s.itl_ms)) / 1000.0
     fail_after = req.get("fake_fail_after")
-    prompt = req.get("prompt") if not chat else req["messages"][-1]["content"]
+    # chat: the whole conversation, so a multi-turn request's growing context shows in its prompt tokens
+    prompt = req.get("prompt") if not chat else "\n".join(str(m.get("content", "")) for m in req["messages"])
     record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
     s.records.append(record)
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -143,6 +144,10 @@ def make_handler(s: FakeSettings) -> Any:
                     if path == "/stop_profile" and s.profile_dir:
                         _write_trace(s.profile_dir)
                     writer.write(_simple(200, {}))
+                elif path == "/metrics":  # Prometheus text: requests streamed so far (a counter to read)
+                    text = f"# TYPE fake_requests counter\nfake_requests_total {len(s.records)}\n".encode()
+                    head = f"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {len(text)}\r\n\r\n"
+                    writer.write(head.encode() + text)
                 elif path == "/fake/stats":
                     writer.write(_simple(200, {"records": s.records, "profile_calls": s.profile_calls}))
                 elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):

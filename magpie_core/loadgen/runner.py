@@ -32,6 +32,7 @@ from magpie_core import interrupts
 from magpie_core.loadgen.client import Endpoint, RequestResult, build_payload, encode_payload, send_request
 from magpie_core.loadgen.datasets import SampleRequest
 from magpie_core.loadgen.http import make_client, new_event_loop
+from magpie_core.loadgen.traces import TraceReplay
 
 
 @dataclass
@@ -56,6 +57,8 @@ class LoadSpec:
     headers: dict[str, str] | None = None
     progress: bool = False
     label: str = ""
+    #: trace replay (sessions with their own timing) instead of ``requests`` at ``request_rate``
+    trace: TraceReplay | None = None
 
 
 @dataclass
@@ -150,6 +153,10 @@ async def run_load_async(spec: LoadSpec) -> LoadResult:
                     raise
                 return LoadResult([], 0.0, client.clock, interrupted=True, unfinished=len(spec.requests))
             warmup_failed = sum(not r.success for r in warm_results)
+        if spec.trace is not None:
+            from magpie_core.loadgen.replay import measure_replay  # replay builds on this module
+
+            return await measure_replay(spec, spec.trace, client, warmup_failed)
         return await _measure(spec, client, client.clock, warmup_failed)
     finally:
         await client.aclose()

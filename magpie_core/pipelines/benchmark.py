@@ -37,7 +37,10 @@ from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
 from magpie_core.loadgen.metrics import PERCENTILES, compute_metrics, summarize
+from magpie_core.loadgen.replay import session_metrics
 from magpie_core.loadgen.runner import LoadResult, LoadSpec, run_load
+from magpie_core.loadgen.traces import TraceReplay, TraceSession, read_trace
+from magpie_core.loadgen.traces import summary as trace_summary
 from magpie_core.pipelines import lifecycle
 from magpie_core.pipelines import repeats as rp
 from magpie_core.pipelines.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
@@ -101,7 +104,11 @@ class Point:
     num_prompts: int
     range_ratio: float
 
+    trace: bool = False
+
     def label(self) -> str:
+        if self.trace:
+            return f"trace conc={self.concurrency}"
         rate = "inf" if math.isinf(self.request_rate) else f"{self.request_rate:g}"
         return f"conc={self.concurrency} rate={rate} isl={self.input_len} osl={self.output_len}"
 
@@ -146,7 +153,7 @@ def apply_overrides(
     """
     data = config.model_dump()
     for block, values in (overrides.get("patch") or {}).items():
-        data[block] = {**data[block], **values} if isinstance(values, dict) else values
+        data[block] = _merged(data[block], values)
     envs = dict(data["envs"])
     if framework:
         data["framework"] = framework
@@ -182,6 +189,13 @@ def apply_overrides(
     return validate(BenchmarkConfig, data, "command line")
 
 
+def _merged(base: Any, patch: Any) -> Any:
+    """``patch`` over ``base``, mapping by mapping (a flag sets one key of a nested block, not the block)."""
+    if not isinstance(base, dict) or not isinstance(patch, dict):
+        return patch
+    return {**base, **{k: _merged(base.get(k), v) for k, v in patch.items()}}
+
+
 def plan_points(config: BenchmarkConfig) -> list[Point]:
     """The load points of this run, in order."""
     envs = config.envs
@@ -211,8 +225,52 @@ def plan_points(config: BenchmarkConfig) -> list[Point]:
             )
         return out
     concs: list[int | None] = list(load.concurrencies) if load.concurrencies else [conc]
+    if dset.name == "trace":  # the trace sets the arrivals: one point per concurrency
+        return [Point(c, math.inf, isl, osl, prompts(c), rrr, trace=True) for c in concs]
     rates = list(load.request_rates) if load.request_rates else [rate]
     return [Point(c, r, isl, osl, prompts(c), rrr) for c in concs for r in rates]
+
+
+def trace_problem(config: BenchmarkConfig) -> str | None:
+    """Why a trace replay cannot start (no file, a bad row naming file:line), checked before any server."""
+    if config.dataset.name != "trace":
+        return None
+    if not config.dataset.path:
+        why = "agentx is on, so " if config.agentx not in (None, False) else ""
+        return (
+            f"{why}dataset.name is trace: set dataset.path (--dataset-path) to the trace file to replay (Mooncake "
+            "JSONL or AIPerf multi_turn sessions); AMD Magpie's AgentX replays InferenceX's agentic-coding trace, "
+            "which magpie does not fetch"
+        )
+    try:
+        make_trace(config, plan_points(config)[0])
+    except ds.DatasetError as exc:
+        return str(exc)
+    return None
+
+
+def make_trace(
+    config: BenchmarkConfig, point: Point, max_sessions: int | None = None, seed_shift: int = 0
+) -> TraceReplay:
+    """The sessions of ``dataset.path`` as ``load.trace`` says (hash-id texts salted per repeat)."""
+    tr, dset = config.load.trace, config.dataset
+    if not dset.path:
+        raise ds.DatasetError("dataset.name trace needs dataset.path")
+    sessions = read_trace(
+        dset.path,
+        fmt=tr.format,
+        time_scale=tr.time_scale,
+        block_size=tr.block_size,
+        default_output_len=dset.output_len or point.output_len,
+        max_sessions=max_sessions or tr.max_sessions,
+        salt=dset.seed + seed_shift,
+    )
+    return TraceReplay(sessions, keep_timing=tr.timing == "trace")
+
+
+def _trace_requests(sessions: list[TraceSession]) -> list[ds.SampleRequest]:
+    """Each turn's new user message as a request (for the prompt digest of the fingerprint)."""
+    return [ds.SampleRequest(t.text, t.input_len, t.output_len) for s in sessions for t in s.turns]
 
 
 def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: int, seed_shift: int = 0) -> list[Any]:
@@ -353,14 +411,19 @@ def run_point(
     warmup: int | None = None,
     seed_shift: int = 0,
     point_timeout_s: float | None = None,
+    framework: Any | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
-    requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts, seed_shift)
+    trace = make_trace(config, point, num_prompts, seed_shift) if point.trace else None
+    if trace is not None:
+        requests = _trace_requests(trace.sessions)
+    else:
+        requests = make_requests(config, point, tokenizer, num_prompts or point.num_prompts, seed_shift)
     timeout = config.sweep_matrix.per_client_timeout_s if config.sweep_matrix else config.timeout_seconds
     timeout = point_timeout_s or timeout
     spec = LoadSpec(
         base_url=base_url,
         model=model,
-        requests=requests,
+        requests=[] if trace else requests,  # no warm-up for a replay: it would fill the prefix cache
         endpoint=config.load.endpoint,
         request_rate=point.request_rate,
         burstiness=config.load.burstiness,
@@ -374,8 +437,11 @@ def run_point(
         extra_body=config.load.extra_body or None,
         progress=config.load.progress,
         label=label or point.label(),
+        trace=trace,
     )
+    probe = PrefixCacheProbe(framework or _framework_or_none(config), base_url)
     load = run_load(spec)
+    cache = probe.delta()
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
     percentiles = sorted({*PERCENTILES, *config.load.metric_percentiles})
     metrics = compute_metrics(load.results, load.duration_s, tokenizer=tokenizer, slo_ms=slo, percentiles=percentiles)
@@ -394,9 +460,52 @@ def run_point(
         "client_checks": _client_checks(load),
         "prompts": prompt_digest(requests),
     }
+    if trace is not None:
+        row["warmup_requests"] = 0
+        row["trace"] = {
+            "path": config.dataset.path,
+            **config.load.trace.model_dump(),
+            **trace_summary(trace.sessions),
+            **session_metrics(load.results),
+        }
+    if cache is not None:
+        row["prefix_cache"] = cache
     if config.load.save_requests:
         row["requests"] = [r.as_dict() for r in load.results]
     return row, load
+
+
+class PrefixCacheProbe:
+    """The server's prefix-cache counters before a load point; :meth:`delta` reads them after it.
+
+    The framework plugin says where and which counters (``metrics_path``, ``prefix_cache_counters``);
+    a framework without them, or a server that does not answer, gives no numbers (never an error).
+    """
+
+    def __init__(self, framework: Any | None, base_url: str) -> None:
+        path = getattr(framework, "metrics_path", None)
+        self._read = (lambda: _counters(framework, base_url + path)) if path else (lambda: None)
+        self._before = self._read()
+
+    def delta(self) -> dict[str, Any] | None:
+        after = self._read()
+        if self._before is None or after is None:
+            return None
+        hits = after["hits"] - self._before["hits"]
+        queries = after["queries"] - self._before["queries"]
+        return {
+            "hit_tokens": hits,
+            "query_tokens": queries,
+            "hit_rate": hits / queries if queries > 0 else None,
+            "source": "server counters (framework plugin), difference over the point",
+        }
+
+
+def _counters(framework: Any, url: str) -> dict[str, float] | None:
+    from magpie_core.serving.prometheus import fetch
+
+    text = fetch(url)
+    return framework.prefix_cache_counters(text) if text is not None else None
 
 
 # --- diagnostic run -------------------------------------------------------------------
@@ -528,6 +637,7 @@ def run_diagnostic(
             label="diagnostic (profiled)",
             warmup=0,
             point_timeout_s=tp.capture_timeout_seconds,
+            framework=framework,
         )
         out["point"] = row
         if load.interrupted:
@@ -659,7 +769,7 @@ def run_benchmark(
             restart = None
             if config.restart_between_repeats and handle.process is not None:
                 restart = rp.restarter(lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose)))
-            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path)
+            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
             _fingerprint(config, report, framework, tokenizer)
         if diagnose and handle.process is not None:
             _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
@@ -725,6 +835,7 @@ def _measure_points(
     report: BenchmarkReport,
     restart: rp.Restart | None = None,
     ws_path: Path | None = None,
+    framework: Any | None = None,
 ) -> ServerHandle:
     """The unprofiled measurement: every load point, ``repeats`` times (each repeat's prompts drawn with
     seed + repeat, so a prefix cache cannot favour later repeats); stops when the server fails.
@@ -734,7 +845,7 @@ def _measure_points(
     for rep in range(config.repeats):
         if rep and restart is not None:
             handle = restart(handle, report, config.stop_grace_s)
-        if not _measure_repeat(config, handle, model, points, tokenizer, report, rep, loads, ws_path):
+        if not _measure_repeat(config, handle, model, points, tokenizer, report, rep, loads, ws_path, framework):
             break
     slo = {"ttft_ms": config.slo.ttft_ms, "tpot_ms": config.slo.tpot_ms, "e2el_ms": config.slo.e2el_ms}
     for row, point_loads in zip(report.points, loads, strict=False):
@@ -752,6 +863,7 @@ def _measure_repeat(
     rep: int,
     loads: list[list[LoadResult]],
     ws_path: Path | None,
+    framework: Any | None = None,
 ) -> bool:
     """One repeat of every load point; False when the run must stop."""
     pause = config.load.inter_point_sleep_s or (config.sweep_matrix and config.sweep_matrix.inter_client_sleep_s)
@@ -759,7 +871,9 @@ def _measure_repeat(
         if (i or rep) and pause:
             time.sleep(pause)
         label = point.label() if config.repeats == 1 else f"repeat {rep + 1}/{config.repeats} {point.label()}"
-        row, load = run_point(config, handle.base_url, model, point, tokenizer, label=label, seed_shift=rep)
+        row, load = run_point(
+            config, handle.base_url, model, point, tokenizer, label=label, seed_shift=rep, framework=framework
+        )
         rp.record_repeat(report.points, i, row, rep, load, ws_path)
         if rep == 0:
             loads.append([])

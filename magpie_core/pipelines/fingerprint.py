@@ -227,6 +227,8 @@ def benchmark_fingerprint(
         "hardware": hardware(report, gpus),
         "magpie_version": __version__,
     }
+    if dataset.name == "trace":  # replay timing is part of the workload (the prompts digest holds the texts)
+        workload["load"]["trace"] = config.load.trace.model_dump()
     return {"version": FINGERPRINT_VERSION, "workload": workload, "system": _system(config, report, framework, engine)}
 
 

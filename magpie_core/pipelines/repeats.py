@@ -76,6 +76,8 @@ def record_repeat(
         "prompts": row["prompts"],
         "host": host_state(load.duration_s),
     }
+    if "prefix_cache" in row:  # the server's counters over this repeat (a trace replay's cache hits)
+        entry["prefix_cache"] = row["prefix_cache"]
     if ws_path is not None:
         samples = ws_path / "samples" / f"point{index}_repeat{rep}.jsonl"
         write_samples(samples, load)

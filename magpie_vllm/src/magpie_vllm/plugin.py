@@ -7,7 +7,8 @@ Profiler: current vLLM takes ``--profiler-config '{"profiler": "torch",
 ``VLLM_TORCH_PROFILER_DIR`` environment variable (set
 ``framework_options.profiler_style: env`` for those). Both expose
 ``POST /start_profile`` and ``POST /stop_profile`` and write
-``*.pt.trace.json.gz``. Readiness: ``GET /health``.
+``*.pt.trace.json.gz``. Readiness: ``GET /health``. Prefix cache hits for trace replay: ``vllm:prefix_cache_hits`` and
+``vllm:prefix_cache_queries`` on ``GET /metrics``.
 
 AMD Magpie ``envs``: TP, MAX_MODEL_LEN, GPU_MEM_UTIL, EXTRA_VLLM_ARGS.
 ``framework_options``: ``profiler_style`` (config | env), ``profiler_config`` (more keys of
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 from magpie_core import hookimpl
 from magpie_core.reports import ToolInfo
 from magpie_core.serving.framework import FrameworkBase
+from magpie_core.serving.prometheus import counter_sum
 
 #: default images by GPU arch family (override with docker_image)
 IMAGES = {"nvidia": "vllm/vllm-openai:latest", "amd": "rocm/vllm:latest"}
@@ -46,6 +48,15 @@ class Vllm(FrameworkBase):
     version_path = "/version"
 
     supports_num_steps: ClassVar[bool] = True
+    metrics_path: ClassVar[str | None] = "/metrics"
+
+    def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
+        """vLLM's counters of prompt tokens looked up in / found in the prefix cache (V1 engine)."""
+        hits = counter_sum(metrics_text, "vllm:prefix_cache_hits")
+        queries = counter_sum(metrics_text, "vllm:prefix_cache_queries")
+        if hits is None or queries is None:
+            return None
+        return {"hits": hits, "queries": queries}
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         if config.framework_options.get("profiler_style", "config") == "env":
