@@ -24,7 +24,6 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from operator import attrgetter
@@ -501,13 +500,10 @@ def _map_graph_replays(
     return graph_map, graph_info
 
 
-ChooseOp = Callable[[tuple[int, ...], list[ev_mod.Ev], str, StepInfo | None], int | None]
-InstanceOf = Callable[[Any, ev_mod.Ev | None, StepInfo | None], int]
-
-
 class OpChooser:
-    """``choose(chain, ops, kernel category, step)``: the op of a kernel's enclosing-op chain its time goes
-    to; ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
+    """Which op of a kernel's enclosing-op chain its time goes to (:meth:`position`, :meth:`choose_lazy`: the
+    innermost op with a specific model that fits the kernel, else the innermost modelled op, else the innermost
+    op), and ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
     first use, with its FLOPs/bytes model).
 
     Models are made per distinct op content (:mod:`op_content`) and step where the op is an attention op; for
@@ -551,10 +547,6 @@ class OpChooser:
         if got is None:
             got = self._chosen[key] = self._choose(sig, kcat, step)
         return got
-
-    def choose(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
-        p = self.position(chain, ops, kcat, step)
-        return None if p is None else chain[p]
 
     def choose_lazy(
         self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None
