@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PLUGIN_PYPROJECTS := $(sort $(wildcard magpie_*/pyproject.toml plugins/*/pyproject.toml))
 PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
+# optional extras a plugin's tests need (EXTRAS_<folder name>); lm-eval for the quality gate (~1 min, no torch change)
+EXTRAS_quality_gate := [lm-eval]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
@@ -15,7 +17,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e ./$(d))
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
 	touch $(STAMP)
 
 demo: setup

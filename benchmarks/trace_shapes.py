@@ -6,7 +6,7 @@ a plain-JSON Kineto trace of time-shifted copies of a real trace in ``tests/data
 copy, :func:`trace_gap.build_trace`), then runs in every round, each command in its own subprocess:
 
 - the gap baseline: ``json.load`` + AMD Magpie's category filter and a per-name sum (``trace_gap.BASELINE``);
-- ``magpie gap FILE --json`` (whole CLI, workers = cores);
+- ``magpie gap FILE --json`` (whole CLI, workers = cores), and ``magpie -w 1 gap FILE --json`` (one process);
 - ``magpie inference FILE --spec SPEC`` (whole CLI, TraceLens tables included);
 - with ``--tracelens-python PY``: TraceLens's ``generate_perf_report_pytorch_inference`` on the same file,
   for traces up to ``--tracelens-max-mb`` (it needs ~8x the file size in memory).
@@ -96,6 +96,8 @@ def commands(path: Path, shape: str, work: Path, only: str, tracelens: str | Non
     if only in ("all", "gap"):
         cmds["baseline"] = [py, "-c", trace_gap.BASELINE, str(path)]
         cmds["gap"] = [magpie, "gap", str(path), "-o", str(out / "gap"), "--no-rank-csv", "--json"]
+        # one process: the CPU a user pays on a busy machine (parts add a second process's work and a merge)
+        cmds["gap-w1"] = [magpie, "-w", "1", "gap", str(path), "-o", str(out / "gap"), "--no-rank-csv", "--json"]
     if only in ("all", "inference"):
         spec = SHAPES[shape][1]
         cmds["inference"] = [magpie, "inference", str(path), "--spec", spec, "-o", str(out / "inference")]
@@ -139,9 +141,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     lines += [
         "",
         "| shape | MB | events | baseline (s) | `magpie gap` (s) | gap speed-up, wall / CPU (goal >= 20x) | "
+        "`magpie -w 1 gap` speed-up, wall / CPU | "
         "`magpie inference` (s) | inference MiB | TraceLens (s) | TraceLens MiB | inference speed-up vs TraceLens, "
         "wall / CPU (goal >= 40x) | memory vs TraceLens (goal <= 15%) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for t in results["traces"].values():
         runs = t["rounds"]
@@ -154,6 +157,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"| {t['shape']} | {t['size_mb']:.0f} | {t['events']:,} | {_range(col('baseline', 'wall'), '.2f')} | "
             f"{_range(col('gap', 'wall'), '.2f')} | {_range(ratios(runs, 'baseline', 'gap'), '.1f')}x / "
             f"{_range(ratios(runs, 'baseline', 'gap', 'cpu'), '.1f')}x | "
+            f"{_range(ratios(runs, 'baseline', 'gap-w1'), '.1f')}x / "
+            f"{_range(ratios(runs, 'baseline', 'gap-w1', 'cpu'), '.1f')}x | "
             f"{_range(col('inference', 'wall'), '.2f')} | {_range(col('inference', 'rss'), '.0f')} | "
             f"{_range(col('tracelens', 'wall'), '.1f')} | {_range(col('tracelens', 'rss'), '.0f')} | "
             f"{_range(ratios(runs, 'tracelens', 'inference'), '.1f')}x / "
@@ -161,7 +166,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         )
     lines += ["", "Raw rounds (wall s / CPU s / peak MiB):", ""]
     for key, t in results["traces"].items():
-        for cmd in ("baseline", "gap", "inference", "tracelens"):
+        for cmd in ("baseline", "gap", "gap-w1", "inference", "tracelens"):
             got = [r[cmd] for r in t["rounds"] if cmd in r]
             if got:
                 lines.append(f"- {key} {cmd}: " + "; ".join(f"{x['wall']:.2f} / {x['cpu']:.2f} / {x['rss']:.0f}"

@@ -70,10 +70,10 @@ _BENCHMARK: dict[str, str] = {
     "inferencemax_path": _OWN_LOAD,
     "runner_type": _OWN_LOAD,
     "benchmark_script": _OWN_LOAD,
-    "lm_eval_runtime": "accuracy evaluation (lm-eval) is not run",
+    "lm_eval_runtime": "lm-eval runs from quality_gate.python (envs MAGPIE_EVAL_PYTHON, default magpie's python); "
+    "the hash-locked runtime is neither used nor verified",
     "profiler.gpu_monitor": "no GPU monitor samples are recorded during the run",
     "profiler.system_profiler": "no system profiler is run around the server; use a profiler plugin on kernels",
-    "profiler.targeted_trace": "the torch profiler traces the whole diagnostic run; use gap_analysis windows",
     "profiler.tracelens.perf_report_enabled": _OWN_ANALYSIS,
     "profiler.tracelens.multi_rank_report_enabled": _OWN_ANALYSIS,
     "profiler.tracelens.auto_patch_runtime": _OWN_ANALYSIS,

@@ -37,11 +37,22 @@ CONSUMED: dict[str, str] = {
     "GPU_MEM_UTIL": "the server's GPU memory fraction flag",
     "GPU_MEMORY_UTILIZATION": "the server's GPU memory fraction flag (same as GPU_MEM_UTIL)",
     "ENABLE_PROFILE": "profiler.torch_profiler.enabled when the profiler block does not say",
-    "RUN_EVAL": "false: nothing; true: refused (the lm-eval quality gate is not implemented)",
+    "RUN_EVAL": "true: the lm-eval quality gate after the load (magpie-quality-gate plugin; refused without it)",
+    "MAGPIE_EVAL_TASKS": "quality gate: lm-eval tasks, comma-separated (default gsm8k)",
+    "MAGPIE_EVAL_LIMIT": "quality gate: lm-eval --limit (documents per task)",
+    "MAGPIE_EVAL_MAX_LENGTH": "quality gate: lm-eval's max_length (context admitted per request)",
+    "MAGPIE_EVAL_MAX_GEN_TOKENS": "quality gate: max_tokens of each generated answer",
+    "MAGPIE_EVAL_PRIMARY_METRIC": "quality gate: the metric reported first per task (e.g. exact_match,strict-match)",
+    "MAGPIE_EVAL_POLICY_ID": "quality gate: a name for the evaluation policy, recorded in the report",
+    "MAGPIE_EVAL_BATCH_SIZE": "quality gate: lm-eval --batch_size (auto: 1, as lm-eval does for API models)",
+    "MAGPIE_EVAL_PYTHON": "quality gate: the python that runs lm-eval (default: magpie's own)",
+    "EVAL_CONCURRENT_REQUESTS": "quality gate: requests lm-eval keeps in flight (default CONC)",
+    "EVAL_TASKS_DIR": "quality gate: folder (or task file) of custom lm-eval task YAMLs (--include_path)",
     "EXTRA_VLLM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_SGLANG_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_ATOM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
     "EXTRA_SERVER_ARGS": "extra server arguments (shell-split) for any framework plugin",
+    "EXTRA_XDIT_ARGS": "extra arguments (shell-split) appended to run_cmd by the offline xdit framework plugin",
 }
 
 #: envs key prefixes of features magpie does not implement -> what to do instead
@@ -86,10 +97,7 @@ def envs_warnings(envs: dict[str, Any]) -> list[str]:
 
 #: ``benchmark.<key>`` of an AMD Magpie feature magpie does not have -> what to do instead.
 #: A file that switches one on is refused (exit 2): running something else would mislead.
-REFUSED_KEYS: dict[str, str] = {
-    "run_cmd": "offline run_cmd workloads (AMD Magpie's xDiT framework) are not implemented by magpie; "
-    "run the command yourself, or benchmark an OpenAI-compatible server",
-}
+REFUSED_KEYS: dict[str, str] = {}  # none today: agentx and run_cmd are implemented
 
 #: ``agentx.<key>`` that magpie reads (the rest of AMD Magpie's AgentX keys are warned, see magpie_core.compat)
 AGENTX_READ = ("enabled", "concurrency")
@@ -149,14 +157,22 @@ def refused(envs: dict[str, Any], block: dict[str, Any] | None = None) -> tuple[
     for key, why in REFUSED_KEYS.items():
         if block and switched_on(block.get(key)):
             return key, f"benchmark.{key}: {why}"
-    if "RUN_EVAL" in envs and truthy(envs["RUN_EVAL"]):
+    if "RUN_EVAL" in envs and truthy(envs["RUN_EVAL"]) and not _check_claims("RUN_EVAL"):
         why = (
-            "benchmark.envs.RUN_EVAL is true: AMD Magpie's lm-eval quality gate is not implemented by magpie, "
-            "so the run would report no accuracy result; set RUN_EVAL: false (and run lm-eval against the "
-            "server separately) to benchmark performance only"
+            "benchmark.envs.RUN_EVAL is true: AMD Magpie's lm-eval quality gate needs the magpie-quality-gate "
+            "plugin, which is not installed, so the run would report no accuracy result; install it with "
+            "pip install 'magpie-quality-gate[lm-eval]', or set RUN_EVAL: false to benchmark performance only"
         )
         return "envs", why
     return None
+
+
+def _check_claims(env_key: str) -> bool:
+    """Whether an installed benchmark check is switched on by ``env_key`` (its ``switch_envs``)."""
+    from magpie_core.plugins import get_plugin_manager
+
+    checks = get_plugin_manager().components("benchmark_check").values()
+    return any(env_key in getattr(check, "switch_envs", ()) for check in checks)
 
 
 def endpoint_from_envs(envs: dict[str, Any]) -> str | None:

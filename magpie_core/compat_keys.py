@@ -46,8 +46,10 @@ BENCHMARK: dict[str, str] = {
     "profiler.tracelens.*": "warned (TraceLens CLI settings; magpie analyzes in-process)",
     "profiler.gpu_monitor": "warned when enabled",
     "profiler.gpu_monitor.*": "warned when enabled",
-    "profiler.targeted_trace": "warned when enabled",
-    "profiler.targeted_trace.*": "warned when enabled",
+    "profiler.targeted_trace": "the diagnostic run's traces are adapted into targeted-trace shards and validated "
+    "(magpie-targeted-trace; run_kind measurement refuses it, as AMD Magpie does)",
+    "profiler.targeted_trace.*": "AMD Magpie's meaning: backend torch_profiler, run_seed and sample_rate (hash "
+    "sampling), max_records_per_shard, targets (target_id, name_patterns globs, variant_id, package, source, hashes)",
     "gap_analysis.*": "gap analysis of the diagnostic traces (magpie-gap-analysis plugin), AMD columns",
     "gap_analysis.auto_clone_repos": "warned: magpie clones only with gap_analysis.clone_repos or --clone",
     "docker_image": "the server's image (empty: the plugin's default for gpu_arch)",
@@ -63,8 +65,10 @@ BENCHMARK: dict[str, str] = {
     "ray_config.*": "the cluster environment plugin's block",
     "sweep_matrix": "one load point per case on one server",
     "sweep_matrix.*": "one load point per case on one server",
-    "lm_eval_runtime": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
-    "lm_eval_runtime.*": "warned: lm-eval is not run (envs.RUN_EVAL true is refused)",
+    "lm_eval_runtime": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
+    "hash-locked runtime",
+    "lm_eval_runtime.*": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
+    "hash-locked runtime",
     "server_lifecycle.*": "persistent server across runs: reuse when healthy and matching, cleanup stops it",
     "agentx": "trace replay of the file in dataset.path, which it needs (--dataset-path; AMD Magpie's InferenceX "
     "trace is not fetched): multi-turn sessions with their timing and growing context, prefix cache hits "
@@ -80,7 +84,8 @@ BENCHMARK: dict[str, str] = {
     "agentx.launch_overrides.*": "warned: use server_args / server_env",
     "agentx.failed_request_threshold": "warned: failed turns are counted in the report",
     "agentx.*": "warned as unknown AgentX keys (ignored)",
-    "run_cmd": "refused when set",
+    "run_cmd": "the offline framework plugin of benchmark.framework (xdit: magpie-run-cmd) runs it (argv, no "
+    "shell) and reads its timings.json; ignored (noted) for a server framework",
 }
 
 _LATENCY: dict[str, str] = {
@@ -205,7 +210,7 @@ def describe_env(name: str) -> str:
 def status(kind: str, key: str) -> str:
     """implemented | warned | refused (what a file switching ``key`` on gets)."""
     top = key.split(".")[0]
-    if kind == "benchmark" and (top in REFUSED_KEYS or key == "envs.RUN_EVAL"):
+    if kind == "benchmark" and top in REFUSED_KEYS:
         return "refused"
     if kind == "benchmark" and key.startswith("envs.") and any(key[5:].startswith(p) for p in UNSUPPORTED_PREFIXES):
         return "warned"

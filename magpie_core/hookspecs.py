@@ -136,6 +136,16 @@ def magpie_register_config_blocks(register: Register) -> None:
 
 
 @hookspec
+def magpie_register_benchmark_checks(register: Register) -> None:
+    """Register benchmark checks (:class:`~magpie_core.interfaces.BenchmarkCheck`).
+
+    ``magpie benchmark`` runs every check a run asks for against the served model once the
+    measurement is done (a quality gate such as lm-eval); each verdict lands in the report's
+    ``checks``, and a failed one fails the run while the load metrics are kept.
+    """
+
+
+@hookspec
 def magpie_register_timers(register: Register) -> None:
     """Register timers (:class:`~magpie_core.interfaces.Timer`), one per device kind.
 

@@ -53,6 +53,7 @@ KIND_HOOKS: dict[str, str] = {
     "timer": "magpie_register_timers",
     "mcp_tool": "magpie_register_mcp_tools",
     "config_block": "magpie_register_config_blocks",
+    "benchmark_check": "magpie_register_benchmark_checks",
 }
 
 
@@ -129,6 +130,11 @@ class PluginManager:
     ``entry_points``: the entry points to load (default: every one of the ``magpie`` group;
     ``[]`` for none). ``plugins``: extra ``(name, module_or_object)`` pairs registered in-process,
     as a test or an embedding application would. ``defaults``: load :data:`DEFAULT_PLUGINS`.
+    ``lazy``: call a kind's registration hook when that kind is first looked up (:meth:`components`,
+    :meth:`get`, :meth:`owner`; :attr:`plugins` collects every kind), not all of them at once: a command
+    then imports only the plugin modules that register what it uses (``magpie gap`` reads kernel-name
+    parsers and config blocks, not MCP tools or environments). A plugin that fails or conflicts in a
+    kind's hook is reported when that kind is first used.
     """
 
     def __init__(
@@ -137,11 +143,13 @@ class PluginManager:
         plugins: Sequence[tuple[str, ModuleType | object]] = (),
         *,
         defaults: bool = True,
+        lazy: bool = False,
     ) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
-        self.plugins: dict[str, PluginInfo] = {}
+        self._plugins: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, Registered]] = {kind: {} for kind in KIND_HOOKS}
+        self._collected: set[str] = set()  # kinds whose registration hooks were called
         if defaults:
             self._load_defaults()
         found = entry_points if entry_points is not None else md.entry_points(group=ENTRY_POINT_GROUP)
@@ -149,7 +157,15 @@ class PluginManager:
         for name, plugin in plugins:
             self._register(plugin, PluginInfo(name, getattr(plugin, "__name__", name), "", ""))
         self._check_pending()
-        self._collect_components()
+        if not lazy:
+            self._collect_components()
+
+    @property
+    def plugins(self) -> dict[str, PluginInfo]:
+        """Every plugin and what became of it, with the components of every kind collected."""
+        for kind in KIND_HOOKS:
+            self._ensure(kind)
+        return self._plugins
 
     # -- discovery -----------------------------------------------------------
 
@@ -160,7 +176,7 @@ class PluginManager:
             if allowed is not None and not {info.name, info.distribution} & allowed:
                 self.pm.set_blocked(info.name)
                 info.status = "disabled"
-                self.plugins[info.name] = info
+                self._plugins[info.name] = info
                 continue
             self._register(importlib.import_module(module_name), info)
 
@@ -169,25 +185,25 @@ class PluginManager:
         for ep in sorted(entry_points, key=lambda e: e.name):
             dist = ep.dist.name if ep.dist else "unknown"
             info = PluginInfo(ep.name, ep.value, dist, ep.dist.version if ep.dist else "")
-            if ep.name in self.plugins:
-                other = self.plugins[ep.name].distribution
+            if ep.name in self._plugins:
+                other = self._plugins[ep.name].distribution
                 raise PluginConflictError(f"plugin name {ep.name!r} is declared by both {other!r} and {dist!r}")
             if allowed is not None and ep.name not in allowed and dist not in allowed:
                 self.pm.set_blocked(ep.name)
             if self.pm.is_blocked(ep.name):
                 info.status = "disabled"
-                self.plugins[ep.name] = info
+                self._plugins[ep.name] = info
                 continue
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not take the others down
-                self.plugins[ep.name] = info
+                self._plugins[ep.name] = info
                 self._fail(info, exc, "failed to load")
                 continue
             self._register(module, info)
 
     def _register(self, plugin: ModuleType | object, info: PluginInfo) -> None:
-        self.plugins[info.name] = info
+        self._plugins[info.name] = info
         try:
             self.pm.register(plugin, name=info.name)
         except Exception as exc:  # e.g. a hookimpl whose arguments the hook does not have
@@ -196,10 +212,12 @@ class PluginManager:
         info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
 
     def register_module(self, module: ModuleType | object, name: str) -> None:
-        """Register one more plugin object after loading; its components are collected at once."""
+        """Register one more plugin object after loading; its components of the kinds already collected are
+        collected at once (the others with their kind)."""
         self._register(module, PluginInfo(name, getattr(module, "__name__", name), "", ""))
         self._check_pending()
-        self._collect_components(only=name)
+        for kind in sorted(self._collected):
+            self._collect_kind(kind, only=name)
 
     def _check_pending(self) -> None:
         """A ``magpie_*`` function that matches no hook is a misspelt hook: fail that plugin, say which."""
@@ -212,7 +230,7 @@ class PluginManager:
                 and not hasattr(hookspecs, hook_name)
             ]
             if unknown:
-                info = self.plugins[name]
+                info = self._plugins[name]
                 self._fail(info, pluggy.PluginValidationError(plugin, _unknown_hooks_message(unknown)), "is invalid")
                 self._unregister(info)
         self.pm.check_pending()  # anything else pluggy finds wrong is a bug worth a traceback
@@ -259,7 +277,7 @@ class PluginManager:
                 culprit = self._plugin_in_traceback(hook_name, exc.__traceback__)
                 if culprit is None:
                     raise
-                info = self.plugins[culprit]
+                info = self._plugins[culprit]
                 if fatal:
                     self._fail(info, exc, f"failed in {hook_name}")
                     self._unregister(info)
@@ -288,27 +306,38 @@ class PluginManager:
 
     # -- registration ----------------------------------------------------------
 
-    def _collect_components(self, only: str | None = None) -> None:
-        """Call every registration hook, once per plugin, so each component is credited to its plugin.
+    def _collect_components(self) -> None:
+        """Call every registration hook (each kind in turn, :meth:`_collect_kind`)."""
+        for kind in KIND_HOOKS:
+            self._ensure(kind)
+
+    def _ensure(self, kind: str) -> None:
+        """Collect the components of ``kind`` unless done already."""
+        if kind not in self._collected and kind in KIND_HOOKS:
+            self._collected.add(kind)
+            self._collect_kind(kind)
+
+    def _collect_kind(self, kind: str, only: str | None = None) -> None:
+        """Call the registration hook of ``kind`` once per plugin, so each component is credited to its plugin.
 
         Each call still goes through pluggy (a caller restricted to that plugin); a plugin that
-        raises in any of them is failed and everything it registered is forgotten.
+        raises in it is failed and everything it registered is forgotten.
         """
-        for kind, hook_name in KIND_HOOKS.items():
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                info = self.plugins[impl.plugin_name]
-                if info.status != "loaded" or (only is not None and info.name != only):
-                    continue
-                staged: list[Any] = []
-                try:
-                    self.hook_of(info.name, hook_name)(register=staged.append)
-                    for component in staged:
-                        self._add(kind, component, info)
-                except PluginConflictError:
-                    raise
-                except Exception as exc:
-                    self._fail(info, exc, f"failed in {hook_name}")
-                    self._unregister(info)
+        hook_name = KIND_HOOKS[kind]
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            info = self._plugins[impl.plugin_name]
+            if info.status != "loaded" or (only is not None and info.name != only):
+                continue
+            staged: list[Any] = []
+            try:
+                self.hook_of(info.name, hook_name)(register=staged.append)
+                for component in staged:
+                    self._add(kind, component, info)
+            except PluginConflictError:
+                raise
+            except Exception as exc:
+                self._fail(info, exc, f"failed in {hook_name}")
+                self._unregister(info)
 
     def hook_of(self, plugin_name: str, hook_name: str) -> Any:
         """The pluggy caller of ``hook_name`` restricted to one plugin."""
@@ -336,7 +365,7 @@ class PluginManager:
         """Show ``name`` under the plugin whose package defines ``module`` (for things not in the registry,
         such as commands)."""
         package = module.split(".", 1)[0]
-        for info in self.plugins.values():
+        for info in self._plugins.values():
             if info.status == "loaded" and info.module.split(".", 1)[0].split(":", 1)[0] == package:
                 info.components.setdefault(kind, []).append(name)
                 return
@@ -345,10 +374,12 @@ class PluginManager:
 
     def components(self, kind: str) -> dict[str, Any]:
         """Every component of ``kind``, by name."""
+        self._ensure(kind)
         return {name: reg.component for name, reg in self._components[kind].items()}
 
     def get(self, kind: str, name: str) -> Any:
         """The component ``name`` of ``kind``, or an error that says what is installed."""
+        self._ensure(kind)
         table = self._components[kind]
         if name in table:
             return table[name].component
@@ -359,6 +390,7 @@ class PluginManager:
         )
 
     def owner(self, kind: str, name: str) -> Registered:
+        self._ensure(kind)
         return self._components[kind][name]
 
     def detect_gpus(self) -> list[Any]:
@@ -386,7 +418,7 @@ def get_plugin_manager() -> PluginManager:
     """The process-wide plugin manager, loaded on first use."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = PluginManager()
+        _DEFAULT = PluginManager(lazy=True)
     return _DEFAULT
 
 

@@ -164,43 +164,59 @@ def run_command(
     env: dict[str, str] | None = None,
     timeout_s: float | None = None,
     log_path: Path | None = None,
+    stream_to: Path | None = None,
+    grace_s: float = 2.0,
 ) -> CommandOutcome:
     """Run ``argv`` (never through a shell) and capture its combined output.
 
     ``timeout_s`` is bounded by :func:`bounded_timeout`. Any exception while the child runs stops its
-    group before it propagates.
+    group before it propagates. ``stream_to``: the output goes straight into that file as it is written
+    (a long run's log is readable while it runs and survives a crash of magpie); ``output`` is then the
+    file's last lines. ``grace_s``: how long a timed-out child gets between SIGTERM and SIGKILL.
     """
     wait_s = bounded_timeout(timeout_s, "timeout")
     if stopping():
         raise Interrupted(f"magpie is stopping: {argv[0]!r} was not started")
     full_env = {**os.environ, **(env or {})}
     start = time.perf_counter()
+    sink = stream_to.open("ab") if stream_to is not None else None
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=full_env,
-            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL if sink else None,
+            stdout=sink or subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     except OSError as exc:
-        return CommandOutcome(argv, 127, 0.0, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+        message = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        if sink is not None:
+            sink.write(f"{message}\n".encode())  # the log says why there is no output
+        return CommandOutcome(argv, 127, 0.0, False, message)
+    finally:
+        if sink is not None:
+            sink.close()  # the child holds its own descriptor
     timed_out = False
     register_started(proc)
     try:
-        out, _ = proc.communicate(timeout=wait_s)
+        if sink is None:
+            out, _ = proc.communicate(timeout=wait_s)
+        else:
+            proc.wait(timeout=wait_s)
+            out = b""
     except subprocess.TimeoutExpired:
         timed_out = True
-        stop_group(proc, grace_s=2.0)
-        out = _rest_of_output(proc)
+        stop_group(proc, grace_s=grace_s)
+        out = _rest_of_output(proc) if sink is None else b""
     except BaseException:
         stop_group(proc, grace_s=0)
         raise
     finally:
         _kill_leftovers(proc)
         unregister_started(proc)
-    text = out.decode(errors="replace")
+    text = out.decode(errors="replace") if stream_to is None else _file_tail(stream_to)
     if log_path is not None:
         with log_path.open("a") as fh:
             fh.write(f"$ {' '.join(argv)}\n{text}\n")
@@ -240,6 +256,13 @@ def run_commands(
         if not outcome.ok:
             break
     return outcomes
+
+
+def _file_tail(path: Path, max_bytes: int = 64 * 1024) -> str:
+    """The end of a log file (a long run's log can be large: only its last ``max_bytes`` are read)."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - max_bytes))
+        return fh.read().decode(errors="replace")
 
 
 def tail(text: str, lines: int = 30) -> str:

@@ -42,7 +42,9 @@ CLI = """## CLI
 | `benchmark --torch-profiler` | implemented: profiling only when asked (`--torch-profiler`, or the YAML); `--no-torch-profiler` turns a YAML's off; an external server is never profiled unless asked (then an error: its traces are not ours) |
 | `benchmark --system-profiler`, `--inferencex-path`, `--benchmark-script` | not accepted as flags (typer exits 2 naming the flag); the YAML keys are warned |
 | `benchmark --trace-dir --top-k --start-pct --end-pct --min-duration-us --categories --ignore-categories --no-rank-csv --find-kernel-sources --kernel-source-repos` | implemented; output under `<-o, default ./results>/gap_analysis/` |
-| `targeted-trace adapt-torch / postprocess` | not implemented: no such command (exit 2); the YAML's `profiler.targeted_trace` is warned when enabled |
+| `targeted-trace adapt-torch --trace/--trace-dir --target-config -o --run-id --framework --framework-version --image` | implemented (magpie-targeted-trace): matching kernels into checksummed shards and `manifest.json`, AMD Magpie's schema `magpie.targeted-kernel-trace@1.0.0`; an unreadable input trace is named, exit 2, the rest kept ([targeted-trace.md](targeted-trace.md)) |
+| `targeted-trace postprocess --trace-dir -o --strict` | implemented: line-by-line validation against the receipts, AMD Magpie's summary keys; exit 1 when integrity issues are found (each with file and line), 2 for a folder that is not a targeted trace |
+| `benchmark` with `framework: xdit` and `run_cmd` | implemented (magpie-run-cmd): the command runs as argv (never a shell) with `--output_directory <run folder>` (and `--profile` for the diagnostic run); `timings.json` becomes images/s and iteration latency ([benchmark.md](benchmark.md#offline-workloads-run_cmd)) |
 
 magpie's own benchmark load flags, with the meanings of the common serving benchmark client
 (`bench serve`): `--num-prompts`, `--request-rate` (req/s; `inf` = all at once), `--burstiness`

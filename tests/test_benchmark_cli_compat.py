@@ -124,8 +124,6 @@ def test_envs_magpie_reads(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("block", "named"),
     [
-        ({"envs": {"RUN_EVAL": "true"}}, "RUN_EVAL"),
-        ({"run_cmd": "python gen.py"}, "benchmark.run_cmd"),
         ({"envs": {"PORT": "eighty"}}, "envs.PORT"),
     ],
 )

@@ -163,3 +163,49 @@ def test_cli_usage_errors(tmp_path):
     assert out.returncode == 2 and "nosuch" in out.stderr
     out = subprocess.run([*magpie, "benchmark", "-o", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 2 and "give a framework" in out.stderr
+
+
+def _check_plugin() -> Any:
+    """An in-process plugin with two benchmark checks: one that passes, one whose code raises."""
+    import types
+
+    from magpie_core import hookimpl
+    from magpie_core.interfaces import BenchmarkCheck
+
+    class Passing(BenchmarkCheck):
+        name: ClassVar[str] = "always_ok"
+
+        def wanted(self, config: Any) -> bool:
+            return True
+
+        def run(self, target: Any) -> dict[str, Any]:
+            return {"passed": True, "summary": f"saw {target.model} at {target.base_url}"}
+
+    class Broken(Passing):
+        name: ClassVar[str] = "broken"
+
+        def run(self, target: Any) -> dict[str, Any]:
+            raise RuntimeError("boom")
+
+    module = types.ModuleType("magpie_check_plugin")
+
+    @hookimpl
+    def magpie_register_benchmark_checks(register: Any) -> None:
+        register(Passing())
+        register(Broken())
+
+    module.magpie_register_benchmark_checks = magpie_register_benchmark_checks
+    return module
+
+
+def test_checks_run_after_the_load_and_a_failed_one_fails_the_run(tmp_path, fake_stream_server):
+    from magpie_core.plugins import PluginManager, use_plugin_manager
+
+    cfg = config(run_mode="external", base_url=fake_stream_server, run_kind="measurement", load={"progress": False})
+    with use_plugin_manager(PluginManager(plugins=[("checks", _check_plugin())])):
+        report = run_benchmark(cfg, tmp_path)
+    ok = report.checks["always_ok"]
+    assert ok["passed"] is True and ok["summary"].startswith("saw ") and ok["summary"].endswith(fake_stream_server)
+    assert report.checks["broken"] == {"passed": False, "summary": "RuntimeError: boom"}
+    assert report.errors == ["check broken failed: RuntimeError: boom"] and report.success is False
+    assert report.throughput["completed_requests"] == 12  # the measurement is kept

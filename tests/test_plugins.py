@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import json
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -232,3 +233,54 @@ def test_first_party_command_of_a_plugin_that_is_not_loaded(run_magpie, third_pa
     result = run_magpie(["-v", "gap", "x.json"], env={"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "example"})
     assert result.returncode == 2
     assert "'magpie gap' comes from the plugin distribution magpie-gap-analysis" in result.stderr
+
+
+def test_a_lazy_manager_calls_a_kinds_registration_hooks_on_first_use(monkeypatch):
+    """The process-wide manager is lazy: a command pays only for the component kinds it looks up."""
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    calls: list[str] = []
+    module = types.ModuleType("magpie_lazy_probe")
+
+    @hookimpl
+    def magpie_register_kernel_backends(register):
+        calls.append("kernel_backend")
+        register(_Backend())
+
+    @hookimpl
+    def magpie_register_mcp_tools(register):
+        calls.append("mcp_tool")
+        raise RuntimeError("tool registration broke")
+
+    module.magpie_register_kernel_backends = magpie_register_kernel_backends
+    module.magpie_register_mcp_tools = magpie_register_mcp_tools
+    manager = PluginManager(entry_points=[], plugins=[("probe", module)], defaults=False, lazy=True)
+    assert calls == []  # nothing registered yet
+    assert list(manager.components("kernel_backend")) == ["same_type"]
+    assert manager.get("kernel_backend", "same_type") is manager.components("kernel_backend")["same_type"]
+    assert calls == ["kernel_backend"]  # once, and no other kind's hook
+    # the broken hook of another kind is reported when that kind is first used, as an eager manager would
+    with pytest.warns(PluginWarning, match="'probe'.*failed in magpie_register_mcp_tools.*tool registration broke"):
+        assert manager.components("mcp_tool") == {}
+    assert manager.plugins["probe"].status == "failed"
+    assert manager.components("kernel_backend") == {}  # a failed plugin is forgotten in every kind
+
+
+def test_plugins_lists_every_kind_of_a_lazy_manager(monkeypatch):
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    module = _module_plugin("magpie_lazy_listed")
+    manager = PluginManager(entry_points=[], plugins=[("listed", module)], defaults=False, lazy=True)
+    assert manager.plugins["listed"].components == {"kernel_backend": ["same_type"]}
+
+
+def test_the_process_wide_manager_imports_no_unused_plugin_modules():
+    """``magpie gap`` looks up kernel-name parsers and config blocks: the MCP tools, the environments' and
+    profilers' modules are not imported (their entry modules import them inside the hooks)."""
+    code = (
+        "import sys; from magpie_core.plugins import get_plugin_manager; m = get_plugin_manager(); "
+        "m.components('kernel_name_parser'); m.components('config_block'); "
+        "print(sorted(n for n in sys.modules if n.startswith(('magpie_mcp.tools', 'magpie_advice.tools', "
+        "'magpie_profilers_amd.rocprof', 'magpie_profilers_nvidia.ncu', 'magpie_source_finder.finder', "
+        "'magpie_kernels_pytorch.native', 'magpie_loop.state'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

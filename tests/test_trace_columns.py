@@ -119,3 +119,21 @@ def test_table_parts_merge_into_the_whole_table(tmp_path: Path) -> None:
         if "name" in cols and "dur" in cols:
             assert _named_rows(merged, group) == _named_rows(whole, group), group
     assert table_part(str(tmp_path / "missing.json"), 0, 2, cats, ignore) is None
+
+
+def test_gpu_activity_devices_are_the_text_of_args_device_else_pid(tmp_path: Path) -> None:
+    """Devices are interned by their ``args.device`` value: an int and the same number as a string are one
+    device, and an event without ``args.device`` is on its ``pid`` (int or string), in every chunk."""
+    devices = [0, "0", 1, None, "gpu:1", None, 7]
+    pids = [5, 5, 5, 3, 5, "proc 9", 5]
+    events = []
+    for i, (device, pid) in enumerate(zip(devices * 30, pids * 30, strict=True)):
+        args = {"correlation": i} if device is None else {"device": device, "correlation": i}
+        events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": pid, "tid": 1, "ts": float(i), "dur": 0.5,
+                       "args": args})  # fmt: skip
+    path = tmp_path / "devices.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    expected = [str(d if d is not None else p) for d, p in zip(devices * 30, pids * 30, strict=True)]
+    for chunk_bytes in (1 << 20, 600):  # one piece, and many (a device seen again in a later piece)
+        table = stream_table(path, category_matcher(["kernel"], []), chunk_bytes=chunk_bytes)
+        assert [table.devs[d] for d in table["act"]["dev"].tolist()] == expected

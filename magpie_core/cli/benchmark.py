@@ -114,9 +114,11 @@ def run_benchmark_cli(
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_core.config.benchmark import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_core.interfaces import CheckUnavailable
     from magpie_core.pipelines.benchmark import (
         apply_overrides,
         load_benchmark_config,
+        preflight_checks,
         run_benchmark,
         run_benchmark_on_environment,
         serving_framework,
@@ -127,13 +129,17 @@ def run_benchmark_cli(
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
     config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
     config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
-    if config.run_mode != "external" and not config.model and not config.base_url:
+    if config.run_mode != "external" and not config.model and not config.base_url and not config.run_cmd:
         raise UsageError("no model: set benchmark.model or --model")
     if config.run_mode != "external" or config.run_kind == "diagnostic":
         serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
     problem = trace_problem(config)  # before any server starts: a missing or malformed trace file
     if problem:
         raise UsageError(problem)
+    try:
+        preflight_checks(config)  # a check that cannot run here: exit 2 before any server starts
+    except CheckUnavailable as exc:
+        raise UsageError(str(exc)) from None
     with gpu_hardware():
         if config.run_mode in CORE_RUN_MODES:
             report = run_benchmark(config, output_dir)
@@ -147,7 +153,9 @@ def run_benchmark_cli(
         print_points(report.points, fmt)
         return 0 if report.success else 1
     t = report.throughput
-    if t:
+    if report.raw_result:
+        print_offline(report.framework, report.raw_result)
+    elif t:
         console.print(
             f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
             f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
@@ -162,6 +170,15 @@ def run_benchmark_cli(
     if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
         console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
+
+
+def print_offline(framework: str, raw: dict[str, Any]) -> None:
+    """An offline workload's line (AMD Magpie's diffusion metrics)."""
+    console.print(
+        f"{framework}: {raw['iterations']} iteration(s) of batch {raw['batch_size']}, "
+        f"{raw['images_per_sec']:.3f} images/s, {raw['latency_per_image_s']:.3f} s per image, "
+        f"median iteration {raw['median_iteration_s'] * 1000:.1f} ms"
+    )
 
 
 def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: list[float]) -> None:

@@ -19,6 +19,7 @@ FIRST_PARTY_COMMANDS = {
     "gap": "magpie-gap-analysis (plugins/gap_analysis)",
     "inference": "magpie-inference-analysis (plugins/inference_analysis)",
     "mcp": "magpie-mcp (plugins/mcp)",
+    "targeted-trace": "magpie-targeted-trace (plugins/targeted_trace)",
 }
 
 #: Global options of the root command that take a value (to find the command word in argv).
@@ -78,7 +79,8 @@ def command_word(argv: list[str]) -> str | None:
 def missing_plugin_message(cli: typer.Typer, argv: list[str]) -> str | None:
     """Why the command in ``argv`` is not there, when it is one of magpie's own plugin commands."""
     word = command_word(argv)
-    if word not in FIRST_PARTY_COMMANDS or word in {command_name(c) for c in cli.registered_commands}:
+    present = {command_name(c) for c in cli.registered_commands} | {g.name for g in cli.registered_groups if g.name}
+    if word not in FIRST_PARTY_COMMANDS or word in present:
         return None
     return (
         f"'magpie {word}' comes from the plugin distribution {FIRST_PARTY_COMMANDS[word]}, which is not installed "

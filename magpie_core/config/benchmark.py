@@ -8,6 +8,7 @@ adds a typed load description (dataset, rate, concurrency, SLOs, sweeps).
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -70,12 +71,81 @@ class GpuMonitorConfig(StrictModel):
     device_id: NonNegativeInt | None = None
 
 
+class TargetSource(StrictModel):
+    """Where a target's launch lives (Python-visible source evidence)."""
+
+    path: str = Field(min_length=1)
+    line: PositiveInt | None = None
+    function: str | None = None
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
+class TargetSpec(StrictModel):
+    """One target of ``profiler.targeted_trace``: kernels chosen by glob patterns over their names."""
+
+    target_id: str = Field(min_length=1, validation_alias=AliasChoices("target_id", "id"))
+    name_patterns: list[str] = Field(
+        min_length=1,
+        validation_alias=AliasChoices("name_patterns", "names"),
+        description="fnmatch globs, case-sensitive",
+    )
+    variant_id: str = "baseline"
+    package: str | None = None
+    source: TargetSource | None = None
+    source_hashes: dict[str, str] = Field(default_factory=dict)
+    provenance_hashes: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name_patterns", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("target_id")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("name_patterns")
+    @classmethod
+    def _no_empty_pattern(cls, value: list[str]) -> list[str]:
+        if any(not p for p in value):
+            raise ValueError("an empty pattern matches nothing")
+        return value
+
+
+class TargetedTraceConfig(StrictModel):
+    """``profiler.targeted_trace`` (AMD Magpie's TargetedKernelTrace): the diagnostic run's kernels whose
+    names match a target, written as checksummed evidence shards (docs/targeted-trace.md)."""
+
+    enabled: bool = False
+    backend: Literal["torch_profiler"] = Field("torch_profiler", description="the only acquisition backend")
+    run_seed: str = Field("magpie-targeted-trace", description="seed of the deterministic sampling")
+    sample_rate: Fraction = Field(1.0, description="fraction of matching events kept (by a hash, not a PRNG)")
+    max_records_per_shard: NonNegativeInt = Field(
+        100_000, description="records per (rank, pid) shard; more are dropped"
+    )
+    targets: list[TargetSpec] = Field(default_factory=list)
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _targets_when_on(self) -> TargetedTraceConfig:
+        if self.enabled and not self.targets:
+            raise ValueError("enabled targeted_trace needs at least one entry in targets")
+        return self
+
+
 class ProfilerConfig(StrictModel):
     torch_profiler: TorchProfilerConfig = Field(default_factory=TorchProfilerConfig)
     system_profiler: SystemProfilerConfig = Field(default_factory=SystemProfilerConfig)
     tracelens: TraceLensConfig = Field(default_factory=TraceLensConfig)
     gpu_monitor: GpuMonitorConfig = Field(default_factory=GpuMonitorConfig)
-    targeted_trace: dict[str, Any] | None = None
+    targeted_trace: TargetedTraceConfig = Field(default_factory=TargetedTraceConfig)
 
 
 class GapAnalysisConfig(StrictModel):
@@ -301,7 +371,9 @@ class BenchmarkConfig(PluginBlocksModel):
     agentx: bool | str | dict[str, Any] | None = Field(
         None, description="AMD Magpie AgentX: replays dataset.path as a trace (dataset.name trace)"
     )
-    run_cmd: str | None = Field(None, description="AMD Magpie offline command; refused when set")
+    run_cmd: str | None = Field(
+        None, description="AMD Magpie's offline command (framework xdit): run as argv, never through a shell"
+    )
     # magpie's own
     base_url: HttpUrl | None = Field(None, description="external server: client only")
     host: str = "127.0.0.1"
@@ -322,6 +394,20 @@ class BenchmarkConfig(PluginBlocksModel):
     repeats: int = Field(1, ge=1, le=100, description="run the measurement this many times (docs/optimization-loop.md)")
     restart_between_repeats: bool = Field(False, description="a fresh server for every repeat (restarts are noise)")
 
+    @field_validator("run_cmd")
+    @classmethod
+    def _splittable(cls, value: str | None) -> str | None:
+        """AMD Magpie splits run_cmd like a shell (and runs it without one): an unclosed quote is bad input."""
+        if value is None:
+            return value
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: {value!r}") from None
+        if not words:
+            raise ValueError("is empty: give the command to benchmark, or leave run_cmd out")
+        return value
+
     @field_validator("run_mode")
     @classmethod
     def _known_run_mode(cls, value: str) -> str:
@@ -332,6 +418,16 @@ class BenchmarkConfig(PluginBlocksModel):
             choices = ", ".join([*CORE_RUN_MODES, *environments])
             raise ValueError(f"run_mode {value!r} is not one of {choices} (an environment plugin may add more)")
         return value
+
+    @model_validator(mode="after")
+    def _targeted_trace_is_diagnostic(self) -> BenchmarkConfig:
+        """AMD Magpie: targeted traces are diagnostic evidence; a measurement run refuses them."""
+        if self.profiler.targeted_trace.enabled and self.run_kind == "measurement":
+            raise ValueError(
+                "profiler.targeted_trace is diagnostic: run_kind measurement cannot trace "
+                "(set run_kind diagnostic, or auto with the torch profiler on)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _lifecycle_rules(self) -> BenchmarkConfig:

@@ -4,15 +4,17 @@ One server lifetime per run. In order:
 
 1. GPUs: pinned (``gpu_selection.devices``) or idle ones locked for this run.
 2. Server: the framework plugin's argv, run locally or in a container, logs in
-   ``server.log``; readiness is polled. ``external`` mode skips 1-2 and 6.
+   ``server.log``; readiness is polled. ``external`` mode skips 1-2 and 7.
 3. Measurement: every load point (one, or a sweep of concurrencies / rates /
    ``sweep_matrix`` cases), warm-up excluded, the profiler idle.
 4. Diagnostic (``run_kind: diagnostic``, or ``auto`` with the torch profiler
    on): ``start_profile``, a short load, ``stop_profile``; traces are collected
    in ``torch_trace/`` and handed to gap analysis. Its numbers are kept apart
    and never replace the measurement.
-5. ``benchmark_report.json`` with AMD Magpie's fields plus magpie's.
-6. Server stopped (its process group), GPUs released, even after a failure.
+5. Checks (``magpie_register_benchmark_checks``, e.g. the lm-eval quality gate) against the
+   served model, after the load; a failed check fails the run, the load metrics stay.
+6. ``benchmark_report.json`` with AMD Magpie's fields plus magpie's.
+7. Server stopped (its process group), GPUs released, even after a failure.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from magpie_core.compat_benchmark import Refused, adapt_block, is_secret, redact
 from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
+from magpie_core.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable, OfflineFramework
 from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.loadgen import datasets as ds
@@ -44,6 +47,7 @@ from magpie_core.loadgen.traces import summary as trace_summary
 from magpie_core.pipelines import lifecycle
 from magpie_core.pipelines import repeats as rp
 from magpie_core.pipelines.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
+from magpie_core.pipelines.offline import redact_command, run_offline_benchmark
 from magpie_core.reports import Report
 from magpie_core.serving.docker import container_name, docker_command, stop_command, vendor_for
 from magpie_core.serving.gpus import GpuLease, GpuSelectionError, select_gpus
@@ -91,6 +95,14 @@ class BenchmarkReport(Report):
     repeat_stats: dict[str, Any] | None = None
     #: what was measured and on what: compared runs must share ``workload`` (magpie_core.pipelines.fingerprint)
     fingerprint: dict[str, Any] | None = None
+    #: ``profiler.targeted_trace``: the bounded summary and the manifest path (AMD Magpie's report keeps the same)
+    targeted_trace: dict[str, Any] | None = None
+    #: AMD Magpie's field: an offline framework's own metrics (e.g. images_per_sec), as its plugin read them
+    raw_result: dict[str, Any] | None = None
+    #: an offline framework's command runs (argv with secrets hidden, exit code, log, result file)
+    offline: dict[str, Any] | None = None
+    #: each benchmark check's verdict by check name (``passed``, ``summary``, the check's own fields)
+    checks: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass
@@ -534,29 +546,54 @@ def wait_for_traces(folder: Path, patterns: tuple[str, ...], timeout_s: float, s
 GAP_ANALYZER = "gap"
 
 
-def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) -> dict[str, Any]:
-    """``gap_analysis:`` by the installed ``gap`` trace analyzer: its summary, or ``errors`` (never raises)."""
+def run_trace_analyzer(
+    name: str, distribution: str, what: str, trace_dir: Path, options: dict[str, Any], out_dir: Path
+) -> dict[str, Any]:
+    """The installed trace analyzer ``name`` on ``trace_dir``: its summary, or ``errors`` (never raises:
+    the measurement must survive a missing or broken analysis)."""
     from magpie_core.plugins import UnknownComponentError, get_plugin_manager
 
     try:
-        analyzer = get_plugin_manager().get("trace_analyzer", GAP_ANALYZER)
+        analyzer = get_plugin_manager().get("trace_analyzer", name)
     except UnknownComponentError as exc:
-        message = f"gap analysis is not available: install the plugin distribution magpie-gap-analysis ({exc})"
+        message = f"{what} is not available: install the plugin distribution {distribution} ({exc})"
         return {"errors": [message], "trace_dir": str(trace_dir)}
     try:
-        data = dict(analyzer.analyze(trace_dir, config.gap_analysis.model_dump(), out_dir))
+        data = dict(analyzer.analyze(trace_dir, options, out_dir))
     except (ValueError, OSError) as exc:
         return {"errors": [str(exc)], "trace_dir": str(trace_dir)}
-    except Exception as exc:  # the measurement must survive a broken analysis
-        return {"errors": [f"gap analysis failed: {type(exc).__name__}: {exc}"], "trace_dir": str(trace_dir)}
+    except Exception as exc:
+        return {"errors": [f"{what} failed: {type(exc).__name__}: {exc}"], "trace_dir": str(trace_dir)}
     data.setdefault("trace_dir", str(trace_dir))
+    return data
+
+
+def run_gap_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """``gap_analysis:`` by the installed ``gap`` trace analyzer: its summary, or ``errors`` (never raises)."""
+    return run_trace_analyzer(
+        GAP_ANALYZER, "magpie-gap-analysis", "gap analysis", trace_dir, config.gap_analysis.model_dump(), out_dir
+    )
+
+
+#: the trace analyzer of ``profiler.targeted_trace`` (plugin distribution magpie-targeted-trace)
+TARGETED_ANALYZER = "targeted-trace"
+
+
+def run_targeted_trace(config: BenchmarkConfig, trace_dir: Path, out_dir: Path, run_id: str) -> dict[str, Any]:
+    """``profiler.targeted_trace``: the capture's matching kernels as checksummed shards, validated; the
+    analyzer's bounded summary, its integrity issues as ``errors``."""
+    options = {**config.profiler.targeted_trace.model_dump(), "run_id": run_id, "framework": config.framework}
+    data = run_trace_analyzer(TARGETED_ANALYZER, "magpie-targeted-trace", "targeted trace", trace_dir, options, out_dir)
+    data.setdefault("errors", list(data.get("issues") or []))
     return data
 
 
 TRACE_ANALYZER = "inference"
 
 
-def run_tracelens_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Path, point: Point) -> dict[str, Any]:
+def run_tracelens_analysis(
+    config: BenchmarkConfig, trace_dir: Path, out_dir: Path, point: Point | None
+) -> dict[str, Any]:
     """``profiler.tracelens``: stage split and roofline by the installed ``inference`` trace analyzer.
 
     Writes ``<stage>_ISL<i>_OSL<o>_CONC<c>_kernel_roofline_simple.csv`` (AMD Magpie's names) and the rest
@@ -573,7 +610,8 @@ def run_tracelens_analysis(config: BenchmarkConfig, trace_dir: Path, out_dir: Pa
         return result
     options: dict[str, Any] = {
         "stages": tl.analysis_stages,
-        "label_suffix": f"_ISL{point.input_len}_OSL{point.output_len}_CONC{point.concurrency}",
+        # an offline workload (no point) has no load shape to name its tables by
+        "label_suffix": f"_ISL{point.input_len}_OSL{point.output_len}_CONC{point.concurrency}" if point else "",
     }
     if tl.gpu_arch_config:
         options["spec"] = tl.gpu_arch_config
@@ -712,9 +750,10 @@ def run_benchmark(
     """Run the benchmark ``config`` describes; write and return its report."""
     t0 = time.monotonic()
     ws = create_workspace(output_dir, "benchmark", config.framework)
-    ws.snapshot_config(
-        {"benchmark": {**dump(config), "envs": redacted(config.envs), "server_env": redacted(config.server_env)}}
-    )
+    hidden = {"envs": redacted(config.envs), "server_env": redacted(config.server_env)}
+    if config.run_cmd:
+        hidden["run_cmd"] = redact_command(config.run_cmd)
+    ws.snapshot_config({"benchmark": {**dump(config), **hidden}})
     handler = ws.attach_log()
     measure = config.run_kind in ("measurement", "auto")
     diagnose = config.run_kind == "diagnostic" or (
@@ -723,11 +762,7 @@ def run_benchmark(
     report = BenchmarkReport(
         framework=config.framework or "",
         model=config.model,
-        config={
-            **config.model_dump(mode="json"),
-            "envs": redacted(config.envs),
-            "server_env": redacted(config.server_env),
-        },
+        config={**config.model_dump(mode="json"), **hidden},
         workspace_dir=str(ws.path),
         workspace=str(ws.path),
         run_kind=config.run_kind,
@@ -739,43 +774,80 @@ def run_benchmark(
     kept: dict[str, Any] | None = None  # server_lifecycle: the persistent server's info
     try:
         framework = framework_component
-        if framework is None and (config.run_mode != "external" or diagnose):
+        if framework is None and (config.run_mode != "external" or diagnose or config.run_cmd):
             framework = serving_framework(config.framework)
-        points = plan_points(config)
-        if config.run_mode == "external":
-            handle = _external_server(config, report, diagnose)
-        elif config.server_lifecycle and config.server_lifecycle.enabled:
-            trace_dir = ws.path / "torch_trace" if diagnose else None
-            handle, lease, kept = lifecycle.acquire(
-                config,
-                framework,
-                lease_gpus=lambda: _lease_gpus(config),
-                start=lambda cfg, gpus: start_server(cfg, framework, ws, gpus, trace_dir),
-                handle_type=ServerHandle,
-            )
-            report.gpus = lease.as_dict() if lease else {"how": "reused server"}
-        else:
+        if isinstance(framework, OfflineFramework):
             lease = _lease_gpus(config)
             report.gpus = lease.as_dict()
-            handle = start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
-        report.server = handle.info
-        report.base_url = handle.base_url
-        engine = engine_version(framework or _framework_or_none(config), handle.base_url)
-        if engine:
-            report.server["engine_version"] = engine
-        model = config.served_model_name or served_model(handle.base_url, config.model, config.load.request_timeout_s)
-        tokenizer = _tokenizer(config, report)
-        if measure:
-            restart = None
-            if config.restart_between_repeats and handle.process is not None:
-                restart = rp.restarter(lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose)))
-            handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
-            _fingerprint(config, report, framework, tokenizer)
-        if diagnose and handle.process is not None:
-            _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
-        elif diagnose and kept is not None:
-            report.errors.append("profiling needs a server this run starts; a reused server runs without the profiler")
-    except (ServerError, GpuSelectionError, ds.DatasetError, NotImplementedError, LifecycleError) as exc:
+            run_offline_benchmark(
+                config,
+                framework,
+                ws,
+                report,
+                lease.env(),
+                measure=measure,
+                diagnose=diagnose,
+                analyze=lambda trace_dir, diag: _analyze_capture(config, trace_dir, ws, None, report, diag, None),
+            )
+        else:
+            if config.run_cmd:
+                note = (
+                    f"benchmark.run_cmd is the command of an offline framework; {config.framework!r} starts a "
+                    "server, so run_cmd is not run (AMD Magpie ignores it there too)"
+                )
+                log.warning(note)
+                report.client_checks.setdefault("notes", []).append(note)
+            points = plan_points(config)
+            checks = preflight_checks(config)
+            if config.run_mode == "external":
+                handle = _external_server(config, report, diagnose)
+            elif config.server_lifecycle and config.server_lifecycle.enabled:
+                trace_dir = ws.path / "torch_trace" if diagnose else None
+                handle, lease, kept = lifecycle.acquire(
+                    config,
+                    framework,
+                    lease_gpus=lambda: _lease_gpus(config),
+                    start=lambda cfg, gpus: start_server(cfg, framework, ws, gpus, trace_dir),
+                    handle_type=ServerHandle,
+                )
+                report.gpus = lease.as_dict() if lease else {"how": "reused server"}
+            else:
+                lease = _lease_gpus(config)
+                report.gpus = lease.as_dict()
+                handle = start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
+            report.server = handle.info
+            report.base_url = handle.base_url
+            engine = engine_version(framework or _framework_or_none(config), handle.base_url)
+            if engine:
+                report.server["engine_version"] = engine
+            model = config.served_model_name or served_model(
+                handle.base_url, config.model, config.load.request_timeout_s
+            )
+            tokenizer = _tokenizer(config, report)
+            if measure:
+                restart = None
+                if config.restart_between_repeats and handle.process is not None:
+                    restart = rp.restarter(
+                        lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
+                    )
+                handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
+                _fingerprint(config, report, framework, tokenizer)
+            if checks:
+                run_checks(checks, CheckTarget(handle.base_url, model, config, ws.path), report)
+            if diagnose and handle.process is not None:
+                _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
+            elif diagnose and kept is not None:
+                report.errors.append(
+                    "profiling needs a server this run starts; a reused server runs without the profiler"
+                )
+    except (
+        ServerError,
+        GpuSelectionError,
+        ds.DatasetError,
+        NotImplementedError,
+        LifecycleError,
+        CheckUnavailable,
+    ) as exc:
         report.errors.append(str(exc))
     except KeyboardInterrupt:
         report.interrupted = True
@@ -800,9 +872,36 @@ def run_benchmark(
         logging.getLogger("magpie").removeHandler(handler)
         handler.close()
     if report.interrupted:
+        if report.offline is not None:
+            raise RunInterrupted("benchmark interrupted: the offline command was stopped", ws.report_path)
         done = sum(p["metrics"]["completed"] for p in report.points)
         raise RunInterrupted(f"benchmark interrupted: {done} request(s) completed", ws.report_path)
     return report
+
+
+def preflight_checks(config: BenchmarkConfig) -> list[BenchmarkCheck]:
+    """The benchmark checks this run asks for, each ready to run; :class:`CheckUnavailable` (naming the
+    config key and how to install what is missing) before anything starts otherwise."""
+    from magpie_core.plugins import get_plugin_manager
+
+    checks = [c for c in get_plugin_manager().components("benchmark_check").values() if c.wanted(config)]
+    for check in checks:
+        check.preflight(config)
+    return checks
+
+
+def run_checks(checks: list[BenchmarkCheck], target: CheckTarget, report: BenchmarkReport) -> None:
+    """Each check's verdict into ``report.checks``; a failed one is a run error (the measurement is kept)."""
+    for check in checks:
+        log.info("check %s: running against %s", check.name, target.base_url)
+        try:
+            verdict = dict(check.run(target))
+        except Exception as exc:  # a check that breaks fails the gate; it never costs the measurement
+            log.exception("check %s failed to run", check.name)
+            verdict = {"passed": False, "summary": f"{type(exc).__name__}: {exc}"}
+        report.checks[check.name] = verdict
+        if verdict.get("passed") is not True:
+            report.errors.append(f"check {check.name} failed: {verdict.get('summary') or 'no verdict'}")
 
 
 def _external_server(config: BenchmarkConfig, report: BenchmarkReport, diagnose: bool) -> ServerHandle:
@@ -964,6 +1063,11 @@ def _analyze_capture(
     diag["gap_analysis"] = gap.get("output_dir") or gap.get("trace_dir")
     report.errors += [f"gap analysis: {e}" for e in gap.get("errors") or []]
     report.gap_analysis = report.gap_analysis or gap
+    if config.profiler.targeted_trace.enabled:
+        targeted = run_targeted_trace(config, trace_dir, Path(f"{ws.path / 'targeted_trace'}{suffix}"), ws.path.name)
+        diag["targeted_trace"] = targeted.get("manifest") or targeted.get("trace_dir")
+        report.errors += [f"targeted trace: {e}" for e in targeted["errors"]]
+        report.targeted_trace = report.targeted_trace or targeted
     if config.profiler.tracelens.enabled:
         lens = run_tracelens_analysis(config, trace_dir, Path(f"{ws.path / 'tracelens'}{suffix}"), point)
         report.errors += [f"trace analysis: {e}" for e in lens.get("errors") or []]
@@ -972,6 +1076,10 @@ def _analyze_capture(
 
 def _summarize(report: BenchmarkReport) -> None:
     """Top-level AMD fields from the last measured point (the heaviest load of a sweep)."""
+    wanted_measurement = report.run_kind in ("measurement", "auto")
+    if report.offline is not None:  # the command's own result file filled the AMD fields
+        report.success = not report.errors and (bool(report.throughput) or not wanted_measurement)
+        return
     measured = [i for i, p in enumerate(report.points) if p["metrics"]["completed"] > 0]
     if measured:
         idx = measured[-1]
@@ -986,7 +1094,6 @@ def _summarize(report: BenchmarkReport) -> None:
             for k, v in p["metrics"]["token_count_methods"].items():
                 methods[k] = methods.get(k, 0) + v
         report.client_checks["token_count_methods"] = methods
-    wanted_measurement = report.run_kind in ("measurement", "auto")
     report.success = not report.errors and (bool(measured) or not wanted_measurement)
 
 

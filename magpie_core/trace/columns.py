@@ -116,6 +116,7 @@ class Interner(dict):  # type: ignore[type-arg]
 
 _CAT, _PH, _TS, _DUR, _NAME, _TID, _ARGS = (attrgetter(f) for f in ("cat", "ph", "ts", "dur", "name", "tid", "args"))
 _EXT, _CORR, _DIMS = attrgetter("external_id"), attrgetter("correlation"), attrgetter("input_dims")
+_DEVICE = attrgetter("device")
 
 
 def _int_list(values: list[Any]) -> np.ndarray:
@@ -178,6 +179,25 @@ class EventTable:
         return self.groups[group]
 
 
+class _DeviceIds(dict):  # type: ignore[type-arg]
+    """``args.device`` value -> id in ``devs`` (which holds ``str`` of the value); a GPU event without a device
+    is on its ``pid``."""
+
+    def __init__(self, devs: Interner) -> None:
+        super().__init__()
+        self.devs = devs
+
+    def __missing__(self, value: Any) -> int:
+        i = self[value] = self.devs[str(value)]
+        return i
+
+    def of(self, evs: list[Event], args: list[Any]) -> np.ndarray:
+        devices = list(map(_DEVICE, args))
+        if None in devices:
+            devices = [d if d is not None else e.pid for e, d in zip(evs, devices, strict=True)]
+        return np.fromiter(map(self.__getitem__, devices), np.int32, len(devices))
+
+
 class TableBuilder:
     """Reduces decoded events, one chunk at a time, to the columns of an :class:`EventTable`."""
 
@@ -189,6 +209,8 @@ class TableBuilder:
         self.tids = Interner()
         self.devs = Interner()
         self.dims = Interner()
+        # args.device value -> device id (``str`` of it), so known devices are found without a str() per event
+        self._dev_ids = _DeviceIds(self.devs)
         self.num_events = 0
         self.skipped: SkipCounts = SkipCounts()
         self.t_min = math.inf
@@ -300,17 +322,13 @@ class TableBuilder:
             self._append("rt", ts=ts[i], dur=dur[i], name=name[i], tid=tid, corr=corr[i])
         i = group(_ACT)
         if len(i):
-            devs = [
-                str(a.device if a.device is not None else e.pid)
-                for e, a in zip(_take(evs, i), _take(args, pos[i]), strict=True)
-            ]
             kernel = self.cats.get("kernel", -1)
             self._append(
                 "act",
                 ts=ts[i],
                 dur=dur[i],
                 name=name[i],
-                dev=self._ids(self.devs, devs, len(devs)),
+                dev=self._dev_ids.of(_take(evs, i), _take(args, pos[i])),
                 kernel=cid[i] == kernel,
                 corr=corr[i],
             )

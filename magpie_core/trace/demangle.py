@@ -20,15 +20,23 @@ import subprocess
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-try:  # pragma: no cover - import guard
-    import cpp_demangle as _cpp_demangle
-except ImportError:  # pragma: no cover
-    _cpp_demangle = None
-try:  # pragma: no cover - import guard
-    import cxxfilt as _cxxfilt
-except ImportError:  # pragma: no cover
-    _cxxfilt = None
+
+@lru_cache(maxsize=1)
+def _libraries() -> tuple[Any, ModuleType | None]:
+    """(cpp_demangle or None, cxxfilt or None), imported on the first mangled name: importing cxxfilt loads
+    libstdc++ through ctypes, which every ``magpie`` command would otherwise pay for at start-up."""
+    try:
+        import cpp_demangle
+    except ImportError:  # pragma: no cover
+        cpp_demangle = None
+    try:
+        import cxxfilt
+    except ImportError:  # pragma: no cover
+        cxxfilt = None
+    return cpp_demangle, cxxfilt
 
 
 __all__ = ["demangle", "demangle_names", "is_mangled", "leading_names"]
@@ -48,6 +56,7 @@ def demangle(name: str) -> str | None:
     if not is_mangled(name):
         return None
     symbol = name[:-3] if name.endswith(".kd") else name
+    _cpp_demangle, _cxxfilt = _libraries()
     if _cpp_demangle is not None:
         try:
             return str(_cpp_demangle.demangle(symbol))

@@ -24,10 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
-from magpie_kernels_pytorch.native import describe_failure, native_build
 
 from magpie_core import hookimpl
-from magpie_core.config.kernel import KernelConfig
 from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_hip.gpus import amd_gpus, rocminfo_targets
 from magpie_kernels_hip.hipcc import (
@@ -41,6 +39,8 @@ from magpie_kernels_hip.hipcc import (
 
 if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
+
+    from magpie_core.config.kernel import KernelConfig
 
 NO_GPU = "compiled; no AMD GPU to run on"
 
@@ -90,6 +90,8 @@ class HipBackend(HarnessBackend):
                 message=f"no AMD GPU detected and no offload arch configured: set options.offload_arch "
                 f"(e.g. gfx942, gfx950, gfx90a) or ${ARCH_ENV}",
             )
+        from magpie_kernels_pytorch.native import native_build  # every command loads this module: import when used
+
         version = rocm_version(hipcc)
         result = native_build(
             kernel,
@@ -109,6 +111,8 @@ class HipBackend(HarnessBackend):
     def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
         result.resources.update(parse_resource_remarks(result.log))
         if result.status == StageStatus.FAILED:
+            from magpie_kernels_pytorch.native import describe_failure
+
             hipcc = find_hipcc()
             arch = str(kernel.options.get("offload_arch") or os.environ.get(ARCH_ENV) or "the requested arch")
             result.message = unsupported_arch_message(

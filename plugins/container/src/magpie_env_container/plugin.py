@@ -35,7 +35,6 @@ from typing import Any
 from magpie_core import hookimpl
 from magpie_core.interfaces import ExecutionEnvironment
 from magpie_core.reports import ToolInfo
-from magpie_core.serving.docker import container_name, docker_command
 from magpie_core.threads import map_in_threads
 
 
@@ -73,6 +72,8 @@ class ContainerEnvironment(ExecutionEnvironment):
         return image, vendor, docker
 
     def command(self, call: Path, result: Path, item: Any, gpu: int | None, vendor: str | None) -> list[str]:
+        from magpie_core.serving.docker import container_name, docker_command  # every command loads this module
+
         image, _, docker = self._settings()
         inner = ["python", "-m", "magpie_env_container.call", str(call), str(result)]
         return docker_command(

@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
-from magpie_kernels_pytorch.native import describe_failure, native_build
 
 from magpie_core import hookimpl
-from magpie_core.config.kernel import KernelConfig
 from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_cuda.gpus import nvidia_gpus
 from magpie_kernels_cuda.nvcc import build_command, find_nvcc, nvcc_version, parse_ptxas, resources_summary, target_arch
 
 if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
+
+    from magpie_core.config.kernel import KernelConfig
 
 NO_GPU = "compiled; no NVIDIA GPU to run on"
 
@@ -43,6 +43,8 @@ class CudaBackend(HarnessBackend):
     description = 'CUDA .cu sources built with nvcc (-Xptxas -v resources); harness via an extern "C" launcher'
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
+        from magpie_kernels_pytorch.native import native_build  # every command loads this module: import when used
+
         nvcc = find_nvcc()
         if nvcc is None:
             return CompileResult(
@@ -63,6 +65,8 @@ class CudaBackend(HarnessBackend):
     def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
         result.resources.update(resources_summary(parse_ptxas(result.log)))
         if result.status == StageStatus.FAILED:
+            from magpie_kernels_pytorch.native import describe_failure
+
             result.message = describe_failure(result.log, result.message or "compile failed")
         return result
 

@@ -18,17 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from magpie_core import __version__
 from magpie_core.reports import read_report_json
+from magpie_loop.basics import STEPS, LoopError  # noqa: F401  (STEPS: one of this module's names)
 
 STATE_NAME = "loop.json"
 STATE_KIND = "magpie-loop"
-STEPS = ("baseline", "profile", "analysis", "kernel", "compare", "final")
 Step = Literal["baseline", "profile", "analysis", "kernel", "compare", "final"]
 #: a source mapping the loop can rely on (the source finder's strongest resolution)
 CERTAIN_RESOLUTION = "exact"
-
-
-class LoopError(ValueError):
-    """A step that cannot be recorded: the message names the file or field."""
 
 
 class Record(BaseModel):

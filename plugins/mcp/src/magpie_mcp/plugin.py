@@ -1,7 +1,8 @@
 """Entry point of magpie-mcp: the ``magpie mcp`` command, its ``mcp:`` config block and the built-in tools.
 
 Each tool module registers its own tools through ``magpie_register_mcp_tools``,
-exactly as a third-party plugin does; this module only gathers them.
+exactly as a third-party plugin does; this module only gathers them. Imports stay inside the hooks:
+this module is loaded by every ``magpie`` command.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ from typing import Any
 
 from magpie_core import hookimpl
 from magpie_core.hookspecs import Register
-from magpie_mcp.config import CONFIG_BLOCK
-from magpie_mcp.tools import benchmarks, jobs, kernels, system, traces
-
-TOOL_MODULES = (system, kernels, benchmarks, traces, jobs)
 
 
 @hookimpl
 def magpie_register_mcp_tools(register: Register) -> None:
-    for module in TOOL_MODULES:
+    from magpie_mcp.tools import benchmarks, jobs, kernels, system, traces
+
+    for module in (system, kernels, benchmarks, traces, jobs):
         module.magpie_register_mcp_tools(register)
 
 
@@ -31,4 +30,6 @@ def magpie_register_commands(cli: Any) -> None:
 
 @hookimpl
 def magpie_register_config_blocks(register: Register) -> None:
+    from magpie_mcp.config import CONFIG_BLOCK
+
     register(CONFIG_BLOCK)

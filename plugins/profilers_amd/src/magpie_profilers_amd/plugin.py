@@ -6,11 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from magpie_core import hookimpl
-from magpie_profilers_amd.rocprof_compute import RocprofComputeProfiler
-from magpie_profilers_amd.rocprofv3 import Rocprofv3Profiler
 
 
 @hookimpl
 def magpie_register_profilers(register: Callable[[Any], None]) -> None:
+    from magpie_profilers_amd.rocprof_compute import RocprofComputeProfiler  # every command loads this module
+    from magpie_profilers_amd.rocprofv3 import Rocprofv3Profiler
+
     register(Rocprofv3Profiler())
     register(RocprofComputeProfiler())

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from magpie_core import hookimpl
-from magpie_profilers_nvidia.ncu import NcuProfiler
 
 
 @hookimpl
 def magpie_register_profilers(register: Callable[[Any], None]) -> None:
+    from magpie_profilers_nvidia.ncu import NcuProfiler  # every command loads this module
+
     register(NcuProfiler())

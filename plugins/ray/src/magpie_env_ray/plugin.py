@@ -29,7 +29,6 @@ from typing import Any
 from magpie_core import hookimpl
 from magpie_core.interfaces import ConfigBlock, ExecutionEnvironment
 from magpie_core.reports import ToolInfo
-from magpie_env_ray.config import BenchmarkRayConfig, RayConfig, environment_options
 
 log = logging.getLogger("magpie.ray")
 
@@ -67,6 +66,8 @@ class RayEnvironment(ExecutionEnvironment):
 
     def with_options(self, options: dict[str, Any]) -> RayEnvironment:
         """Overlay a ``ray_config`` block (this plugin's model, or a plain mapping)."""
+        from magpie_env_ray.config import environment_options
+
         return RayEnvironment({**self.ray_config, **environment_options(options.get("ray_config"))})
 
     def tools(self) -> list[ToolInfo]:
@@ -177,6 +178,8 @@ def magpie_register_environments(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def magpie_register_config_blocks(register: Callable[[Any], None]) -> None:
+    from magpie_env_ray.config import BenchmarkRayConfig, RayConfig  # pydantic models: built only when asked for
+
     register(
         ConfigBlock(
             "ray_config",

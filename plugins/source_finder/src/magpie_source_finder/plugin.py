@@ -7,7 +7,6 @@ from typing import Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelSourceFinder
-from magpie_source_finder.finder import find_sources
 
 
 def _as_dicts(kernels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,6 +41,8 @@ class OfflineSourceFinder(KernelSourceFinder):
     description = "map kernel names to source files in local checkouts (offline; clones only with --clone)"
 
     def find(self, kernels: Sequence[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
+        from magpie_source_finder.finder import find_sources  # imported when asked: every command loads this module
+
         return find_sources(
             _as_dicts(kernels),
             list(options.get("repos") or []),
