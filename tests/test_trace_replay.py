@@ -1,5 +1,6 @@
-"""Trace replay: the Mooncake / AIPerf readers, prompt synthesis (prefix sharing checked on the text), and
-the session replay against the fake streaming server (causality and order, never raw timing)."""
+"""Trace replay: the Mooncake / AIPerf readers, prompt synthesis (prefix sharing checked on the text, and on
+the token ids with a real tokenizer: the tiny Llama's BPE, trained here, nothing downloaded), and the session
+replay against the fake streaming server (causality and order, never raw timing)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from magpie_core.loadgen import LoadSpec, run_load
+from magpie_core.loadgen.client import RequestResult
 from magpie_core.loadgen.datasets import DatasetError
 from magpie_core.loadgen.fake_server import running
-from magpie_core.loadgen.replay import session_metrics
-from magpie_core.loadgen.traces import TraceReplay, block_words, read_trace, summary, synth_text
+from magpie_core.loadgen.replay import prompt_token_match, session_metrics
+from magpie_core.loadgen.traces import TokenSynth, TraceReplay, block_words, read_trace, summary, synth_text
 
 from .conftest import DATA
 
@@ -60,6 +62,83 @@ def test_synth_text_cuts_the_last_block_and_pads_uniquely() -> None:
     long = synth_text(100, (5,), 64, 1).split()
     assert long[:64] == block_words(5, 64) and len(long) == 100
     assert synth_text(100, (5,), 64, 2).split()[64:] != long[64:]
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny Llama's byte-level BPE tokenizer (the one the vLLM e2e tests serve), loaded as the benchmark
+    loads a tokenizer."""
+    pytest.importorskip("tokenizers")
+    from magpie_core.loadgen.datasets import load_tokenizer
+    from tests.helpers.make_tiny_llama import make_tiny_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny_tokenizer")
+    make_tiny_tokenizer(folder)
+    return load_tokenizer(str(folder))
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def test_token_prompts_have_the_trace_lengths(tiny_tokenizer, tmp_path: Path) -> None:
+    sessions = read_trace(MOONCAKE, block_size=64, tokenizer=tiny_tokenizer)
+    for s in sessions:
+        for k, turn in enumerate(s.turns):
+            # a session's first message opens the prompt: the server adds the BOS to it, counted in input_length
+            n = len(tiny_tokenizer.encode(turn.text, add_special_tokens=k == 0))
+            assert n == turn.input_len, (s.session_id, k, n, turn.input_len)
+    assert [t.input_len for s in sessions for t in s.turns] == [160, 40, 160, 40, 140, 150]
+    # the published traces' block size, messages of several blocks and a cut last block
+    trace = tmp_path / "big.jsonl"
+    trace.write_text(
+        '{"timestamp": 0, "input_length": 1300, "output_length": 4, "hash_ids": [7, 8, 9]}\n'
+        '{"timestamp": 1, "input_length": 2000, "output_length": 4, "hash_ids": [7, 8]}\n'
+    )
+    big = read_trace(trace, tokenizer=tiny_tokenizer)
+    assert [len(tiny_tokenizer.encode(s.turns[0].text)) for s in big] == [1300, 2000]
+    # a given text is counted in tokens too
+    multi = read_trace(MULTI_TURN, block_size=32, default_output_len=4, tokenizer=tiny_tokenizer)
+    fix = multi[0].turns[1]
+    assert fix.text == "now fix the failing test"
+    assert fix.input_len == len(tiny_tokenizer.encode(fix.text, add_special_tokens=False)) != len(fix.text.split())
+
+
+def test_same_hash_ids_give_the_same_tokens_and_only_those(tiny_tokenizer) -> None:
+    sessions = read_trace(MOONCAKE, block_size=64, tokenizer=tiny_tokenizer)
+
+    def ids(i: int, k: int = 0) -> list[int]:
+        return tiny_tokenizer.encode(sessions[i].turns[k].text, add_special_tokens=False)
+
+    a0, b0, five, six = ids(0), ids(1), ids(2), ids(3)  # [0, 1], [0, 1], [0, 2], [0, 1, 3]
+    blocks = TokenSynth(tiny_tokenizer, 64)
+    # the server's own tokens of a shared block are the block's fixed ids, in every request that lists it
+    assert a0[:64] == b0[:64] == five[:64] == six[:64] == blocks.block(0)
+    assert a0[64:128] == b0[64:128] == six[64:128] == blocks.block(1)
+    assert len(six) == 149 and six[128:] == blocks.block(3)[:21]  # the last block cut to fit (BOS: 150)
+    assert _common_prefix(a0, b0) == 128 and a0 != b0  # the 31 tokens past the blocks are unique
+    assert _common_prefix(a0, five) == 64
+    assert _common_prefix(ids(0, 1), ids(1, 1)) < 8  # no hash ids: nothing shared by design
+    # another salt (the next repeat) gives other tokens for the same id
+    assert TokenSynth(tiny_tokenizer, 64, salt=1).block(0) != blocks.block(0)
+
+
+def test_prompt_token_match_compares_server_counts_with_the_trace() -> None:
+    rows = [
+        RequestResult(success=True, trace_prompt_len=100, server_prompt_len=100),
+        RequestResult(success=True, trace_prompt_len=200, server_prompt_len=210),
+        RequestResult(success=True, trace_prompt_len=50),  # the server sent no usage counts: not compared
+        RequestResult(success=False, trace_prompt_len=50, server_prompt_len=10),  # failed: not compared
+    ]
+    match = prompt_token_match(rows)
+    assert match["compared"] == 2 and match["trace_tokens"] == 300 and match["server_tokens"] == 310
+    assert match["mean_rel_error"] == pytest.approx(0.025) and match["max_rel_error"] == pytest.approx(0.05)
+    assert prompt_token_match([])["mean_rel_error"] is None
 
 
 def test_multi_turn_reader() -> None:
@@ -236,6 +315,11 @@ def test_pipeline_reports_sessions_turns_and_cache_counters(tmp_path: Path) -> N
     # each repeat salts the hash-id texts: its prompts differ, so one repeat's cache cannot serve the next
     digests = [r["prompts"] for r in point["repeats"]]
     assert digests[0]["sha256"] != digests[1]["sha256"]
+    # no tokenizer here: word prompts, said in the report; the fake server counts words, the trace tokens
+    assert point["trace"]["prompt_synthesis"] == "words" and "--tokenizer" in point["trace"]["warning"]
+    match = point["trace"]["prompt_tokens"]
+    assert match["compared"] == 5 and match["max_rel_error"] is not None
+    assert all(r["trace_prompt_len"] for r in point["requests"])
 
 
 def test_prometheus_counters_and_the_vllm_plugin_names() -> None:

@@ -48,6 +48,10 @@ class RequestResult:
     #: trace replay: the session and the turn (0-based) this request was
     session_id: str | None = None
     turn: int | None = None
+    #: trace replay: the prompt tokens the trace asks for (the conversation so far plus the new message)
+    trace_prompt_len: int | None = None
+    #: the prompt tokens the server counted (its usage chunk); None: it sent none (``prompt_len`` is then ours)
+    server_prompt_len: int | None = None
 
     def as_dict(self, keep_text: bool = False) -> dict[str, Any]:
         out = {
@@ -67,6 +71,7 @@ class RequestResult:
         }
         if self.session_id is not None:
             out["session_id"], out["turn"] = self.session_id, self.turn
+            out["trace_prompt_len"] = self.trace_prompt_len
         if keep_text:
             out["generated_text"] = self.generated_text
         return out
@@ -213,7 +218,7 @@ async def send_request(
                         if usage.completion_tokens is not None:
                             result.output_tokens = usage.completion_tokens
                         if usage.prompt_tokens is not None:
-                            result.prompt_len = usage.prompt_tokens
+                            result.prompt_len = result.server_prompt_len = usage.prompt_tokens
             for event in parser.flush():
                 done = done or event == b"[DONE]"
             if first:

@@ -170,10 +170,22 @@ def sampling_lengths(
     return input_lens, output_lens, offsets
 
 
-def _decode_to_length(
-    tokenizer: Tokenizer, tokens: list[int], target: int, rng: np.random.Generator, max_retry: int = 10
+def allowed_token_ids(tokenizer: Tokenizer) -> np.ndarray:
+    """The vocabulary without special tokens: what synthetic prompts draw from."""
+    special = set(tokenizer.all_special_ids)
+    return np.array([t for t in range(tokenizer.vocab_size) if t not in special])
+
+
+def decode_to_length(
+    tokenizer: Tokenizer,
+    tokens: list[int],
+    target: int,
+    rng: np.random.Generator,
+    max_retry: int = 10,
+    pool: np.ndarray | None = None,
 ) -> tuple[str, list[int]]:
-    """Decode, re-encode, and pad or cut until the prompt has ``target`` tokens (or retries run out)."""
+    """Decode, re-encode, and pad or cut until the prompt has ``target`` tokens (or retries run out).
+    Padding draws from ``pool`` (token ids), else from the whole vocabulary."""
     tries = max_retry
     while True:
         prompt = tokenizer.decode(tokens)
@@ -181,7 +193,10 @@ def _decode_to_length(
         if tries <= 0 or len(tokens) == target:
             return prompt, tokens
         if len(tokens) < target:
-            tokens.extend(rng.integers(0, tokenizer.vocab_size, size=target - len(tokens)).tolist())
+            if pool is None:
+                tokens.extend(rng.integers(0, tokenizer.vocab_size, size=target - len(tokens)).tolist())
+            else:
+                tokens.extend(pool[rng.integers(0, len(pool), size=target - len(tokens))].tolist())
         else:
             tokens = tokens[:target]
         tries -= 1
@@ -204,16 +219,15 @@ def random_requests(
     input_lens, output_lens, offsets = sampling_lengths(
         rng, num_requests, range_ratio, input_len, output_len, tokenizer.vocab_size, num_special
     )
-    special = set(tokenizer.all_special_ids)
-    allowed = np.array([t for t in range(tokenizer.vocab_size) if t not in special])
+    allowed = allowed_token_ids(tokenizer)
     prefix: list[int] = []
     if prefix_len > 0:
         prefix = allowed[rng.integers(0, len(allowed), size=prefix_len)].tolist()
-        _, prefix = _decode_to_length(tokenizer, prefix, prefix_len, rng)
+        _, prefix = decode_to_length(tokenizer, prefix, prefix_len, rng)
     out = []
     for i in range(num_requests):
         inner = allowed[(int(offsets[i]) + i + np.arange(int(input_lens[i]))) % len(allowed)].tolist()
-        prompt, tokens = _decode_to_length(tokenizer, prefix + inner, prefix_len + int(input_lens[i]), rng)
+        prompt, tokens = decode_to_length(tokenizer, prefix + inner, prefix_len + int(input_lens[i]), rng)
         out.append(SampleRequest(prompt=prompt, prompt_len=len(tokens), expected_output_len=int(output_lens[i])))
     return out
 

@@ -30,17 +30,20 @@ class _Conversation:
 
     def __init__(self) -> None:
         self.messages: list[dict[str, str]] = []
-        self.words = 0
+        #: the trace's tokens so far: earlier messages' input lengths and the answers' token counts
+        self.tokens = 0
 
     def request(self, turn: TraceTurn) -> SampleRequest:
         """The next turn's request: everything so far, then the new user message."""
         messages = [*self.messages, {"role": "user", "content": turn.text}]
         prompt = "\n".join(m["content"] for m in messages)
-        return SampleRequest(prompt, self.words + turn.input_len, turn.output_len, messages=messages)
+        return SampleRequest(prompt, self.tokens + turn.input_len, turn.output_len, messages=messages)
 
-    def add(self, turn: TraceTurn, answer: str) -> None:
-        self.messages += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": answer}]
-        self.words += turn.input_len + len(answer.split())
+    def add(self, turn: TraceTurn, answer: RequestResult) -> None:
+        text = answer.generated_text
+        self.messages += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": text}]
+        answered = answer.output_tokens if answer.output_tokens is not None else len(text.split())
+        self.tokens += turn.input_len + answered
 
 
 def _due(turn: TraceTurn, start: float, prev_end: float | None, keep_timing: bool) -> float:
@@ -102,7 +105,7 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
                     client, spec.endpoint, encode_payload(payload), request, spec.headers, spec.request_deadline_s
                 )
                 res.scheduled_time, res.dispatch_time = due, woke
-                res.session_id, res.turn = session.session_id, k
+                res.session_id, res.turn, res.trace_prompt_len = session.session_id, k, request.prompt_len
                 results[i][k] = res
                 progress.advance()
                 if not res.success:
@@ -111,7 +114,7 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
                         results[i][rest] = _aborted(session, rest, why)
                     return
                 prev_end = res.start_time + res.latency
-                conversation.add(turn, res.generated_text)
+                conversation.add(turn, res)
         finally:
             if held:
                 await slots.__aexit__(None, None, None)
@@ -181,6 +184,7 @@ def session_metrics(results: list[RequestResult]) -> dict[str, Any]:
                 "requests": len(by_turn[k]),
                 "completed": len(ok),
                 "mean_prompt_tokens": sum(r.prompt_len for r in ok) / len(ok) if ok else 0.0,
+                "mean_trace_prompt_tokens": sum(r.trace_prompt_len or 0 for r in ok) / len(ok) if ok else 0.0,
                 "ttft": summarize([r.ttft for r in ok]),
                 "e2el": summarize([r.latency for r in ok]),
             }
@@ -195,4 +199,23 @@ def session_metrics(results: list[RequestResult]) -> dict[str, Any]:
         "aborted_sessions": len(by_session) - len(spans),
         "session_duration": summarize(spans),
         "per_turn": turns,
+        "prompt_tokens": prompt_token_match(results),
+    }
+
+
+def prompt_token_match(results: list[RequestResult]) -> dict[str, Any]:
+    """How close each prompt came to the trace: the server's prompt tokens vs the trace's, per request
+    (relative error |server - trace| / trace), over the answered requests whose server sent usage counts."""
+    pairs = [
+        (r.trace_prompt_len, r.server_prompt_len)
+        for r in results
+        if r.success and r.trace_prompt_len and r.server_prompt_len is not None
+    ]
+    errors = [abs(server - trace) / trace for trace, server in pairs]
+    return {
+        "compared": len(pairs),
+        "trace_tokens": sum(trace for trace, _ in pairs),
+        "server_tokens": sum(server for _, server in pairs),
+        "mean_rel_error": sum(errors) / len(errors) if errors else None,
+        "max_rel_error": max(errors) if errors else None,
     }

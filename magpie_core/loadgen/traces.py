@@ -15,11 +15,18 @@ A session's turn N+1 is sent after turn N's answer (plus its ``delay``, and not 
 server's actual answers) followed by the new user message, so the context grows as an agent's does.
 ``input_length``/``hash_ids`` describe that new user message.
 
-Prompt synthesis: the text of a hash id is a fixed run of ``block_size`` words (about one token
-each) drawn from a generator seeded by the id alone, so the same id gives the same text in every
-request and a server's prefix cache can hit; the words after the listed blocks are drawn from a
-generator seeded by the request's place in the file, so they are unique to it. Malformed lines
-raise :class:`~magpie_core.loadgen.datasets.DatasetError` naming ``file:line`` and the field.
+Prompt synthesis follows the trace's unit, tokens, when a tokenizer is given (the benchmark passes the
+one it resolves from ``tokenizer`` / the model): a hash id's block is a fixed run of ``block_size`` token
+ids drawn from the vocabulary (special tokens left out) by a generator seeded by (id, block size, salt)
+and settled by decoding and re-encoding until its text is exactly ``block_size`` tokens, so the same id
+gives the same tokens in every request and a server's prefix cache can hit; the tokens after the listed
+blocks are drawn from a generator seeded by the request's place in the file, so they are unique to it.
+The message (its last block cut to fit) is decoded to text, re-encoded, and its tail cut or padded until
+it is ``input_length`` tokens (less the special tokens the tokenizer adds, for a session's first
+message, which opens the prompt), as serving benchmarks build their random prompts. Without a tokenizer
+the same recipe runs on plain words (about one token each with BPE vocabularies, often several with
+small ones), and the server decides the token count. Malformed lines raise
+:class:`~magpie_core.loadgen.datasets.DatasetError` naming ``file:line`` and the field.
 """
 
 from __future__ import annotations
@@ -31,13 +38,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from magpie_core.loadgen.datasets import _WORDS, DatasetError
+from magpie_core.loadgen.datasets import _WORDS, DatasetError, Tokenizer, allowed_token_ids, decode_to_length
 
 TraceFormat = Literal["auto", "mooncake", "multi_turn"]
 #: tokens per hash id in the published Mooncake traces (and AIPerf's default block size)
 DEFAULT_BLOCK_SIZE = 512
 #: keeps unique filler apart from any hash id's text (hash ids are non-negative)
 _UNIQUE_SALT = 0x6D616770
+#: decode/re-encode rounds that settle a message on its token count (joins of blocks rarely need more than one)
+_FIT_TRIES = 8
 
 
 @dataclass
@@ -95,6 +104,63 @@ def synth_text(input_len: int, hash_ids: tuple[int, ...], block_size: int, uniqu
     return " ".join(words)
 
 
+class TokenSynth:
+    """Token-exact trace prompts: hash-id blocks as fixed token runs, the rest unique (module docstring)."""
+
+    def __init__(self, tokenizer: Tokenizer, block_size: int, salt: int = 0) -> None:
+        self.tokenizer, self.block_size, self.salt = tokenizer, block_size, salt
+        self.pool = _standalone_ids(tokenizer)
+        #: added by the server's tokenizer to a whole prompt (a BOS), so left out of a prompt's first message
+        self.special = int(tokenizer.num_special_tokens_to_add())
+        self._blocks: dict[int, list[int]] = {}
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def block(self, hash_id: int) -> list[int]:
+        """The token ids of one hash id's block, the same in every request (cached: traces repeat ids)."""
+        ids = self._blocks.get(hash_id)
+        if ids is None:
+            rng = np.random.default_rng([int(hash_id), self.block_size, self.salt])
+            ids = self._fit(self._draw(rng, self.block_size), self.block_size, rng)[1]
+            self._blocks[hash_id] = ids
+        return ids
+
+    def text(self, input_len: int, hash_ids: tuple[int, ...], unique_seed: int, opens_prompt: bool) -> str:
+        """A message of ``input_len`` tokens: the blocks of ``hash_ids`` (the last cut to fit), then unique
+        tokens; re-encoding can merge tokens where pieces join, so the tail is cut or padded until it fits."""
+        target = max(1, input_len - (self.special if opens_prompt else 0))
+        ids: list[int] = []
+        for hid in hash_ids:
+            if len(ids) >= target:
+                break
+            ids.extend(self.block(hid)[: target - len(ids)])
+        rng = np.random.default_rng([_UNIQUE_SALT, unique_seed, self.salt])
+        ids.extend(self._draw(rng, target - len(ids)))
+        return self._fit(ids, target, rng)[0]
+
+    def _fit(self, ids: list[int], target: int, rng: np.random.Generator) -> tuple[str, list[int]]:
+        return decode_to_length(self.tokenizer, ids, target, rng, max_retry=_FIT_TRIES, pool=self.pool)
+
+    def _draw(self, rng: np.random.Generator, n: int) -> list[int]:
+        return self.pool[rng.integers(0, len(self.pool), size=max(0, n))].tolist()
+
+
+def _standalone_ids(tokenizer: Tokenizer) -> np.ndarray:
+    """The non-special ids whose text re-encodes to the id itself. Others (a byte-level id holding part of a
+    UTF-8 character decodes to a replacement character, three tokens again) would make lengths drift."""
+    ids = allowed_token_ids(tokenizer)
+    singles = [[int(i)] for i in ids]
+    if hasattr(tokenizer, "batch_decode"):  # a Hugging Face tokenizer: one batched call each way (large vocabularies)
+        texts = tokenizer.batch_decode(singles)
+        again = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    else:
+        texts = [tokenizer.decode(one) for one in singles]
+        again = [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    keep = [one[0] for one, back in zip(singles, again, strict=True) if list(back) == one]
+    return np.array(keep) if keep else ids
+
+
 def _int_field(obj: dict[str, Any], key: str, where: str, *, minimum: int = 0, required: bool = False) -> int | None:
     value = obj.get(key)
     if value is None:
@@ -125,9 +191,18 @@ def _hash_ids(obj: dict[str, Any], where: str) -> tuple[int, ...]:
 
 
 def _turn(
-    obj: dict[str, Any], where: str, *, scale: float, block_size: int, default_output: int | None, seed: int, salt: int
+    obj: dict[str, Any],
+    where: str,
+    *,
+    scale: float,
+    block_size: int,
+    default_output: int | None,
+    seed: int,
+    salt: int,
+    synth: TokenSynth | None,
+    opens: bool,
 ) -> TraceTurn:
-    """One request from a Mooncake line or a multi_turn turn."""
+    """One request from a Mooncake line or a multi_turn turn (``opens``: the first of its session)."""
     hash_ids = _hash_ids(obj, where)
     text = obj.get("text_input", obj.get("text"))
     if text is None and isinstance(obj.get("texts"), list):
@@ -138,9 +213,14 @@ def _turn(
     if text is None:
         if input_len is None:
             raise DatasetError(f"{where}: needs 'input_length' (tokens) or a text ('text_input', 'text', 'texts')")
-        text = synth_text(input_len, hash_ids, block_size, seed, salt)
-    else:
+        if synth is None:
+            text = synth_text(input_len, hash_ids, block_size, seed, salt)
+        else:
+            text = synth.text(input_len, hash_ids, seed, opens)
+    elif synth is None:
         input_len = max(1, len(text.split()))
+    else:
+        input_len = max(1, synth.count(text) + (synth.special if opens else 0))
     output_len = _int_field(obj, "output_length", where, minimum=1)
     if output_len is None:
         output_len = _int_field(obj, "max_tokens", where, minimum=1)
@@ -187,14 +267,23 @@ def read_trace(
     default_output_len: int | None = None,
     max_sessions: int | None = None,
     salt: int = 0,
+    tokenizer: Tokenizer | None = None,
 ) -> list[TraceSession]:
-    """The sessions of a trace file, ordered by their first send time (ties: file order)."""
+    """The sessions of a trace file, ordered by their first send time (ties: file order). With
+    ``tokenizer``, synthetic messages are ``input_length`` tokens of it; without, that many words."""
     if not time_scale > 0 or block_size < 1:
         raise DatasetError(f"{path}: time_scale must be > 0 and block_size >= 1")
     path = Path(path)
     rows = _lines(path)
     kind = detect_format(rows) if fmt == "auto" else fmt
-    opts = {"scale": time_scale, "block_size": block_size, "default_output": default_output_len, "salt": salt}
+    synth = TokenSynth(tokenizer, block_size, salt) if tokenizer is not None else None
+    opts = {
+        "scale": time_scale,
+        "block_size": block_size,
+        "default_output": default_output_len,
+        "salt": salt,
+        "synth": synth,
+    }
     sessions = _multi_turn(path, rows, opts) if kind == "multi_turn" else _mooncake(path, rows, opts)
     sessions.sort(key=lambda s: s.start_s)  # stable: file order among equal start times
     return sessions[:max_sessions] if max_sessions else sessions
@@ -205,10 +294,9 @@ def _mooncake(path: Path, rows: list[tuple[int, dict[str, Any]]], opts: dict[str
     out: list[TraceSession] = []
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        turn = _turn(obj, where, seed=lineno, **opts)
         sid = obj.get("session_id")
         if sid is None:
-            out.append(TraceSession(f"line-{lineno}", [turn]))
+            out.append(TraceSession(f"line-{lineno}", [_turn(obj, where, seed=lineno, opens=True, **opts)]))
             continue
         if not isinstance(sid, str | int) or isinstance(sid, bool):
             raise DatasetError(f"{where}: field 'session_id' must be a string or a number, got {sid!r}")
@@ -216,7 +304,7 @@ def _mooncake(path: Path, rows: list[tuple[int, dict[str, Any]]], opts: dict[str
         if session is None:
             session = by_id[str(sid)] = TraceSession(str(sid))
             out.append(session)
-        session.turns.append(turn)
+        session.turns.append(_turn(obj, where, seed=lineno, opens=not session.turns, **opts))
     return out
 
 
@@ -231,7 +319,7 @@ def _multi_turn(path: Path, rows: list[tuple[int, dict[str, Any]]], opts: dict[s
         for k, t in enumerate(turns):
             if not isinstance(t, dict):
                 raise DatasetError(f"{where}: turns[{k}] must be a JSON object")
-            session.turns.append(_turn(t, f"{where}: turns[{k}]", seed=lineno * 100_003 + k, **opts))
+            session.turns.append(_turn(t, f"{where}: turns[{k}]", seed=lineno * 100_003 + k, opens=k == 0, **opts))
         out.append(session)
     return out
 

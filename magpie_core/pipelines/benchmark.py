@@ -262,9 +262,10 @@ def trace_problem(config: BenchmarkConfig) -> str | None:
 
 
 def make_trace(
-    config: BenchmarkConfig, point: Point, max_sessions: int | None = None, seed_shift: int = 0
+    config: BenchmarkConfig, point: Point, max_sessions: int | None = None, seed_shift: int = 0, tokenizer: Any = None
 ) -> TraceReplay:
-    """The sessions of ``dataset.path`` as ``load.trace`` says (hash-id texts salted per repeat)."""
+    """The sessions of ``dataset.path`` as ``load.trace`` says (hash-id texts salted per repeat; lengths in
+    ``tokenizer``'s tokens, else in words)."""
     tr, dset = config.load.trace, config.dataset
     if not dset.path:
         raise ds.DatasetError("dataset.name trace needs dataset.path")
@@ -276,8 +277,17 @@ def make_trace(
         default_output_len=dset.output_len or point.output_len,
         max_sessions=max_sessions or tr.max_sessions,
         salt=dset.seed + seed_shift,
+        tokenizer=tokenizer,
     )
     return TraceReplay(sessions, keep_timing=tr.timing == "trace")
+
+
+#: ``points[i].trace.warning`` when a replay's prompts are built from words (no tokenizer)
+WORD_PROMPTS_WARNING = (
+    "no tokenizer: the trace's input lengths and hash-id blocks are tokens, but its prompts were built from "
+    "plain words, so the server saw another number of tokens (see trace.prompt_tokens) and shared blocks are "
+    "not block_size tokens long; set `tokenizer` (--tokenizer) to the served model's tokenizer"
+)
 
 
 def _trace_requests(sessions: list[TraceSession]) -> list[ds.SampleRequest]:
@@ -425,7 +435,7 @@ def run_point(
     point_timeout_s: float | None = None,
     framework: Any | None = None,
 ) -> tuple[dict[str, Any], LoadResult]:
-    trace = make_trace(config, point, num_prompts, seed_shift) if point.trace else None
+    trace = make_trace(config, point, num_prompts, seed_shift, tokenizer) if point.trace else None
     if trace is not None:
         requests = _trace_requests(trace.sessions)
     else:
@@ -479,7 +489,11 @@ def run_point(
             **config.load.trace.model_dump(),
             **trace_summary(trace.sessions),
             **session_metrics(load.results),
+            "prompt_synthesis": "words" if tokenizer is None else "tokens",
         }
+        if tokenizer is None:
+            row["trace"]["warning"] = WORD_PROMPTS_WARNING
+            log.warning(WORD_PROMPTS_WARNING)
     if cache is not None:
         row["prefix_cache"] = cache
     if config.load.save_requests:
@@ -734,7 +748,8 @@ def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
         return None
     if tok is None:
         note = (
-            "no tokenizer (transformers missing or no local tokenizer): random prompts are plain words, so the "
+            "no tokenizer (transformers missing or no local tokenizer): random and trace prompts are plain words, "
+            "so the "
             "server decides their token count (often several tokens per word: not the requested input length, "
             "and not comparable with another tool's run of the same dataset); install magpie-core[tokenizer] and give "
             "`tokenizer`. Output tokens come from the server's usage counts, else from chunk counts"

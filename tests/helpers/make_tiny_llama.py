@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 WORDS = [
     "the",
@@ -43,10 +44,11 @@ WORDS = [
 ]
 
 
-def main(out: Path) -> None:
-    import torch
+def make_tiny_tokenizer(out: Path) -> Any:
+    """The tiny Llama's byte-level BPE tokenizer (512 ids), saved into ``out`` (needs tokenizers and
+    transformers, not torch: the unit tests build it in magpie's own venv)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     out.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
@@ -60,6 +62,14 @@ def main(out: Path) -> None:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     fast.add_bos_token = True
     fast.save_pretrained(out)
+    return fast
+
+
+def main(out: Path) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    fast = make_tiny_tokenizer(out)
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=fast.vocab_size if fast.vocab_size >= 512 else 512,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import csv
 import functools
 import gc
+import itertools
 import json
 import math
 import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from operator import attrgetter
@@ -39,6 +39,7 @@ from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
 from magpie_inference_analysis.models import SPECIFIC, OpModel, is_attention_name, model_op
+from magpie_inference_analysis.op_content import OpContents
 from magpie_inference_analysis.pseudo_ops import TopKIndex, is_moe_kernel, moe_parent, triton_moe_model
 from magpie_inference_analysis.specs import GpuSpec, SpecError, detect_spec, load_spec
 
@@ -89,7 +90,7 @@ class Iteration:
     in_window: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class OpInstance:
     key: Any
     name: str
@@ -105,11 +106,17 @@ ORIGINS = ("launch", "graph", "graph+capture")  # how a kernel was tied to its o
 
 @dataclass
 class KernelOps:
-    """The op instance (index into ``instances``, -1: none) and origin code of every kernel."""
+    """The op instance (index into ``instances``, -1: none) and origin code of every kernel; per instance, its
+    op name (index into ``op_names``) and roofline row (index into ``row_keys``: category, op, signature),
+    set by :func:`_instance_rows` so that each stage aggregates with numpy, not per instance."""
 
     instances: list[OpInstance]
     k_inst: np.ndarray
     k_origin: np.ndarray
+    inst_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    op_names: list[str] = field(default_factory=list)
+    inst_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    row_keys: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _dec(raw: Any) -> list[Any]:
@@ -493,55 +500,104 @@ def _map_graph_replays(
     return graph_map, graph_info
 
 
-ChooseOp = Callable[[tuple[int, ...], list[ev_mod.Ev], str, StepInfo | None], int | None]
-InstanceOf = Callable[[Any, ev_mod.Ev | None, StepInfo | None], int]
+class OpChooser:
+    """Which op of a kernel's enclosing-op chain its time goes to (:meth:`position`, :meth:`choose_lazy`: the
+    innermost op with a specific model that fits the kernel, else the innermost modelled op, else the innermost
+    op), and ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
+    first use, with its FLOPs/bytes model).
 
+    Models are made per distinct op content (:mod:`op_content`) and step where the op is an attention op; for
+    chains many kernels share (capture traces), the choice is made once per (chain signature, kernel category,
+    step): :meth:`position`; for a launch call's own chain, :meth:`choose_lazy`."""
 
-def _op_choosers(instances: dict[Any, OpInstance]) -> tuple[ChooseOp, InstanceOf]:
-    """``choose(chain, ops, kernel category, step)``: the op of a kernel's enclosing-op chain its time goes
-    to; ``instance(key, op, step)``: the index of that op's :class:`OpInstance` in ``instances`` (made on
-    first use, with its FLOPs/bytes model; models are cached per op name, inputs and step)."""
-    model_cache: dict[Any, OpModel | None] = {}
+    def __init__(self, instances: dict[Any, OpInstance], contents: OpContents) -> None:
+        self.instances = instances
+        self.contents = contents
+        self._models: dict[Any, OpModel | None] = {}
+        self._attention: dict[int, bool] = {}  # per content id: an attention op (its model reads the step)
+        self._chosen: dict[Any, int] = {}  # (signature, kernel category, id(step)) -> position in chain
 
-    def model_for(op: ev_mod.Ev, step: StepInfo | None) -> OpModel | None:
-        a = op.args
-        if a is None or a.input_dims == ev_mod.NO_LIST:
-            return None
-        attn_key = step if step is not None and is_attention_name(op.name) else None
-        key = (op.name, a.input_dims, a.input_type, a.concrete, id(attn_key))
-        model = model_cache.get(key, model_cache)
-        if model is model_cache:
-            model = model_cache[key] = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+    def model(self, cid: int, step: StepInfo | None) -> OpModel | None:
+        """The model of the ops of content ``cid`` under ``step``."""
+        attn = self._attention.get(cid)
+        if attn is None:
+            attn = self._attention[cid] = is_attention_name(self.contents.first[cid].name)
+        key = (cid, id(step)) if attn and step is not None else cid
+        model = self._models.get(key, self._models)
+        if model is self._models:
+            op = self.contents.first[cid]
+            a = op.args
+            if a is None or a.input_dims == ev_mod.NO_LIST:
+                model = None
+            else:
+                model = model_op(op.name, _dec(a.input_dims), _dec(a.input_type), _dec(a.concrete), step)
+            self._models[key] = model
         return model  # type: ignore[return-value]
 
-    def choose(chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+    def position(self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None) -> int | None:
+        """Where in ``chain`` the chosen op is (None for an empty chain)."""
+        if not chain:
+            return None
+        return self.position_of(self.contents.signature(ops, chain), kcat, step)
+
+    def position_of(self, sig: tuple[int, ...], kcat: str, step: StepInfo | None) -> int:
+        """:meth:`position` from the chain's signature (not empty)."""
+        key = (sig, kcat, id(step))
+        got = self._chosen.get(key)
+        if got is None:
+            got = self._chosen[key] = self._choose(sig, kcat, step)
+        return got
+
+    def choose_lazy(
+        self, chain: tuple[int, ...], ops: list[ev_mod.Ev], kcat: str, step: StepInfo | None
+    ) -> tuple[int, int]:
+        """:meth:`position` (and the chosen op's content id) for a chain no other kernel shares: the ops' content
+        ids are looked up from the innermost out only as far as the choice needs (usually the innermost op)."""
+        of_op, model = self.contents.of_op, self.model
         innermost_model = None
-        for j in chain:
-            m = model_for(ops[j], step)
+        for p, j in enumerate(chain):
+            cid = of_op(ops[j])
+            m = model(cid, step)
             if m is None:
                 continue
             if m.category in SPECIFIC and _compatible(m, kcat):
-                return j
+                return p, cid
             if innermost_model is None and m.category not in SPECIFIC:
-                innermost_model = j
+                innermost_model = (p, cid)
         if innermost_model is not None:
             return innermost_model
-        return chain[0] if chain else None
+        return 0, of_op(ops[chain[0]])
 
-    def instance(key: Any, op: ev_mod.Ev | None, step: StepInfo | None) -> int:
-        inst = instances.get(key)
-        if inst is None:
-            if op is None:
-                inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
-            else:
-                a = op.args
-                dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
-                inst = OpInstance(key, op.name, dims, types, model_for(op, step))
-            inst.index = len(instances)
-            instances[key] = inst
+    def _choose(self, sig: tuple[int, ...], kcat: str, step: StepInfo | None) -> int:
+        """The innermost op with a specific model that fits the kernel, else the innermost modelled op,
+        else the innermost op."""
+        innermost_model = None
+        for p, cid in enumerate(sig):
+            m = self.model(cid, step)
+            if m is None:
+                continue
+            if m.category in SPECIFIC and _compatible(m, kcat):
+                return p
+            if innermost_model is None and m.category not in SPECIFIC:
+                innermost_model = p
+        return innermost_model if innermost_model is not None else 0
+
+    def instance(self, key: Any, op: ev_mod.Ev | None, step: StepInfo | None, cid: int = -1) -> int:
+        """``cid``: the content id of ``op`` when the caller knows it."""
+        inst = self.instances.get(key)
+        return inst.index if inst is not None else self.new_instance(key, op, step, cid)
+
+    def new_instance(self, key: Any, op: ev_mod.Ev | None, step: StepInfo | None, cid: int = -1) -> int:
+        """:meth:`instance` for a key not seen yet."""
+        if op is None:
+            inst = OpInstance(key, "graph" if key == ("graph",) else "(no op)", b"", b"", None)
+        else:
+            a = op.args
+            dims, types = (a.input_dims, a.input_type) if a is not None else (b"", b"")
+            inst = OpInstance(key, op.name, dims, types, self.model(self.contents.of_op(op) if cid < 0 else cid, step))
+        inst.index = len(self.instances)
+        self.instances[key] = inst
         return inst.index
-
-    return choose, instance
 
 
 class MoeSplitter:
@@ -583,7 +639,9 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     enclosing CPU ops, or, for a graph replay, the captured op it aligned with (else one ``graph`` group)."""
     kernels = st.kernels
     instances: dict[Any, OpInstance] = {}
-    choose, instance = _op_choosers(instances)
+    chooser = OpChooser(instances, OpContents())
+    position, choose_lazy = chooser.position, chooser.choose_lazy
+    instance, new_instance, signature = chooser.instance, chooser.new_instance, chooser.contents.signature
     n = len(kernels)
     k_inst = [-1] * n  # the op instance each kernel's time goes to (index into ``instances``)
     k_origin = [ORIGIN_LAUNCH] * n
@@ -593,43 +651,52 @@ def _kernel_ops(st: TraceState, its: list[Iteration], graph_map: GraphMap) -> Ke
     k_name = st.k_name.tolist()
     cpu_ops, chain_of_call, launch, graph = st.cpu_ops, st.chain_of_call, st.launch, st.graph
     moe = MoeSplitter(instances, [is_moe_kernel(name) for name in st.kernel_names.values])
+    moe_kernel = moe.kernel
+    op_inst: dict[int, int] = {}  # CPU op index -> its instance (key ("op", j)), the common case's short cut
+    graph_inst = -1  # the one instance of graph replays without a capture trace, once made
     for i in range(n):
         if k_iter[i] < 0:
             continue
         step = step_of[k_iter[i]]
-        kc = kcat_of_name[k_name[i]]
+        name_id = k_name[i]
         if graph[i]:
             hit = graph_map.get(i)
             if hit is None:
                 k_origin[i] = ORIGIN_GRAPH
-                k_inst[i] = instance(("graph",), None, step)
+                if graph_inst < 0:
+                    graph_inst = instance(("graph",), None, step)
+                k_inst[i] = graph_inst
                 continue
             g, ci, rid = hit
             k_origin[i] = ORIGIN_CAPTURE
-            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe.kernel[k_name[i]] else -1
+            got = moe.instance(g.chains[ci], g.ops, ("cap", id(g), rid), kernels[i]) if moe_kernel[name_id] else -1
             if got >= 0:
                 k_inst[i] = got
                 continue
-            j = choose(g.chains[ci], g.ops, kc, step)
+            chain = g.chains[ci]
+            p = position(chain, g.ops, kcat_of_name[name_id], step)
             k_inst[i] = (
                 instance(("nokernelop", kernels[i].name, i), None, step)
-                if j is None
-                else instance(("cap", id(g), j, rid), g.ops[j], step)
+                if p is None
+                else instance(("cap", id(g), chain[p], rid), g.ops[chain[p]], step, signature(g.ops, chain)[p])
             )
-        else:
-            call = launch[i]
-            chain = chain_of_call.get(id(call), ()) if call is not None else ()
-            got = moe.instance(chain, cpu_ops, ("op",), kernels[i]) if moe.kernel[k_name[i]] else -1
+            continue
+        call = launch[i]
+        chain = chain_of_call.get(id(call), ()) if call is not None else ()
+        if moe_kernel[name_id]:
+            got = moe.instance(chain, cpu_ops, ("op",), kernels[i])
             if got >= 0:
                 k_inst[i] = got
                 continue
-            j = choose(chain, cpu_ops, kc, step) if call is not None else None
-            # j None: no launch record (dropped by the profiler) or launched outside any op
-            k_inst[i] = (
-                instance(("nokernelop", kernels[i].name, i), None, step)
-                if j is None
-                else instance(("op", j), cpu_ops[j], step)
-            )
+        if not chain:  # no launch record (dropped by the profiler) or launched outside any op
+            k_inst[i] = instance(("nokernelop", kernels[i].name, i), None, step)
+            continue
+        p, cid = choose_lazy(chain, cpu_ops, kcat_of_name[name_id], step)
+        j = chain[p]
+        got = op_inst.get(j, -1)
+        if got < 0:
+            got = op_inst[j] = new_instance(("op", j), cpu_ops[j], step, cid)
+        k_inst[i] = got
     return KernelOps(list(instances.values()), np.array(k_inst, np.int64), np.array(k_origin, np.int8))
 
 
@@ -647,6 +714,7 @@ def analyze_state(
     t0 = st.t0
     graph_map, graph_info = _map_graph_replays(st, its, captures)
     kernel_ops = _kernel_ops(st, its, graph_map)
+    _instance_rows(st, kernel_ops)
     by_phase: dict[str, list[Iteration]] = {}
     for it in its:
         by_phase.setdefault(it.phase, []).append(it)
@@ -756,7 +824,7 @@ def _write_stage(
     t0: float,
 ) -> dict[str, Any]:
     """One stage's kernel table and roofline table over its steady-state ``window``; its summary."""
-    sel = np.array([i for it in window for i in it.kernels], np.int64)
+    sel = np.array(list(itertools.chain.from_iterable(it.kernels for it in window)), np.int64)
     dur = st.k_dur[sel]
     dur_l = dur.tolist()
     # sums below add in kernel order, as a plain loop would (np.sum's pairwise order differs in the last bits)
@@ -765,17 +833,12 @@ def _write_stage(
     inst_sel = kernel_ops.k_inst[sel]
     kpath = out_dir / f"{label}_kernels.csv"
     _write_kernel_table(kpath, st, sel, dur, total, inst_sel, kernel_ops)
-    inst_time, inst_kernels = _instance_times(inst_sel, dur, kernel_ops)
-    instances = {inst.key: inst for inst in kernel_ops.instances}
     out_rows: list[dict[str, Any]] = []
     bound_time = {"compute": 0.0, "memory": 0.0}
     modelled_time = 0.0
-    for (cat, name, sig), keys in _roofline_groups(st, inst_time, instances).items():
-        times = [inst_time[k] for k in keys]
+    for (cat, name, sig), inst0, times, nk in _window_rows(inst_sel, dur, kernel_ops):
         tsum = sum(times)
-        row, modelled, bound = _roofline_row(
-            cat, name, sig, instances[keys[0]], times, sum(inst_kernels[k] for k in keys), total, spec
-        )
+        row, modelled, bound = _roofline_row(cat, name, sig, inst0, times, nk, total, spec)
         if modelled:
             modelled_time += tsum
         if bound is not None:
@@ -833,7 +896,7 @@ def _write_kernel_table(
     np.maximum.at(maxs, inv, dur)
     # the origin of a name's last kernel, and its most frequent op (ties: the op met first)
     last = len(sel) - 1 - np.unique(inv[::-1], return_index=True)[1]
-    top_op = _most_common_op(inv, inst_sel, kernel_ops.instances, len(first))
+    top_op = _most_common_op(inv, inst_sel, kernel_ops, len(first))
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(KERNEL_COLUMNS)
@@ -848,42 +911,63 @@ def _write_kernel_table(
             )  # fmt: skip
 
 
-def _instance_times(
+def _instance_rows(st: TraceState, kernel_ops: KernelOps) -> None:
+    """Each instance's op-name code and roofline row (:class:`KernelOps`), decided once per distinct (op name,
+    inputs, model) rather than per instance and stage."""
+    op_names = Interner()
+    rows: dict[tuple[str, str, str], int] = {}
+    known: dict[Any, int] = {}
+    inst_row = []
+    for inst in kernel_ops.instances:
+        name = inst.name
+        what = (name, inst.key[1]) if name == "(no op)" else (name, inst.dims_raw, inst.types_raw, id(inst.model))
+        r = known.get(what)
+        if r is None:
+            r = known[what] = rows.setdefault(_roofline_key(st, inst), len(rows))
+        inst_row.append(r)
+    inst_op = np.fromiter(map(op_names.__getitem__, map(_NAME, kernel_ops.instances)), np.int64)
+    kernel_ops.inst_op, kernel_ops.op_names = inst_op, op_names.values
+    kernel_ops.inst_row, kernel_ops.row_keys = np.array(inst_row, np.int64), list(rows)
+
+
+def _roofline_key(st: TraceState, inst: OpInstance) -> tuple[str, str, str]:
+    """The roofline row of an instance: (category, op, signature)."""
+    m = inst.model
+    if inst.name == "graph":
+        return "graph", inst.name, "graph-replayed kernels without a capture trace"
+    if inst.name == "(no op)":
+        return st.kcat.get(inst.key[1], "other"), inst.name, inst.key[1]
+    cat = m.category if m is not None else "other"
+    sig = _signature(inst.dims_raw, inst.types_raw)
+    if m is not None and m.category == "InferenceAttention_fwd":
+        sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
+    return cat, inst.name, sig
+
+
+def _window_rows(
     inst_sel: np.ndarray, dur: np.ndarray, kernel_ops: KernelOps
-) -> tuple[dict[Any, float], dict[Any, int]]:
-    """Per op instance (by key, in order of its first kernel): kernel time and kernel count in the window."""
+) -> list[tuple[tuple[str, str, str], OpInstance, list[float], int]]:
+    """The roofline rows of a window's kernels (instances ``inst_sel``, durations ``dur``), in order of their
+    first instance, each with that instance, its instances' kernel times (in order of their first kernel)
+    and its number of kernels. An instance's time adds its kernels in kernel order (``np.bincount``)."""
     has = inst_sel >= 0
     ids, first_k, inst_inv = np.unique(inst_sel[has], return_index=True, return_inverse=True)
+    if not len(ids):
+        return []
     inst_sum = np.bincount(inst_inv, weights=dur[has], minlength=len(ids))
     inst_count = np.bincount(inst_inv, minlength=len(ids))
-    inst_time: dict[Any, float] = {}
-    inst_kernels: dict[Any, int] = {}
-    for r in np.argsort(first_k, kind="stable").tolist():
-        key = kernel_ops.instances[ids[r]].key
-        inst_time[key] = float(inst_sum[r])
-        inst_kernels[key] = int(inst_count[r])
-    return inst_time, inst_kernels
-
-
-def _roofline_groups(
-    st: TraceState, inst_time: dict[Any, float], instances: dict[Any, OpInstance]
-) -> dict[tuple[str, str, str], list[Any]]:
-    """The instances of each roofline row: grouped by (category, op, signature)."""
-    groups: dict[tuple[str, str, str], list[Any]] = {}
-    for key in inst_time:
-        inst = instances[key]
-        m = inst.model
-        if inst.name == "graph":
-            cat, sig = "graph", "graph-replayed kernels without a capture trace"
-        elif inst.name == "(no op)":
-            cat, sig = st.kcat.get(key[1], "other"), key[1]
-        else:
-            cat = m.category if m is not None else "other"
-            sig = _signature(inst.dims_raw, inst.types_raw)
-            if m is not None and m.category == "InferenceAttention_fwd":
-                sig += "|" + json.dumps({k: v for k, v in m.params.items() if k.startswith(("c_", "g_"))})
-        groups.setdefault((cat, inst.name, sig), []).append(key)
-    return groups
+    order = np.argsort(first_k, kind="stable")  # the instances in order of their first kernel
+    ids, inst_sum, inst_count = ids[order], inst_sum[order], inst_count[order]
+    rows, row_first, row_inv = np.unique(kernel_ops.inst_row[ids], return_index=True, return_inverse=True)
+    by_row = np.argsort(row_inv, kind="stable")  # each row's instances, in their order
+    cuts = np.cumsum(np.bincount(row_inv, minlength=len(rows)))[:-1]
+    times = np.split(inst_sum[by_row], cuts)
+    kernels = np.split(inst_count[by_row], cuts)
+    heads = ids[by_row][np.concatenate(([0], cuts))]
+    return [
+        (kernel_ops.row_keys[rows[r]], kernel_ops.instances[heads[r]], times[r].tolist(), int(kernels[r].sum()))
+        for r in np.argsort(row_first, kind="stable").tolist()
+    ]
 
 
 def _roofline_row(
@@ -959,24 +1043,22 @@ def _window_timeline(iter_rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, instances: list[OpInstance], n_names: int) -> list[str]:
+def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, kernel_ops: KernelOps, n_names: int) -> list[str]:
     """Per kernel name (codes ``name_inv``), the op name most of its kernels went to ("" for none); a tie goes
     to the op met first."""
     out = [""] * n_names
     has = np.flatnonzero(inst_sel >= 0)
     if len(has) == 0:
         return out
-    op_names = Interner()
-    inst_op = np.fromiter((op_names[inst.name] for inst in instances), np.int64, len(instances))
-    width = len(op_names.values)
-    pair = name_inv[has].astype(np.int64) * width + inst_op[inst_sel[has]]
+    width = len(kernel_ops.op_names)
+    pair = name_inv[has].astype(np.int64) * width + kernel_ops.inst_op[inst_sel[has]]
     uniq, first, count = np.unique(pair, return_index=True, return_counts=True)
     name = uniq // width
     order = np.lexsort((first, -count, name))
     head = np.ones(len(order), bool)
     head[1:] = name[order][1:] != name[order][:-1]
     for q in order[head].tolist():
-        out[int(name[q])] = op_names.values[int(uniq[q] % width)]
+        out[int(name[q])] = kernel_ops.op_names[int(uniq[q] % width)]
     return out
 
 

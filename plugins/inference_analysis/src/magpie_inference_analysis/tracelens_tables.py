@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis import tl_summaries as tls
 from magpie_inference_analysis.annotations import StepInfo
@@ -112,25 +114,28 @@ class _Walk:
     has_moe: dict[int, bool]  # per op list: whether any op in it is a fused MoE op
     modelled: dict[str, bool] = field(default_factory=dict)  # per op name: TraceLens models it
 
-    def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
-        """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
+    def modelled_at(self, chain: tuple[int, ...], ops: list[Any]) -> int | None:
+        """Where in ``chain`` the outermost op TraceLens models is (None: no such op)."""
         modelled = self.modelled
-        j = None
-        for x in reversed(chain):
-            name = ops[x].name
+        for p in range(len(chain) - 1, -1, -1):
+            name = ops[chain[p]].name
             m = modelled.get(name)
             if m is None:
                 m = modelled[name] = tracelens_models(name)
             if m:
-                j = x
-                break
-        if j is None:
+                return p
+        return None
+
+    def decide(self, chain: tuple[int, ...], ops: list[Any]) -> tuple[int | None, bool, int | None]:
+        """The chain's op (TraceLens's choice), whether it is a non-leaf op launching directly, its MoE op."""
+        p = self.modelled_at(chain, ops)
+        if p is None:
             if not chain:
                 return None, False, None
             j = chain[0]
             direct = j in self.parents.get(id(ops), ())
         else:
-            direct = False
+            j, direct = chain[p], False
         return j, direct, moe_parent(chain, ops) if self.has_moe.get(id(ops)) else None
 
 
@@ -155,15 +160,21 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
     steps = [it.step for it in its]
     k_iter, k_name = st.k_iter.tolist(), st.k_name.tolist()
     launch, graph, chain_of_call, cpu_ops = st.launch, st.graph, st.chain_of_call, st.cpu_ops
+    kernel_names = st.kernel_names.values
     no_stack: tuple[list[Any], tuple[int, ...], int] = ([], (), 0)
-    for i, k in enumerate(st.kernels):
+    synthetic: dict[tuple[str, int], str] = {}  # (launcher, kernel name id) -> the synthetic op's name
+    op_key = ("op",)
+    for i in range(len(k_name)):
         call = launch[i]
         step = steps[k_iter[i]] if k_iter[i] >= 0 else None
         if call is not None and not graph[i]:  # the common case, inline
-            chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, ("op",), None
+            chain, ops, key_base, dur = chain_of_call.get(id(call), ()), cpu_ops, op_key, None
+            j, direct, jm = decide(chain, ops) if chain else (None, False, None)
+        elif graph[i] and i not in graph_map:  # a graph replay without a capture: no op
+            chain, j, direct, jm = (), None, False, None
         else:
             chain, ops, key_base, dur = _kernel_context(st, i, graph_map)
-        j, direct, jm = decide(chain, ops)
+            j, direct, jm = decide(chain, ops)
         if jm is not None and moe_kernel[k_name[i]]:
             key: Any = (*key_base, "moe", jm)
             if key not in moe:
@@ -174,16 +185,17 @@ def collect_ops(st: Any, its: list[Any], graph_map: dict[int, Any], include_unli
             if call is None and not include_unlinked:
                 continue
             launcher = call.name if call is not None else "(no launch record)"
-            key = ("syn", i)
-            dur = call.dur if call else 0.0
-            op = out[key] = TLOp(f"{launcher}->{k.name} (Synthetic Op)", None, dur, no_stack, step)
-        else:
-            key = (*key_base, j, i) if direct else (*key_base, j)
-            op = out.get(key)  # type: ignore[assignment]
-            if op is None:
-                e = ops[j]
-                name = f"{e.name}->{k.name} (Synthetic Op)" if direct else tl_name(e.name)
-                op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
+            name = synthetic.get((launcher, k_name[i]))
+            if name is None:
+                name = synthetic[(launcher, k_name[i])] = f"{launcher}->{kernel_names[k_name[i]]} (Synthetic Op)"
+            out[("syn", i)] = TLOp(name, None, call.dur if call else 0.0, no_stack, step, [i])
+            continue
+        key = (*key_base, j, i) if direct else (*key_base, j)
+        op = out.get(key)  # type: ignore[assignment]
+        if op is None:
+            e = ops[j]
+            name = f"{e.name}->{kernel_names[k_name[i]]} (Synthetic Op)" if direct else tl_name(e.name)
+            op = out[key] = TLOp(name, e.args, e.dur if dur is None else dur, (ops, chain, chain.index(j)), step)
         op.kernels.append(i)
     return [*out.values(), *_split_moe(st, moe)]
 
@@ -265,17 +277,21 @@ def _stats(xs: list[float]) -> dict[str, float]:
     return {"mean": mean, "std": std, "median": median, "min": xs[0], "max": xs[-1]}
 
 
-def _kernel_details(
-    names: list[str], k_name: list[int], dur: list[float], kernels: Iterable[int]
-) -> list[dict[str, Any]]:
-    by: dict[str, list[float]] = {}
-    for i in kernels:
-        by.setdefault(names[k_name[i]], []).append(dur[i])
+def _kernel_details(names: list[str], k_name: np.ndarray, dur: np.ndarray, kernels: list[int]) -> list[dict[str, Any]]:
+    """Per kernel name (in order of first appearance in ``kernels``): count, total, mean, median, std, min, max
+    of its kernels' durations (each name's durations in ``kernels`` order, so sums add in that order)."""
+    idx = np.array(kernels, np.int64)
+    ids = k_name[idx]
+    uniq, first = np.unique(ids, return_index=True)
+    order = np.argsort(ids, kind="stable")  # each name's kernels, in their order in ``kernels``
+    counts = np.bincount(np.searchsorted(uniq, ids), minlength=len(uniq))
+    per_name = np.split(dur[idx[order]], np.cumsum(counts)[:-1])
     out = []
-    for name, ds in by.items():
+    for r in np.argsort(first, kind="stable").tolist():
+        ds = per_name[r].tolist()
         s = _stats(ds)
         out.append({
-            "name": name, "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
+            "name": names[int(uniq[r])], "count": len(ds), "total_duration_us": sum(ds), "mean_duration_us": s["mean"],
             "median_duration_us": s["median"],
             "std_dev_duration_us": s["std"] * math.sqrt((len(ds) - 1) / len(ds)) if len(ds) > 1 else 0.0,
             "min_duration_us": s["min"], "max_duration_us": s["max"],
@@ -285,22 +301,23 @@ def _kernel_details(
 
 def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     """The rows of ``unified_perf_summary.csv``, by kernel time, with percentages."""
-    groups: dict[Any, list[tuple[TLOp, float]]] = {}
+    groups: dict[Any, tuple[list[TLOp], list[float]]] = {}  # per row: its ops and their kernel (busy) times
     ts, dur = st.k_ts.tolist(), st.k_dur.tolist()
     for op in ops:
         a, ks = op.args, op.kernels
-        key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else (op.name,)
+        key = (op.name, a.input_dims, a.input_type, a.strides, a.concrete) if a is not None else op.name
         group = groups.get(key)
         if group is None:
-            group = groups[key] = []
-        group.append((op, dur[ks[0]] if len(ks) == 1 else busy_time(ts, dur, ks)))
-    cols = (st.kernel_names.values, st.k_name.tolist(), dur)
+            group = groups[key] = ([], [])
+        group[0].append(op)
+        group[1].append(dur[ks[0]] if len(ks) == 1 else busy_time(ts, dur, ks))
+    cols = (st.kernel_names.values, st.k_name, st.k_dur)
     rows = []
-    for members in groups.values():
-        row = _unified_row(cols, members)
+    for members, times in groups.values():
+        row = _unified_row(cols, members, times)
         rows.append(row)
         cat = row["op category"]
-        for op, _ in members:
+        for op in members:
             op.category = cat
     rows.sort(key=lambda r: -r[f"{KT}_sum"])
     total = sum(r[f"{KT}_sum"] for r in rows)
@@ -312,27 +329,26 @@ def unified_rows(st: Any, ops: list[TLOp]) -> list[dict[str, Any]]:
     return rows
 
 
-_FIRST, _KERNELS = operator.itemgetter(0), operator.attrgetter("kernels")
+_KERNELS, _CPU_DUR = operator.attrgetter("kernels"), operator.attrgetter("cpu_dur")
 
 
-def _unified_row(cols: tuple[list[str], list[int], list[float]], members: list[tuple[TLOp, float]]) -> dict[str, Any]:
-    op0 = members[0][0]
-    times = [t for _, t in members]
-    durs = [op.cpu_dur for op, _ in members]
+def _unified_row(cols: tuple[list[str], np.ndarray, np.ndarray], ops: list[TLOp], times: list[float]) -> dict[str, Any]:
+    op0 = ops[0]
+    durs = list(map(_CPU_DUR, ops))
     model = _model(op0)
     modelled = model is not None and not math.isnan(model.flops)
     a = op0.args
-    ops = list(map(_FIRST, members))
-    details = _kernel_details(*cols, itertools.chain.from_iterable(map(_KERNELS, ops)))
+    kernels = list(itertools.chain.from_iterable(map(_KERNELS, ops)))
+    details = _kernel_details(*cols, kernels)
     row: dict[str, Any] = dict.fromkeys(UNIFIED_COLUMNS, "")
     row.update({
         "name": op0.name, "op category": tracelens_category(op0.name, details[0]["name"] if details else ""),
         "Input Dims": fmt_args(a.input_dims) if a else "", "Input type": fmt_args(a.input_type) if a else "",
         "Input Strides": fmt_args(a.strides) if a else "", "Concrete Inputs": fmt_args(a.concrete) if a else "",
-        "operation_count": len(members), "total_duration_us": sum(durs), "has_perf_model": modelled,
+        "operation_count": len(ops), "total_duration_us": sum(durs), "has_perf_model": modelled,
         "kernel_details_summary": repr(details),
         "call_stack": repr(list(op0.chain_names)), f"{KT}_sum": sum(times),
-        "_kernels": sum(map(len, map(_KERNELS, ops))),
+        "_kernels": len(kernels),
     })  # fmt: skip
     row["trunc_kernel_details"] = repr(
         [{"name": d["name"][:64], "mean_duration_us": round(d["mean_duration_us"], 2)} for d in details]
