@@ -1,6 +1,6 @@
 /* One-pass reader of a plain-JSON Kineto trace into per-event columns (optional; see columns.py).
  *
- * scan(buf, unescape) walks the whole JSON text once with a strict tokenizer and, for every event of the
+ * scan(buf, unescape) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
  * event array, writes the fields magpie's ``Event`` struct decodes (ph, cat, name, pid, tid, ts, dur, id,
  * args: External id, correlation, device, stream, Input Dims) into columns, without building a Python
  * object per event: strings and ids are interned per distinct raw token (a Python object is made once per
@@ -651,49 +651,23 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
     o.idint.item = 1;
     Table *tables[] = {&o.tcat, &o.tph, &o.tname, &o.tpid, &o.ttid, &o.tdev, &o.tid_, &o.tdims};
     PyObject *result = NULL;
-    Py_ssize_t arr_lo = -1, arr_hi = -1;
     int ok = 1;
     for (int i = 0; i < 8; i++)
         if (table_init(tables[i]) < 0) ok = 0;
     if (ok) {
-        const unsigned char *base = s.p;
         ws(&s);
         if (s.p < s.end && *s.p == '[') {
             if (events(&s, &o) == 0) {
                 ws(&s);
                 if (s.p != s.end) s.fail = 1;
             }
-        } else if (s.p < s.end && *s.p == '{') {
-            /* the top-level object: the first "traceEvents" array is read, every other value skipped
-             * (the caller decodes the keys around it with msgspec from the bytes outside the array) */
-            s.p++;
-            ws(&s);
-            if (s.p < s.end && *s.p == '}') s.fail = 1;
-            while (!s.fail) {
-                const unsigned char *k;
-                Py_ssize_t kn;
-                if (key(&s, &k, &kn) < 0) break;
-                if (arr_lo < 0 && key_is(k, kn, "traceEvents") && s.p < s.end && *s.p == '[') {
-                    arr_lo = s.p - base;
-                    if (events(&s, &o) < 0) break;
-                    arr_hi = s.p - base;
-                } else if (skip_value(&s, 1) < 0) break;
-                int more = next_member(&s);
-                if (more < 0) break;
-                if (!more) {
-                    ws(&s);
-                    if (s.p != s.end) s.fail = 1;
-                    break;
-                }
-            }
-            if (arr_lo < 0) s.fail = 1;
         } else s.fail = 1;
         if (s.fail) ok = 0;
     }
     if (ok && !PyErr_Occurred()) {
         result = Py_BuildValue(
-            "{s:n,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "n",
-            (Py_ssize_t)o.cat.len, "array_lo", arr_lo, "array_hi", arr_hi, "cat", col_bytes(&o.cat), "ph",
+            "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "n",
+            (Py_ssize_t)o.cat.len, "cat", col_bytes(&o.cat), "ph",
             col_bytes(&o.ph), "name", col_bytes(&o.name), "pid", col_bytes(&o.pid), "tid", col_bytes(&o.tid), "ts",
             col_bytes(&o.ts), "dur", col_bytes(&o.dur), "id", col_bytes(&o.id), "idint", col_bytes(&o.idint),
             "ext", col_bytes(&o.ext), "corr", col_bytes(&o.corr), "dev", col_bytes(&o.dev), "dims",

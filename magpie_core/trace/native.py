@@ -53,8 +53,6 @@ def scanner() -> Callable[[Any], ScannedEvents | None] | None:
 
     def read(buf: Any) -> ScannedEvents | None:
         raw = scan(buf, _UNESCAPE)
-        if raw is None or raw["array_lo"] >= 0:  # a piece is a bare array; an object is not one
-            return None
-        return ScannedEvents.from_scan(raw)
+        return None if raw is None else ScannedEvents.from_scan(raw)
 
     return read
