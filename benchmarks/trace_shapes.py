@@ -98,6 +98,8 @@ def commands(path: Path, shape: str, work: Path, only: str, tracelens: str | Non
         cmds["gap"] = [magpie, "gap", str(path), "-o", str(out / "gap"), "--no-rank-csv", "--json"]
         # one process: the CPU a user pays on a busy machine (parts add a second process's work and a merge)
         cmds["gap-w1"] = [magpie, "-w", "1", "gap", str(path), "-o", str(out / "gap"), "--no-rank-csv", "--json"]
+        # the same without the compiled trace reader (what an install without a C compiler runs)
+        cmds["gap-w1-py"] = ["env", "MAGPIE_TRACE_NATIVE=0", *cmds["gap-w1"]]
     if only in ("all", "inference"):
         spec = SHAPES[shape][1]
         cmds["inference"] = [magpie, "inference", str(path), "--spec", spec, "-o", str(out / "inference")]
@@ -141,10 +143,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     lines += [
         "",
         "| shape | MB | events | baseline (s) | `magpie gap` (s) | gap speed-up, wall / CPU (goal >= 20x) | "
-        "`magpie -w 1 gap` speed-up, wall / CPU | "
+        "`magpie -w 1 gap` speed-up, wall / CPU | `MAGPIE_TRACE_NATIVE=0 magpie -w 1 gap` speed-up, wall / CPU | "
         "`magpie inference` (s) | inference MiB | TraceLens (s) | TraceLens MiB | inference speed-up vs TraceLens, "
         "wall / CPU (goal >= 40x) | memory vs TraceLens (goal <= 15%) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for t in results["traces"].values():
         runs = t["rounds"]
@@ -159,6 +161,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"{_range(ratios(runs, 'baseline', 'gap', 'cpu'), '.1f')}x | "
             f"{_range(ratios(runs, 'baseline', 'gap-w1'), '.1f')}x / "
             f"{_range(ratios(runs, 'baseline', 'gap-w1', 'cpu'), '.1f')}x | "
+            f"{_range(ratios(runs, 'baseline', 'gap-w1-py'), '.1f')}x / "
+            f"{_range(ratios(runs, 'baseline', 'gap-w1-py', 'cpu'), '.1f')}x | "
             f"{_range(col('inference', 'wall'), '.2f')} | {_range(col('inference', 'rss'), '.0f')} | "
             f"{_range(col('tracelens', 'wall'), '.1f')} | {_range(col('tracelens', 'rss'), '.0f')} | "
             f"{_range(ratios(runs, 'tracelens', 'inference'), '.1f')}x / "
@@ -166,7 +170,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         )
     lines += ["", "Raw rounds (wall s / CPU s / peak MiB):", ""]
     for key, t in results["traces"].items():
-        for cmd in ("baseline", "gap", "gap-w1", "inference", "tracelens"):
+        for cmd in ("baseline", "gap", "gap-w1", "gap-w1-py", "inference", "tracelens"):
             got = [r[cmd] for r in t["rounds"] if cmd in r]
             if got:
                 lines.append(f"- {key} {cmd}: " + "; ".join(f"{x['wall']:.2f} / {x['cpu']:.2f} / {x['rss']:.0f}"

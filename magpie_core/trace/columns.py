@@ -198,6 +198,185 @@ class _DeviceIds(dict):  # type: ignore[type-arg]
         return np.fromiter(map(self.__getitem__, devices), np.int32, len(devices))
 
 
+class EventSource:
+    """The fields of one chunk of events beyond category, phase, ``ts`` and ``dur``, as :class:`TableBuilder`
+    reads them: from decoded :class:`Event` structs (:class:`_DecodedEvents`) or from the native scanner's
+    columns (:class:`ScannedEvents`). Index arrays are positions in the chunk."""
+
+    def take(self, idx: np.ndarray) -> EventSource:
+        """The events at ``idx``."""
+        raise NotImplementedError
+
+    def name(self, i: int) -> str:
+        raise NotImplementedError
+
+    def name_ids(self, names: Interner) -> np.ndarray:
+        """Every event's name, interned in event order."""
+        raise NotImplementedError
+
+    def ext_corr(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``External id`` and ``correlation`` columns of all events, read only at ``idx`` (NONE elsewhere)."""
+        raise NotImplementedError
+
+    def dims_ids(self, idx: np.ndarray, dims: Interner) -> np.ndarray:
+        """``Input Dims`` texts at ``idx``, interned (-1: none)."""
+        raise NotImplementedError
+
+    def tid_ids(self, idx: np.ndarray, tids: Interner) -> np.ndarray:
+        raise NotImplementedError
+
+    def device_ids(self, idx: np.ndarray, devices: _DeviceIds) -> np.ndarray:
+        """Devices at ``idx`` (``args.device``, else the ``pid``), interned."""
+        raise NotImplementedError
+
+    def int_ids(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``id`` at ``idx`` as int64, and which of them are integers."""
+        raise NotImplementedError
+
+
+class _DecodedEvents(EventSource):
+    def __init__(self, evs: Sequence[Event]) -> None:
+        self.evs = evs
+
+    def take(self, idx: np.ndarray) -> EventSource:
+        return _DecodedEvents(_take(self.evs, idx))
+
+    def name(self, i: int) -> str:
+        return self.evs[i].name
+
+    def name_ids(self, names: Interner) -> np.ndarray:
+        return np.fromiter(map(names.__getitem__, map(_NAME, self.evs)), np.int32, len(self.evs))
+
+    def ext_corr(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m = len(self.evs)
+        args = list(map(_ARGS, _take(self.evs, idx) if len(idx) < m else self.evs))
+        ext = np.full(m, NONE, np.int64)
+        corr = np.full(m, NONE, np.int64)
+        ext[idx] = _int_column(args, _EXT)
+        corr[idx] = _int_column(args, _CORR)
+        return ext, corr
+
+    def dims_ids(self, idx: np.ndarray, dims: Interner) -> np.ndarray:
+        get = dims.__getitem__
+        raw = map(_DIMS, map(_ARGS, _take(self.evs, idx)))
+        return np.array([get(bytes(r)) if r else -1 for r in raw], np.int32)
+
+    def tid_ids(self, idx: np.ndarray, tids: Interner) -> np.ndarray:
+        return np.fromiter(map(tids.__getitem__, map(_TID, _take(self.evs, idx))), np.int32, len(idx))
+
+    def device_ids(self, idx: np.ndarray, devices: _DeviceIds) -> np.ndarray:
+        evs = _take(self.evs, idx)
+        return devices.of(evs, list(map(_ARGS, evs)))
+
+    def int_ids(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ids = [e.id for e in _take(self.evs, idx)]
+        is_int = np.array([type(v) is int for v in ids], np.bool_)
+        return _int_list([v if type(v) is int else 0 for v in ids]), is_int
+
+
+def _remap(local: np.ndarray, values: Sequence[Any], interner: dict[Any, int]) -> np.ndarray:
+    """Ids of ``values[local]`` in ``interner`` (an :class:`Interner` or :class:`_DeviceIds`): values it does not
+    hold yet are added in order of first appearance in ``local``, as a per-event pass would add them."""
+    if not len(local):
+        return np.zeros(0, np.int32)
+    get = interner.get
+    table = np.array([get(v, -1) for v in values], np.int32)  # known values: no new ids, order does not matter
+    got = table[local]
+    new = got < 0
+    if new.any():
+        fresh, first = np.unique(local[new], return_index=True)
+        for j in fresh[np.argsort(first, kind="stable")].tolist():
+            table[j] = interner[values[j]]
+        got = table[local]
+    return got
+
+
+class ScannedEvents(EventSource):
+    """Events as the native scanner's columns: per-event local ids into lists of distinct values (the last entry of
+    ``cats``/``phs``/``names`` is ``""`` and of ``pids``/``tids`` is ``0``: the struct defaults for absent fields)."""
+
+    def __init__(self, cols: dict[str, Any], idx: np.ndarray | None = None) -> None:
+        self.cols = cols
+        if idx is None:
+            self.n = len(cols["cat"])
+        else:
+            self.cols = {k: (v[idx] if isinstance(v, np.ndarray) else v) for k, v in cols.items()}
+            self.n = len(idx)
+        self.ts = self.cols["ts"]
+        self.dur = self.cols["dur"]
+
+    @classmethod
+    def from_scan(cls, raw: dict[str, Any]) -> ScannedEvents:
+        cols: dict[str, Any] = {}
+        for key, dtype, absent, values, default in (
+            ("cat", np.int32, -2, "cats", ""),
+            ("ph", np.int32, -2, "phs", ""),
+            ("name", np.int32, -2, "names", ""),
+            ("pid", np.int32, -2, "pids", 0),
+            ("tid", np.int32, -2, "tids", 0),
+        ):
+            vals = [*raw[values], default]
+            a = np.frombuffer(raw[key], dtype)
+            cols[key] = np.where(a == absent, len(vals) - 1, a)
+            cols[values] = vals
+        for key, dtype in (
+            ("ts", np.float64),
+            ("dur", np.float64),
+            ("id", np.int64),
+            ("ext", np.int64),
+            ("corr", np.int64),
+            ("dev", np.int32),
+            ("dims", np.int32),
+        ):
+            cols[key] = np.frombuffer(raw[key], dtype)
+        cols["idint"] = np.frombuffer(raw["idint"], np.int8).astype(np.bool_)
+        cols["devs"] = raw["devs"]
+        cols["dimss"] = raw["dimss"]
+        return cls(cols)
+
+    def cat_ids(self, cats: Interner) -> np.ndarray:
+        return _remap(self.cols["cat"], self.cols["cats"], cats)
+
+    def ph_ids(self, phs: Interner) -> np.ndarray:
+        return _remap(self.cols["ph"], self.cols["phs"], phs)
+
+    def take(self, idx: np.ndarray) -> EventSource:
+        return ScannedEvents(self.cols, idx)
+
+    def name(self, i: int) -> str:
+        return self.cols["names"][self.cols["name"][i]]
+
+    def name_ids(self, names: Interner) -> np.ndarray:
+        return _remap(self.cols["name"], self.cols["names"], names)
+
+    def ext_corr(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ext = np.full(self.n, NONE, np.int64)
+        corr = np.full(self.n, NONE, np.int64)
+        ext[idx] = self.cols["ext"][idx]
+        corr[idx] = self.cols["corr"][idx]
+        return ext, corr
+
+    def dims_ids(self, idx: np.ndarray, dims: Interner) -> np.ndarray:
+        local = self.cols["dims"][idx]
+        has = local >= 0
+        out = np.full(len(idx), -1, np.int32)
+        out[has] = _remap(local[has], self.cols["dimss"], dims)
+        return out
+
+    def tid_ids(self, idx: np.ndarray, tids: Interner) -> np.ndarray:
+        return _remap(self.cols["tid"][idx], self.cols["tids"], tids)
+
+    def device_ids(self, idx: np.ndarray, devices: _DeviceIds) -> np.ndarray:
+        # one value list: the ``args.device`` values, then the pids (for events without a device)
+        devs = self.cols["devs"]
+        local = self.cols["dev"][idx]
+        key = np.where(local >= 0, local, len(devs) + self.cols["pid"][idx])
+        return _remap(key, [*devs, *self.cols["pids"]], devices)
+
+    def int_ids(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.cols["id"][idx], self.cols["idint"][idx]
+
+
 class TableBuilder:
     """Reduces decoded events, one chunk at a time, to the columns of an :class:`EventTable`."""
 
@@ -246,21 +425,41 @@ class TableBuilder:
         return np.fromiter(map(interner.__getitem__, values), np.int32, n)
 
     def add(self, evs: Sequence[Event]) -> None:
-        """Reduce one chunk of events. Each field is read in one C-level pass (``map``/``attrgetter``
+        """Reduce one chunk of decoded events. Each field is read in one C-level pass (``map``/``attrgetter``
         into ``np.fromiter``) over only the events that need it; groups are then numpy selections."""
         n = len(evs)
         if n == 0:
             return
-        self.num_events += n
         cid = self._ids(self.cats, map(_CAT, evs), n)
+        ph = self._ids(self.phs, map(_PH, evs), n)
+        ts, dur = _float_column(evs, _TS, n), np.fromiter(map(_DUR, evs), np.float64, n)
+        self._reduce(_DecodedEvents(evs), cid, ph, ts, dur)
+
+    def add_any(self, events: Sequence[Event] | ScannedEvents) -> None:
+        """Reduce one chunk: decoded events or the native scanner's columns."""
+        if isinstance(events, ScannedEvents):
+            self.add_scanned(events)
+        else:
+            self.add(events)
+
+    def add_scanned(self, scanned: ScannedEvents) -> None:
+        """Reduce events read into columns by the native scanner (:mod:`magpie_core.trace.native`)."""
+        if scanned.n == 0:
+            return
+        cid = scanned.cat_ids(self.cats)
+        ph = scanned.ph_ids(self.phs)
+        self._reduce(scanned, cid, ph, scanned.ts, scanned.dur)
+
+    def _reduce(self, src: EventSource, cid: np.ndarray, ph: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+        """The columns of one chunk of events whose categories, phases, ``ts`` and ``dur`` are read; ``src``
+        gives the other fields of the events that need them."""
+        n = len(cid)
+        self.num_events += n
         if len(self.cats.values) != len(self._cat_code):
             self._refresh_cats()
-        ph = self._ids(self.phs, map(_PH, evs), n)
-        ts = _float_column(evs, _TS, n)
-        dur = np.fromiter(map(_DUR, evs), np.float64, n)
         timed = valid_times(ts)  # absent (NaN), negative or absurd timestamps place nothing
         if self._scan_left > 0:
-            self._scan_platform(evs, cid, self.num_events - n)
+            self._scan_platform(src, cid, self.num_events - n)
         x = ph == self._x
         measured = timed & valid_durations(dur)
         unmeasured = x & ~measured  # complete events without a believable ts and dur (almost never any)
@@ -276,10 +475,10 @@ class TableBuilder:
         x &= measured
         code = np.where(x, self._cat_code[cid], 0)
         sel = x & self._cat_sel[cid]
-        self._add_flows(evs, ph, cid, ts, timed)
+        self._add_flows(src, ph, cid, ts, timed)
         keep = np.flatnonzero((code != 0) | sel)
         if len(keep):
-            self._add_kept(_take(evs, keep), code[keep], sel[keep], cid[keep], ts[keep], dur[keep])
+            self._add_kept(src.take(keep), code[keep], sel[keep], cid[keep], ts[keep], dur[keep])
 
     def _skip(self, bad: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
         """Count the events of mask ``bad`` by category and reason (:mod:`magpie_core.trace.validity`)."""
@@ -287,39 +486,27 @@ class TableBuilder:
             count_skipped(self.skipped, self.cats.values, cid[bad], reasons(ts[bad], dur[bad]))
 
     def _add_kept(
-        self, evs: list[Event], code: np.ndarray, sel: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray
+        self, src: EventSource, code: np.ndarray, sel: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray
     ) -> None:
         """Append a chunk's kept events (complete, timed, of a group or selected) to their groups' columns:
         names for all of them, ids only where some group reads them."""
-        m = len(evs)
-        name = self._ids(self.names, map(_NAME, evs), m)
+        name = src.name_ids(self.names)
         with_ids = np.flatnonzero(sel | (code == _CPU) | (code == _RT) | (code == _ACT))
-        args = _take(evs, with_ids) if len(with_ids) < m else evs
-        args = list(map(_ARGS, args))
-        ext = np.full(m, NONE, np.int64)
-        corr = np.full(m, NONE, np.int64)
-        ext[with_ids] = _int_column(args, _EXT)
-        corr[with_ids] = _int_column(args, _CORR)
-        pos = np.empty(m, np.int64)  # kept index -> index among ``args``
-        pos[with_ids] = np.arange(len(with_ids))
+        ext, corr = src.ext_corr(with_ids)
 
         def group(g: int) -> np.ndarray:
             return np.flatnonzero(code == g)
 
         i = group(_CPU)
         if len(i):
-            get = self.dims.__getitem__
-            dims = [get(bytes(r)) if r else -1 for r in map(_DIMS, _take(args, pos[i]))]
-            self._append("cpu", ts=ts[i], dur=dur[i], name=name[i], ext=ext[i], dims=np.array(dims, np.int32))
+            self._append("cpu", ts=ts[i], dur=dur[i], name=name[i], ext=ext[i], dims=src.dims_ids(i, self.dims))
         i = group(_PY)
         if len(i):
-            tid = self._ids(self.tids, map(_TID, _take(evs, i)), len(i))
-            self._append("py", ts=ts[i], dur=dur[i], name=name[i], tid=tid)
+            self._append("py", ts=ts[i], dur=dur[i], name=name[i], tid=src.tid_ids(i, self.tids))
         i = group(_RT)
         i = i[corr[i] != NONE]  # only calls with a correlation id launch anything
         if len(i):
-            tid = self._ids(self.tids, map(_TID, _take(evs, i)), len(i))
-            self._append("rt", ts=ts[i], dur=dur[i], name=name[i], tid=tid, corr=corr[i])
+            self._append("rt", ts=ts[i], dur=dur[i], name=name[i], tid=src.tid_ids(i, self.tids), corr=corr[i])
         i = group(_ACT)
         if len(i):
             kernel = self.cats.get("kernel", -1)
@@ -328,7 +515,7 @@ class TableBuilder:
                 ts=ts[i],
                 dur=dur[i],
                 name=name[i],
-                dev=self._dev_ids.of(_take(evs, i), _take(args, pos[i])),
+                dev=src.device_ids(i, self._dev_ids),
                 kernel=cid[i] == kernel,
                 corr=corr[i],
             )
@@ -342,26 +529,20 @@ class TableBuilder:
     def _append(self, group: str, **columns: np.ndarray) -> None:
         self._parts[group].append(columns)
 
-    def _add_flows(
-        self, evs: Sequence[Event], ph: np.ndarray, cid: np.ndarray, ts: np.ndarray, timed: np.ndarray
-    ) -> None:
+    def _add_flows(self, src: EventSource, ph: np.ndarray, cid: np.ndarray, ts: np.ndarray, timed: np.ndarray) -> None:
         flow_cat = self.cats.get("ac2g")
         if flow_cat is None:
             return
         fl = np.flatnonzero((ph == self._s) & (cid == flow_cat) & timed)
         if not len(fl):
             return
-        ids, fts = [], []
-        for e, t in zip(_take(evs, fl), ts[fl].tolist(), strict=True):
-            # flow starts are looked up by (integer) correlation: other ids can never match
-            if type(e.id) is int:
-                ids.append(e.id)
-                fts.append(t)
-        if ids:
-            self._parts["flow"].append({"id": _int_list(ids), "ts": np.array(fts, dtype=np.float64)})
+        # flow starts are looked up by (integer) correlation: other ids can never match
+        ids, is_int = src.int_ids(fl)
+        if is_int.any():
+            self._parts["flow"].append({"id": ids[is_int], "ts": ts[fl][is_int]})
 
-    def _scan_platform(self, evs: Sequence[Event], cid: np.ndarray, offset: int) -> None:
-        limit = min(len(evs), self._scan_left)
+    def _scan_platform(self, src: EventSource, cid: np.ndarray, offset: int) -> None:
+        limit = min(len(cid), self._scan_left)
         self._scan_left -= limit
         if self.platform_hint is not None:
             return
@@ -369,7 +550,7 @@ class TableBuilder:
         if not rt_ids:
             return
         for i in np.flatnonzero(np.isin(cid[:limit], rt_ids)).tolist():
-            name = evs[i].name
+            name = src.name(i)
             if name.startswith(("hip", "cu")):
                 self.platform_hint = "rocm" if name.startswith("hip") else "cuda"
                 self.platform_hint_at = offset + i
@@ -583,10 +764,12 @@ class _PieceBuffer:
         chunk_bytes: int,
         block_bytes: int,
         decoder: msgspec.json.Decoder[Any],
-        sink: Callable[[list[Any]], None],
+        sink: Callable[[Any], None],
         skipper: _PieceSkipper | None,
+        scanner: Callable[[Any], Any] | None = None,
     ) -> None:
         self.src = src
+        self.scanner = scanner
         self.chunk_bytes = chunk_bytes
         self.block_bytes = block_bytes
         self.decoder = decoder
@@ -657,10 +840,13 @@ class _PieceBuffer:
             return
         work[lo - 1] = 0x5B
         work[hi] = 0x5D
-        try:
-            events = self.decoder.decode(memoryview(work)[lo - 1 : hi + 1])
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-            raise FallBack(str(exc)) from None
+        piece = memoryview(work)[lo - 1 : hi + 1]
+        events = self.scanner(piece) if self.scanner is not None else None
+        if events is None:
+            try:
+                events = self.decoder.decode(piece)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+                raise FallBack(str(exc)) from None
         self.sink(events)
 
     def decode_pieces(self, stop_at: int | None) -> bool:
@@ -700,7 +886,11 @@ class _PieceBuffer:
 
 
 def _decode_last_piece(
-    rest: bytes, header: bytes | None, decoder: msgspec.json.Decoder[Any], sink: Callable[[list[Any]], None]
+    rest: bytes,
+    header: bytes | None,
+    decoder: msgspec.json.Decoder[Any],
+    sink: Callable[[Any], None],
+    scanner: Callable[[Any], Any] | None = None,
 ) -> TraceObject | None:
     """Decode the last piece of the event array and the keys after it, from ``rest`` (the file from the
     last piece on). The array's closing ``]`` is one of the last ``]`` in ``rest``: the first of them after
@@ -720,7 +910,10 @@ def _decode_last_piece(
                 obj = OBJECT_DECODER.decode(header + b"[]" + tail)
                 if obj.traceEvents:
                     raise FallBack("second event array")
-            events = decoder.decode(b"".join((b"[", rest[:k], b"]")))
+            piece = b"".join((b"[", rest[:k], b"]"))
+            events = scanner(piece) if scanner is not None else None
+            if events is None:
+                events = decoder.decode(piece)
         except (msgspec.DecodeError, msgspec.ValidationError, FallBack, RecursionError):
             obj = None
             continue
@@ -748,6 +941,7 @@ def stream_events(
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
     skip_categories: Iterable[str] = (),
+    scanner: Callable[[Any], Any] | None = None,
 ) -> StreamedFile:
     """Decode the events of ``path`` piece by piece, handing each piece's list to ``sink``; raises
     :class:`FallBack` when it cannot.
@@ -768,6 +962,9 @@ def stream_events(
     ``skip_categories``: categories the sink would drop. A piece in which every event has one of them is
     not decoded at all (only counted, in :attr:`StreamedFile.skipped_events`); the sink may still get such
     events in pieces that also hold others.
+
+    ``scanner`` (:func:`magpie_core.trace.native.scanner`): each piece is first read by it, and what it returns
+    (columns) goes to the sink instead of the decoded list; a piece it does not handle (None) is decoded as usual.
     """
     index, count = part
     skipper = _PieceSkipper(skip_categories) if skip_categories else None
@@ -776,7 +973,7 @@ def stream_events(
         src = _Source(f, block_bytes)
         if count > 1 and src.gzipped:
             raise FallBack("a gzip stream cannot be split")
-        buf = _PieceBuffer(src, chunk_bytes, block_bytes, decoder, sink, skipper)
+        buf = _PieceBuffer(src, chunk_bytes, block_bytes, decoder, sink, skipper, scanner)
         stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
         start_at = index * size_on_disk // count
         header = buf.find_event_array() if index == 0 else buf.find_first_event(f, start_at)
@@ -785,7 +982,7 @@ def stream_events(
         rest = buf.rest()
         size = src.size if index == 0 else size_on_disk
         del buf
-    obj = _decode_last_piece(rest, header, decoder, sink)
+    obj = _decode_last_piece(rest, header, decoder, sink, scanner)
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
@@ -799,8 +996,12 @@ def stream_table(
 ) -> EventTable:
     """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
     :func:`merge_tables` joins the parts of one file."""
+    from magpie_core.trace.native import scanner
+
     builder = TableBuilder(selected)
-    got = stream_events(path, builder.add, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes)
+    got = stream_events(
+        path, builder.add_any, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes, scanner=scanner()
+    )
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None
     header_platform = platform_from_header(obj)

@@ -1,0 +1,699 @@
+/* One-pass reader of a plain-JSON Kineto trace into per-event columns (optional; see columns.py).
+ *
+ * scan(buf, unescape) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
+ * event array, writes the fields magpie's ``Event`` struct decodes (ph, cat, name, pid, tid, ts, dur, id,
+ * args: External id, correlation, device, stream, Input Dims) into columns, without building a Python
+ * object per event: strings and ids are interned per distinct raw token (a Python object is made once per
+ * distinct value). Everything else is skipped after being checked.
+ *
+ * It returns None ("not handled": the msgspec path then runs and gives today's results and errors) on
+ * anything it is not sure to read exactly as msgspec does: invalid JSON or UTF-8, a field of another type,
+ * a non-numeric / null / huge number where a number belongs, an escaped key, a duplicate known key,
+ * nesting deeper than MAX_DEPTH, a float it cannot parse exactly (strtod range errors).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define MAX_DEPTH 256
+#define NO_ID INT64_MIN
+
+typedef struct {
+    const unsigned char *p, *end;
+    int fail;
+    PyObject *unescape; /* callable: bytes of a JSON string literal -> str (used for escapes only) */
+} Scan;
+
+/* ---- growable column ---- */
+typedef struct {
+    char *data;
+    size_t len, cap, item;
+} Col;
+
+static int col_grow(Col *c) {
+    size_t ncap = c->cap ? c->cap * 2 : 65536;
+    char *nd = realloc(c->data, ncap * c->item);
+    if (!nd) return -1;
+    c->data = nd;
+    c->cap = ncap;
+    return 0;
+}
+
+/* append one value of the column's item size (a fixed-size copy per type) */
+#define COL_PUSH(NAME, T)                                                    \
+    static inline int NAME(Col *c, T v) {                                    \
+        if (__builtin_expect(c->len == c->cap, 0) && col_grow(c) < 0) return -1; \
+        memcpy(c->data + c->len * sizeof(T), &v, sizeof(T));                 \
+        c->len++;                                                            \
+        return 0;                                                            \
+    }
+COL_PUSH(push_i32, int32_t)
+COL_PUSH(push_i64, int64_t)
+COL_PUSH(push_f64, double)
+COL_PUSH(push_i8, int8_t)
+
+/* ---- interning of raw tokens (string tokens keep their quotes, so "1" and 1 differ) ---- */
+typedef struct {
+    const unsigned char **keys;
+    Py_ssize_t *lens;
+    int32_t *ids;
+    size_t cap, n;
+    PyObject *values; /* list: local id -> Python value */
+} Table;
+
+/* a cheap hash (length, and 8 bytes at each end and the middle): collisions only cost a memcmp */
+static inline uint64_t load8(const unsigned char *s) {
+    uint64_t v;
+    memcpy(&v, s, 8);
+    return v;
+}
+
+static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ULL;
+    if (n >= 8) {
+        h ^= load8(s) * 0xC2B2AE3D27D4EB4FULL;
+        h = (h ^ (h >> 29)) * 0x165667B19E3779F9ULL;
+        h ^= load8(s + n - 8) * 0xC2B2AE3D27D4EB4FULL;
+        h = (h ^ (h >> 32)) * 0x165667B19E3779F9ULL;
+        h ^= load8(s + n / 2 - 4) * 0x27D4EB2F165667C5ULL;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+    }
+    return h ^ (h >> 31);
+}
+
+static int table_init(Table *t) {
+    t->cap = 1024;
+    t->n = 0;
+    t->keys = calloc(t->cap, sizeof(*t->keys));
+    t->lens = calloc(t->cap, sizeof(*t->lens));
+    t->ids = calloc(t->cap, sizeof(*t->ids));
+    t->values = PyList_New(0);
+    return (t->keys && t->lens && t->ids && t->values) ? 0 : -1;
+}
+
+static void table_free(Table *t) {
+    free(t->keys);
+    free(t->lens);
+    free(t->ids);
+    Py_XDECREF(t->values);
+}
+
+static int table_grow(Table *t) {
+    size_t ncap = t->cap * 2;
+    const unsigned char **k = calloc(ncap, sizeof(*k));
+    Py_ssize_t *l = calloc(ncap, sizeof(*l));
+    int32_t *d = calloc(ncap, sizeof(*d));
+    if (!k || !l || !d) {
+        free(k), free(l), free(d);
+        return -1;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->keys[i]) continue;
+        size_t j = hash_bytes(t->keys[i], t->lens[i]) & (ncap - 1);
+        while (k[j]) j = (j + 1) & (ncap - 1);
+        k[j] = t->keys[i], l[j] = t->lens[i], d[j] = t->ids[i];
+    }
+    free(t->keys), free(t->lens), free(t->ids);
+    t->keys = k, t->lens = l, t->ids = d, t->cap = ncap;
+    return 0;
+}
+
+/* kind of a token, for making its Python value */
+enum { TOK_STR, TOK_INT, TOK_RAW };
+
+static PyObject *make_value(Scan *s, const unsigned char *a, Py_ssize_t n, int kind, int has_esc) {
+    if (kind == TOK_RAW) return PyBytes_FromStringAndSize((const char *)a, n);
+    if (kind == TOK_INT) {
+        char tmp[32];
+        memcpy(tmp, a, n);
+        tmp[n] = 0;
+        return PyLong_FromString(tmp, NULL, 10);
+    }
+    if (has_esc) return PyObject_CallFunction(s->unescape, "y#", (const char *)a, n);
+    return PyUnicode_DecodeUTF8((const char *)a + 1, n - 2, "strict");
+}
+
+/* local id of a token; -1 with s->fail set on error */
+static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, int kind, int has_esc) {
+    size_t j = hash_bytes(a, n) & (t->cap - 1);
+    while (t->keys[j]) {
+        if (t->lens[j] == n && memcmp(t->keys[j], a, n) == 0) return t->ids[j];
+        j = (j + 1) & (t->cap - 1);
+    }
+    PyObject *v = make_value(s, a, n, kind, has_esc);
+    if (!v) {
+        PyErr_Clear();
+        s->fail = 1;
+        return -1;
+    }
+    if (PyList_Append(t->values, v) < 0) {
+        Py_DECREF(v);
+        PyErr_Clear();
+        s->fail = 1;
+        return -1;
+    }
+    Py_DECREF(v);
+    int32_t id = (int32_t)t->n++;
+    t->keys[j] = a, t->lens[j] = n, t->ids[j] = id;
+    if (t->n * 2 > t->cap && table_grow(t) < 0) {
+        s->fail = 1;
+        return -1;
+    }
+    return id;
+}
+
+/* ---- tokenizer ---- */
+static inline void ws(Scan *s) {
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+}
+
+static inline int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* a string at s->p (its opening quote); sets *esc when it holds an escape. Checks escapes (lone
+ * surrogates fail), control characters and UTF-8. */
+static int string(Scan *s, int *esc) {
+    const unsigned char *p = s->p + 1, *end = s->end;
+    *esc = 0;
+    for (;;) {
+#ifdef __SSE2__
+        /* 16 bytes at a time up to the first quote, backslash, control or non-ASCII byte (signed < 0x20) */
+        {
+            const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+            while (end - p >= 16) {
+                __m128i x = _mm_loadu_si128((const __m128i *)p);
+                __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                                         _mm_cmplt_epi8(x, space));
+                int bits = _mm_movemask_epi8(m);
+                if (bits) {
+                    p += __builtin_ctz(bits);
+                    break;
+                }
+                p += 16;
+            }
+        }
+#endif
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') p++;
+        if (p >= end) return s->fail = 1, -1;
+        unsigned char c = *p;
+        if (c == '"') {
+            s->p = p + 1;
+            return 0;
+        }
+        if (c < 0x20) return s->fail = 1, -1;
+        if (c == '\\') {
+            *esc = 1;
+            if (p + 1 >= end) return s->fail = 1, -1;
+            unsigned char e = p[1];
+            if (e == 'u') {
+                if (p + 6 > end) return s->fail = 1, -1;
+                int v = 0;
+                for (int i = 2; i < 6; i++) {
+                    int h = hexval(p[i]);
+                    if (h < 0) return s->fail = 1, -1;
+                    v = v * 16 + h;
+                }
+                p += 6;
+                if (v >= 0xDC00 && v <= 0xDFFF) return s->fail = 1, -1; /* lone low surrogate */
+                if (v >= 0xD800 && v <= 0xDBFF) {                       /* needs a low surrogate next */
+                    if (p + 6 > end || p[0] != '\\' || p[1] != 'u') return s->fail = 1, -1;
+                    int w = 0;
+                    for (int i = 2; i < 6; i++) {
+                        int h = hexval(p[i]);
+                        if (h < 0) return s->fail = 1, -1;
+                        w = w * 16 + h;
+                    }
+                    if (w < 0xDC00 || w > 0xDFFF) return s->fail = 1, -1;
+                    p += 6;
+                }
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == 0) return s->fail = 1, -1;
+            p += 2;
+            continue;
+        }
+        /* UTF-8 sequence (strict: no overlongs, no surrogates, <= U+10FFFF) */
+        int n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) n = 2, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07;
+        else return s->fail = 1, -1;
+        if (p + n >= end) return s->fail = 1, -1;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return s->fail = 1, -1;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return s->fail = 1, -1;
+        p += n + 1;
+    }
+}
+
+/* a number at s->p; *is_int when it has no fraction or exponent */
+static int number(Scan *s, int *is_int) {
+    const unsigned char *p = s->p, *end = s->end;
+    *is_int = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return s->fail = 1, -1;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else return s->fail = 1, -1;
+    if (p < end && *p == '.') {
+        *is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        *is_int = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    s->p = p;
+    return 0;
+}
+
+static int lit(Scan *s, const char *w, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return s->fail = 1, -1;
+    s->p += n;
+    return 0;
+}
+
+static int skip_value(Scan *s, int depth);
+
+static int skip_container(Scan *s, int depth, unsigned char close) {
+    if (depth > MAX_DEPTH) return s->fail = 1, -1;
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            int esc;
+            if (s->p >= s->end || *s->p != '"' || string(s, &esc) < 0) return s->fail = 1, -1;
+            ws(s);
+            if (s->p >= s->end || *s->p != ':') return s->fail = 1, -1;
+            s->p++;
+            ws(s);
+        }
+        if (skip_value(s, depth + 1) < 0) return -1;
+        ws(s);
+        if (s->p >= s->end) return s->fail = 1, -1;
+        if (*s->p == ',') {
+            s->p++;
+            ws(s);
+            continue;
+        }
+        if (*s->p == close) {
+            s->p++;
+            return 0;
+        }
+        return s->fail = 1, -1;
+    }
+}
+
+static int skip_value(Scan *s, int depth) {
+    if (s->p >= s->end) return s->fail = 1, -1;
+    int x;
+    switch (*s->p) {
+        case '"': return string(s, &x);
+        case '{': return skip_container(s, depth, '}');
+        case '[': return skip_container(s, depth, ']');
+        case 't': return lit(s, "true", 4);
+        case 'f': return lit(s, "false", 5);
+        case 'n': return lit(s, "null", 4);
+        default: return number(s, &x);
+    }
+}
+
+/* ---- typed field readers ---- */
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Clinger's fast path: digits d (< 2**53) and a power of ten 10**k (|k| <= 22) are both exact doubles, so one
+ * multiplication or division rounds correctly (the same double strtod and msgspec give). 0 when not exact. */
+static int fast_float(const unsigned char *a, const unsigned char *z, double *out) {
+    const unsigned char *p = a;
+    int neg = 0;
+    if (*p == '-') neg = 1, p++;
+    uint64_t d = 0;
+    int digits = 0, frac = 0;
+    for (; p < z && *p >= '0' && *p <= '9'; p++) {
+        d = d * 10 + (*p - '0');
+        if (d) digits++;
+    }
+    if (p < z && *p == '.') {
+        for (p++; p < z && *p >= '0' && *p <= '9'; p++) {
+            d = d * 10 + (*p - '0');
+            frac++;
+            if (d) digits++;
+        }
+    }
+    if (p != z || digits > 19 || d > (1ULL << 53) || frac > 22) return 0; /* exponents, long mantissas: strtod */
+    double v = (double)d;
+    if (frac) v /= POW10[frac];
+    *out = neg ? -v : v;
+    return 1;
+}
+
+static int read_float(Scan *s, double *out) {
+    const unsigned char *a = s->p;
+    int is_int;
+    if (number(s, &is_int) < 0) return -1;
+    Py_ssize_t n = s->p - a;
+    if (fast_float(a, s->p, out)) {
+        if (*out == 0) *out = is_int ? 0.0 : *out; /* the integer -0 is 0; the float -0.0 stays */
+        return 0;
+    }
+    char tmp[64];
+    if (n >= (Py_ssize_t)sizeof(tmp)) return s->fail = 1, -1;
+    memcpy(tmp, a, n);
+    tmp[n] = 0;
+    if (is_int && n > (tmp[0] == '-' ? 20 : 19)) return s->fail = 1, -1; /* beyond int64: msgspec's business */
+    errno = 0;
+    char *stop;
+    double v = strtod(tmp, &stop);
+    /* correctly rounded, like msgspec; a range error is fine for a subnormal, not for 0 or an overflow */
+    if ((errno != 0 && !(errno == ERANGE && v != 0)) || stop != tmp + n || !isfinite(v)) return s->fail = 1, -1;
+    if (is_int && v == 0) v = 0.0; /* the integer -0 is 0 */
+    *out = v;
+    return 0;
+}
+
+/* the integer a..z when it fits int64 (msgspec's range is wider: ids >= 2**63 go to the fallback) */
+static int int64_of(const unsigned char *a, const unsigned char *z, int64_t *out) {
+    int neg = *a == '-';
+    const unsigned char *q = a + neg;
+    if (z - q > 19) return -1;
+    uint64_t v = 0;
+    for (; q < z; q++) v = v * 10 + (uint64_t)(*q - '0'); /* 19 digits cannot overflow uint64 */
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+static int read_int(Scan *s, int64_t *out) {
+    const unsigned char *a = s->p;
+    int is_int;
+    if (number(s, &is_int) < 0) return -1;
+    if (!is_int || int64_of(a, s->p, out) < 0) return s->fail = 1, -1;
+    return 0;
+}
+
+/* a string field: local id in t */
+static int read_str(Scan *s, Table *t, int32_t *out) {
+    if (s->p >= s->end || *s->p != '"') return s->fail = 1, -1;
+    const unsigned char *a = s->p;
+    int esc;
+    if (string(s, &esc) < 0) return -1;
+    int32_t id = intern(s, t, a, s->p - a, TOK_STR, esc);
+    if (id < 0) return -1;
+    *out = id;
+    return 0;
+}
+
+/* an int|str field (pid, tid, device, id): local id in t (null allowed when *out_null given) */
+static int read_int_or_str(Scan *s, Table *t, int32_t *out, int allow_null) {
+    if (s->p >= s->end) return s->fail = 1, -1;
+    if (*s->p == '"') return read_str(s, t, out);
+    if (*s->p == 'n' && allow_null) {
+        if (lit(s, "null", 4) < 0) return -1;
+        *out = -1;
+        return 0;
+    }
+    const unsigned char *a = s->p;
+    int is_int;
+    if (number(s, &is_int) < 0) return -1;
+    Py_ssize_t n = s->p - a;
+    int64_t unused;
+    if (!is_int || int64_of(a, s->p, &unused) < 0) return s->fail = 1, -1;
+    int32_t id = intern(s, t, a, n, TOK_INT, 0);
+    if (id < 0) return -1;
+    *out = id;
+    return 0;
+}
+
+#define key_is(a, n, k) ((n) == (Py_ssize_t)(sizeof(k) - 1) && memcmp((a), (k), sizeof(k) - 1) == 0)
+
+typedef struct {
+    Col cat, ph, name, pid, tid, ts, dur, id, idint, ext, corr, dev, dims;
+    Table tcat, tph, tname, tpid, ttid, tdev, tid_, tdims;
+    int64_t flowid_scratch;
+} Out;
+
+/* reads an object's key at s->p into (*k, *kn); fails on an escaped key (msgspec would unescape it) */
+static int key(Scan *s, const unsigned char **k, Py_ssize_t *kn) {
+    if (s->p >= s->end || *s->p != '"') return s->fail = 1, -1;
+    const unsigned char *a = s->p;
+    int esc;
+    if (string(s, &esc) < 0) return -1;
+    if (esc) return s->fail = 1, -1;
+    *k = a + 1;
+    *kn = s->p - a - 2;
+    ws(s);
+    if (s->p >= s->end || *s->p != ':') return s->fail = 1, -1;
+    s->p++;
+    ws(s);
+    return 0;
+}
+
+/* after a member: ',' (returns 1: more) or the closing '}' (returns 0) */
+static int next_member(Scan *s) {
+    ws(s);
+    if (s->p >= s->end) return s->fail = 1, -1;
+    if (*s->p == ',') {
+        s->p++;
+        ws(s);
+        return 1;
+    }
+    if (*s->p == '}') {
+        s->p++;
+        return 0;
+    }
+    return s->fail = 1, -1;
+}
+
+static int args(Scan *s, Out *o, int64_t *ext, int64_t *corr, int32_t *dev, int32_t *dims) {
+    if (s->p >= s->end || *s->p != '{') return s->fail = 1, -1;
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return 0;
+    }
+    unsigned seen = 0;
+    for (;;) {
+        const unsigned char *k;
+        Py_ssize_t kn;
+        if (key(s, &k, &kn) < 0) return -1;
+        unsigned bit = 0;
+        if (key_is(k, kn, "External id") || key_is(k, kn, "correlation")) {
+            bit = k[0] == 'E' ? 1 : 2;
+            int64_t *dst = bit == 1 ? ext : corr;
+            if (s->p < s->end && *s->p == 'n') {
+                if (lit(s, "null", 4) < 0) return -1;
+                *dst = NO_ID; /* an explicit null becomes NONE in the columns: the same int64 */
+            } else if (read_int(s, dst) < 0) return -1;
+        } else if (key_is(k, kn, "device")) {
+            bit = 4;
+            if (read_int_or_str(s, &o->tdev, dev, 1) < 0) return -1;
+        } else if (key_is(k, kn, "stream")) {
+            bit = 8;
+            int32_t unused;
+            Table *t = &o->tdev; /* type check only: stream is decoded but no column reads it */
+            if (s->p < s->end && *s->p == '"') {
+                int esc;
+                if (string(s, &esc) < 0) return -1;
+            } else if (read_int_or_str(s, t, &unused, 1) < 0) return -1;
+            (void)unused;
+        } else if (key_is(k, kn, "Input Dims")) {
+            bit = 16;
+            const unsigned char *a = s->p;
+            if (skip_value(s, 3) < 0) return -1;
+            int32_t id = intern(s, &o->tdims, a, s->p - a, TOK_RAW, 0);
+            if (id < 0) return -1;
+            *dims = id;
+        } else if (skip_value(s, 3) < 0) return -1;
+        if (bit) {
+            if (seen & bit) return s->fail = 1, -1; /* duplicate key: leave it to msgspec */
+            seen |= bit;
+        }
+        int more = next_member(s);
+        if (more < 0) return -1;
+        if (!more) return 0;
+    }
+}
+
+static int event(Scan *s, Out *o) {
+    if (s->p >= s->end || *s->p != '{') return s->fail = 1, -1;
+    s->p++;
+    ws(s);
+    int32_t cat = -2, ph = -2, name = -2, pid = -2, tid = -2, dev = -1, dims = -1, idv = -1;
+    double ts = NAN, dur = NAN;
+    int64_t ext = NO_ID, corr = NO_ID, idnum = 0;
+    int8_t idint = 0;
+    unsigned seen = 0;
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        goto store;
+    }
+    for (;;) {
+        const unsigned char *k;
+        Py_ssize_t kn;
+        if (key(s, &k, &kn) < 0) return -1;
+        unsigned bit = 0;
+        if (kn == 2 && k[0] == 'p' && k[1] == 'h') {
+            bit = 1;
+            if (read_str(s, &o->tph, &ph) < 0) return -1;
+        } else if (key_is(k, kn, "cat")) {
+            bit = 2;
+            if (read_str(s, &o->tcat, &cat) < 0) return -1;
+        } else if (key_is(k, kn, "name")) {
+            bit = 4;
+            if (read_str(s, &o->tname, &name) < 0) return -1;
+        } else if (key_is(k, kn, "pid")) {
+            bit = 8;
+            if (read_int_or_str(s, &o->tpid, &pid, 0) < 0) return -1;
+        } else if (key_is(k, kn, "tid")) {
+            bit = 16;
+            if (read_int_or_str(s, &o->ttid, &tid, 0) < 0) return -1;
+        } else if (key_is(k, kn, "ts")) {
+            bit = 32;
+            if (s->p < s->end && *s->p == 'n') {
+                if (lit(s, "null", 4) < 0) return -1; /* ts: null is None, read as NaN */
+            } else if (read_float(s, &ts) < 0) return -1;
+        } else if (key_is(k, kn, "dur")) {
+            bit = 64;
+            if (read_float(s, &dur) < 0) return -1;
+        } else if (key_is(k, kn, "id")) {
+            bit = 128;
+            if (s->p < s->end && *s->p != '"' && *s->p != 'n') {
+                if (read_int(s, &idnum) < 0) return -1;
+                idint = 1;
+            } else if (read_int_or_str(s, &o->tid_, &idv, 1) < 0) return -1;
+        } else if (key_is(k, kn, "args")) {
+            bit = 256;
+            if (args(s, o, &ext, &corr, &dev, &dims) < 0) return -1;
+        } else if (skip_value(s, 2) < 0) return -1;
+        if (bit) {
+            if (seen & bit) return s->fail = 1, -1;
+            seen |= bit;
+        }
+        int more = next_member(s);
+        if (more < 0) return -1;
+        if (!more) break;
+    }
+store:
+    if (push_i32(&o->cat, cat) || push_i32(&o->ph, ph) || push_i32(&o->name, name) || push_i32(&o->pid, pid) ||
+        push_i32(&o->tid, tid) || push_f64(&o->ts, ts) || push_f64(&o->dur, dur) || push_i64(&o->id, idnum) ||
+        push_i8(&o->idint, idint) || push_i64(&o->ext, ext) || push_i64(&o->corr, corr) || push_i32(&o->dev, dev) ||
+        push_i32(&o->dims, dims))
+        return s->fail = 1, -1;
+    return 0;
+}
+
+/* the event array at s->p ('[') */
+static int events(Scan *s, Out *o) {
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        if (event(s, o) < 0) return -1;
+        ws(s);
+        if (s->p >= s->end) return s->fail = 1, -1;
+        if (*s->p == ',') {
+            s->p++;
+            ws(s);
+            continue;
+        }
+        if (*s->p == ']') {
+            s->p++;
+            return 0;
+        }
+        return s->fail = 1, -1;
+    }
+}
+
+static PyObject *col_bytes(Col *c) { return PyBytes_FromStringAndSize(c->data ? c->data : "", c->len * c->item); }
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
+    Py_buffer view;
+    PyObject *unescape;
+    if (!PyArg_ParseTuple(argsobj, "y*O", &view, &unescape)) return NULL;
+    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0, unescape};
+    Out o;
+    memset(&o, 0, sizeof(o));
+    Col *cols[] = {&o.cat, &o.ph, &o.name, &o.pid, &o.tid, &o.dev, &o.dims};
+    for (int i = 0; i < 7; i++) cols[i]->item = 4;
+    o.ts.item = o.dur.item = o.id.item = o.ext.item = o.corr.item = 8;
+    o.idint.item = 1;
+    Table *tables[] = {&o.tcat, &o.tph, &o.tname, &o.tpid, &o.ttid, &o.tdev, &o.tid_, &o.tdims};
+    PyObject *result = NULL;
+    int ok = 1;
+    for (int i = 0; i < 8; i++)
+        if (table_init(tables[i]) < 0) ok = 0;
+    if (ok) {
+        ws(&s);
+        if (s.p < s.end && *s.p == '[') {
+            if (events(&s, &o) == 0) {
+                ws(&s);
+                if (s.p != s.end) s.fail = 1;
+            }
+        } else s.fail = 1;
+        if (s.fail) ok = 0;
+    }
+    if (ok && !PyErr_Occurred()) {
+        result = Py_BuildValue(
+            "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "n",
+            (Py_ssize_t)o.cat.len, "cat", col_bytes(&o.cat), "ph",
+            col_bytes(&o.ph), "name", col_bytes(&o.name), "pid", col_bytes(&o.pid), "tid", col_bytes(&o.tid), "ts",
+            col_bytes(&o.ts), "dur", col_bytes(&o.dur), "id", col_bytes(&o.id), "idint", col_bytes(&o.idint),
+            "ext", col_bytes(&o.ext), "corr", col_bytes(&o.corr), "dev", col_bytes(&o.dev), "dims",
+            col_bytes(&o.dims), "cats", o.tcat.values, "phs", o.tph.values, "names", o.tname.values, "pids",
+            o.tpid.values, "tids", o.ttid.values, "devs", o.tdev.values, "ids", o.tid_.values, "dimss",
+            o.tdims.values);
+    } else if (!PyErr_Occurred()) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        PyErr_Clear();
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    Col *all[] = {&o.cat, &o.ph, &o.name, &o.pid, &o.tid, &o.ts, &o.dur, &o.id, &o.idint, &o.ext, &o.corr, &o.dev, &o.dims};
+    for (int i = 0; i < 13; i++) free(all[i]->data);
+    for (int i = 0; i < 8; i++) table_free(tables[i]);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "scan(buf, unescape) -> dict of columns, or None when not handled"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__kineto_scan(void) { return PyModule_Create(&module); }

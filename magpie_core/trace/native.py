@@ -1,0 +1,58 @@
+"""The optional compiled reader of plain-JSON Kineto traces (``_kineto_scan.c``).
+
+:func:`scanner` gives a function that reads one JSON array of events into :class:`~magpie_core.trace.columns.
+ScannedEvents` (columns, no Python object per event), or None for anything it is not sure to read exactly as the
+msgspec decoder does; the caller then decodes those bytes with msgspec, so results and error messages are the
+same with and without it. It is None when the extension was not built (an install without a C compiler:
+``setup.py`` marks it optional) or when the environment sets ``MAGPIE_TRACE_NATIVE=0``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from magpie_core.trace.columns import ScannedEvents
+
+__all__ = ["ENV", "available", "scanner"]
+
+#: ``0`` turns the compiled reader off (the pure-Python path runs; tests run both)
+ENV = "MAGPIE_TRACE_NATIVE"
+
+#: a JSON string literal (with escapes) -> str, exactly as msgspec decodes it
+_UNESCAPE = msgspec.json.Decoder(str).decode
+
+
+def _module() -> Any:
+    try:
+        from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _kineto_scan
+
+
+def available() -> bool:
+    """Whether the compiled reader is built (whatever ``MAGPIE_TRACE_NATIVE`` says)."""
+    return _module() is not None
+
+
+def scanner() -> Callable[[Any], ScannedEvents | None] | None:
+    """The compiled reader of one JSON array of events, or None when it is off or not built."""
+    if os.environ.get(ENV, "1").strip() == "0":
+        return None
+    mod = _module()
+    if mod is None:
+        return None
+    from magpie_core.trace.columns import ScannedEvents
+
+    scan = mod.scan
+
+    def read(buf: Any) -> ScannedEvents | None:
+        raw = scan(buf, _UNESCAPE)
+        return None if raw is None else ScannedEvents.from_scan(raw)
+
+    return read
