@@ -21,7 +21,7 @@ from typing import Any
 
 from magpie_core.loadgen.client import RequestResult, build_payload, encode_payload, send_request
 from magpie_core.loadgen.datasets import SampleRequest
-from magpie_core.loadgen.runner import LoadResult, LoadSpec, _our_interrupt, _Progress
+from magpie_core.loadgen.runner import LoadResult, LoadSpec, _Progress, wait_for_point
 from magpie_core.loadgen.traces import TraceReplay, TraceSession, TraceTurn
 
 
@@ -120,25 +120,9 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
                 await slots.__aexit__(None, None, None)
 
     tasks = [asyncio.create_task(run_session(i, s)) for i, s in enumerate(sessions)]
-    timed_out = interrupted = False
-    try:
-        try:
-            async with asyncio.timeout(spec.point_timeout_s):
-                await asyncio.gather(*tasks)
-        except TimeoutError:
-            timed_out = True
-        except asyncio.CancelledError:
-            if not _our_interrupt():
-                raise
-            interrupted = True
-        end = time.perf_counter()
-        cpu_used = time.process_time() - cpu_start
-        if timed_out or interrupted:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        progress.close()
+    end, cpu_used, timed_out, interrupted = await wait_for_point(
+        asyncio.gather(*tasks), tasks, spec.point_timeout_s, cpu_start, progress
+    )
     final: list[RequestResult] = []
     total = 0
     for session, rows in zip(sessions, results, strict=True):

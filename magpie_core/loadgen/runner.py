@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,27 +204,14 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
             dispatched.append(now)
             tasks.append(asyncio.create_task(one(i, now, planned)))
 
-    timed_out = interrupted = False
-    try:
-        try:
-            async with asyncio.timeout(spec.point_timeout_s):
-                await dispatcher()
-                if tasks:
-                    await asyncio.gather(*tasks)
-        except TimeoutError:
-            timed_out = True
-        except asyncio.CancelledError:
-            if not _our_interrupt():
-                raise
-            interrupted = True
-        end = time.perf_counter()
-        cpu_used = time.process_time() - cpu_start
-        if timed_out or interrupted:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        progress.close()  # after the clock stopped: stopping the progress display can take a refresh period
+    async def everything() -> None:
+        await dispatcher()
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    end, cpu_used, timed_out, interrupted = await wait_for_point(
+        everything(), tasks, spec.point_timeout_s, cpu_start, progress
+    )
     final: list[RequestResult] = []
     for i, r in enumerate(results):
         if r is None and interrupted:
@@ -255,6 +242,39 @@ async def _measure(spec: LoadSpec, client: Any, clock: str, warmup_failed: int) 
         interrupted=interrupted,
         unfinished=n - len(final),
     )
+
+
+async def wait_for_point(
+    work: Awaitable[Any],
+    tasks: list[asyncio.Task[Any]],
+    timeout_s: float,
+    cpu_start: float,
+    progress: _Progress,
+) -> tuple[float, float, bool, bool]:
+    """Await a point's ``work`` under its timeout: (end, client CPU s, timed out, interrupted).
+
+    The clock stops before unfinished ``tasks`` are cancelled (their cancellation is not load), and a Ctrl-C that
+    magpie's interrupt handling raised ends the point like a timeout; any other cancellation propagates."""
+    timed_out = interrupted = False
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await work
+        except TimeoutError:
+            timed_out = True
+        except asyncio.CancelledError:
+            if not _our_interrupt():
+                raise
+            interrupted = True
+        end = time.perf_counter()
+        cpu_used = time.process_time() - cpu_start
+        if timed_out or interrupted:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        progress.close()  # after the clock stopped: stopping the progress display can take a refresh period
+    return end, cpu_used, timed_out, interrupted
 
 
 def _our_interrupt() -> bool:
