@@ -17,24 +17,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from magpie_core.config.kernel import KernelConfigFile
 from magpie_core.pipelines.compare import compare
 from tests.helpers.load_injector import injected_load
-from tests.test_ranking import KERNELS, PERF, _variant
+from tests.test_ranking import KERNELS, known_costs_file
 
 
 def main() -> None:
-    file = KernelConfigFile(
-        kernels=[
-            _variant("single", "single_work"),
-            _variant("double", "double_work"),
-            _variant("single_again", "single_work_again"),
-        ],
-        performance=PERF,
-    )
     with injected_load():
         out = Path(tempfile.mkdtemp())
-        report = compare(file, config_dir=KERNELS, output_dir=out, baseline="single", min_effect=0.25)
+        report = compare(known_costs_file(), config_dir=KERNELS, output_dir=out, baseline="single", min_effect=0.25)
     for entry in report.ranking:
         print(entry.kernel_id, entry.verdict, entry.speedup, entry.verdict_reason)
     print({k: v for k, v in (report.stability or {}).items() if k != "message"})

@@ -29,10 +29,9 @@ def _variant(kid: str, fn: str, **extra) -> KernelConfig:
     return KernelConfig(id=kid, type="pytorch", entry=f"costs.py:{fn}", **extra)
 
 
-def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
-    """The guarantee, on a machine whose load comes and goes during the compare: identical work is never
-    FASTER or SLOWER, double work is never FASTER (UNSTABLE is an honest answer to a noisy machine)."""
-    file = KernelConfigFile(
+def known_costs_file() -> KernelConfigFile:
+    """Single work, double work and the same single work spelled differently (benchmarks reuse it)."""
+    return KernelConfigFile(
         kernels=[
             _variant("single", "single_work"),
             _variant("double", "double_work"),
@@ -40,8 +39,15 @@ def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
         ],
         performance=PERF,
     )
+
+
+def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
+    """The guarantee, on a machine whose load comes and goes during the compare: identical work is never
+    FASTER or SLOWER, double work is never FASTER (UNSTABLE is an honest answer to a noisy machine)."""
     with injected_load():
-        report = compare(file, config_dir=KERNELS, output_dir=tmp_path, baseline="single", min_effect=0.25)
+        report = compare(
+            known_costs_file(), config_dir=KERNELS, output_dir=tmp_path, baseline="single", min_effect=0.25
+        )
     by_id = {e.kernel_id: e for e in report.ranking}
     assert by_id["single"].verdict == "BASELINE"
     assert by_id["double"].verdict in ("SLOWER", "UNSTABLE")
