@@ -243,7 +243,8 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
         stalled = round(info["aa_desynchronised_pct"] * info["blocks"] / 100)
         return (
             "UNSTABLE: two instances of the baseline timed in the same blocks: "
-            f"{desync_reason(stalled, info['blocks'])} ({facts}); identical work does not measure identical here, so no verdict is trusted"
+            f"{desync_reason(stalled, info['blocks'])} ({facts}); identical work does not measure identical here, "
+            "so no verdict is trusted"
         )
     if info["unstable"]:
         lo, hi = info["aa_ci95"]
