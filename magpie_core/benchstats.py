@@ -451,7 +451,8 @@ def busy_host_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
     return (
         f"the host was overloaded (load average {worst.get('load_avg_1m'):.1f} on {worst.get('cpus')} CPUs) and the "
         "runs were measured at different times: the machine's load may explain any difference (identical runs "
-        "have differed by up to 3.2x under such load); re-run on a quiet machine, or run both at the same time, each against its own server"
+        "have differed by up to 3.2x under such load); re-run on a quiet machine, or run both at the same time, "
+        "each against its own server"
     )
 
 
