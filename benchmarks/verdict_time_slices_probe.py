@@ -7,8 +7,8 @@ machine, killed afterwards) to reach the regime where a launch waits whole sched
 medians jump ~9x at a time (0.18, 1.7, 15, 40 ms) and a process keeps that state over adjacent blocks.
 
 Before the desynchronised-block and time-slice-drift rules (docs/kernel-evaluation.md, step 6) identical work
-was called FASTER/SLOWER in 2 of 4 test runs and in 2 of 21 of these compares (2026-11-30); with them, every
-verdict of such a run is UNSTABLE (counts in /tmp/notes/verdicts.md of that session and in the commit log).
+was called FASTER/SLOWER in 2 of 4 test runs and in 3 of 17 of these compares (2026-11-30); with them, every
+verdict of such a run is UNSTABLE (counts: docs/benchmarks/verdicts_under_load.md, "Overload").
 Usage: ``.venv/bin/python benchmarks/verdict_time_slices_probe.py [--runs N] [--quiet]``.
 """
 

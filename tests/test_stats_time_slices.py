@@ -84,16 +84,23 @@ def test_a_few_stalled_blocks_or_shared_load_keep_a_large_difference_decided():
     triple = 300 * load * rng.lognormal(0, 0.03, 40)
     triple[[5, 6, 20]] *= 9  # three blocks (7.5 %) with the candidate stalled on its own
     info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(triple)}), 0.05)
-    assert not info["unstable"] and info["drift_pct"] < MAX_DRIFT_PCT
+    assert not info["unstable"] and info["slow_blocks_drift_pct"] < MAX_DRIFT_PCT
     s = paired_speedup(np.sqrt(base * aa), triple, min_effect=0.05, noise_floor=noise_floor(info))
     assert s.verdict == Verdict.SLOWER and 0.31 < s.value < 0.35 and 0 < s.desynchronised <= MAX_DESYNC_SHARE
 
 
 def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_baselines_agree():
-    """Both baseline instances stalled in the same blocks (the A/A agrees), blocks 9x apart: UNSTABLE."""
+    """Both baseline instances stalled in the same 30 % of blocks (the A/A agrees), blocks 9x apart: UNSTABLE;
+    stalled in 8 % of blocks (p95 drift 800 %, as a busy machine gives): still decided."""
     rng = np.random.default_rng(9)
     stalls = np.where(rng.random(30) < 0.3, 9.0, 1.0)
     base, aa, cand = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(3))
     info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(cand)}), 0.25)
-    assert info["aa_verdict"] == "SAME" and info["drift_pct"] > MAX_DRIFT_PCT
+    assert info["aa_verdict"] == "SAME" and info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT
     assert info["unstable"] and "scheduler time slices" in info["message"]
+    rare = np.where(np.arange(50) % 12 == 0, 9.0, 1.0)  # 5 of 50 blocks stalled, in both instances
+    base, aa, double = (180 * k * rare * rng.lognormal(0, 0.03, 50) for k in (1, 1, 2))
+    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(double)}), 0.25)
+    assert info["drift_pct"] > MAX_DRIFT_PCT and not info["unstable"]
+    s = paired_speedup(np.sqrt(base * aa), double, min_effect=0.25, noise_floor=noise_floor(info))
+    assert s.verdict == Verdict.SLOWER
