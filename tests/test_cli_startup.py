@@ -3,8 +3,8 @@
 Timings belong in ``benchmarks/cli_startup.py``; these tests assert the structure that makes start-up cheap,
 which holds on a busy machine too: ``magpie gap`` and ``magpie inference`` import the trace library, their own
 plugin and its report writer, and none of the other commands' modules (the serving stack with httpx, the
-benchmark and kernel config models, YAML, the other plugins' command modules); a ``--json`` run never imports
-rich. Each case runs the real CLI (:func:`magpie_core.cli.run`) in a fresh interpreter, with every installed
+benchmark and kernel config models, YAML, the other plugins' command modules); a run that prints JSON never
+imports rich. Each case runs the real CLI (:func:`magpie_core.cli.run`) in a fresh interpreter, with every installed
 plugin discovered through its entry point as for a user.
 """
 
@@ -90,6 +90,13 @@ def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Pa
     assert code == 0
     assert "magpie_gap_analysis.pipeline" in modules and "magpie_core.trace.columns" in modules
     assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_inference_analysis.cli")) == []
+
+
+def test_inference_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
+    code, modules = _imported(tmp_path, "-o", str(tmp_path), "inference", str(TRACE), "--format", "json")
+    assert code == 0
+    assert "magpie_inference_analysis.cli" in modules
+    assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_gap_analysis.cli")) == []
 
 
 def test_core_command_imports_no_plugin_command_module(tmp_path: Path) -> None:
