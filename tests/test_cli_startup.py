@@ -112,3 +112,9 @@ def test_root_help_lists_every_command(run_magpie) -> None:
     assert result.returncode == 0
     listed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
     assert set(CORE_COMMANDS) | set(FIRST_PARTY_COMMANDS) <= listed
+
+
+def test_unknown_command_still_gets_a_suggestion_from_lazy_commands(run_magpie) -> None:
+    result = run_magpie(["anlyze"])
+    assert result.returncode == 2
+    assert "Did you mean 'analyze'?" in result.stderr

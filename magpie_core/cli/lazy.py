@@ -37,6 +37,13 @@ class LazyGroup(TyperGroup):
             self.commands[cmd_name] = _load(cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and args[0] not in CORE_COMMANDS:
+            # an unknown command: typer's "did you mean" looks only at the commands made, so make them all
+            for name in CORE_COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
 
 def _load(name: str) -> Any:
     """Import the module of core command ``name`` and make its click command as typer would."""
