@@ -125,6 +125,8 @@ def importtime_top(python: str, argv: list[str], env: dict[str, str], cwd: Path,
 def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, reference: str | None) -> str:
     floor = best["python -c pass"]
     numpy_floor = best["python -c 'import numpy'"]
+    libs = best["python -c 'import numpy, pydantic.BaseModel, typer'"]
+    rich_floor = "python -c '... + typer.rich_utils' (what help rendering imports)"
     lines = [
         "# `magpie` start-up CPU for the trace commands",
         "",
@@ -149,7 +151,12 @@ def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, refe
         lines.append(f"| {name} | {cpu:.3f} | {vs} | {above} |")
     lines += [
         "",
-        f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s.",
+        f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
+        f"the libraries it cannot avoid ({best['gap run, lazy'] - libs:.3f} s here) is plugin discovery (every "
+        "installed plugin's entry module is imported, ~0.07 s with the report models), the command's own modules, "
+        "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
+        "regexes, report.html. `--help` pays for typer drawing help with rich (`typer.rich_utils`, "
+        f"{best[rich_floor] - libs:.3f} s above the libraries) instead.",
         "",
         "## `-X importtime` top 15 packages, lazy `magpie -w 1 gap ... --json --no-rank-csv`",
         "",
