@@ -2,14 +2,15 @@
 
 Measures user+sys CPU seconds (best of ``--rounds``, rounds interleaved so load hits every case alike) of:
 
-- floors: ``python -c pass`` and ``python -c "import numpy"`` (the trace library needs numpy), the three
-  libraries the gap path cannot do without (numpy, pydantic's ``BaseModel`` for its report models, typer), and
-  those plus ``typer.rich_utils``, which typer imports to draw any ``--help`` (rich, markdown-it);
+- floors: ``python -c pass``, ``python -c "import numpy"`` (the trace library needs numpy), the libraries a gap
+  run cannot do without (numpy, pydantic's ``BaseModel`` for the report models, typer) and those ``--help``
+  cannot (no numpy: help reads no trace; pydantic, typer and ``typer.rich_utils``, which typer imports to draw
+  any help: rich, markdown-it);
 - ``magpie gap --help`` and ``magpie -w 1 gap <50 KB trace> --json --no-rank-csv``, each two ways:
   **lazy** (the real CLI: the command's module and its plugin only) and **eager** (the previous way, kept
   reachable in this script: every core command module, every plugin's commands and what the plugin entry
   modules used to import at start-up — the serving stack with httpx, the benchmark and kernel config models,
-  the YAML config loader, rich — imported first, then the same CLI run);
+  the YAML config loader, rich, numpy (through the trace package) — imported first, then the same CLI run);
 - with ``--reference-python PY``: the same two commands with another install's ``magpie`` (e.g. ``main``'s).
 
 Python writes no bytecode cache when ``PYTHONDONTWRITEBYTECODE`` is set (it is in some sandboxes), which
@@ -36,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "tests" / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
 OUT = ROOT / "docs" / "benchmarks" / "cli_startup.md"
 
+RUN_LIBS = "python -c 'import numpy, typer; from pydantic import BaseModel' (a gap run's libraries)"
+HELP_LIBS = "python -c 'import typer, typer.rich_utils; from pydantic import BaseModel' (--help's libraries)"
+
 #: the previous start-up: everything every command could need, imported before the CLI runs
 EAGER = """
 import importlib, sys
@@ -45,7 +49,7 @@ from magpie_core.cli.lazy import CORE_COMMANDS
 for module in dict.fromkeys(CORE_COMMANDS.values()):
     importlib.import_module(module)
 for module in ("magpie_core.serving.prometheus", "magpie_core.pipelines.offline", "magpie_core.config.kernel",
-               "magpie_core.config.benchmark", "magpie_core.config.loader", "rich.console", "rich.table"):
+               "magpie_core.config.benchmark", "magpie_core.config.loader", "rich.console", "rich.table", "numpy"):
     importlib.import_module(module)
 add_plugin_commands(cli.app)
 cli.run(sys.argv[1:])
@@ -69,16 +73,8 @@ def cases(python: str, reference: str | None, out: Path) -> dict[str, list[str]]
     found = {
         "python -c pass": [python, "-c", "pass"],
         "python -c 'import numpy'": [python, "-c", "import numpy"],
-        "python -c 'import numpy, pydantic.BaseModel, typer'": [
-            python,
-            "-c",
-            "import numpy, typer; from pydantic import BaseModel",
-        ],
-        "python -c '... + typer.rich_utils' (what help rendering imports)": [
-            python,
-            "-c",
-            "import numpy, typer, typer.rich_utils; from pydantic import BaseModel",
-        ],
+        RUN_LIBS: [python, "-c", "import numpy, typer; from pydantic import BaseModel"],
+        HELP_LIBS: [python, "-c", "import typer, typer.rich_utils; from pydantic import BaseModel"],
         "gap --help, eager (previous)": [python, "-c", EAGER, *gap_help],
         "gap --help, lazy": [magpie, *gap_help],
         "gap run, eager (previous)": [python, "-c", EAGER, *gap_run],
@@ -125,8 +121,6 @@ def importtime_top(python: str, argv: list[str], env: dict[str, str], cwd: Path,
 def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, reference: str | None) -> str:
     floor = best["python -c pass"]
     numpy_floor = best["python -c 'import numpy'"]
-    libs = best["python -c 'import numpy, pydantic.BaseModel, typer'"]
-    rich_floor = "python -c '... + typer.rich_utils' (what help rendering imports)"
     lines = [
         "# `magpie` start-up CPU for the trace commands",
         "",
@@ -137,26 +131,25 @@ def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, refe
         "interleaved rounds after a warm-up run (bytecode cached). Trace: "
         f"`{TRACE.relative_to(ROOT)}` ({TRACE.stat().st_size / 1024:.0f} KiB). **eager (previous)** imports what "
         "every `magpie` command imported before the lazy CLI (all core command modules, every plugin's commands, "
-        "the serving stack with httpx, the benchmark/kernel config models, the YAML loader, rich), then runs the "
-        "same command; **lazy** is the installed `magpie`.",
+        "the serving stack with httpx, the benchmark/kernel config models, the YAML loader, rich, numpy), then runs "
+        "the same command; **lazy** is the installed `magpie`.",
         "",
-        "| case | CPU s | eager ÷ this | above `import numpy` |",
+        "| case | CPU s | eager ÷ this | above its libraries |",
         "| --- | ---: | ---: | ---: |",
     ]
     for name, cpu in best.items():
         kind = "gap --help" if name.startswith("gap --help") else "gap run" if name.startswith("gap run") else ""
         eager = best.get(f"{kind}, eager (previous)") if kind else None
         vs = f"{eager / cpu:.2f}x" if eager and "eager" not in name else ""
-        above = f"{cpu - numpy_floor:+.3f}" if kind else ""
+        above = f"{cpu - best[HELP_LIBS if kind == 'gap --help' else RUN_LIBS]:+.3f}" if kind else ""
         lines.append(f"| {name} | {cpu:.3f} | {vs} | {above} |")
     lines += [
         "",
         f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
-        f"the libraries it cannot avoid ({best['gap run, lazy'] - libs:.3f} s here) is plugin discovery (every "
-        "installed plugin's entry module is imported, ~0.07 s with the report models), the command's own modules, "
+        f"the libraries it cannot avoid ({best['gap run, lazy'] - best[RUN_LIBS]:.3f} s here) is plugin discovery "
+        "(every installed plugin's entry module is imported, with the report models), the command's own modules, "
         "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
-        "regexes, report.html. `--help` pays for typer drawing help with rich (`typer.rich_utils`, "
-        f"{best[rich_floor] - libs:.3f} s above the libraries) instead.",
+        "regexes, report.html. `--help` imports no numpy; most of its cost is typer drawing help with rich.",
         "",
         "## `-X importtime` top 15 packages, lazy `magpie -w 1 gap ... --json --no-rank-csv`",
         "",
