@@ -304,4 +304,4 @@ def test_skipped_runs_and_the_last_piece(chunk: int, monkeypatch: pytest.MonkeyP
     doc = {"traceEvents": evs, "after": [{"ph": "X", "cat": "python_function"}], "deviceProperties": [{"n": 1}]}
     path.write_bytes(json.dumps(doc).encode())
     stats = assert_same(path, monkeypatch, chunk=chunk)
-    assert stats["native"] > 0 and stats["msgspec"] == 0, stats
+    assert stats["native"] > 0, stats  # (msgspec: the candidate ends of the array that are not JSON)
