@@ -65,6 +65,13 @@ static int intern_grow(Intern *t) {
 }
 
 typedef struct {
+    PyObject *lists[MAX_BUCKETS];
+    Col ts[MAX_BUCKETS], dur[MAX_BUCKETS], tid[MAX_BUCKETS];
+    int tid_str[MAX_BUCKETS]; /* a kept event of this bucket has a string thread id */
+    Py_ssize_t seen;
+} Kept; /* one piece's output; the columns' memory is reused from piece to piece */
+
+typedef struct {
     PyObject_HEAD
     PyObject *ev_type, *args_type, *categories, *raw_default, *empty, *zero;
     int nargs, nbuckets;
@@ -76,6 +83,7 @@ typedef struct {
     PyObject *skip_ref;        /* skip keys: bytes objects, see skipped_piece */
     int nskip;
     Intern strs, ints, raws;
+    Kept out;
 } Reader;
 
 enum { ARG_INT, ARG_STR, ARG_RAW };
@@ -189,13 +197,6 @@ static int kept_args(Scan *s, Reader *r, Span *out) {
         if (!more) return 0;
     }
 }
-
-typedef struct {
-    PyObject *lists[MAX_BUCKETS];
-    Col ts[MAX_BUCKETS], dur[MAX_BUCKETS], tid[MAX_BUCKETS];
-    int tid_str[MAX_BUCKETS]; /* a kept event of this bucket has a string thread id */
-    Py_ssize_t seen;
-} Kept;
 
 static PyObject *str_value(Scan *s, Reader *r, Span *sp) {
     if (sp->kind == SP_ABSENT) return Py_NewRef(r->empty);
@@ -403,11 +404,13 @@ static PyObject *reader_read(Reader *r, PyObject *argsobj) {
             return PyLong_FromSsize_t(skipped);
         }
     }
-    Kept o;
-    memset(&o, 0, sizeof(o));
+    Kept o = r->out; /* the columns' buffers of earlier pieces (no malloc/free per piece: heap trimming churned) */
+    o.seen = 0;
     int ok = 1;
     for (int b = 0; b < r->nbuckets; b++) {
         o.ts[b].item = o.dur[b].item = o.tid[b].item = 8;
+        o.ts[b].len = o.dur[b].len = o.tid[b].len = 0;
+        o.tid_str[b] = 0;
         if (!(o.lists[b] = PyList_New(0))) ok = 0;
     }
     if (ok) {
@@ -440,10 +443,8 @@ static PyObject *reader_read(Reader *r, PyObject *argsobj) {
         PyErr_Clear();
         result = Py_NewRef(Py_None);
     }
-    for (int b = 0; b < r->nbuckets; b++) {
-        Py_XDECREF(o.lists[b]);
-        free(o.ts[b].data), free(o.dur[b].data), free(o.tid[b].data);
-    }
+    for (int b = 0; b < r->nbuckets; b++) Py_CLEAR(o.lists[b]);
+    r->out = o;
     PyBuffer_Release(&view);
     return result;
 }
@@ -520,6 +521,7 @@ static void reader_dealloc(Reader *r) {
     intern_free(&r->strs);
     intern_free(&r->ints);
     intern_free(&r->raws);
+    for (int b = 0; b < MAX_BUCKETS; b++) free(r->out.ts[b].data), free(r->out.dur[b].data), free(r->out.tid[b].data);
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
 
