@@ -21,7 +21,7 @@ import numpy as np
 
 from magpie_core.trace.native import ENV
 
-__all__ = ["ARG_INT", "ARG_RAW", "ARG_STR", "KeptPiece", "kept_reader"]
+__all__ = ["ARG_INT", "ARG_RAW", "ARG_STR", "KeptPiece", "enclosing_chains", "kept_reader"]
 
 #: kinds of an ``args`` field: ``int | None``, ``str | None``, and the raw JSON text of any value (as ``bytes``)
 ARG_INT, ARG_STR, ARG_RAW = 0, 1, 2
@@ -115,3 +115,21 @@ def kept_reader(
         )
 
     return piece
+
+
+def enclosing_chains(
+    order: np.ndarray, ts: np.ndarray, ends: np.ndarray, tid: np.ndarray, n_ops: int, n_calls: int
+) -> list[tuple[int, ...]] | None:
+    """For each call (items ``n_ops`` to ``n_ops + n_calls`` of the columns), the ops (items below ``n_ops``) open
+    at its start on its thread, innermost first; None when the extension is off or not built (the caller sweeps
+    in Python). ``order``: the items to sweep, sorted by thread, start, longer first, ops before calls; an op is
+    open at ``t`` while its end is after ``t``. The same stack sweep as the Python one, without an object per
+    step."""
+    if os.environ.get(ENV, "1").strip() == "0":
+        return None
+    mod = _module()
+    if mod is None:
+        return None
+    i64, f64 = np.int64, np.float64
+    columns = (np.ascontiguousarray(c, t) for c, t in ((order, i64), (ts, f64), (ends, f64), (tid, i64)))
+    return mod.chains(*columns, n_ops, n_calls)  # type: ignore[no-any-return]

@@ -305,3 +305,36 @@ def test_skipped_runs_and_the_last_piece(chunk: int, monkeypatch: pytest.MonkeyP
     path.write_bytes(json.dumps(doc).encode())
     stats = assert_same(path, monkeypatch, chunk=chunk)
     assert stats["native"] > 0, stats  # (msgspec: the candidate ends of the array that are not JSON)
+
+
+@needs_native
+def test_skip_rule_same_as_the_python_one() -> None:
+    """The reader skips a piece (and counts its events) exactly when ``columns._PieceSkipper`` would: random
+    texts with the needles planted, overlapping, nested in args and split across each other."""
+    from magpie_core.trace.columns import _PieceSkipper
+
+    read = events._native_reader()
+    assert read is not None
+    rng = random.Random(1)
+    snippets = [
+        '{"ph": "X", "cat": "python_function", "name": "f", "ts": 1, "dur": 1}',
+        '{"ph":"X","cat":"python_function"cat": "python_function", "ts": 1}',
+        '{"ph":"X","cat":"python_function","args":{"ph": 1, "cat": "python_function"}}',
+        '{"ph": "i", "cat": "cpu_instant_event", "name": "x", "ts": 3}',
+        '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 2, "dur": 1}',
+    ]
+    noise = ['"ph":', '"p', 'h":', '"cat": "python_function"', '"cat":"cpu_instant_event"', "xx", '"ph"', " "]
+    for _ in range(3000):
+        parts = [
+            rng.choice(snippets) if rng.random() < 0.7 else rng.choice(noise) * rng.randint(1, 3)
+            for _ in range(rng.randint(1, 30))
+        ]
+        buf = bytearray(("[" + ",".join(parts) + "]").encode())
+        skipper = _PieceSkipper(events.SKIPPED_CATS)
+        skipped = skipper.skips(buf, 1, len(buf) - 1)
+        got = read(memoryview(buf))
+        by_rule = got is not None and all(isinstance(e, tuple) for e in got.events)  # the reader's "skipped whole"
+        assert by_rule == skipped, buf
+        if skipped:
+            assert got is not None and got.seen == skipper.skipped
+        assert read(bytes(buf)) is None or not all(isinstance(e, tuple) for e in read(bytes(buf)).events)  # last piece
