@@ -32,6 +32,7 @@ _RAW_FIELDS = ("input_dims", "input_type", "concrete", "strides")
 def _load(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, chunk: int, workers: int, stats: dict[str, int]) -> Any:
     monkeypatch.setenv(native.ENV, "1" if on else "0")
     monkeypatch.setattr(events, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(events, "NATIVE_CHUNK_BYTES", chunk)
     real = events._native_reader
 
     def counted() -> Callable[[Any], Any] | None:

@@ -105,6 +105,10 @@ PARTS_PER_WORKER = 3
 #: (benchmarks/trace_shapes.py traces), 1 MiB -> 64 KiB pieces: vLLM 0.38 -> 0.28 s, SGLang 0.33 -> 0.26 s,
 #: H100 0.46 -> 0.35 s, MI300 0.35 -> 0.30 s
 CHUNK_BYTES = 64 << 10
+#: ... and with the compiled reader, which skips those pieces by the same rule in C and whose per-piece cost is
+#: mostly fixed (the Python around each call): 555 MB MI300 trace, decode CPU s, 64 KiB 0.78, 128 KiB 0.64-0.66,
+#: 256 KiB 0.60-0.62, 1 MiB 0.64-0.67; 150 MB vLLM trace 0.22-0.26 for all four
+NATIVE_CHUNK_BYTES = 256 << 10
 #: kept events measured together (:meth:`_Keep.flush`): per 64 KiB piece the numpy calls' fixed cost outweighed
 #: their work, and much larger batches leave the cache before they are measured. Load CPU on the 555 MB MI300
 #: trace, one worker, best of 3 (stream + sort only): per piece 1.140 s, 512: 1.118, 2048: 1.102, 8192: 1.131
@@ -320,7 +324,7 @@ def _stream(path: Path, keep: _Keep, part: tuple[int, int] = (0, 1)) -> Any:
         decoder=_LIST,
         part=part,
         skip_categories=() if reader is not None else SKIPPED_CATS,
-        chunk_bytes=CHUNK_BYTES,
+        chunk_bytes=CHUNK_BYTES if reader is None else NATIVE_CHUNK_BYTES,
         scanner=reader,
     )
 
