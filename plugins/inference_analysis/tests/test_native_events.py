@@ -29,7 +29,9 @@ needs_native = pytest.mark.skipif(not kept_reader.available(), reason="the compi
 _RAW_FIELDS = ("input_dims", "input_type", "concrete", "strides")
 
 
-def _load(path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, chunk: int, workers: int, stats: dict[str, int]) -> Any:
+def _load(
+    path: Path, monkeypatch: pytest.MonkeyPatch, on: bool, chunk: int, workers: int, stats: dict[str, int]
+) -> Any:
     monkeypatch.setenv(native.ENV, "1" if on else "0")
     monkeypatch.setattr(events, "CHUNK_BYTES", chunk)
     monkeypatch.setattr(events, "NATIVE_CHUNK_BYTES", chunk)
@@ -170,11 +172,13 @@ def _benign(rng: random.Random, e: dict[str, Any]) -> None:
         e["ts"] = None
     elif k < 0.45 and args is not None:
         key = rng.choice(["Input Dims", "Input type", "Concrete Inputs", "Input Strides"])
-        args[key] = rng.choice([[], [[1, 2], []], ["é", 'q"'], "x", 1.5, None, {"a": [1]}, _Text('[ [1 ,2] , "\\u00e9" ]')])
+        args[key] = rng.choice(
+            [[], [[1, 2], []], ["é", 'q"'], "x", 1.5, None, {"a": [1]}, _Text('[ [1 ,2] , "\\u00e9" ]')]
+        )
     elif k < 0.55 and args is not None:
         key = rng.choice(["correlation", "kernel", "External id", "Sequence number"])
         args[key] = rng.choice(
-            {"correlation": [None, -7, 0, 2**63 - 1], "kernel": [None, "k", "\u00e9k\"", ""]}.get(key, [None, 3, "x"])
+            {"correlation": [None, -7, 0, 2**63 - 1], "kernel": [None, "k", '\u00e9k"', ""]}.get(key, [None, 3, "x"])
         )
     elif k < 0.6:
         e["args"] = rng.choice([None, {}])
@@ -296,10 +300,24 @@ def test_escaped_and_unicode_strings_are_read_natively(monkeypatch: pytest.Monke
 def test_skipped_runs_and_the_last_piece(chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Runs of Python frames are skipped whole by the same rule on both paths; the last piece (decoded while the
     end of the event array is searched, here followed by a key holding a list) is never skipped by rule."""
-    frame = {"ph": "X", "cat": "python_function", "name": "f.py(1): f", "pid": 1, "tid": 1, "dur": 1.0,
-             "args": {"Python id": 1, "ph": "X"}}
-    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "dur": 2.0,
-          "args": {"Input Dims": [[1, 2]], "External id": 1}}
+    frame = {
+        "ph": "X",
+        "cat": "python_function",
+        "name": "f.py(1): f",
+        "pid": 1,
+        "tid": 1,
+        "dur": 1.0,
+        "args": {"Python id": 1, "ph": "X"},
+    }
+    op = {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "aten::mm",
+        "pid": 1,
+        "tid": 1,
+        "dur": 2.0,
+        "args": {"Input Dims": [[1, 2]], "External id": 1},
+    }
     evs = [dict(frame if i % 50 < 40 or i > 900 else op, ts=float(i)) for i in range(1000)]  # fmt: skip
     path = tmp_path / "t.json"
     doc = {"traceEvents": evs, "after": [{"ph": "X", "cat": "python_function"}], "deviceProperties": [{"n": 1}]}
