@@ -357,3 +357,9 @@ def test_skip_rule_same_as_the_python_one() -> None:
         if skipped:
             assert got is not None and got.seen == skipper.skipped
         assert read(bytes(buf)) is None or not all(isinstance(e, tuple) for e in read(bytes(buf)).events)  # last piece
+
+
+def test_built_wherever_the_gap_reader_is() -> None:
+    """Both extensions are built by the same compiler from the same tokenizer (``_kineto_kept.c`` includes
+    ``_kineto_scan.c``): one built without the other means the include broke (``optional=True`` would hide it)."""
+    assert kept_reader.available() == native.available()
