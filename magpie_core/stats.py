@@ -315,6 +315,7 @@ def desync_reason(stalled: int, blocks: int) -> str:
     """Why blocks with one side stalled on its own leave no verdict (shared by the A/A check's message)."""
     return (
         f"in {stalled} of {blocks} blocks one side was stalled on its own (its ratio {DESYNC_FACTOR:g}x or more "
-        "away from that of the two sides' fastest blocks): the CPU is overloaded and the scheduler's time slices, "
-        "not the kernels, set those times; too noisy to decide (a quieter machine)"
+        "away from that of the two sides' fastest blocks): the machine is overloaded (launches waiting whole CPU "
+        "time slices, or another process sharing the device), which, not the kernels, set those times; too noisy "
+        "to decide (a quieter machine)"
     )

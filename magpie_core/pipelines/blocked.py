@@ -245,7 +245,8 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
         return (
             f"UNSTABLE: the baseline's slowest {MAX_DESYNC_SHARE:.0%} of blocks took "
             f"{info['slow_blocks_drift_pct'] / 100 + 1:.0f}x or more its fastest ({facts}): "
-            "the CPU is overloaded and launches wait whole scheduler time slices, in a state each process keeps "
+            "the machine is overloaded (launches waiting whole CPU time slices, or another process sharing the "
+            "device), in a state each process keeps "
             "across blocks, so the blocks are not independent and no verdict is trusted (a quieter machine)"
         )
     if info["aa_verdict"] is None:
