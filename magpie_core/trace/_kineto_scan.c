@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -349,6 +350,41 @@ static int skip_value(Scan *s, int depth) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Mantissas up to 19 digits (Kineto's microsecond timestamps have 16-17, beyond Clinger's 2**53) in x87 extended
+ * precision: d < 2**64 and 10**k (k <= 27, 5**27 < 2**64) are exact there, so d / 10**k is rounded once to 64 bits;
+ * rounding that to double gives the correctly rounded double unless the 64-bit result lies exactly halfway between
+ * two doubles (its 11 extra bits are 10000000000): then strtod decides. Used only where long double is the x87
+ * format and arithmetic runs at its full precision (checked once at import: ``extended_ok``). */
+#if LDBL_MANT_DIG == 64 && (defined(__x86_64__) || defined(__i386__))
+#define HAVE_EXTENDED 1
+static int extended_ok;
+static const long double POW10L[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+                                     1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+                                     1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+
+static void check_extended(void) {
+    volatile uint64_t u = (1ULL << 62) + 1;
+    volatile long double a = (long double)u;
+    volatile long double b = a * 2.0L; /* 2**63 + 2 needs 63 bits: rounded away at double precision */
+    volatile long double c = 1e27L;    /* the table's largest power must be exact */
+    extended_ok = (uint64_t)b == (1ULL << 63) + 2 && c == (long double)(7450580596923828125ULL) * 134217728.0L;
+}
+
+static int wide_float(uint64_t d, int frac, int neg, double *out) {
+    if (!extended_ok || frac > 27) return 0;
+    long double q = (long double)d / POW10L[frac];
+    uint64_t sig;
+    memcpy(&sig, &q, 8); /* the x87 format's explicit 64-bit significand */
+    if ((sig & 0x7FF) == 0x400) return 0; /* halfway between two doubles after the first rounding: strtod */
+    double v = (double)q;
+    *out = neg ? -v : v;
+    return 1;
+}
+#else
+static void check_extended(void) {}
+static int wide_float(uint64_t d, int frac, int neg, double *out) { return 0; }
+#endif
+
 /* Clinger's fast path: digits d (< 2**53) and a power of ten 10**k (|k| <= 22) are both exact doubles, so one
  * multiplication or division rounds correctly (the same double strtod and msgspec give). 0 when not exact. */
 static int fast_float(const unsigned char *a, const unsigned char *z, double *out) {
@@ -368,7 +404,8 @@ static int fast_float(const unsigned char *a, const unsigned char *z, double *ou
             if (d) digits++;
         }
     }
-    if (p != z || digits > 19 || d > (1ULL << 53) || frac > 22) return 0; /* exponents, long mantissas: strtod */
+    if (p != z || digits > 19) return 0; /* exponents, longer mantissas: strtod */
+    if (d > (1ULL << 53) || frac > 22) return wide_float(d, frac, neg, out);
     double v = (double)d;
     if (frac) v /= POW10[frac];
     *out = neg ? -v : v;
@@ -696,4 +733,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kineto_scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    check_extended();
+    return PyModule_Create(&module);
+}
