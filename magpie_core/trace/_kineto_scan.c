@@ -70,6 +70,7 @@ typedef struct {
     int32_t *ids;
     size_t cap, n;
     PyObject *values; /* list: local id -> Python value */
+    size_t last;      /* slot of the last token found: consecutive events often repeat it (cat, ph, pid, tid) */
 } Table;
 
 /* a cheap hash (length, and 8 bytes at each end and the middle): collisions only cost a memcmp */
@@ -96,6 +97,7 @@ static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
 static int table_init(Table *t) {
     t->cap = 1024;
     t->n = 0;
+    t->last = 0;
     t->keys = calloc(t->cap, sizeof(*t->keys));
     t->lens = calloc(t->cap, sizeof(*t->lens));
     t->ids = calloc(t->cap, sizeof(*t->ids));
@@ -159,9 +161,10 @@ static inline int same_bytes(const unsigned char *a, const unsigned char *b, Py_
 
 /* local id of a token; -1 with s->fail set on error */
 static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, int kind, int has_esc) {
+    if (t->keys[t->last] && t->lens[t->last] == n && same_bytes(t->keys[t->last], a, n)) return t->ids[t->last];
     size_t j = hash_bytes(a, n) & (t->cap - 1);
     while (t->keys[j]) {
-        if (t->lens[j] == n && same_bytes(t->keys[j], a, n)) return t->ids[j];
+        if (t->lens[j] == n && same_bytes(t->keys[j], a, n)) return t->ids[t->last = j];
         j = (j + 1) & (t->cap - 1);
     }
     unsigned char *own = malloc(n ? n : 1);
@@ -183,7 +186,7 @@ static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, i
     }
     Py_DECREF(v);
     int32_t id = (int32_t)t->n++;
-    t->keys[j] = own, t->lens[j] = n, t->ids[j] = id;
+    t->keys[j] = own, t->lens[j] = n, t->ids[j] = id, t->last = j;
     if (t->n * 2 > t->cap && table_grow(t) < 0) {
         s->fail = 1;
         return -1;
@@ -203,11 +206,9 @@ static inline int hexval(unsigned char c) {
     return -1;
 }
 
-/* a string at s->p (its opening quote); sets *esc when it holds an escape. Checks escapes (lone
- * surrogates fail), control characters and UTF-8. */
-static int string(Scan *s, int *esc) {
-    const unsigned char *p = s->p + 1, *end = s->end;
-    *esc = 0;
+/* the rest of a string from p (the bytes before p are plain ASCII): see string() */
+static int string_rest(Scan *s, int *esc, const unsigned char *p) {
+    const unsigned char *end = s->end;
     for (;;) {
 #ifdef __SSE2__
         /* 16 bytes at a time up to the first quote, backslash, control or non-ASCII byte (signed < 0x20) */
@@ -281,6 +282,29 @@ static int string(Scan *s, int *esc) {
             return s->fail = 1, -1;
         p += n + 1;
     }
+}
+
+/* a string at s->p (its opening quote); sets *esc when it holds an escape. Checks escapes (lone
+ * surrogates fail), control characters and UTF-8. Inline: most strings (keys, names) are plain ASCII
+ * shorter than 16 bytes, read by one SSE2 step here; anything else goes on in string_rest(). */
+static inline int string(Scan *s, int *esc) {
+    const unsigned char *p = s->p + 1;
+    *esc = 0;
+#ifdef __SSE2__
+    if (s->end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                                 _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+        int bits = _mm_movemask_epi8(m);
+        if (!bits) return string_rest(s, esc, p + 16);
+        p += __builtin_ctz(bits);
+        if (*p == '"') {
+            s->p = p + 1;
+            return 0;
+        }
+    }
+#endif
+    return string_rest(s, esc, p);
 }
 
 /* a number at s->p; *is_int when it has no fraction or exponent */
