@@ -428,42 +428,51 @@ static int wide_float(uint64_t d, int frac, int neg, double *out) {
 static int wide_float(uint64_t d, int frac, int neg, double *out) { return 0; }
 #endif
 
-/* Clinger's fast path: digits d (< 2**53) and a power of ten 10**k (|k| <= 22) are both exact doubles, so one
- * multiplication or division rounds correctly (the same double strtod and msgspec give). 0 when not exact. */
-static int fast_float(const unsigned char *a, const unsigned char *z, double *out) {
-    const unsigned char *p = a;
-    int neg = 0;
-    if (*p == '-') neg = 1, p++;
-    uint64_t d = 0;
-    int digits = 0, frac = 0;
-    for (; p < z && *p >= '0' && *p <= '9'; p++) {
-        d = d * 10 + (*p - '0');
-        if (d) digits++;
-    }
-    if (p < z && *p == '.') {
-        for (p++; p < z && *p >= '0' && *p <= '9'; p++) {
+/* A number where a float belongs, read and checked in one pass. Clinger's fast path: digits d (< 2**53) and a power
+ * of ten 10**k (|k| <= 22) are both exact doubles, so one multiplication or division rounds correctly (the same double
+ * strtod and msgspec give); longer mantissas go to wide_float(), exponents and anything else to strtod. */
+static int read_float(Scan *s, double *out) {
+    const unsigned char *a = s->p, *p = a, *end = s->end;
+    int neg = 0, is_int = 1, digits = 0, frac = 0;
+    uint64_t d = 0; /* wraps past 19 significant digits: then unused */
+    if (p < end && *p == '-') neg = 1, p++;
+    if (p >= end) return s->fail = 1, -1;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        for (; p < end && *p >= '0' && *p <= '9'; p++) d = d * 10 + (*p - '0'), digits++;
+    } else return s->fail = 1, -1;
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
+        for (; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
             d = d * 10 + (*p - '0');
-            frac++;
-            if (d) digits++;
+            if (d) digits++; /* leading zeros of the fraction are not significant */
         }
     }
-    if (p != z || digits > 19) return 0; /* exponents, longer mantissas: strtod */
-    if (d > (1ULL << 53) || frac > 22) return wide_float(d, frac, neg, out);
-    double v = (double)d;
-    if (frac) v /= POW10[frac];
-    *out = neg ? -v : v;
-    return 1;
-}
-
-static int read_float(Scan *s, double *out) {
-    const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    Py_ssize_t n = s->p - a;
-    if (fast_float(a, s->p, out)) {
-        if (*out == 0) *out = is_int ? 0.0 : *out; /* the integer -0 is 0; the float -0.0 stays */
-        return 0;
+    int has_exp = p < end && (*p == 'e' || *p == 'E');
+    if (has_exp) {
+        is_int = 0;
+        const unsigned char *q = p + 1;
+        if (q < end && (*q == '+' || *q == '-')) q++;
+        if (q >= end || *q < '0' || *q > '9') return s->fail = 1, -1;
+        while (q < end && *q >= '0' && *q <= '9') q++;
+        p = q;
     }
+    s->p = p;
+    if (!has_exp && digits <= 19) {
+        int ok = 1;
+        if (d <= (1ULL << 53) && frac <= 22) {
+            double v = (double)d;
+            if (frac) v /= POW10[frac];
+            *out = neg ? -v : v;
+        } else ok = wide_float(d, frac, neg, out);
+        if (ok) {
+            if (*out == 0) *out = is_int ? 0.0 : *out; /* the integer -0 is 0; the float -0.0 stays */
+            return 0;
+        }
+    }
+    Py_ssize_t n = p - a;
     char tmp[64];
     if (n >= (Py_ssize_t)sizeof(tmp)) return s->fail = 1, -1;
     memcpy(tmp, a, n);
