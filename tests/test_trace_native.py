@@ -451,11 +451,12 @@ def test_timestamp_numbers_read_bit_for_bit() -> None:
     from magpie_core.trace.loader import LIST_DECODER
 
     rng = random.Random(23)
-    texts = [f"{rng.randint(10**12, 10**13)}.{rng.randint(0, 10**k - 1):0{k}d}" for k in range(1, 7) for _ in range(3000)]
+    micros = [rng.randint(10**12, 10**13) for _ in range(3000)]
+    texts = [f"{m}.{rng.randint(0, 10**k - 1):0{k}d}" for k in range(1, 7) for m in micros]
     texts += _near_midpoints(rng, 3000)
     texts += [f"{s}0{f}{e}" for s in ("", "-") for f in ("", ".0", ".000") for e in ("", "e5", "E-3", "e+400")]
     texts += [("-" if rng.random() < 0.3 else "") + t for t in texts[:2000]]
-    piece = ("[" + ",".join('{"ts":%s,"dur":%s}' % (t, t) for t in texts) + "]").encode()
+    piece = ("[" + ",".join(f'{{"ts":{t},"dur":{t}}}' for t in texts) + "]").encode()
     want = LIST_DECODER.decode(piece)
     got = _kineto_scan.scan(piece, native._UNESCAPE)
     assert got is not None

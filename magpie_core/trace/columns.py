@@ -1025,21 +1025,29 @@ def stream_events(
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
+#: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes
+SCANNER_CHUNK_BYTES = 2 << 20
+
+
 def stream_table(
     path: Path,
     selected: Mapping[str, bool] | Callable[[str], bool],
     *,
     part: tuple[int, int] = (0, 1),
-    chunk_bytes: int = 1 << 20,
+    chunk_bytes: int | None = None,
     block_bytes: int = BLOCK_BYTES,
 ) -> EventTable:
     """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
-    :func:`merge_tables` joins the parts of one file."""
+    :func:`merge_tables` joins the parts of one file. ``chunk_bytes``: piece size (default: 2 MiB with the compiled
+    reader, whose per-piece cost is all in the builder's per-piece numpy work, 1 MiB for msgspec)."""
     from magpie_core.trace.native import scanner
 
+    scan = scanner()
+    if chunk_bytes is None:
+        chunk_bytes = SCANNER_CHUNK_BYTES if scan is not None else 1 << 20
     builder = TableBuilder(selected)
     got = stream_events(
-        path, builder.add_any, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes, scanner=scanner()
+        path, builder.add_any, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes, scanner=scan
     )
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None
