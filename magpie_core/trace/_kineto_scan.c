@@ -1,10 +1,11 @@
 /* One-pass reader of a plain-JSON Kineto trace into per-event columns (optional; see columns.py).
  *
- * scan(buf, unescape) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
+ * scan(buf, unescape[, state]) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
  * event array, writes the fields magpie's ``Event`` struct decodes (ph, cat, name, pid, tid, ts, dur, id,
  * args: External id, correlation, device, stream, Input Dims) into columns, without building a Python
  * object per event: strings and ids are interned per distinct raw token (a Python object is made once per
- * distinct value). Everything else is skipped after being checked.
+ * distinct value; with a state list, once per file: the tables and column buffers live from piece to piece).
+ * Everything else is skipped after being checked.
  *
  * It returns None ("not handled": the msgspec path then runs and gives today's results and errors) on
  * anything it is not sure to read exactly as msgspec does: invalid JSON or UTF-8, a field of another type,
