@@ -72,7 +72,9 @@ SMALL_TRACE = ROOT / "tests" / "data" / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-C
 
 
 def probe(python: str, path: Path, repeat: int) -> dict[str, float]:
-    out = subprocess.run([python, "-c", PROBE, str(path), str(repeat)], capture_output=True, text=True, check=True)
+    # -P: no current directory on sys.path, so each Python imports its own install's magpie, not this checkout's
+    argv = [python, "-P", "-c", PROBE, str(path), str(repeat)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
