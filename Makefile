@@ -15,7 +15,7 @@ DEMO_OUT ?= magpie_runs/demo
 setup: $(STAMP)
 
 # setup.py and the C source: an editable install compiles the trace reader once, so a change to it reinstalls
-$(STAMP): pyproject.toml setup.py magpie_core/trace/_kineto_scan.c constraints.txt $(PLUGIN_PYPROJECTS)
+$(STAMP): pyproject.toml setup.py magpie_core/trace/_kineto_scan.c magpie_core/trace/_kineto_kept.c constraints.txt $(PLUGIN_PYPROJECTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')

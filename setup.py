@@ -12,6 +12,14 @@ setup(
             ["magpie_core/trace/_kineto_scan.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        # the same tokenizer (it includes _kineto_scan.c), building a sink's own event objects for the kept events
+        Extension(
+            "magpie_core.trace._kineto_kept",
+            ["magpie_core/trace/_kineto_kept.c"],
+            depends=["magpie_core/trace/_kineto_scan.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -12,6 +12,9 @@ A serving benchmark's numbers move from run to run far more than its per-request
   change is called only when it dwarfs the metric's default noise floor (:data:`NOISE_FLOOR`),
   and the reason says how many repeats would settle it.
 * NOT COMPARABLE when the two runs measured different workloads (:func:`fingerprint_differences`).
+* no IMPROVED / REGRESSED (WITHIN NOISE, with the reason) when the measurement itself is confounded:
+  both runs loaded one server at the same time (:func:`shared_server_reason`), or they ran at
+  different times on an overloaded host (:func:`busy_host_reason`).
 
 Engine-neutral: the inputs are magpie's own metric dicts (``magpie_core.loadgen.metrics``).
 """
@@ -383,10 +386,10 @@ def compare_reports(
         metrics = [m.model_copy(update={"verdict": E2EVerdict.NOT_COMPARABLE, "reason": reasons[0]}) for m in metrics]
     elif reasons:
         reasons = [f"compared anyway (--allow-different-workload): {r}" for r in reasons]
-    busy = busy_host_reason(base, new) if comparable else None
-    if busy:
-        metrics = [_cap(m, busy) for m in metrics]
-        reasons.append(busy)
+    confounded = (shared_server_reason(base, new) or busy_host_reason(base, new)) if comparable else None
+    if confounded:
+        metrics = [_cap(m, confounded) for m in metrics]
+        reasons.append(confounded)
     return E2EComparison(
         base=base_name,
         new=new_name,
@@ -411,6 +414,28 @@ def _hosts(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [r["host"] for r in points[idx].get("repeats") or [] if isinstance(r, dict) and r.get("host")]
 
 
+def _overlap(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """Whether two runs' repeats were measured during overlapping wall-clock windows."""
+    a_start, a_end = min(h["start"] for h in a), max(h["end"] for h in a)
+    b_start, b_end = min(h["start"] for h in b), max(h["end"] for h in b)
+    return a_start < b_end and b_start < a_end
+
+
+def shared_server_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why no verdict can be trusted: both runs sent their load to one server at the same time, so each run's
+    requests were the other's load, and which run's requests the server batched first can decide any
+    difference (an A/A pair run this way on the vLLM CPU server here was once called IMPROVED)."""
+    a, b = _hosts(base), _hosts(new)
+    url = base.get("base_url")
+    if not a or not b or not url or url != new.get("base_url") or not _overlap(a, b):
+        return None
+    return (
+        f"both runs loaded one server ({url}) at the same time: each run's requests were the other's load, so "
+        "the server's scheduling, not the change, may explain any difference; run them one after the other, or "
+        "each against its own server"
+    )
+
+
 def busy_host_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
     """Why no verdict can be trusted: the host was overloaded and the two runs were measured at different
     times (their repeats did not overlap), so a change of the machine's load can explain any difference."""
@@ -420,16 +445,14 @@ def busy_host_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
     loads = [(h.get("load_avg_1m") or 0.0) / max(h.get("cpus") or 1, 1) for h in a + b]
     if max(loads) <= BUSY_LOAD_PER_CPU:
         return None
-    a_start, a_end = min(h["start"] for h in a), max(h["end"] for h in a)
-    b_start, b_end = min(h["start"] for h in b), max(h["end"] for h in b)
-    overlap = a_start < b_end and b_start < a_end
-    if overlap:
+    if _overlap(a, b):
         return None  # measured at the same time: the load hit both runs alike
     worst = max(a + b, key=lambda h: (h.get("load_avg_1m") or 0.0) / max(h.get("cpus") or 1, 1))
     return (
         f"the host was overloaded (load average {worst.get('load_avg_1m'):.1f} on {worst.get('cpus')} CPUs) and the "
         "runs were measured at different times: the machine's load may explain any difference (identical runs "
-        "have differed by up to 3.2x under such load); re-run on a quiet machine, or run both at the same time"
+        "have differed by up to 3.2x under such load); re-run on a quiet machine, or run both at the same time, "
+        "each against its own server"
     )
 
 

@@ -53,6 +53,37 @@ def test_single_repeat_needs_an_effect_that_dwarfs_the_floor() -> None:
     assert repeats_needed(0.05, 0.10) is not None and repeats_needed(0.05, 0.0001) is None
 
 
+def _report(values: list[float], start: float, *, url: str, load: float = 0.1) -> dict:
+    """A benchmark_report.json with one load point whose repeats measured ``values`` (output tok/s) from ``start``."""
+    repeats = [
+        {
+            "metrics": {"completed": 8, "output_throughput": v},
+            "host": {"start": start + 10 * i, "end": start + 10 * i + 9, "load_avg_1m": load, "cpus": 2},
+        }
+        for i, v in enumerate(values)
+    ]
+    return {"base_url": url, "summary_point": 0, "points": [{"repeats": repeats}], "fingerprint": {"workload": {}}}
+
+
+def test_no_verdict_when_the_runs_shared_a_server_or_an_overloaded_host() -> None:
+    # a difference far beyond the noise: called when the runs were apart on a quiet host, or on their own servers
+    base, new = [100.0, 101.0, 99.0], [150.0, 151.0, 149.0]
+    apart = compare_reports(_report(base, 0, url="http://a"), _report(new, 100, url="http://a"))
+    assert apart.verdict == E2EVerdict.IMPROVED
+    own_servers = compare_reports(_report(base, 0, url="http://a"), _report(new, 5, url="http://b"))
+    assert own_servers.verdict == E2EVerdict.IMPROVED
+    # both loaded one server at the same time: each run was the other's load
+    shared = compare_reports(_report(base, 0, url="http://a"), _report(new, 5, url="http://a"))
+    assert shared.verdict == E2EVerdict.WITHIN_NOISE and "one server (http://a) at the same time" in shared.reasons[0]
+    assert all("not called" in m.reason for m in shared.metrics)
+    # apart in time on an overloaded host: the load moving between the runs can explain it
+    busy = compare_reports(_report(base, 0, url="http://a", load=6.0), _report(new, 100, url="http://b"))
+    assert busy.verdict == E2EVerdict.WITHIN_NOISE and "overloaded" in busy.reasons[0]
+    # at the same time on their own servers, an overloaded host hits both alike: still called
+    together = compare_reports(_report(base, 0, url="http://a", load=6.0), _report(new, 5, url="http://b"))
+    assert together.verdict == E2EVerdict.IMPROVED
+
+
 def test_fingerprint_differences_and_secrets() -> None:
     a = {"workload": {"load": {"points": [1]}, "model": {"id": "m"}}, "system": {"server_args": ["a"]}}
     b = {"workload": {"load": {"points": [2]}, "model": {"id": "m"}}, "system": {"server_args": ["b"]}}

@@ -24,7 +24,9 @@ def test_small_pieces_keep_the_same_events(path: Path, tmp_path: Path, monkeypat
     plain = tmp_path / path.name.removesuffix(".gz")
     plain.write_bytes(gzip.decompress(path.read_bytes()))  # plain JSON: the path that is split into byte ranges
     monkeypatch.setattr(events, "CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr(events, "NATIVE_CHUNK_BYTES", 1 << 20)
     whole = _kept(events.load(plain))
     monkeypatch.setattr(events, "CHUNK_BYTES", 4 << 10)  # smaller than the runs of skipped events
+    monkeypatch.setattr(events, "NATIVE_CHUNK_BYTES", 4 << 10)
     assert _kept(events.load(plain)) == whole
     assert _kept(events.load(plain, workers=2)) == whole

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from operator import attrgetter
@@ -26,6 +27,7 @@ import numpy as np
 from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
+from magpie_core.trace.kept_reader import ARG_INT, ARG_RAW, ARG_STR, KeptPiece, kept_reader
 from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
 from magpie_core.trace.validity import (
     NOT_A_TRACE_NESTED,
@@ -103,6 +105,10 @@ PARTS_PER_WORKER = 3
 #: (benchmarks/trace_shapes.py traces), 1 MiB -> 64 KiB pieces: vLLM 0.38 -> 0.28 s, SGLang 0.33 -> 0.26 s,
 #: H100 0.46 -> 0.35 s, MI300 0.35 -> 0.30 s
 CHUNK_BYTES = 64 << 10
+#: ... and with the compiled reader, which skips those pieces by the same rule in C and whose per-piece cost is
+#: mostly fixed (the Python around each call): 555 MB MI300 trace, decode CPU s, 64 KiB 0.78, 128 KiB 0.64-0.66,
+#: 256 KiB 0.60-0.62, 1 MiB 0.64-0.67; 150 MB vLLM trace 0.22-0.26 for all four
+NATIVE_CHUNK_BYTES = 256 << 10
 #: kept events measured together (:meth:`_Keep.flush`): per 64 KiB piece the numpy calls' fixed cost outweighed
 #: their work, and much larger batches leave the cache before they are measured. Load CPU on the 555 MB MI300
 #: trace, one worker, best of 3 (stream + sort only): per piece 1.140 s, 512: 1.118, 2048: 1.102, 8192: 1.131
@@ -160,8 +166,14 @@ class _Keep:
         self.skipped: SkipCounts = SkipCounts()
         self._measured_to = [0, 0, 0, 0]  # per bucket: how many of its events :meth:`flush` has measured
         self._pending = 0  # events kept since then
+        self._native: list[KeptPiece] = []  # pieces of the compiled reader kept since then (their columns)
 
-    def __call__(self, events: list[Ev]) -> None:
+    def __call__(self, events: list[Ev] | KeptPiece) -> None:
+        if isinstance(events, KeptPiece):
+            self._add_piece(events)
+            return
+        if self._native:  # measure the compiled reader's events from its columns before mixing in decoded ones
+            self.flush()
         self.seen += len(events)
         cpu, gpu, runtime, anns = self.buckets
         before = len(cpu) + len(gpu) + len(runtime) + len(anns)
@@ -189,11 +201,35 @@ class _Keep:
         if self._pending >= FLUSH_EVENTS:
             self.flush()
 
+    def _add_piece(self, piece: KeptPiece) -> None:
+        """A piece read by the compiled reader (:func:`_native_reader`): its events are already sorted into the
+        buckets, with their ts/dur/tid as columns."""
+        self.seen += piece.seen
+        kept = sum(map(len, piece.events))
+        if not kept:
+            return
+        if self._pending and not self._native:  # events decoded by msgspec are measured from their objects first
+            self.flush()
+        for bucket, new in zip(self.buckets, piece.events, strict=True):
+            bucket += new
+        self._native.append(piece)
+        self._pending += kept
+        if self._pending >= FLUSH_EVENTS:
+            self.flush()
+
     def flush(self) -> None:
         """Measure the events kept since the last flush (:meth:`_measured`) and add the new CPU ops' names and
         columns; called every :data:`FLUSH_EVENTS` kept events and once at the end of the stream."""
         sizes = self._measured_to
-        times = [self._measured(bucket, size) for bucket, size in zip(self.buckets, sizes, strict=True)]
+        native, self._native = self._native, []
+        if native:  # the compiled reader's columns of exactly these events
+            cols = [
+                (np.concatenate([p.ts[b] for p in native]), np.concatenate([p.dur[b] for p in native]))
+                for b in range(len(self.buckets))
+            ]
+            times = [self._measured(b, s, c) for b, s, c in zip(self.buckets, sizes, cols, strict=True)]
+        else:
+            times = [self._measured(bucket, size) for bucket, size in zip(self.buckets, sizes, strict=True)]
         cpu = self.buckets[0]
         self._measured_to = [len(b) for b in self.buckets]
         self._pending = 0
@@ -201,25 +237,37 @@ class _Keep:
             new = cpu[sizes[0] :]
             self.cpu_names.update(map(_NAME, new))
             if self.cpu_columns is not None:
-                try:
-                    tid = np.fromiter(map(_TID, new), np.int64, len(new))
-                except (TypeError, ValueError, OverflowError):
-                    self.cpu_columns = None
-                else:
+                tid = None
+                if native and not any(p.tid_is_str[0] for p in native):
+                    tid = np.concatenate([p.tid[0] for p in native])
+                    if len(tid) != len(new):  # some were dropped (no believable ts/dur): read the kept ones'
+                        tid = None
+                if tid is None:
+                    try:
+                        tid = np.fromiter(map(_TID, new), np.int64, len(new))
+                    except (TypeError, ValueError, OverflowError):
+                        self.cpu_columns = None
+                if self.cpu_columns is not None:
                     self.cpu_columns.append((*times[0], tid))
 
-    def _measured(self, bucket: list[Ev], size: int) -> tuple[np.ndarray, np.ndarray]:
+    def _measured(
+        self, bucket: list[Ev], size: int, cols: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``ts`` and ``dur`` of the events this piece added to ``bucket`` (from ``size`` on), once the ones
-        without a believable ``ts``/``dur`` are dropped from it and counted by category and reason."""
+        without a believable ``ts``/``dur`` are dropped from it and counted by category and reason; ``cols``:
+        their ``ts``/``dur`` as read by the compiled reader (NaN for a None ``ts``), else read from the objects."""
         new = bucket[size:]
         n = len(new)
         if not n:
             return np.zeros(0), np.zeros(0)
-        try:
-            ts = np.fromiter(map(_TS, new), np.float64, n)
-        except TypeError:  # an event without ts (None)
-            ts = np.array([math.nan if t is None else t for t in map(_TS, new)], np.float64)
-        dur = np.fromiter(map(_DUR, new), np.float64, n)
+        if cols is not None:
+            ts, dur = cols
+        else:
+            try:
+                ts = np.fromiter(map(_TS, new), np.float64, n)
+            except TypeError:  # an event without ts (None)
+                ts = np.array([math.nan if t is None else t for t in map(_TS, new)], np.float64)
+            dur = np.fromiter(map(_DUR, new), np.float64, n)
         ok = valid_times(ts) & valid_durations(dur)
         if not ok.all():
             bad = np.flatnonzero(~ok)
@@ -242,6 +290,44 @@ class _Keep:
 
 _TS, _DUR, _TID, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("tid"), attrgetter("name")
 
+#: the buckets of :class:`Trace` (cpu_ops, gpu, runtime, annotations) as the compiled reader keeps them
+_BUCKET_CATS = (("cpu_op",), tuple(sorted(GPU_CATS)), tuple(sorted(RUNTIME_CATS)), ("user_annotation",))
+#: :class:`_KeptArgs`'s fields in order: (JSON key, kind)
+_ARG_FIELDS = (
+    ("correlation", ARG_INT),
+    ("kernel", ARG_STR),
+    ("Input Dims", ARG_RAW),
+    ("Input type", ARG_RAW),
+    ("Concrete Inputs", ARG_RAW),
+    ("Input Strides", ARG_RAW),
+)
+
+
+def _native_reader() -> Callable[[Any], KeptPiece | None] | None:
+    """The compiled reader of the kept events (:mod:`magpie_core.trace.kept_reader`): the events of
+    :class:`Trace` as :class:`Ev` / :class:`_KeptArgs` objects, exactly as msgspec decodes them and :class:`_Keep`
+    sorts them (a runtime call needs a correlation id); None when it is off or not built (msgspec decodes)."""
+    return kept_reader(
+        Ev, _KeptArgs, _BUCKET_CATS, _ARG_FIELDS, NO_LIST, need_arg=[None, None, 0, None], skip_categories=SKIPPED_CATS
+    )
+
+
+def _stream(path: Path, keep: _Keep, part: tuple[int, int] = (0, 1)) -> Any:
+    """Stream the file's events (or a byte range of it) into ``keep``: through the compiled reader when it is
+    built (it also skips the pieces of :data:`SKIPPED_CATS` alone, by the same rule), else decoded by msgspec."""
+    from magpie_core.trace.columns import stream_events
+
+    reader = _native_reader()
+    return stream_events(
+        path,
+        keep,
+        decoder=_LIST,
+        part=part,
+        skip_categories=() if reader is not None else SKIPPED_CATS,
+        chunk_bytes=CHUNK_BYTES if reader is None else NATIVE_CHUNK_BYTES,
+        scanner=reader,
+    )
+
 
 def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]:
     """One byte range of a plain-JSON trace: the kept events (by kind), the CPU op columns and names, their
@@ -249,12 +335,8 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]
 
     In a worker process (not ``caller``) the events come back encoded as msgpack: msgspec encodes and decodes
     that several times faster than pickle handles the structs."""
-    from magpie_core.trace.columns import stream_events
-
     keep = _Keep()
-    got = stream_events(
-        Path(path), keep, decoder=_LIST, part=(index, count), skip_categories=SKIPPED_CATS, chunk_bytes=CHUNK_BYTES
-    )
+    got = _stream(Path(path), keep, (index, count))
     keep.seen += got.skipped_events
     keep.flush()
     buckets = keep.buckets if os.getpid() == caller else _ENCODE(keep.buckets)
@@ -263,18 +345,21 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]
 
 def load(path: Path | str, workers: int = 1) -> Trace:
     """Decode one trace, keeping the events the analyses read; a broken file raises :class:`TraceLoadError`
-    naming the file. A large plain-JSON file is decoded in ``workers`` byte ranges in parallel
-    (:mod:`magpie_core.fanout`); anything the streaming decoder cannot handle is decoded whole instead."""
+    naming the file. Without the compiled reader, a large plain-JSON file is decoded in ``workers`` byte ranges in
+    parallel (:mod:`magpie_core.fanout`); anything the streaming decoder cannot handle is decoded whole instead."""
     import gc
 
     from magpie_core.fanout import run_tasks
-    from magpie_core.trace.columns import FallBack, part_count, stream_events
+    from magpie_core.trace.columns import FallBack, part_count
 
     path = Path(path)
     gc_was = gc.isenabled()
     gc.disable()  # millions of short-lived, acyclic objects
     try:
-        count = part_count(path, workers, PARTS_PER_WORKER)
+        # with the compiled reader one process reads the file for less CPU than two: its pass is cheaper than
+        # the msgpack round trip of a worker's kept events (555 MB MI300 trace, CPU s of all processes, load ~9:
+        # 1 process 0.80-1.00, 2 processes 1.36-1.40, and no faster in wall time on this 2-core machine)
+        count = part_count(path, workers, PARTS_PER_WORKER) if _native_reader() is None else 1
         if count > 1:
             tasks = [(load_part, (str(path), i, count, os.getpid())) for i in range(count)]
             parts = run_tasks(tasks, workers)
@@ -294,7 +379,7 @@ def load(path: Path | str, workers: int = 1) -> Trace:
                 return _trace(path, keep, parts[-1][-1], path.stat().st_size)
         keep = _Keep()
         try:
-            got = stream_events(path, keep, decoder=_LIST, skip_categories=SKIPPED_CATS, chunk_bytes=CHUNK_BYTES)
+            got = _stream(path, keep)
             keep.seen += got.skipped_events
             keep.flush()
         except FallBack:

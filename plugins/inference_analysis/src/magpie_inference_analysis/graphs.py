@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from magpie_core.trace.columns import Interner
+from magpie_core.trace.kept_reader import enclosing_chains
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import parse_capture
 
@@ -67,6 +68,9 @@ def op_chains(
     swept = np.concatenate((_enclosing_calls(ts, dur, tid, n_ops, swept[swept < n_ops]), swept[swept >= n_ops]))
     kind = (swept >= n_ops).astype(np.int8)
     order = swept[np.lexsort((kind, -dur[swept], ts[swept], tid[swept]))]
+    native = enclosing_chains(order, ts, ts + dur, tid, n_ops, len(calls))
+    if native is not None:  # the compiled sweep (magpie_core.trace.kept_reader): the same stack, in C
+        return native
     out: list[tuple[int, ...]] = [()] * len(calls)
     ends_all = (ts + dur).tolist()
     ts_l = ts.tolist()
