@@ -24,7 +24,7 @@ import importlib
 import importlib.metadata as md
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import CodeType, ModuleType, TracebackType
@@ -167,6 +167,10 @@ class PluginManager:
             self._ensure(kind)
         return self._plugins
 
+    def loaded_of(self, distribution: str) -> list[str]:
+        """The names of the loaded plugins of ``distribution`` (collects no component, unlike :attr:`plugins`)."""
+        return [i.name for i in self._plugins.values() if i.distribution == distribution and i.status == "loaded"]
+
     # -- discovery -----------------------------------------------------------
 
     def _load_defaults(self) -> None:
@@ -256,15 +260,24 @@ class PluginManager:
 
     # -- hook calls ------------------------------------------------------------
 
-    def call(self, hook_name: str, make_kwargs: Callable[[], dict[str, Any]], *, fatal: bool = True) -> Any:
+    def call(
+        self,
+        hook_name: str,
+        make_kwargs: Callable[[], dict[str, Any]],
+        *,
+        fatal: bool = True,
+        only: Collection[str] | None = None,
+    ) -> Any:
         """Call ``pm.hook.<hook_name>(**make_kwargs())`` so that one raising plugin fails alone.
+
+        ``only``: ask just the plugins of these names (the others are left out as if skipped).
 
         The plugin whose implementation raised is found in the traceback. With ``fatal`` it is
         marked failed and unregistered (a plugin that cannot register is not half-installed);
         without, it is only warned about and skipped for this call. The call is then repeated,
         with fresh arguments, without it. Errors outside any plugin propagate.
         """
-        skipped: list[object] = []
+        skipped = [p for name, p in self.pm.list_name_plugin() if only is not None and name not in only]
         while True:
             caller = getattr(self.pm.hook, hook_name)
             if skipped:

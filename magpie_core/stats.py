@@ -124,6 +124,8 @@ class Speedup:
     ci_high: float
     verdict: Verdict
     reason: str = ""
+    #: paired only: the share of blocks in which one side was stalled (:func:`desynchronised_blocks`)
+    desynchronised: float = 0.0
 
 
 def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: float = 0.0) -> tuple[Verdict, str]:
@@ -250,6 +252,33 @@ def _betainc(a: float, b: float, x: float) -> float:
     return front * result / a
 
 
+#: a block whose paired ratio is this many times away from the ratio of the two sides' fastest blocks had
+#: one side stalled on its own: on an overloaded CPU a launch waits whole scheduler time slices (block
+#: medians jump ~9x at a time: 0.18, 1.7, 15 ms for a 0.18 ms matmul), a state that persists per process
+#: across adjacent blocks. Load both sides share moves both and stays far below this.
+DESYNC_FACTOR = 3.0
+#: more desynchronised blocks than this share and the interval over blocks is not trusted: those blocks are
+#: neither independent (a process keeps its state) nor about the kernels, so they can carry the median
+MAX_DESYNC_SHARE = 0.2
+
+
+def desynchronised_blocks(
+    baseline_blocks: Sequence[float], candidate_blocks: Sequence[float], factor: float = DESYNC_FACTOR
+) -> np.ndarray:
+    """Which blocks had one side stalled on its own: a mask, True where the block's ratio is more than
+    ``factor`` away from the ratio of the two sides' fastest blocks.
+
+    A block time can be inflated by the machine without limit but never made shorter than the work, so
+    each side's fastest block is the closest to its own cost and their ratio is the reference a block's
+    ratio should stay near. Load that slows both sides of a block moves both and cancels here as in the
+    interval; a true difference of any size is in the reference, so it never counts as a stall.
+    """
+    base = np.asarray(baseline_blocks, dtype=float)
+    cand = np.asarray(candidate_blocks, dtype=float)
+    reference = math.log(float(base.min()) / float(cand.min()))
+    return np.abs(np.log(base / cand) - reference) > math.log(factor)
+
+
 def paired_speedup(
     baseline_blocks: Sequence[float],
     candidate_blocks: Sequence[float],
@@ -262,7 +291,9 @@ def paired_speedup(
 
     Block ``b`` of both lists was taken in the same short window, so a change of machine load
     between windows moves both and cancels in the ratio; the interval is over blocks, so load
-    that hits one side of a block unevenly widens it instead of biasing the answer.
+    that hits one side of a block unevenly widens it instead of biasing the answer. That needs the
+    blocks to be independent: when more than :data:`MAX_DESYNC_SHARE` of them had one side stalled
+    on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE whatever the interval says.
     """
     base = np.asarray(baseline_blocks, dtype=float)
     cand = np.asarray(candidate_blocks, dtype=float)
@@ -272,5 +303,18 @@ def paired_speedup(
     point, low, high = math.exp(centre), math.exp(lo), math.exp(hi)
     if len(base) < 2:
         return Speedup(point, low, high, Verdict.UNSTABLE, f"{len(base)} block(s): no interval")
+    stalled = desynchronised_blocks(base, cand)
+    share = float(stalled.mean())
+    if share > MAX_DESYNC_SHARE:
+        return Speedup(point, low, high, Verdict.UNSTABLE, desync_reason(int(stalled.sum()), len(base)), share)
     verdict, reason = decide(point, low, high, min_effect, noise_floor)
-    return Speedup(point, low, high, verdict, reason)
+    return Speedup(point, low, high, verdict, reason, share)
+
+
+def desync_reason(stalled: int, blocks: int) -> str:
+    """Why blocks with one side stalled on its own leave no verdict (shared by the A/A check's message)."""
+    return (
+        f"in {stalled} of {blocks} blocks one side was stalled on its own (its ratio {DESYNC_FACTOR:g}x or more "
+        "away from that of the two sides' fastest blocks): the CPU is overloaded and the scheduler's time slices, "
+        "not the kernels, set those times; too noisy to decide (a quieter machine)"
+    )

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -47,6 +45,8 @@ class Workspace:
         return folder
 
     def snapshot_config(self, data: dict[str, Any], name: str = "config.yaml") -> Path:
+        import yaml  # here: runs that write no config snapshot (``magpie gap``) start without it
+
         target = self.path / name
         target.write_text(yaml.safe_dump(data, sort_keys=False))
         return target

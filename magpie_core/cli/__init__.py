@@ -1,32 +1,32 @@
 """The ``magpie`` command line.
 
 The shell (global options, exit codes: :mod:`magpie_core.cli.app`) and the core's own commands
-(``analyze``, ``compare``, ``benchmark``, ``plugins``, ``gpu-info``) live here, a module each;
-every other command comes from a plugin through ``magpie_register_commands``.
+(``analyze``, ``compare``, ``benchmark``, ``plugins``, ``gpu-info``) live here, a module each, imported only
+when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin through
+``magpie_register_commands``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from magpie_core.cli import (  # noqa: F401  (importing registers the commands)
-    benchmark,
-    gpu_info,
-    kernels,
-    plugins_cmd,
-)
 from magpie_core.cli.app import EXIT_USAGE, app, err_console
 
 __all__ = ["app", "run"]
 
+#: core commands that need no plugin command registered (``plugins`` lists the commands each plugin adds)
+_WITHOUT_PLUGIN_COMMANDS = frozenset({"analyze", "benchmark", "compare", "gpu-info"})
+
 
 def run(argv: list[str] | None = None) -> None:
     from magpie_core.cli.argv import expand_multi_value_options
-    from magpie_core.cli.commands import add_plugin_commands, missing_plugin_message
+    from magpie_core.cli.commands import add_plugin_commands, command_word, missing_plugin_message
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        add_plugin_commands(app)
+        word = command_word(args)
+        if word not in _WITHOUT_PLUGIN_COMMANDS:
+            add_plugin_commands(app, word=word)
         missing = missing_plugin_message(app, args)
         if missing:
             err_console.print(f"[red]error:[/red] {missing}", soft_wrap=True)
@@ -37,9 +37,8 @@ def run(argv: list[str] | None = None) -> None:
 
 
 def _uncaught(exc: Exception, args: list[str]) -> int:
-    from rich.markup import escape
-
     from magpie_core.cli import failures
+    from magpie_core.cli.app import escape
 
     if isinstance(exc, OSError):
         err_console.print(f"[red]error:[/red] {escape(failures.describe_os_error(exc))}", soft_wrap=True)

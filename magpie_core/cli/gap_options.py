@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from magpie_core.cli.argv import split_list
-from magpie_core.config.loader import validate
+from magpie_core.config.validation import validate
 
 if TYPE_CHECKING:  # imported where used: building the config models costs every command ~0.07 s at start-up
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_core.config.gap import GapAnalysisConfig
 
 __all__ = ["GapFlags", "gap_config_from_flags"]
 
@@ -64,7 +64,7 @@ def gap_config_from_flags(
         data["ignore_categories"] = split_list(ignore_categories)
     if kernel_source_repos is not None:
         data["kernel_source_repos"] = split_list(kernel_source_repos)
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_core.config.gap import GapAnalysisConfig
 
     return validate(GapAnalysisConfig, data, "command line")
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 FORMATS = ("table", "csv", "json")
 
@@ -62,6 +61,8 @@ def print_rows(
             )
         )
         return
+    from rich.table import Table  # here: CSV and JSON output never load rich
+
     table = Table(*columns, title=title)
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
+    from magpie_core.config.errors import ConfigError, ConfigErrors
     from magpie_core.config.framework import FrameworkConfig
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-    from magpie_core.config.loader import ConfigError, ConfigErrors, load_config, load_yaml, validate
+    from magpie_core.config.loader import load_config, load_yaml
+    from magpie_core.config.validation import validate
 
 _WHERE = {
     "BenchmarkConfig": "benchmark",
@@ -20,11 +22,11 @@ _WHERE = {
     "FrameworkConfig": "framework",
     "KernelConfig": "kernel",
     "KernelConfigFile": "kernel",
-    "ConfigError": "loader",
-    "ConfigErrors": "loader",
+    "ConfigError": "errors",
+    "ConfigErrors": "errors",
     "load_config": "loader",
     "load_yaml": "loader",
-    "validate": "loader",
+    "validate": "validation",
 }
 
 __all__ = [

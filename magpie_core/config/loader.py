@@ -6,54 +6,21 @@ pydantic can be reported as ``file:line: key.path: problem``.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from magpie_core.compat import warn_unimplemented
 from magpie_core.config import safe_yaml
-from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
+from magpie_core.config.errors import ConfigError, ConfigErrors, Loc, format_loc  # noqa: F401  (re-exported)
+from magpie_core.config.validation import model_keys, validate  # noqa: F401  (re-exported)
 
 M = TypeVar("M", bound=BaseModel)
-Loc = tuple[str | int, ...]
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
-class ConfigError(ValueError):
-    """A config file is unreadable or invalid. ``str()`` names file, line and key path."""
-
-    def __init__(self, file: str | Path, problem: str, line: int | None = None, path: Loc = ()) -> None:
-        self.file = str(file)
-        self.line = line
-        self.path = path
-        self.problem = problem
-        super().__init__(self.format())
-
-    def format(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        key = format_loc(self.path)
-        return f"{where}: {key}: {self.problem}" if key else f"{where}: {self.problem}"
-
-
-class ConfigErrors(ValueError):
-    """Several problems in one file, all reported at once."""
-
-    def __init__(self, errors: list[ConfigError]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(e.format() for e in errors))
-
-
-def format_loc(loc: Loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def expand_env(text: str, file: str | Path, line: int | None, path: Loc) -> str:
@@ -168,122 +135,6 @@ def load_yaml(path: str | Path) -> tuple[Any, dict[Loc, int]]:
     except yaml.YAMLError as exc:
         raise ConfigError(path, f"invalid YAML: {' '.join(str(exc).split())}") from None
     return data, lines
-
-
-def _nearest_line(lines: dict[Loc, int], loc: Loc) -> int | None:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
-
-
-def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
-    """The model class that owns the last key of ``loc`` (for "did you mean")."""
-    current: Any = model
-    for part in loc[:-1]:
-        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
-            current = _inner_model(current)
-            if isinstance(part, int):
-                continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        field = _field_by_key(current, str(part))
-        if field is None:
-            return None
-        current = _inner_model(field.annotation)
-    current = _inner_model(current)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _field_by_key(model: type[BaseModel], key: str) -> Any:
-    for name, field in model.model_fields.items():
-        if key in (name, field.alias, field.validation_alias):
-            return field
-    return None
-
-
-def _inner_model(annotation: Any) -> Any:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None if get_origin(annotation) is not None or not isinstance(annotation, type) else annotation
-
-
-def model_keys(model: type[BaseModel]) -> list[str]:
-    keys = []
-    for name, field in model.model_fields.items():
-        keys.append(field.alias or name)
-    return keys
-
-
-def _plugin_block_error(error: dict[str, Any]) -> dict[str, Any]:
-    """A plugin block's error (raised by ``PluginBlocksModel``) located at its own key."""
-    ctx = error.get("ctx") or {}
-    if error["type"] == UNKNOWN_KEY:
-        match = difflib.get_close_matches(ctx["key"], ctx["known"], n=1, cutoff=0.6)
-        msg = f"unknown key {ctx['key']!r}" + (f" (did you mean {match[0]!r}?)" if match else "")
-        return {**error, "loc": (*error["loc"], ctx["key"]), "msg": msg}
-    if error["type"] == BLOCK_ERROR:
-        return {**error, "loc": (*error["loc"], ctx["key"], *ctx["inner"]), "msg": ctx["problem"]}
-    return error
-
-
-def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
-    loc = tuple(error["loc"])
-    if error["type"] in (UNKNOWN_KEY, BLOCK_ERROR):
-        return str(error["msg"])
-    if error["type"] == "extra_forbidden":
-        owner = _model_at(model, loc)
-        key = str(loc[-1])
-        msg = f"unknown key {key!r}"
-        if owner is not None:
-            match = difflib.get_close_matches(key, model_keys(owner), n=1, cutoff=0.6)
-            if match:
-                msg += f" (did you mean {match[0]!r}?)"
-        return msg
-    return str(error["msg"]).removeprefix("Value error, ")
-
-
-def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] | None = None) -> M:
-    """Validate ``data`` against ``model``; errors carry file, line and key path."""
-    from_file = lines is not None
-    lines = lines or {}
-    try:
-        validated = model.model_validate(data)
-    except ValidationError as exc:
-        errors = []
-        for err in map(_plugin_block_error, exc.errors()):
-            loc = _real_loc(data, tuple(err["loc"]))
-            errors.append(ConfigError(file, _problem(model, {**err, "loc": loc}), _nearest_line(lines, loc), loc))
-        unique = {e.format(): e for e in errors}
-        if len(unique) == 1:
-            raise next(iter(unique.values())) from None
-        raise ConfigErrors(list(unique.values())) from None
-    if from_file:
-        warn_unimplemented(model.__name__, data, file, lines)
-    return validated
-
-
-def _real_loc(data: Any, loc: Loc) -> Loc:
-    """Drop pydantic's union and validator tags from ``loc``, keeping the keys the file has.
-
-    A key the data lacks is kept when it is the last thing named (a missing field).
-    """
-    kept: list[str | int] = []
-    current = data
-    for part in loc:
-        if (isinstance(current, dict) and part in current) or (
-            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
-        ):
-            kept.append(part)
-            current = current[part]
-        elif isinstance(current, dict) and isinstance(part, str) and part == loc[-1]:
-            kept.append(part)
-            break
-    return tuple(kept)
 
 
 def load_config(model: type[M], path: str | Path) -> M:

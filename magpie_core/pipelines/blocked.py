@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from magpie_core.stats import Verdict, paired_speedup
+from magpie_core.stats import MAX_DESYNC_SHARE, Verdict, desync_reason, paired_speedup
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 
 #: the key of the baseline's second, independent instance (the A/A worker) in a block
@@ -35,6 +35,11 @@ SLOT_MS = 25.0
 MIN_BLOCKS = 20
 MAX_BLOCKS = 5000
 PRECISION_CHECK_EVERY = 5
+#: the baseline's slowest fifth of blocks (from its 80th percentile, the share of blocks the desynchronised
+#: rule tolerates) this far above its fastest (5th percentile), in %: more than load shared fairly between a
+#: few processes does (a few x), as much as launches waiting whole scheduler time slices do (~9x a step): the
+#: time-slice regime, where a process keeps its stalled state across blocks, so no verdict holds
+MAX_DRIFT_PCT = 400.0
 
 
 @dataclass
@@ -196,7 +201,8 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
     else:
         aa, floor_pct = None, math.nan
     base = np.asarray(result.baseline_blocks())
-    drift_pct = 100 * (float(np.percentile(base, 95) / np.percentile(base, 5)) - 1) if len(base) > 1 else 0.0
+    drift_pct = _drift_pct(base, 95)
+    slow_fifth_pct = _drift_pct(base, 100 * (1 - MAX_DESYNC_SHARE))
     info: dict[str, Any] = {
         "design": "interleaved blocks, paired per-block ratios",
         "blocks": result.block_count,
@@ -206,13 +212,26 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
         "aa_verdict": aa.verdict.value if aa else None,
         "noise_floor_pct": floor_pct,
         "drift_pct": drift_pct,
+        "slow_blocks_drift_pct": slow_fifth_pct,
         "within_slot_spread_pct": 100 * float(np.median(result.spreads)) if result.spreads else None,
+        # blocks where one baseline instance was stalled on its own: the time-slice regime of an overloaded CPU
+        "aa_desynchronised_pct": 100 * aa.desynchronised if aa else None,
         "load_average": [result.load_before, result.load_after],
         "cpus": os.cpu_count(),
-        "unstable": bool(aa and aa.verdict in (Verdict.FASTER, Verdict.SLOWER)),
+        "unstable": bool(
+            slow_fifth_pct > MAX_DRIFT_PCT
+            or (aa and (aa.verdict in (Verdict.FASTER, Verdict.SLOWER) or aa.desynchronised > MAX_DESYNC_SHARE))
+        ),
     }
     info["message"] = _stability_message(info, min_effect)
     return info
+
+
+def _drift_pct(blocks: np.ndarray, upper_percentile: float) -> float:
+    """How much slower the baseline's blocks at ``upper_percentile`` were than its fastest (5th percentile), in %."""
+    if len(blocks) < 2:
+        return 0.0
+    return 100 * (float(np.percentile(blocks, upper_percentile) / np.percentile(blocks, 5)) - 1)
 
 
 def _stability_message(info: dict[str, Any], min_effect: float) -> str:
@@ -222,8 +241,22 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
         else ""
     )
     facts = f"{busy}drift {info['drift_pct']:.0f} %, noise floor {info['noise_floor_pct']:.1f} %"
+    if info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT:
+        return (
+            f"UNSTABLE: the baseline's slowest {MAX_DESYNC_SHARE:.0%} of blocks took "
+            f"{info['slow_blocks_drift_pct'] / 100 + 1:.0f}x or more its fastest ({facts}): "
+            "the CPU is overloaded and launches wait whole scheduler time slices, in a state each process keeps "
+            "across blocks, so the blocks are not independent and no verdict is trusted (a quieter machine)"
+        )
     if info["aa_verdict"] is None:
         return f"no A/A check (the baseline's second instance failed); {facts}"
+    if info["unstable"] and (info["aa_desynchronised_pct"] or 0) > 100 * MAX_DESYNC_SHARE:
+        stalled = round(info["aa_desynchronised_pct"] * info["blocks"] / 100)
+        return (
+            "UNSTABLE: two instances of the baseline timed in the same blocks: "
+            f"{desync_reason(stalled, info['blocks'])} ({facts}); identical work does not measure identical here, "
+            "so no verdict is trusted"
+        )
     if info["unstable"]:
         lo, hi = info["aa_ci95"]
         return (

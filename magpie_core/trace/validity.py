@@ -16,10 +16,12 @@ measured, so every analysis skips them and says how many it skipped, by category
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import numpy as np
+
+if TYPE_CHECKING:  # numpy is imported where the columns are checked: `magpie_core.trace` loads without it
+    import numpy as np
 
 __all__ = [
     "MAX_DUR_US",
@@ -77,6 +79,8 @@ def valid_durations(dur: np.ndarray) -> np.ndarray:
 
 def reasons(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """The :data:`REASONS` code of each event (0: its ``ts`` and ``dur`` are believable)."""
+    import numpy as np
+
     out = np.zeros(len(ts), np.int8)
     out[(dur > MAX_DUR_US) | np.isinf(dur)] = 5
     out[dur < 0.0] = 4
@@ -88,6 +92,8 @@ def reasons(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
 
 def count_skipped(counts: SkipCounts, cats: list[str], cat_ids: np.ndarray, codes: np.ndarray) -> None:
     """Add the skipped events (category ids ``cat_ids``, reason ``codes``, both of skipped events only)."""
+    import numpy as np
+
     pairs, n = np.unique(np.stack([cat_ids.astype(np.int64), codes.astype(np.int64)]), axis=1, return_counts=True)
     for (cid, code), k in zip(pairs.T.tolist(), n.tolist(), strict=True):
         counts[(cats[cid], int(code))] += int(k)

@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 from magpie_core import hookimpl
 from magpie_core.reports import ToolInfo
 from magpie_core.serving.framework import FrameworkBase
-from magpie_core.serving.prometheus import counter_sum
 
 #: default images by GPU arch family (override with docker_image)
 IMAGES = {"nvidia": "vllm/vllm-openai:latest", "amd": "rocm/vllm:latest"}
@@ -52,6 +51,8 @@ class Vllm(FrameworkBase):
 
     def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
         """vLLM's counters of prompt tokens looked up in / found in the prefix cache (V1 engine)."""
+        from magpie_core.serving.prometheus import counter_sum  # here: it imports httpx, and this module loads always
+
         hits = counter_sum(metrics_text, "vllm:prefix_cache_hits")
         queries = counter_sum(metrics_text, "vllm:prefix_cache_queries")
         if hits is None or queries is None:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
-from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, handle_errors
+from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, escape, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder

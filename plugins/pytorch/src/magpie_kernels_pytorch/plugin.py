@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from magpie_core import hookimpl
-from magpie_core.config.kernel import KernelConfig
 from magpie_core.interfaces import Timer
 from magpie_core.reports import EvaluationTask
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 if TYPE_CHECKING:
+    from magpie_core.config.kernel import KernelConfig
     from magpie_kernels_pytorch.harness import HarnessOptions
 
 
@@ -41,6 +41,7 @@ class PyTorchBackend(HarnessBackend):
     }
 
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
+        from magpie_core.config.kernel import KernelConfig  # here: building the kernel models costs every command
         from magpie_kernels_pytorch.harness import HarnessOptions
 
         kernel = KernelConfig.model_validate(task.kernel)

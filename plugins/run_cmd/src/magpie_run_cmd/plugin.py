@@ -30,7 +30,6 @@ from typing import Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import OfflineFramework, OfflineRun
-from magpie_core.pipelines.offline import redact_argv
 from magpie_core.processes import run_command, tail
 from magpie_run_cmd.timings import RESULT_FILE, ResultError, metrics, read_timings, report_blocks, shape_of
 
@@ -97,6 +96,8 @@ class Xdit(OfflineFramework):
             argv = build_argv(config.run_cmd, extra, out_dir, profile=profile)
         except CommandError as exc:
             return OfflineRun([], None, 0.0, log_path, errors=[str(exc)])
+        from magpie_core.pipelines.offline import redact_argv  # here: this module loads with every command
+
         out_dir.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"$ {shlex.join(redact_argv(argv))}\n")
         outcome = run_command(

@@ -1,0 +1,120 @@
+"""What a ``magpie`` command imports before it runs: the guarantee behind its start-up cost.
+
+Timings belong in ``benchmarks/cli_startup.py``; these tests assert the structure that makes start-up cheap,
+which holds on a busy machine too: ``magpie gap`` and ``magpie inference`` import the trace library, their
+own plugin and its report writer (``--help`` not even numpy), and none of the other commands' modules (the
+serving stack with httpx, the benchmark and kernel config models, YAML, the other plugins' command modules);
+a run that prints JSON never imports rich. Each case runs the real CLI (:func:`magpie_core.cli.run`) in a
+fresh interpreter, with every installed plugin discovered through its entry point as for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from magpie_core.cli.commands import FIRST_PARTY_COMMANDS
+from magpie_core.cli.lazy import CORE_COMMANDS
+
+TRACE = Path(__file__).parent / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
+
+#: run the CLI with argv[2:], then write the exit code and every imported module to the file argv[1]
+_PROBE = """
+import json, sys
+from magpie_core.cli import run
+code = 0
+try:
+    run(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+#: modules no trace command needs: other commands, the serving stack, config files, other plugins' commands
+NOT_FOR_TRACES = (
+    "httpx",
+    "yaml",
+    "magpie_core.serving.prometheus",
+    "magpie_core.loadgen",
+    "magpie_core.pipelines.offline",
+    "magpie_core.pipelines.benchmark",
+    "magpie_core.pipelines.kernels",
+    "magpie_core.config.benchmark",
+    "magpie_core.config.kernel",
+    "magpie_core.config.framework",
+    "magpie_core.config.loader",
+    "magpie_core.cli.benchmark",
+    "magpie_core.cli.kernels",
+    "magpie_core.cli.gpu_info",
+    "magpie_core.cli.plugins_cmd",
+    "magpie_targeted_trace.cli",
+    "magpie_loop.cli",
+    "magpie_mcp.command",
+    "magpie_report.cli",
+)
+
+
+def _imported(tmp_path: Path, *argv: str) -> tuple[int, set[str]]:
+    out = tmp_path / "modules.json"
+    subprocess.run(
+        [sys.executable, "-c", _PROBE, str(out), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    result = json.loads(out.read_text())
+    return result["code"], set(result["modules"])
+
+
+def _present(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """The names in ``names`` that are imported (a package counts when any of its modules is)."""
+    return sorted(n for n in names if n in modules or any(m.startswith(n + ".") for m in modules))
+
+
+@pytest.mark.parametrize(
+    ("command", "own"),
+    [("gap", "magpie_gap_analysis.cli"), ("inference", "magpie_inference_analysis.cli")],
+)
+def test_trace_command_help_imports_only_its_own_plugin(tmp_path: Path, command: str, own: str) -> None:
+    code, modules = _imported(tmp_path, command, "--help")
+    assert code == 0
+    assert own in modules
+    other = {"gap": "magpie_inference_analysis.cli", "inference": "magpie_gap_analysis.cli"}[command]
+    assert _present(modules, (*NOT_FOR_TRACES, other, "numpy")) == []  # help reads no trace
+
+
+def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
+    code, modules = _imported(tmp_path, "-w", "1", "-o", str(tmp_path), "gap", str(TRACE), "--json", "--no-rank-csv")
+    assert code == 0
+    assert "magpie_gap_analysis.pipeline" in modules and "magpie_core.trace.columns" in modules
+    assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_inference_analysis.cli")) == []
+
+
+def test_inference_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
+    code, modules = _imported(tmp_path, "-o", str(tmp_path), "inference", str(TRACE), "--format", "json")
+    assert code == 0
+    assert "magpie_inference_analysis.cli" in modules
+    assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_gap_analysis.cli")) == []
+
+
+def test_core_command_imports_no_plugin_command_module(tmp_path: Path) -> None:
+    code, modules = _imported(tmp_path, "analyze", "--help")
+    assert code == 0
+    assert "magpie_core.cli.kernels" in modules
+    plugin_commands = ("magpie_gap_analysis.cli", "magpie_inference_analysis.cli", *NOT_FOR_TRACES[-4:])
+    assert _present(modules, (*plugin_commands, "httpx", "magpie_core.cli.benchmark")) == []
+
+
+def test_root_help_lists_every_command(run_magpie) -> None:
+    result = run_magpie(["--help"], env={"COLUMNS": "200"})
+    assert result.returncode == 0
+    listed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
+    assert set(CORE_COMMANDS) | set(FIRST_PARTY_COMMANDS) <= listed
+
+
+def test_unknown_command_still_gets_a_suggestion_from_lazy_commands(run_magpie) -> None:
+    result = run_magpie(["anlyze"])
+    assert result.returncode == 2
+    assert "Did you mean 'analyze'?" in result.stderr

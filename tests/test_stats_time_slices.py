@@ -1,0 +1,106 @@
+"""Verdicts on an overloaded CPU: block medians at scheduler time slices must never give a confident verdict.
+
+The block medians below are real (µs per launch of a 256x256 matmul, 2-core machine, 3 extra spinning
+processes plus the test's injected load, benchmarks/verdict_time_slices_probe.py): each process sits in
+a state — 0.18, ~4, ~40 or ~120 ms per launch — that persists over adjacent blocks, so the blocks are not
+independent and the sign-test interval is too narrow. With the rule before this test, ``single_again``
+(identical work) came out SLOWER 0.094x, 95 % CI 0.052-0.987, past a noise floor of 756 %.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from magpie_core.pipelines.blocked import AA, MAX_DRIFT_PCT, BlockedTiming, stability
+from magpie_core.pipelines.compare import noise_floor
+from magpie_core.stats import MAX_DESYNC_SHARE, Verdict, decide, desynchronised_blocks, log_ratio_ci, paired_speedup
+
+SINGLE = [22993, 230, 3736, 240, 219, 195, 206, 39005, 3207, 207, 216, 44502, 25035, 229, 185, 183, 182, 184, 179, 179]
+AA_SINGLE = [19996, 35989, 31963, 188, 192, 229, 187, 190, 173, 173, 187, 39689, 38761, 32025, 173, 172, 31975, 27983,
+             39981, 172]  # fmt: skip
+SINGLE_AGAIN = [4417, 244, 226, 215, 232, 219, 3798, 40396, 42393, 40539, 37194, 45597, 37736, 40042, 4185, 1823, 204,
+                34397, 29596, 34395]  # fmt: skip
+
+
+def test_real_time_slice_blocks_gave_a_confident_wrong_verdict_and_now_give_none():
+    base = np.sqrt(np.asarray(SINGLE) * np.asarray(AA_SINGLE))
+    # the interval alone (the old rule): confidently SLOWER for identical work
+    centre, lo, hi = (np.exp(x) for x in log_ratio_ci(np.log(base / np.asarray(SINGLE_AGAIN))))
+    assert decide(centre, lo, hi, 0.25, noise_floor=7.555)[0] == Verdict.SLOWER
+    s = paired_speedup(base, SINGLE_AGAIN, min_effect=0.25, noise_floor=7.555)
+    assert s.verdict == Verdict.UNSTABLE and "stalled on its own" in s.reason and "too noisy" in s.reason
+    assert s.desynchronised > MAX_DESYNC_SHARE
+    # and the run as a whole says so: every verdict of it is UNSTABLE
+    info = stability(BlockedTiming(baseline=0, blocks={0: SINGLE, AA: AA_SINGLE, 1: SINGLE_AGAIN}), 0.25)
+    assert info["unstable"] and info["message"].startswith("UNSTABLE") and "time slices" in info["message"]
+
+
+def test_a_stall_is_one_side_leaving_the_ratio_of_the_fastest_blocks():
+    base = np.array([100.0, 300, 1000, 100, 100])  # load shared by both sides in blocks 2 and 3: not a stall
+    cand = np.array([200.0, 600, 2000, 1800, 200])  # a true 2x, and a stall of the candidate alone in block 4
+    assert desynchronised_blocks(base, cand).tolist() == [False, False, False, True, False]
+
+
+def _persistent_modes(rng: np.random.Generator, n: int, enter: float, stay: float) -> np.ndarray:
+    """A process's slow-down per block: 1x, or a stalled state (9x, 85x) it keeps with probability ``stay``."""
+    state, out = 0, []
+    for _ in range(n):
+        if state == 0:
+            state = int(rng.integers(1, 3)) if rng.random() < enter else 0
+        elif rng.random() >= stay:
+            state = 0
+        out.append((1.0, 9.0, 85.0)[state])
+    return np.array(out)
+
+
+def _verdict(rng: np.random.Generator, cost: float, enter: float, stay: float = 0.8, n: int = 20) -> Verdict:
+    load = rng.choice([1.0, 1.5, 2.5], size=n)  # shared by every process of a block: cancels in the ratios
+    s, a, c = (
+        180 * k * load * _persistent_modes(rng, n, enter, stay) * rng.lognormal(0, 0.05, n) for k in (1, 1, cost)
+    )
+    info = stability(BlockedTiming(baseline=0, blocks={0: list(s), AA: list(a), 1: list(c)}), 0.25)
+    if info["unstable"]:
+        return Verdict.UNSTABLE
+    return paired_speedup(np.sqrt(s * a), c, min_effect=0.25, noise_floor=noise_floor(info)).verdict
+
+
+def test_persistent_per_process_stalls_never_give_identical_work_a_verdict():
+    """Per-process stalled states that last several blocks (synthetic, seeded): identical work is SAME or
+    UNSTABLE, double work SLOWER or UNSTABLE — and without stalls both are decided."""
+    rng = np.random.default_rng(7)
+    identical = [_verdict(rng, 1.0, enter) for enter in (0.05, 0.1, 0.2, 0.4) for _ in range(40)]
+    double = [_verdict(rng, 2.0, enter) for enter in (0.05, 0.1, 0.2, 0.4) for _ in range(40)]
+    assert set(identical) <= {Verdict.SAME, Verdict.UNSTABLE} and Verdict.UNSTABLE in identical
+    assert set(double) <= {Verdict.SLOWER, Verdict.UNSTABLE}
+    assert {_verdict(rng, 1.0, 0.0) for _ in range(20)} == {Verdict.SAME}
+    assert {_verdict(rng, 2.0, 0.0) for _ in range(20)} == {Verdict.SLOWER}
+
+
+def test_a_few_stalled_blocks_or_shared_load_keep_a_large_difference_decided():
+    rng = np.random.default_rng(8)
+    load = rng.choice([1.0, 2.0, 4.0], size=40)  # the machine's speed, block by block (drift 300 %)
+    base = 100 * load * rng.lognormal(0, 0.03, 40)
+    aa = 100 * load * rng.lognormal(0, 0.03, 40)
+    triple = 300 * load * rng.lognormal(0, 0.03, 40)
+    triple[[5, 6, 20]] *= 9  # three blocks (7.5 %) with the candidate stalled on its own
+    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(triple)}), 0.05)
+    assert not info["unstable"] and info["slow_blocks_drift_pct"] < MAX_DRIFT_PCT
+    s = paired_speedup(np.sqrt(base * aa), triple, min_effect=0.05, noise_floor=noise_floor(info))
+    assert s.verdict == Verdict.SLOWER and 0.31 < s.value < 0.35 and 0 < s.desynchronised <= MAX_DESYNC_SHARE
+
+
+def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_baselines_agree():
+    """Both baseline instances stalled in the same 30 % of blocks (the A/A agrees), blocks 9x apart: UNSTABLE;
+    stalled in 8 % of blocks (p95 drift 800 %, as a busy machine gives): still decided."""
+    rng = np.random.default_rng(9)
+    stalls = np.where(rng.random(30) < 0.3, 9.0, 1.0)
+    base, aa, cand = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(3))
+    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(cand)}), 0.25)
+    assert info["aa_verdict"] == "SAME" and info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT
+    assert info["unstable"] and "scheduler time slices" in info["message"]
+    rare = np.where(np.arange(50) % 12 == 0, 9.0, 1.0)  # 5 of 50 blocks stalled, in both instances
+    base, aa, double = (180 * k * rare * rng.lognormal(0, 0.03, 50) for k in (1, 1, 2))
+    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(double)}), 0.25)
+    assert info["drift_pct"] > MAX_DRIFT_PCT and not info["unstable"]
+    s = paired_speedup(np.sqrt(base * aa), double, min_effect=0.25, noise_floor=noise_floor(info))
+    assert s.verdict == Verdict.SLOWER
