@@ -424,6 +424,47 @@ def test_number_spellings_read_bit_for_bit() -> None:
     assert read > 10000
 
 
+def _near_midpoints(rng: random.Random, n: int) -> list[str]:
+    """Decimal texts of 15-19 significant digits closest to the midpoint between two neighbouring doubles: where
+    rounding twice (to 64 bits, then to 53) could go wrong."""
+    from decimal import Decimal, localcontext
+
+    out = []
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for _ in range(n):
+            a = np.float64(10 ** rng.uniform(0, 17))  # every magnitude: the danger is 19-digit texts
+            mid = (Decimal(float(a)) + Decimal(float(np.nextafter(a, np.inf)))) / 2
+            for digits in (15, 16, 17, 18, 19):
+                text = format(mid, f".{digits}g")
+                if "e" not in text:
+                    out.append(text if "." in text else text + ".0")
+    return out
+
+
+@needs_native
+def test_timestamp_numbers_read_bit_for_bit() -> None:
+    """Kineto's timestamps (13-digit microseconds with 3-6 decimals: 16-19 significant digits, beyond the 2**53 fast
+    path), texts right at the midpoint between two doubles, and zeros in every spelling: msgspec's double, bit for
+    bit (the reader rounds such mantissas in extended precision and leaves exact midpoints to strtod)."""
+    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_core.trace.loader import LIST_DECODER
+
+    rng = random.Random(23)
+    micros = [rng.randint(10**12, 10**13) for _ in range(3000)]
+    texts = [f"{m}.{rng.randint(0, 10**k - 1):0{k}d}" for k in range(1, 7) for m in micros]
+    texts += _near_midpoints(rng, 3000)
+    texts += [f"{s}0{f}{e}" for s in ("", "-") for f in ("", ".0", ".000") for e in ("", "e5", "E-3", "e+400")]
+    texts += [("-" if rng.random() < 0.3 else "") + t for t in texts[:2000]]
+    piece = ("[" + ",".join(f'{{"ts":{t},"dur":{t}}}' for t in texts) + "]").encode()
+    want = LIST_DECODER.decode(piece)
+    got = _kineto_scan.scan(piece, native._UNESCAPE)
+    assert got is not None
+    for field in ("ts", "dur"):
+        expected = np.array([getattr(e, field) for e in want], np.float64)
+        assert np.frombuffer(got[field], np.float64).tobytes() == expected.tobytes()
+
+
 @needs_native
 def test_hostile_gap_inputs_same_outcome(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The fuzz suite's hostile ``magpie gap`` cases (one seed; ``benchmarks/fuzz_hostile_inputs.py`` has more), run

@@ -1,10 +1,11 @@
 /* One-pass reader of a plain-JSON Kineto trace into per-event columns (optional; see columns.py).
  *
- * scan(buf, unescape) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
+ * scan(buf, unescape[, state]) walks one JSON array of events (a piece of a trace's event array) once with a strict tokenizer and, for every event of the
  * event array, writes the fields magpie's ``Event`` struct decodes (ph, cat, name, pid, tid, ts, dur, id,
  * args: External id, correlation, device, stream, Input Dims) into columns, without building a Python
  * object per event: strings and ids are interned per distinct raw token (a Python object is made once per
- * distinct value). Everything else is skipped after being checked.
+ * distinct value; with a state list, once per file: the tables and column buffers live from piece to piece).
+ * Everything else is skipped after being checked.
  *
  * It returns None ("not handled": the msgspec path then runs and gives today's results and errors) on
  * anything it is not sure to read exactly as msgspec does: invalid JSON or UTF-8, a field of another type,
@@ -14,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,13 +62,16 @@ COL_PUSH(push_i64, int64_t)
 COL_PUSH(push_f64, double)
 COL_PUSH(push_i8, int8_t)
 
-/* ---- interning of raw tokens (string tokens keep their quotes, so "1" and 1 differ) ---- */
+/* ---- interning of raw tokens (string tokens keep their quotes, so "1" and 1 differ) ----
+ * A table holds its own copy of each key, so it can outlive the piece it was filled from: one scan state
+ * (see scan()) keeps its tables for every piece of a file, and each distinct value becomes one Python object. */
 typedef struct {
     const unsigned char **keys;
     Py_ssize_t *lens;
     int32_t *ids;
     size_t cap, n;
     PyObject *values; /* list: local id -> Python value */
+    size_t last;      /* slot of the last token found: consecutive events often repeat it (cat, ph, pid, tid) */
 } Table;
 
 /* a cheap hash (length, and 8 bytes at each end and the middle): collisions only cost a memcmp */
@@ -93,6 +98,7 @@ static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
 static int table_init(Table *t) {
     t->cap = 1024;
     t->n = 0;
+    t->last = 0;
     t->keys = calloc(t->cap, sizeof(*t->keys));
     t->lens = calloc(t->cap, sizeof(*t->lens));
     t->ids = calloc(t->cap, sizeof(*t->ids));
@@ -101,6 +107,7 @@ static int table_init(Table *t) {
 }
 
 static void table_free(Table *t) {
+    for (size_t i = 0; t->keys && i < t->cap; i++) free((void *)t->keys[i]);
     free(t->keys);
     free(t->lens);
     free(t->ids);
@@ -142,20 +149,37 @@ static PyObject *make_value(Scan *s, const unsigned char *a, Py_ssize_t n, int k
     return PyUnicode_DecodeUTF8((const char *)a + 1, n - 2, "strict");
 }
 
+/* a == b for n bytes; short keys (most names, categories, ids) without a library call */
+static inline int same_bytes(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    if (n >= 8) {
+        if (n <= 16) return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+        return memcmp(a, b, n) == 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* local id of a token; -1 with s->fail set on error */
 static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, int kind, int has_esc) {
+    if (t->keys[t->last] && t->lens[t->last] == n && same_bytes(t->keys[t->last], a, n)) return t->ids[t->last];
     size_t j = hash_bytes(a, n) & (t->cap - 1);
     while (t->keys[j]) {
-        if (t->lens[j] == n && memcmp(t->keys[j], a, n) == 0) return t->ids[j];
+        if (t->lens[j] == n && same_bytes(t->keys[j], a, n)) return t->ids[t->last = j];
         j = (j + 1) & (t->cap - 1);
     }
+    unsigned char *own = malloc(n ? n : 1);
+    if (!own) return s->fail = 1, -1;
+    memcpy(own, a, n);
     PyObject *v = make_value(s, a, n, kind, has_esc);
     if (!v) {
+        free(own);
         PyErr_Clear();
         s->fail = 1;
         return -1;
     }
     if (PyList_Append(t->values, v) < 0) {
+        free(own);
         Py_DECREF(v);
         PyErr_Clear();
         s->fail = 1;
@@ -163,7 +187,7 @@ static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, i
     }
     Py_DECREF(v);
     int32_t id = (int32_t)t->n++;
-    t->keys[j] = a, t->lens[j] = n, t->ids[j] = id;
+    t->keys[j] = own, t->lens[j] = n, t->ids[j] = id, t->last = j;
     if (t->n * 2 > t->cap && table_grow(t) < 0) {
         s->fail = 1;
         return -1;
@@ -183,11 +207,9 @@ static inline int hexval(unsigned char c) {
     return -1;
 }
 
-/* a string at s->p (its opening quote); sets *esc when it holds an escape. Checks escapes (lone
- * surrogates fail), control characters and UTF-8. */
-static int string(Scan *s, int *esc) {
-    const unsigned char *p = s->p + 1, *end = s->end;
-    *esc = 0;
+/* the rest of a string from p (the bytes before p are plain ASCII): see string() */
+static int string_rest(Scan *s, int *esc, const unsigned char *p) {
+    const unsigned char *end = s->end;
     for (;;) {
 #ifdef __SSE2__
         /* 16 bytes at a time up to the first quote, backslash, control or non-ASCII byte (signed < 0x20) */
@@ -261,6 +283,29 @@ static int string(Scan *s, int *esc) {
             return s->fail = 1, -1;
         p += n + 1;
     }
+}
+
+/* a string at s->p (its opening quote); sets *esc when it holds an escape. Checks escapes (lone
+ * surrogates fail), control characters and UTF-8. Inline: most strings (keys, names) are plain ASCII
+ * shorter than 16 bytes, read by one SSE2 step here; anything else goes on in string_rest(). */
+static inline int string(Scan *s, int *esc) {
+    const unsigned char *p = s->p + 1;
+    *esc = 0;
+#ifdef __SSE2__
+    if (s->end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                                 _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+        int bits = _mm_movemask_epi8(m);
+        if (!bits) return string_rest(s, esc, p + 16);
+        p += __builtin_ctz(bits);
+        if (*p == '"') {
+            s->p = p + 1;
+            return 0;
+        }
+    }
+#endif
+    return string_rest(s, esc, p);
 }
 
 /* a number at s->p; *is_int when it has no fraction or exponent */
@@ -349,41 +394,86 @@ static int skip_value(Scan *s, int depth) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* Clinger's fast path: digits d (< 2**53) and a power of ten 10**k (|k| <= 22) are both exact doubles, so one
- * multiplication or division rounds correctly (the same double strtod and msgspec give). 0 when not exact. */
-static int fast_float(const unsigned char *a, const unsigned char *z, double *out) {
-    const unsigned char *p = a;
-    int neg = 0;
-    if (*p == '-') neg = 1, p++;
-    uint64_t d = 0;
-    int digits = 0, frac = 0;
-    for (; p < z && *p >= '0' && *p <= '9'; p++) {
-        d = d * 10 + (*p - '0');
-        if (d) digits++;
-    }
-    if (p < z && *p == '.') {
-        for (p++; p < z && *p >= '0' && *p <= '9'; p++) {
-            d = d * 10 + (*p - '0');
-            frac++;
-            if (d) digits++;
-        }
-    }
-    if (p != z || digits > 19 || d > (1ULL << 53) || frac > 22) return 0; /* exponents, long mantissas: strtod */
-    double v = (double)d;
-    if (frac) v /= POW10[frac];
+/* Mantissas up to 19 digits (Kineto's microsecond timestamps have 16-17, beyond Clinger's 2**53) in x87 extended
+ * precision: d < 2**64 and 10**k (k <= 27, 5**27 < 2**64) are exact there, so d / 10**k is rounded once to 64 bits;
+ * rounding that to double gives the correctly rounded double unless the 64-bit result lies exactly halfway between
+ * two doubles (its 11 extra bits are 10000000000): then strtod decides. Used only where long double is the x87
+ * format and arithmetic runs at its full precision (checked once, on first use: ``extended_ok``). */
+#if LDBL_MANT_DIG == 64 && (defined(__x86_64__) || defined(__i386__))
+#define HAVE_EXTENDED 1
+static int extended_ok = -1;
+static const long double POW10L[] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+                                     1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+                                     1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+
+static void check_extended(void) {
+    volatile uint64_t u = (1ULL << 62) + 1;
+    volatile long double a = (long double)u;
+    volatile long double b = a * 2.0L; /* 2**63 + 2 needs 63 bits: rounded away at double precision */
+    volatile long double c = 1e27L;    /* the table's largest power must be exact */
+    extended_ok = (uint64_t)b == (1ULL << 63) + 2 && c == (long double)(7450580596923828125ULL) * 134217728.0L;
+}
+
+static int wide_float(uint64_t d, int frac, int neg, double *out) {
+    if (extended_ok < 0) check_extended();
+    if (!extended_ok || frac > 27) return 0;
+    long double q = (long double)d / POW10L[frac];
+    uint64_t sig;
+    memcpy(&sig, &q, 8); /* the x87 format's explicit 64-bit significand */
+    if ((sig & 0x7FF) == 0x400) return 0; /* halfway between two doubles after the first rounding: strtod */
+    double v = (double)q;
     *out = neg ? -v : v;
     return 1;
 }
+#else
+static int wide_float(uint64_t d, int frac, int neg, double *out) { return 0; }
+#endif
 
+/* A number where a float belongs, read and checked in one pass. Clinger's fast path: digits d (< 2**53) and a power
+ * of ten 10**k (|k| <= 22) are both exact doubles, so one multiplication or division rounds correctly (the same double
+ * strtod and msgspec give); longer mantissas go to wide_float(), exponents and anything else to strtod. */
 static int read_float(Scan *s, double *out) {
-    const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    Py_ssize_t n = s->p - a;
-    if (fast_float(a, s->p, out)) {
-        if (*out == 0) *out = is_int ? 0.0 : *out; /* the integer -0 is 0; the float -0.0 stays */
-        return 0;
+    const unsigned char *a = s->p, *p = a, *end = s->end;
+    int neg = 0, is_int = 1, digits = 0, frac = 0;
+    uint64_t d = 0; /* wraps past 19 significant digits: then unused */
+    if (p < end && *p == '-') neg = 1, p++;
+    if (p >= end) return s->fail = 1, -1;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        for (; p < end && *p >= '0' && *p <= '9'; p++) d = d * 10 + (*p - '0'), digits++;
+    } else return s->fail = 1, -1;
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
+        for (; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
+            d = d * 10 + (*p - '0');
+            if (d) digits++; /* leading zeros of the fraction are not significant */
+        }
     }
+    int has_exp = p < end && (*p == 'e' || *p == 'E');
+    if (has_exp) {
+        is_int = 0;
+        const unsigned char *q = p + 1;
+        if (q < end && (*q == '+' || *q == '-')) q++;
+        if (q >= end || *q < '0' || *q > '9') return s->fail = 1, -1;
+        while (q < end && *q >= '0' && *q <= '9') q++;
+        p = q;
+    }
+    s->p = p;
+    if (!has_exp && digits <= 19) {
+        int ok = 1;
+        if (d <= (1ULL << 53) && frac <= 22) {
+            double v = (double)d;
+            if (frac) v /= POW10[frac];
+            *out = neg ? -v : v;
+        } else ok = wide_float(d, frac, neg, out);
+        if (ok) {
+            if (*out == 0) *out = is_int ? 0.0 : *out; /* the integer -0 is 0; the float -0.0 stays */
+            return 0;
+        }
+    }
+    Py_ssize_t n = p - a;
     char tmp[64];
     if (n >= (Py_ssize_t)sizeof(tmp)) return s->fail = 1, -1;
     memcpy(tmp, a, n);
@@ -458,7 +548,21 @@ typedef struct {
     Col cat, ph, name, pid, tid, ts, dur, id, idint, ext, corr, dev, dims;
     Table tcat, tph, tname, tpid, ttid, tdev, tid_, tdims;
     int64_t flowid_scratch;
+    int32_t absent_ids[5]; /* id + 1 of the struct default of cat, ph, name, pid, tid once interned (0: not yet) */
 } Out;
+
+/* the id of an absent field's struct default ("" for strings, 0 for pid and tid), interned once per state */
+static int32_t absent(Scan *s, Out *o, int field) {
+    static const char *tokens[5] = {"\"\"", "\"\"", "\"\"", "0", "0"};
+    Table *tables[5] = {&o->tcat, &o->tph, &o->tname, &o->tpid, &o->ttid};
+    if (!o->absent_ids[field]) {
+        int32_t id = intern(s, tables[field], (const unsigned char *)tokens[field], (Py_ssize_t)strlen(tokens[field]),
+                            field < 3 ? TOK_STR : TOK_INT, 0);
+        if (id < 0) return -1;
+        o->absent_ids[field] = id + 1;
+    }
+    return o->absent_ids[field] - 1;
+}
 
 /* reads an object's key at s->p into (*k, *kn); fails on an escaped key (msgspec would unescape it) */
 static int key(Scan *s, const unsigned char **k, Py_ssize_t *kn) {
@@ -603,6 +707,10 @@ static int event(Scan *s, Out *o) {
         if (!more) break;
     }
 store:
+    if ((cat == -2 && (cat = absent(s, o, 0)) < 0) || (ph == -2 && (ph = absent(s, o, 1)) < 0) ||
+        (name == -2 && (name = absent(s, o, 2)) < 0) || (pid == -2 && (pid = absent(s, o, 3)) < 0) ||
+        (tid == -2 && (tid = absent(s, o, 4)) < 0))
+        return -1;
     if (push_i32(&o->cat, cat) || push_i32(&o->ph, ph) || push_i32(&o->name, name) || push_i32(&o->pid, pid) ||
         push_i32(&o->tid, tid) || push_f64(&o->ts, ts) || push_f64(&o->dur, dur) || push_i64(&o->id, idnum) ||
         push_i8(&o->idint, idint) || push_i64(&o->ext, ext) || push_i64(&o->corr, corr) || push_i32(&o->dev, dev) ||
@@ -638,59 +746,110 @@ static int events(Scan *s, Out *o) {
 
 static PyObject *col_bytes(Col *c) { return PyBytes_FromStringAndSize(c->data ? c->data : "", c->len * c->item); }
 
+/* ---- scan state: the columns' buffers and the intern tables, kept from piece to piece of one file ---- */
+static const char STATE_NAME[] = "magpie_core.trace._kineto_scan.state";
+
+static void state_free(Out *o) {
+    Col *all[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->ts, &o->dur, &o->id, &o->idint, &o->ext, &o->corr,
+                  &o->dev, &o->dims};
+    for (int i = 0; i < 13; i++) free(all[i]->data);
+    Table *tables[] = {&o->tcat, &o->tph, &o->tname, &o->tpid, &o->ttid, &o->tdev, &o->tid_, &o->tdims};
+    for (int i = 0; i < 8; i++) table_free(tables[i]);
+    free(o);
+}
+
+static void state_capsule_free(PyObject *cap) {
+    Out *o = PyCapsule_GetPointer(cap, STATE_NAME);
+    if (o) state_free(o);
+}
+
+static Out *state_new(void) {
+    Out *o = calloc(1, sizeof(Out));
+    if (!o) return NULL;
+    Col *cols4[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->dev, &o->dims};
+    for (int i = 0; i < 7; i++) cols4[i]->item = 4;
+    o->ts.item = o->dur.item = o->id.item = o->ext.item = o->corr.item = 8;
+    o->idint.item = 1;
+    Table *tables[] = {&o->tcat, &o->tph, &o->tname, &o->tpid, &o->ttid, &o->tdev, &o->tid_, &o->tdims};
+    for (int i = 0; i < 8; i++)
+        if (table_init(tables[i]) < 0) {
+            state_free(o);
+            return NULL;
+        }
+    return o;
+}
+
+/* The state in ``holder`` (a list: empty the first time, when a new state is put in it), or a fresh one
+ * (*temp set: free it after the piece) when no holder is given. */
+static Out *state_of(PyObject *holder, int *temp) {
+    *temp = 0;
+    if (holder == NULL || holder == Py_None) {
+        *temp = 1;
+        return state_new();
+    }
+    if (!PyList_Check(holder)) {
+        PyErr_SetString(PyExc_TypeError, "state must be a list");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(holder) > 0) return PyCapsule_GetPointer(PyList_GET_ITEM(holder, 0), STATE_NAME);
+    Out *o = state_new();
+    if (!o) return NULL;
+    PyObject *cap = PyCapsule_New(o, STATE_NAME, state_capsule_free);
+    if (!cap) {
+        state_free(o);
+        return NULL;
+    }
+    int rc = PyList_Append(holder, cap);
+    Py_DECREF(cap);
+    return rc < 0 ? NULL : o;
+}
+
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
     Py_buffer view;
-    PyObject *unescape;
-    if (!PyArg_ParseTuple(argsobj, "y*O", &view, &unescape)) return NULL;
-    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0, unescape};
-    Out o;
-    memset(&o, 0, sizeof(o));
-    Col *cols[] = {&o.cat, &o.ph, &o.name, &o.pid, &o.tid, &o.dev, &o.dims};
-    for (int i = 0; i < 7; i++) cols[i]->item = 4;
-    o.ts.item = o.dur.item = o.id.item = o.ext.item = o.corr.item = 8;
-    o.idint.item = 1;
-    Table *tables[] = {&o.tcat, &o.tph, &o.tname, &o.tpid, &o.ttid, &o.tdev, &o.tid_, &o.tdims};
-    PyObject *result = NULL;
-    int ok = 1;
-    for (int i = 0; i < 8; i++)
-        if (table_init(tables[i]) < 0) ok = 0;
-    if (ok) {
-        ws(&s);
-        if (s.p < s.end && *s.p == '[') {
-            if (events(&s, &o) == 0) {
-                ws(&s);
-                if (s.p != s.end) s.fail = 1;
-            }
-        } else s.fail = 1;
-        if (s.fail) ok = 0;
+    PyObject *unescape, *holder = NULL;
+    if (!PyArg_ParseTuple(argsobj, "y*O|O", &view, &unescape, &holder)) return NULL;
+    int temp;
+    Out *o = state_of(holder, &temp);
+    if (!o) {
+        PyBuffer_Release(&view);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
-    if (ok && !PyErr_Occurred()) {
+    Col *all[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->ts, &o->dur, &o->id, &o->idint, &o->ext, &o->corr,
+                  &o->dev, &o->dims};
+    for (int i = 0; i < 13; i++) all[i]->len = 0; /* the buffers are reused; the tables keep their values */
+    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0, unescape};
+    PyObject *result = NULL;
+    ws(&s);
+    if (s.p < s.end && *s.p == '[') {
+        if (events(&s, o) == 0) {
+            ws(&s);
+            if (s.p != s.end) s.fail = 1;
+        }
+    } else s.fail = 1;
+    if (!s.fail && !PyErr_Occurred()) {
         result = Py_BuildValue(
             "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "n",
-            (Py_ssize_t)o.cat.len, "cat", col_bytes(&o.cat), "ph",
-            col_bytes(&o.ph), "name", col_bytes(&o.name), "pid", col_bytes(&o.pid), "tid", col_bytes(&o.tid), "ts",
-            col_bytes(&o.ts), "dur", col_bytes(&o.dur), "id", col_bytes(&o.id), "idint", col_bytes(&o.idint),
-            "ext", col_bytes(&o.ext), "corr", col_bytes(&o.corr), "dev", col_bytes(&o.dev), "dims",
-            col_bytes(&o.dims), "cats", o.tcat.values, "phs", o.tph.values, "names", o.tname.values, "pids",
-            o.tpid.values, "tids", o.ttid.values, "devs", o.tdev.values, "ids", o.tid_.values, "dimss",
-            o.tdims.values);
-    } else if (!PyErr_Occurred()) {
-        result = Py_None;
-        Py_INCREF(result);
-    } else {
+            (Py_ssize_t)o->cat.len, "cat", col_bytes(&o->cat), "ph", col_bytes(&o->ph), "name", col_bytes(&o->name),
+            "pid", col_bytes(&o->pid), "tid", col_bytes(&o->tid), "ts", col_bytes(&o->ts), "dur", col_bytes(&o->dur),
+            "id", col_bytes(&o->id), "idint", col_bytes(&o->idint), "ext", col_bytes(&o->ext), "corr",
+            col_bytes(&o->corr), "dev", col_bytes(&o->dev), "dims", col_bytes(&o->dims), "cats", o->tcat.values,
+            "phs", o->tph.values, "names", o->tname.values, "pids", o->tpid.values, "tids", o->ttid.values, "devs",
+            o->tdev.values, "ids", o->tid_.values, "dimss", o->tdims.values);
+    }
+    if (result == NULL) {
         PyErr_Clear();
         result = Py_None;
         Py_INCREF(result);
     }
-    Col *all[] = {&o.cat, &o.ph, &o.name, &o.pid, &o.tid, &o.ts, &o.dur, &o.id, &o.idint, &o.ext, &o.corr, &o.dev, &o.dims};
-    for (int i = 0; i < 13; i++) free(all[i]->data);
-    for (int i = 0; i < 8; i++) table_free(tables[i]);
+    if (temp) state_free(o);
     PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_VARARGS, "scan(buf, unescape) -> dict of columns, or None when not handled"},
+    {"scan", scan, METH_VARARGS,
+     "scan(buf, unescape, state=None) -> dict of columns, or None when not handled. state: a list, empty at "
+     "first, that keeps the intern tables (the value lists grow) and buffers from piece to piece of one file"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,18 +41,23 @@ def available() -> bool:
 
 
 def scanner() -> Callable[[Any], ScannedEvents | None] | None:
-    """The compiled reader of one JSON array of events, or None when it is off or not built."""
+    """The compiled reader of the JSON arrays of events of one file (call it again for another file), or None when
+    it is off or not built."""
     if os.environ.get(ENV, "1").strip() == "0":
         return None
     mod = _module()
     if mod is None:
         return None
-    from magpie_core.trace.columns import ScannedEvents
+    from magpie_core.trace.columns import ScannedEvents, _ScanMaps
 
     scan = mod.scan
+    # one reader per file: the extension keeps its intern tables and buffers in ``state`` from piece to piece (each
+    # distinct name becomes one Python object per file), ``maps`` their ids in the table builder's interners
+    state: list[Any] = []
+    maps = _ScanMaps()
 
     def read(buf: Any) -> ScannedEvents | None:
-        raw = scan(buf, _UNESCAPE)
-        return None if raw is None else ScannedEvents.from_scan(raw)
+        raw = scan(buf, _UNESCAPE, state)
+        return None if raw is None else ScannedEvents.from_scan(raw, maps)
 
     return read
