@@ -26,6 +26,7 @@ import pytest
 from magpie_core.trace import columns, native
 from magpie_core.trace.columns import EventTable, category_matcher
 from magpie_core.trace.loader import TraceLoadError
+from tests.helpers.corrupt import corrupted
 
 TRACES = Path(__file__).parent / "data" / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
@@ -322,18 +323,8 @@ def test_valid_variants_same_table(seed: int, monkeypatch: pytest.MonkeyPatch, t
 @needs_native
 @pytest.mark.parametrize("seed", range(12))
 def test_truncated_and_corrupted_files(seed: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    rng = random.Random(seed)
-    data = bytearray(_variant(_events(_SOURCES[seed % 3], 600), seed + 100, 0.01))
-    if seed % 3 == 0:
-        data = data[: rng.randrange(1, len(data))]  # truncated
-    elif seed % 3 == 1:
-        for _ in range(3):  # a few bytes flipped, invalid UTF-8 or structure included
-            data[rng.randrange(len(data))] = rng.choice(b'\x80\xff{}[]",:\\\x00 ')
-    else:
-        i = data.index(b'"name"')  # an invalid UTF-8 sequence inside a name
-        data[i + 9 : i + 9] = rng.choice([b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82"])
     path = tmp_path / "t.json"
-    path.write_bytes(bytes(data))
+    path.write_bytes(corrupted(_variant(_events(_SOURCES[seed % 3], 600), seed + 100, 0.01), seed))
     assert_same(path, monkeypatch, chunk=1024)
 
 

@@ -372,28 +372,19 @@ static int kept_event(Scan *s, Reader *r, Kept *o) {
     return 0;
 }
 
+typedef struct {
+    Reader *r;
+    Kept *o;
+} KeptTarget;
+
+static int kept_item(Scan *s, void *target) {
+    KeptTarget *t = (KeptTarget *)target;
+    return kept_event(s, t->r, t->o);
+}
+
 static int kept_events(Scan *s, Reader *r, Kept *o) {
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        return 0;
-    }
-    for (;;) {
-        if (kept_event(s, r, o) < 0) return -1;
-        ws(s);
-        if (s->p >= s->end) return s->fail = 1, -1;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p == ']') {
-            s->p++;
-            return 0;
-        }
-        return s->fail = 1, -1;
-    }
+    KeptTarget target = {r, o};
+    return array_items(s, kept_item, &target);
 }
 
 /* non-overlapping occurrences of needle (m >= 3 bytes) in a..z, left to right, as bytes.count counts them:

@@ -719,8 +719,10 @@ store:
     return 0;
 }
 
-/* the event array at s->p ('[') */
-static int events(Scan *s, Out *o) {
+/* a JSON array at s->p ('['): each(s, ctx) reads one item; 0 past its ']' (shared with _kineto_kept.c) */
+typedef int (*ItemFn)(Scan *s, void *ctx);
+
+static int array_items(Scan *s, ItemFn each, void *ctx) {
     s->p++;
     ws(s);
     if (s->p < s->end && *s->p == ']') {
@@ -728,7 +730,7 @@ static int events(Scan *s, Out *o) {
         return 0;
     }
     for (;;) {
-        if (event(s, o) < 0) return -1;
+        if (each(s, ctx) < 0) return -1;
         ws(s);
         if (s->p >= s->end) return s->fail = 1, -1;
         if (*s->p == ',') {
@@ -743,6 +745,11 @@ static int events(Scan *s, Out *o) {
         return s->fail = 1, -1;
     }
 }
+
+static int event_item(Scan *s, void *o) { return event(s, (Out *)o); }
+
+/* the event array at s->p ('[') */
+static int events(Scan *s, Out *o) { return array_items(s, event_item, o); }
 
 static PyObject *col_bytes(Col *c) { return PyBytes_FromStringAndSize(c->data ? c->data : "", c->len * c->item); }
 

@@ -23,6 +23,7 @@ from magpie_inference_analysis import events
 from magpie_core.trace import kept_reader, native
 from magpie_core.trace.loader import TraceLoadError
 from tests.conftest import DATA
+from tests.helpers.corrupt import corrupted
 
 TRACES = sorted((DATA / "traces").rglob("*.json.gz")) + sorted((DATA / "capture_traces").rglob("*.json.gz"))
 needs_native = pytest.mark.skipif(not kept_reader.available(), reason="the compiled kept-event reader is not built")
@@ -266,18 +267,8 @@ def test_hostile_variants_same_events_or_error(seed: int, monkeypatch: pytest.Mo
 @needs_native
 @pytest.mark.parametrize("seed", range(6))
 def test_truncated_and_corrupted_files(seed: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    rng = random.Random(seed)
-    data = bytearray(_variant(_source(_SOURCES[seed % 3], 400), seed + 100, 0.01, _benign, False))
-    if seed % 3 == 0:
-        data = data[: rng.randrange(1, len(data))]  # truncated
-    elif seed % 3 == 1:
-        for _ in range(3):  # a few bytes flipped, invalid UTF-8 or structure included
-            data[rng.randrange(len(data))] = rng.choice(b'\x80\xff{}[]",:\\\x00 ')
-    else:
-        i = data.index(b'"name"')  # an invalid UTF-8 sequence inside a name
-        data[i + 9 : i + 9] = rng.choice([b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82"])
     path = tmp_path / "t.json"
-    path.write_bytes(bytes(data))
+    path.write_bytes(corrupted(_variant(_source(_SOURCES[seed % 3], 400), seed + 100, 0.01, _benign, False), seed))
     assert_same(path, monkeypatch, chunk=1024)
 
 
