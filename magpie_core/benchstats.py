@@ -424,7 +424,7 @@ def _overlap(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
 def shared_server_reason(base: dict[str, Any], new: dict[str, Any]) -> str | None:
     """Why no verdict can be trusted: both runs sent their load to one server at the same time, so each run's
     requests were the other's load, and which run's requests the server batched first can decide any
-    difference (an A/A pair run this way on the vLLM CPU server here was once called IMPROVED)."""
+    difference (an A/A pair run this way in CI, against a real CPU server, was once called IMPROVED)."""
     a, b = _hosts(base), _hosts(new)
     url = base.get("base_url")
     if not a or not b or not url or url != new.get("base_url") or not _overlap(a, b):
