@@ -97,7 +97,7 @@ def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_basel
     base, aa, cand = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(3))
     info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(cand)}), 0.25)
     assert info["aa_verdict"] == "SAME" and info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT
-    assert info["unstable"] and "scheduler time slices" in info["message"]
+    assert info["unstable"] and "CPU time slices" in info["message"]
     rare = np.where(np.arange(50) % 12 == 0, 9.0, 1.0)  # 5 of 50 blocks stalled, in both instances
     base, aa, double = (180 * k * rare * rng.lognormal(0, 0.03, 50) for k in (1, 1, 2))
     info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(double)}), 0.25)
