@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from magpie_core.trace.native import ENV
+from magpie_core.trace.native import ENV, compiled
 
 __all__ = ["ARG_INT", "ARG_RAW", "ARG_STR", "KeptPiece", "enclosing_chains", "kept_reader"]
 
@@ -40,11 +40,7 @@ class KeptPiece:
 
 
 def _module() -> Any:
-    try:
-        from magpie_core.trace import _kineto_kept  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _kineto_kept
+    return compiled("_kineto_kept")
 
 
 def available() -> bool:

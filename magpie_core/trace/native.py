@@ -9,6 +9,7 @@ same with and without it. It is None when the extension was not built (an instal
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,16 @@ ENV = "MAGPIE_TRACE_NATIVE"
 _UNESCAPE = msgspec.json.Decoder(str).decode
 
 
-def _module() -> Any:
+def compiled(name: str) -> Any:
+    """The optional compiled module ``magpie_core.trace.<name>``, or None where it was not built."""
     try:
-        from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+        return importlib.import_module(f"magpie_core.trace.{name}")
     except ImportError:
         return None
-    return _kineto_scan
+
+
+def _module() -> Any:
+    return compiled("_kineto_scan")
 
 
 def available() -> bool:
