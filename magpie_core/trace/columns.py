@@ -61,10 +61,10 @@ __all__ = [
     "StreamedFile",
     "TableBuilder",
     "category_matcher",
+    "collector_paused",
     "json_string",
     "load_table",
     "merge_tables",
-    "collector_paused",
     "part_count",
     "split_table",
     "splittable",
@@ -512,8 +512,9 @@ class TableBuilder:
         if not timed.any():
             return
         end = ts + np.where(measured, dur, 0.0)  # instant and metadata events have no dur
-        lo = float(ts.min(where=timed, initial=math.inf))
-        hi = float(end.max(where=timed, initial=-math.inf))
+        # + 0.0: -0.0 and 0.0 are one time, and which of them a chunk's min gives depends on where the file is cut
+        lo = float(ts.min(where=timed, initial=math.inf)) + 0.0
+        hi = float(end.max(where=timed, initial=-math.inf)) + 0.0
         self.t_min = min(self.t_min, lo)
         self.t_max = max(self.t_max, hi)
         x &= measured
@@ -1035,8 +1036,10 @@ def stream_events(
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
-#: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes
-SCANNER_CHUNK_BYTES = 16 << 20
+#: pieces read by the compiled reader: 4 MiB took 2-8 % less of ``stream_table``'s CPU than 1 or 2 MiB on the 150 MB
+#: benchmark shapes (fewer per-piece numpy steps, which hold the GIL: they serialize threads) and less than 8-16 MiB
+#: (a piece's columns drop out of the cache); a thread's buffer is 8 MiB (a piece and a block)
+SCANNER_CHUNK_BYTES = 4 << 20
 
 
 def stream_table(
@@ -1237,9 +1240,7 @@ def split_table(
     return merge_tables(tables) if len(tables) == parts else None
 
 
-def load_table(
-    path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool], parts: int = 1
-) -> EventTable:
+def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool], parts: int = 1) -> EventTable:
     """The columns of one trace file: streamed when possible (in ``parts`` byte ranges on threads: :func:`split_table`),
     else from :func:`load_trace` (which raises :class:`~magpie_core.trace.loader.TraceLoadError` naming the file and
     position for broken input)."""
