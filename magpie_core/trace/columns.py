@@ -1097,10 +1097,11 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
         groups[g] = {}
         for c, _ in cols:
             arrays = []
-            for p, remap in zip(parts, remaps, strict=True):
+            for k, (p, remap) in enumerate(zip(parts, remaps, strict=True)):
                 a = p.groups[g][c]
                 kind = _ID_COLUMNS.get(c)
-                arrays.append(remap[kind][a] if kind is not None else a)  # -1 (no dims) maps to -1
+                # the first part's ids are its values' places in the fresh interners: they stay as they are
+                arrays.append(remap[kind][a] if kind is not None and k > 0 else a)  # -1 (no dims) maps to -1
             groups[g][c] = np.concatenate(arrays)
     last = parts[-1]
     hint, hint_at, seen = None, -1, 0
