@@ -324,13 +324,12 @@ def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq[keep], last[keep]
 
 
-def _lookup(uniq: np.ndarray, where: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """For each key, ``where`` of its match in ``uniq``; -1 when absent (or NONE)."""
-    if len(uniq) == 0 or len(keys) == 0:
-        return np.full(len(keys), -1, np.int64)
-    pos = np.minimum(np.searchsorted(uniq, keys), len(uniq) - 1)
-    found = (uniq[pos] == keys) & (keys != NONE)
-    return np.where(found, where[pos], -1)
+def _find(uniq: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each key, a position in the sorted, non-empty ``uniq`` and whether the key is there. ``uniq`` comes
+    from :func:`_last_index`, without NONE, so a NONE key is never found."""
+    pos = np.searchsorted(uniq, keys)
+    np.minimum(pos, len(uniq) - 1, out=pos)
+    return pos, uniq[pos] == keys
 
 
 # -- the pieces of one rank's analysis -------------------------------------------------------------------------------
@@ -344,16 +343,20 @@ class _Launches:
         self.flow = flow
         self.rt_keys, self.rt_row = _last_index(rt["corr"])
         self.fl_keys, self.fl_row = _last_index(flow["id"])
+        # launch time per distinct key: a lookup gathers from these small arrays only
+        self.rt_ts, self.fl_ts = rt["ts"][self.rt_row], flow["ts"][self.fl_row]
 
     def of(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(absolute launch time or nan, row of the runtime call or -1) for each correlation id."""
-        call = _lookup(self.rt_keys, self.rt_row, corr)
-        fl = _lookup(self.fl_keys, self.fl_row, corr)
         t = np.full(len(corr), np.nan)
-        if len(self.fl_row):
-            t = np.where(fl >= 0, self.flow["ts"][np.maximum(fl, 0)], t)
-        if len(self.rt_row):
-            t = np.where(call >= 0, self.rt["ts"][np.maximum(call, 0)], t)
+        call = np.full(len(corr), -1, np.int64)
+        if len(self.fl_keys) and len(corr):
+            pos, found = _find(self.fl_keys, corr)
+            t = np.where(found, self.fl_ts[pos], t)
+        if len(self.rt_keys) and len(corr):
+            pos, found = _find(self.rt_keys, corr)
+            call = np.where(found, self.rt_row[pos], -1)
+            t = np.where(found, self.rt_ts[pos], t)  # the runtime call's time wins over the flow start's
         return t, call
 
 
@@ -476,26 +479,42 @@ def _kernel_stats(
 
 
 def _add_shapes(table: EventTable, ext: np.ndarray, inv: np.ndarray, slot_stats: list[KernelStat]) -> None:
-    """Input shapes of each kernel: the Input Dims of the CPU op with the kernel's External id, the first
-    MAX_SHAPES distinct ones."""
+    """Input shapes of each kernel: the Input Dims of the CPU ops with the kernel's External id, in CPU-op order,
+    the first MAX_SHAPES distinct ones."""
     cpu = table["cpu"]
     has = ext != NONE
     if not has.any() or not len(cpu["ext"]):
         return
-    wanted: dict[int, set[int]] = {}
-    for x, k in zip(ext[has].tolist(), inv[has].tolist(), strict=True):
-        wanted.setdefault(x, set()).add(k)
-    c_rows = np.flatnonzero((cpu["dims"] >= 0) & np.isin(cpu["ext"], np.fromiter(wanted, np.int64)))
+    slots, c_rows = _ops_with_dims(cpu, ext[has], inv[has])
+    if not len(c_rows):
+        return
+    dims = cpu["dims"][c_rows]
+    # only the first CPU op of each (kernel, Input Dims) pair can add a shape: keep those, in CPU-op order
+    order = np.argsort(c_rows, kind="stable")
+    slots, dims = slots[order], dims[order]
+    _, first = np.unique(slots.astype(np.int64) * len(table.dims) + dims, return_index=True)
+    first.sort()
     formatted: dict[int, str] = {}  # the same Input Dims text repeats: format it once
-    for x, di in zip(cpu["ext"][c_rows].tolist(), cpu["dims"][c_rows].tolist(), strict=True):
+    for k, di in zip(slots[first].tolist(), dims[first].tolist(), strict=True):
         shape = formatted.get(di)
         if shape is None:
             shape = formatted[di] = _format_dims(table.dims[di])
-        if shape:
-            for k in wanted[x]:
-                shapes = slot_stats[k].shapes
-                if len(shapes) < MAX_SHAPES and shape not in shapes:
-                    shapes.append(shape)
+        shapes = slot_stats[k].shapes
+        if shape and len(shapes) < MAX_SHAPES and shape not in shapes:
+            shapes.append(shape)
+
+
+def _ops_with_dims(cpu: Columns, ext: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (kernel slot, CPU-op row) pair where the op has Input Dims and the kernel's event's External id (an
+    id may name several ops, and several events an op): a join on the id, by sorting the ops' ids."""
+    c_rows = np.flatnonzero((cpu["dims"] >= 0) & (cpu["ext"] != NONE))
+    by_id = np.argsort(cpu["ext"][c_rows], kind="stable")
+    ids = cpu["ext"][c_rows][by_id]
+    lo, hi = np.searchsorted(ids, ext, "left"), np.searchsorted(ids, ext, "right")
+    n = hi - lo
+    event = np.repeat(np.arange(len(ext)), n)
+    nth = np.arange(len(event)) - np.repeat(np.cumsum(n) - n, n)  # 0, 1, ... within each event's matches
+    return slots[event], c_rows[by_id[np.repeat(lo, n) + nth]]
 
 
 class _HostRanges:
@@ -582,7 +601,10 @@ def _device_activity(
             rel_lo, rel_hi = rel_lo[0], rel_hi[0]
         else:
             rel_lo, rel_hi = rel_lo[groups], rel_hi[groups]
-        starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
+        if np.ndim(rel_lo) == 0 and starts.min() >= rel_lo and ends.max() <= rel_hi:
+            starts_c, ends_c = starts, ends  # nothing sticks out (the whole trace): clipping would change nothing
+        else:
+            starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
     ms, me, opener = _merge_intervals(starts_c, ends_c)
     gap_len = ms[1:] - me[:-1]
     if len(gap_len) and len(window.intervals) > 1:
