@@ -184,7 +184,7 @@ def report(
         "",
         f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
         f"the libraries it cannot avoid ({best['gap run, lazy'] - best[RUN_LIBS]:.3f} s here) is plugin discovery "
-        "(every installed plugin's entry module is imported, with the report models), the command's own modules, "
+        "(every installed plugin's entry module is imported), the command's own modules, "
         "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
         "regexes, report.html. `--help` imports no numpy; most of its cost is typer drawing help with rich.",
         "",
