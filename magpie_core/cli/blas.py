@@ -5,7 +5,8 @@ numpy work: magpie's trace commands sort, count and search (no matrix products),
 those threads only take a core from the trace reader (a profile of a trace read showed them in ~15 % of
 the samples). OpenBLAS reads ``OPENBLAS_NUM_THREADS`` once, when its library loads with numpy, so the
 variable is set only while numpy's own module runs and is removed right after: processes magpie starts
-later (inference servers, kernel workers, ``docker``) get the user's environment unchanged. A user who set
+later (inference servers, kernel workers, ``docker``) get the user's environment unchanged (the pipelines
+that start them import numpy when their modules load, before they start anything). A user who set
 ``OPENBLAS_NUM_THREADS``, ``GOTO_NUM_THREADS`` or ``OMP_NUM_THREADS`` keeps their choice.
 """
 
