@@ -116,7 +116,15 @@ with open(sys.argv[1], "w") as out:
 
 #: what a plugin's entry module must not import when it loads (every ``magpie`` command loads every entry module):
 #: numpy, the report models with pydantic, rich, YAML, httpx, the trace columns; hook bodies import what they use
-HEAVY_AT_PLUGIN_LOAD = ("numpy", "pydantic", "rich", "yaml", "httpx", "magpie_core.reports", "magpie_core.trace.columns")
+HEAVY_AT_PLUGIN_LOAD = (
+    "numpy",
+    "pydantic",
+    "rich",
+    "yaml",
+    "httpx",
+    "magpie_core.reports",
+    "magpie_core.trace.columns",
+)
 
 
 def test_plugin_entry_modules_import_nothing_heavy(tmp_path: Path) -> None:
