@@ -341,18 +341,58 @@ static int lit(Scan *s, const char *w, size_t n) {
     return 0;
 }
 
-static int skip_value(Scan *s, int depth);
-
-static int skip_container(Scan *s, int depth, unsigned char close) {
-    if (depth > MAX_DEPTH) return s->fail = 1, -1;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return 0;
+/* one scalar value at s->p (a string, number, true, false or null), checked and passed over */
+static int skip_scalar(Scan *s) {
+    int x;
+    switch (*s->p) {
+        case '"': return string(s, &x);
+        case 't': return lit(s, "true", 4);
+        case 'f': return lit(s, "false", 5);
+        case 'n': return lit(s, "null", 4);
+        default: return number(s, &x);
     }
+}
+
+/* a value at s->p, checked and passed over; a container opened at nesting depth > MAX_DEPTH (the value itself is at
+ * ``depth``) fails. One loop with its own stack of the open containers' closing brackets: no call per nested value
+ * (Kineto's args hold arrays of arrays of numbers: "Input Dims": [[16, 16, 559, 64], []]). */
+static int skip_value(Scan *s, int depth) {
+    unsigned char open[MAX_DEPTH + 2];
+    int top = 0;
     for (;;) {
-        if (close == '}') {
+        /* a value */
+        if (s->p >= s->end) return s->fail = 1, -1;
+        unsigned char c = *s->p;
+        if (c == '{' || c == '[') {
+            if (depth + top > MAX_DEPTH) return s->fail = 1, -1;
+            unsigned char close = c == '{' ? '}' : ']';
+            s->p++;
+            ws(s);
+            if (s->p < s->end && *s->p == close) s->p++;
+            else {
+                open[top++] = close;
+                if (close == '}') goto member;
+                continue;
+            }
+        } else if (skip_scalar(s) < 0) return -1;
+        /* after a value: the next one of its container, or the containers that close here */
+        for (;;) {
+            if (top == 0) return 0;
+            ws(s);
+            if (s->p >= s->end) return s->fail = 1, -1;
+            if (*s->p == ',') {
+                s->p++;
+                ws(s);
+                if (open[top - 1] == '}') goto member;
+                break;
+            }
+            if (*s->p != open[top - 1]) return s->fail = 1, -1;
+            s->p++;
+            top--;
+        }
+        continue;
+    member: /* an object's key and colon; its value follows */
+        {
             int esc;
             if (s->p >= s->end || *s->p != '"' || string(s, &esc) < 0) return s->fail = 1, -1;
             ws(s);
@@ -360,33 +400,6 @@ static int skip_container(Scan *s, int depth, unsigned char close) {
             s->p++;
             ws(s);
         }
-        if (skip_value(s, depth + 1) < 0) return -1;
-        ws(s);
-        if (s->p >= s->end) return s->fail = 1, -1;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p == close) {
-            s->p++;
-            return 0;
-        }
-        return s->fail = 1, -1;
-    }
-}
-
-static int skip_value(Scan *s, int depth) {
-    if (s->p >= s->end) return s->fail = 1, -1;
-    int x;
-    switch (*s->p) {
-        case '"': return string(s, &x);
-        case '{': return skip_container(s, depth, '}');
-        case '[': return skip_container(s, depth, ']');
-        case 't': return lit(s, "true", 4);
-        case 'f': return lit(s, "false", 5);
-        case 'n': return lit(s, "null", 4);
-        default: return number(s, &x);
     }
 }
 
@@ -542,7 +555,6 @@ static int read_int_or_str(Scan *s, Table *t, int32_t *out, int allow_null) {
     return 0;
 }
 
-#define key_is(a, n, k) ((n) == (Py_ssize_t)(sizeof(k) - 1) && memcmp((a), (k), sizeof(k) - 1) == 0)
 
 typedef struct {
     Col cat, ph, name, pid, tid, ts, dur, id, idint, ext, corr, dev, dims;
@@ -580,6 +592,102 @@ static int key(Scan *s, const unsigned char **k, Py_ssize_t *kn) {
     return 0;
 }
 
+/* the first n (<= 8) bytes of a word as load8() reads it: a mask for comparing a prefix */
+static inline uint64_t lead_mask(size_t n) {
+    unsigned char b[8] = {0};
+    memset(b, 0xFF, n);
+    return load8(b);
+}
+
+/* whether the word w (8 bytes read at some p) starts with the bytes of the string literal LIT (at most 8; the
+ * constants fold at compile time) */
+#define STARTS_WITH(w, LIT) \
+    (((w) & lead_mask(sizeof(LIT) - 1)) == load8((const unsigned char *)(LIT "\0\0\0\0\0\0\0\0")))
+
+/* an event's fields that the walkers read; K_OTHER: any other key */
+enum { K_OTHER, K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ARGS };
+
+static int event_field(const unsigned char *k, Py_ssize_t kn) {
+    if (kn == 2) {
+        if (k[0] == 'p' && k[1] == 'h') return K_PH;
+        if (k[0] == 't' && k[1] == 's') return K_TS;
+        if (k[0] == 'i' && k[1] == 'd') return K_ID;
+    } else if (kn == 3) {
+        if (memcmp(k, "cat", 3) == 0) return K_CAT;
+        if (memcmp(k, "pid", 3) == 0) return K_PID;
+        if (memcmp(k, "tid", 3) == 0) return K_TID;
+        if (memcmp(k, "dur", 3) == 0) return K_DUR;
+    } else if (kn == 4) {
+        if (memcmp(k, "name", 4) == 0) return K_NAME;
+        if (memcmp(k, "args", 4) == 0) return K_ARGS;
+    }
+    return K_OTHER;
+}
+
+/* The key of an event's member at s->p: its field (K_*, -1 on error), s->p past the colon and the spaces after it.
+ * Writers spell the known keys `"ph":` (quote, key, quote, colon): that is one masked 8-byte compare, chosen by the
+ * key's first letter; a key spelled any other way (spaces before the colon, an escape) and every other key go
+ * through key(), which reads the same bytes the same way. */
+static int event_key(Scan *s) {
+    const unsigned char *p = s->p;
+    if (s->end - p >= 8) {
+        uint64_t w = load8(p);
+        int k = K_OTHER, n = 0;
+        switch (p[1]) {
+            case 'p':
+                if (STARTS_WITH(w, "\"ph\":")) k = K_PH, n = 5;
+                else if (STARTS_WITH(w, "\"pid\":")) k = K_PID, n = 6;
+                break;
+            case 'c':
+                if (STARTS_WITH(w, "\"cat\":")) k = K_CAT, n = 6;
+                break;
+            case 'n':
+                if (STARTS_WITH(w, "\"name\":")) k = K_NAME, n = 7;
+                break;
+            case 't':
+                if (STARTS_WITH(w, "\"ts\":")) k = K_TS, n = 5;
+                else if (STARTS_WITH(w, "\"tid\":")) k = K_TID, n = 6;
+                break;
+            case 'd':
+                if (STARTS_WITH(w, "\"dur\":")) k = K_DUR, n = 6;
+                break;
+            case 'i':
+                if (STARTS_WITH(w, "\"id\":")) k = K_ID, n = 5;
+                break;
+            case 'a':
+                if (STARTS_WITH(w, "\"args\":")) k = K_ARGS, n = 7;
+                break;
+        }
+        if (k != K_OTHER) {
+            s->p = p + n;
+            ws(s);
+            return k;
+        }
+    }
+    const unsigned char *k;
+    Py_ssize_t kn;
+    if (key(s, &k, &kn) < 0) return -1;
+    return event_field(k, kn);
+}
+
+/* the args members scan() reads; A_OTHER: any other key */
+enum { A_OTHER, A_EXT, A_CORR, A_DEV, A_STREAM, A_DIMS };
+
+/* the key of an args member at s->p (A_*, -1 on error), s->p past the colon and the spaces after it */
+static int args_key(Scan *s) {
+    const unsigned char *k;
+    Py_ssize_t kn;
+    if (key(s, &k, &kn) < 0) return -1;
+    if (kn == 11) {
+        if (memcmp(k, "External id", 11) == 0) return A_EXT;
+        if (memcmp(k, "correlation", 11) == 0) return A_CORR;
+    } else if (kn == 6) {
+        if (memcmp(k, "device", 6) == 0) return A_DEV;
+        if (memcmp(k, "stream", 6) == 0) return A_STREAM;
+    } else if (kn == 10 && memcmp(k, "Input Dims", 10) == 0) return A_DIMS;
+    return A_OTHER;
+}
+
 /* after a member: ',' (returns 1: more) or the closing '}' (returns 0) */
 static int next_member(Scan *s) {
     ws(s);
@@ -606,37 +714,43 @@ static int args(Scan *s, Out *o, int64_t *ext, int64_t *corr, int32_t *dev, int3
     }
     unsigned seen = 0;
     for (;;) {
-        const unsigned char *k;
-        Py_ssize_t kn;
-        if (key(s, &k, &kn) < 0) return -1;
-        unsigned bit = 0;
-        if (key_is(k, kn, "External id") || key_is(k, kn, "correlation")) {
-            bit = k[0] == 'E' ? 1 : 2;
-            int64_t *dst = bit == 1 ? ext : corr;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1;
-                *dst = NO_ID; /* an explicit null becomes NONE in the columns: the same int64 */
-            } else if (read_int(s, dst) < 0) return -1;
-        } else if (key_is(k, kn, "device")) {
-            bit = 4;
-            if (read_int_or_str(s, &o->tdev, dev, 1) < 0) return -1;
-        } else if (key_is(k, kn, "stream")) {
-            bit = 8;
-            int32_t unused;
-            Table *t = &o->tdev; /* type check only: stream is decoded but no column reads it */
-            if (s->p < s->end && *s->p == '"') {
-                int esc;
-                if (string(s, &esc) < 0) return -1;
-            } else if (read_int_or_str(s, t, &unused, 1) < 0) return -1;
-            (void)unused;
-        } else if (key_is(k, kn, "Input Dims")) {
-            bit = 16;
-            const unsigned char *a = s->p;
-            if (skip_value(s, 3) < 0) return -1;
-            int32_t id = intern(s, &o->tdims, a, s->p - a, TOK_RAW, 0);
-            if (id < 0) return -1;
-            *dims = id;
-        } else if (skip_value(s, 3) < 0) return -1;
+        int field = args_key(s);
+        if (field < 0) return -1;
+        unsigned bit = field == A_OTHER ? 0 : 1u << field;
+        switch (field) {
+            case A_EXT:
+            case A_CORR: {
+                int64_t *dst = field == A_EXT ? ext : corr;
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1;
+                    *dst = NO_ID; /* an explicit null becomes NONE in the columns: the same int64 */
+                } else if (read_int(s, dst) < 0) return -1;
+                break;
+            }
+            case A_DEV:
+                if (read_int_or_str(s, &o->tdev, dev, 1) < 0) return -1;
+                break;
+            case A_STREAM:
+                /* type check only: stream is decoded but no column reads it */
+                if (s->p < s->end && *s->p == '"') {
+                    int esc;
+                    if (string(s, &esc) < 0) return -1;
+                } else {
+                    int32_t unused;
+                    if (read_int_or_str(s, &o->tdev, &unused, 1) < 0) return -1;
+                }
+                break;
+            case A_DIMS: {
+                const unsigned char *a = s->p;
+                if (skip_value(s, 3) < 0) return -1;
+                int32_t id = intern(s, &o->tdims, a, s->p - a, TOK_RAW, 0);
+                if (id < 0) return -1;
+                *dims = id;
+                break;
+            }
+            default:
+                if (skip_value(s, 3) < 0) return -1;
+        }
         if (bit) {
             if (seen & bit) return s->fail = 1, -1; /* duplicate key: leave it to msgspec */
             seen |= bit;
@@ -661,43 +775,45 @@ static int event(Scan *s, Out *o) {
         goto store;
     }
     for (;;) {
-        const unsigned char *k;
-        Py_ssize_t kn;
-        if (key(s, &k, &kn) < 0) return -1;
-        unsigned bit = 0;
-        if (kn == 2 && k[0] == 'p' && k[1] == 'h') {
-            bit = 1;
-            if (read_str(s, &o->tph, &ph) < 0) return -1;
-        } else if (key_is(k, kn, "cat")) {
-            bit = 2;
-            if (read_str(s, &o->tcat, &cat) < 0) return -1;
-        } else if (key_is(k, kn, "name")) {
-            bit = 4;
-            if (read_str(s, &o->tname, &name) < 0) return -1;
-        } else if (key_is(k, kn, "pid")) {
-            bit = 8;
-            if (read_int_or_str(s, &o->tpid, &pid, 0) < 0) return -1;
-        } else if (key_is(k, kn, "tid")) {
-            bit = 16;
-            if (read_int_or_str(s, &o->ttid, &tid, 0) < 0) return -1;
-        } else if (key_is(k, kn, "ts")) {
-            bit = 32;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1; /* ts: null is None, read as NaN */
-            } else if (read_float(s, &ts) < 0) return -1;
-        } else if (key_is(k, kn, "dur")) {
-            bit = 64;
-            if (read_float(s, &dur) < 0) return -1;
-        } else if (key_is(k, kn, "id")) {
-            bit = 128;
-            if (s->p < s->end && *s->p != '"' && *s->p != 'n') {
-                if (read_int(s, &idnum) < 0) return -1;
-                idint = 1;
-            } else if (read_int_or_str(s, &o->tid_, &idv, 1) < 0) return -1;
-        } else if (key_is(k, kn, "args")) {
-            bit = 256;
-            if (args(s, o, &ext, &corr, &dev, &dims) < 0) return -1;
-        } else if (skip_value(s, 2) < 0) return -1;
+        int field = event_key(s);
+        if (field < 0) return -1;
+        unsigned bit = field == K_OTHER ? 0 : 1u << field;
+        switch (field) {
+            case K_PH:
+                if (read_str(s, &o->tph, &ph) < 0) return -1;
+                break;
+            case K_CAT:
+                if (read_str(s, &o->tcat, &cat) < 0) return -1;
+                break;
+            case K_NAME:
+                if (read_str(s, &o->tname, &name) < 0) return -1;
+                break;
+            case K_PID:
+                if (read_int_or_str(s, &o->tpid, &pid, 0) < 0) return -1;
+                break;
+            case K_TID:
+                if (read_int_or_str(s, &o->ttid, &tid, 0) < 0) return -1;
+                break;
+            case K_TS:
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1; /* ts: null is None, read as NaN */
+                } else if (read_float(s, &ts) < 0) return -1;
+                break;
+            case K_DUR:
+                if (read_float(s, &dur) < 0) return -1;
+                break;
+            case K_ID:
+                if (s->p < s->end && *s->p != '"' && *s->p != 'n') {
+                    if (read_int(s, &idnum) < 0) return -1;
+                    idint = 1;
+                } else if (read_int_or_str(s, &o->tid_, &idv, 1) < 0) return -1;
+                break;
+            case K_ARGS:
+                if (args(s, o, &ext, &corr, &dev, &dims) < 0) return -1;
+                break;
+            default:
+                if (skip_value(s, 2) < 0) return -1;
+        }
         if (bit) {
             if (seen & bit) return s->fail = 1, -1;
             seen |= bit;
