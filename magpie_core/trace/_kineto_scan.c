@@ -594,9 +594,12 @@ static int key(Scan *s, const unsigned char **k, Py_ssize_t *kn) {
 
 /* the first n (<= 8) bytes of a word as load8() reads it: a mask for comparing a prefix */
 static inline uint64_t lead_mask(size_t n) {
-    unsigned char b[8] = {0};
-    memset(b, 0xFF, n);
-    return load8(b);
+    uint64_t ones = n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1; /* arithmetic, so that it folds to a constant */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return n >= 8 ? ones : ones << (64 - 8 * n);
+#else
+    return ones;
+#endif
 }
 
 /* whether the word w (8 bytes read at some p) starts with the bytes of the string literal LIT (at most 8; the
