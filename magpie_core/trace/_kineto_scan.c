@@ -442,6 +442,23 @@ static int wide_float(uint64_t d, int frac, int neg, double *out) {
 static int wide_float(uint64_t d, int frac, int neg, double *out) { return 0; }
 #endif
 
+/* Eight ASCII digits at a time (SWAR, little-endian only): Kineto's timestamps have 13 integer digits and 3-6
+ * decimals. digits8() says whether the 8 bytes of w are all '0'..'9'; value8() is their value. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HAVE_SWAR 1
+static inline int digits8(uint64_t w) {
+    return ((w & 0xF0F0F0F0F0F0F0F0ULL) | (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
+           0x3333333333333333ULL;
+}
+
+static inline uint64_t value8(uint64_t w) {
+    w -= 0x3030303030303030ULL;
+    w = w * 10 + (w >> 8); /* pairs of digits */
+    w = (((w & 0x000000FF000000FFULL) * 0x000F424000000064ULL) + (((w >> 16) & 0x000000FF000000FFULL) * 0x0000271000000001ULL)) >> 32;
+    return w & 0xFFFFFFFFULL;
+}
+#endif
+
 /* A number where a float belongs, read and checked in one pass. Clinger's fast path: digits d (< 2**53) and a power
  * of ten 10**k (|k| <= 22) are both exact doubles, so one multiplication or division rounds correctly (the same double
  * strtod and msgspec give); longer mantissas go to wide_float(), exponents and anything else to strtod. */
@@ -453,12 +470,22 @@ static int read_float(Scan *s, double *out) {
     if (p >= end) return s->fail = 1, -1;
     if (*p == '0') p++;
     else if (*p >= '1' && *p <= '9') {
+#ifdef HAVE_SWAR
+        /* d wraps modulo 2**64 as the digit-by-digit loop would */
+        for (; end - p >= 8 && digits8(load8(p)); p += 8) d = d * 100000000 + value8(load8(p)), digits += 8;
+#endif
         for (; p < end && *p >= '0' && *p <= '9'; p++) d = d * 10 + (*p - '0'), digits++;
     } else return s->fail = 1, -1;
     if (p < end && *p == '.') {
         is_int = 0;
         p++;
         if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
+#ifdef HAVE_SWAR
+        /* after a nonzero digit every digit is significant (digits only decides "<= 19", and once d wraps to 0
+         * digits is already beyond 19) */
+        for (; d && end - p >= 8 && digits8(load8(p)); p += 8, frac += 8)
+            d = d * 100000000 + value8(load8(p)), digits += 8;
+#endif
         for (; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
             d = d * 10 + (*p - '0');
             if (d) digits++; /* leading zeros of the fraction are not significant */
