@@ -534,23 +534,24 @@ static int read_float(Scan *s, double *out) {
     return 0;
 }
 
-/* the integer a..z when it fits int64 (msgspec's range is wider: ids >= 2**63 go to the fallback) */
-static int int64_of(const unsigned char *a, const unsigned char *z, int64_t *out) {
-    int neg = *a == '-';
-    const unsigned char *q = a + neg;
-    if (z - q > 19) return -1;
-    uint64_t v = 0;
-    for (; q < z; q++) v = v * 10 + (uint64_t)(*q - '0'); /* 19 digits cannot overflow uint64 */
-    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return 0;
-}
-
+/* an integer token at s->p that fits int64, read and checked in one pass (number() then int64_of() would walk it
+ * twice): a fraction or an exponent (a float) fails, as do more than 19 digits */
 static int read_int(Scan *s, int64_t *out) {
-    const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    if (!is_int || int64_of(a, s->p, out) < 0) return s->fail = 1, -1;
+    const unsigned char *p = s->p, *end = s->end;
+    int neg = 0;
+    if (p < end && *p == '-') neg = 1, p++;
+    if (p >= end) return s->fail = 1, -1;
+    uint64_t v = 0;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        const unsigned char *q = p;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) v = v * 10 + (uint64_t)(*p - '0');
+        if (p - q > 19) return s->fail = 1, -1; /* 19 digits cannot overflow uint64 */
+    } else return s->fail = 1, -1;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return s->fail = 1, -1;
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return s->fail = 1, -1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    s->p = p;
     return 0;
 }
 
@@ -576,12 +577,9 @@ static int read_int_or_str(Scan *s, Table *t, int32_t *out, int allow_null) {
         return 0;
     }
     const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    Py_ssize_t n = s->p - a;
     int64_t unused;
-    if (!is_int || int64_of(a, s->p, &unused) < 0) return s->fail = 1, -1;
-    int32_t id = intern(s, t, a, n, TOK_INT, 0);
+    if (read_int(s, &unused) < 0) return -1;
+    int32_t id = intern(s, t, a, s->p - a, TOK_INT, 0);
     if (id < 0) return -1;
     *out = id;
     return 0;
