@@ -205,6 +205,17 @@ static inline void ws(Scan *s) {
     s->p = p;
 }
 
+/* Kineto's separator ", " before the next value (or key): passed over in one step (returns 1), as ws(), ',' and ws()
+ * would; 0 (nothing read) for anything else */
+static inline int comma_space(Scan *s) {
+    const unsigned char *p = s->p;
+    if (s->end - p >= 3 && p[0] == ',' && p[1] == ' ' && p[2] > ' ') {
+        s->p = p + 2;
+        return 1;
+    }
+    return 0;
+}
+
 static inline int hexval(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -440,6 +451,10 @@ static int skip_value(Scan *s, int depth) {
         /* after a value: the next one of its container, or the containers that close here */
         for (;;) {
             if (top == 0) return 0;
+            if (comma_space(s)) {
+                if (open[top - 1] == '}') goto member;
+                break;
+            }
             ws(s);
             if (s->p >= s->end) return s->fail = 1, -1;
             if (*s->p == ',') {
@@ -759,6 +774,7 @@ static int args_key(Scan *s) {
 
 /* after a member: ',' (returns 1: more) or the closing '}' (returns 0) */
 static int next_member(Scan *s) {
+    if (comma_space(s)) return 1;
     ws(s);
     if (s->p >= s->end) return s->fail = 1, -1;
     if (*s->p == ',') {
