@@ -72,8 +72,9 @@ def measure(path: Path, what: str) -> dict[str, Any]:
                 n += len(json.loads(p))
             return n
     else:
-        from magpie_core.trace import native
         from magpie_core.trace._kineto_scan import scan
+
+        from magpie_core.trace import native
 
         unescape = native._UNESCAPE
 
@@ -112,7 +113,8 @@ def bench(shapes: list[Path], ref: str | None, repeat: int, baseline_repeat: int
         best: dict[str, dict[str, Any]] = {}
         runners = [("this", sys.executable, "scan")] + ([("reference", ref, "scan")] if ref else [])
         for r in range(repeat):
-            for label, python, what in runners + ([("json.loads", sys.executable, "json")] if r < baseline_repeat else []):
+            baseline = [("json.loads", sys.executable, "json")] if r < baseline_repeat else []
+            for label, python, what in runners + baseline:
                 got = run_worker(python, path, what)
                 if label not in best or got["cpu_s"] < best[label]["cpu_s"]:
                     best[label] = got
@@ -133,11 +135,11 @@ def write(rows: list[dict[str, Any]], out: Path, ref: str | None, repeat: int) -
     lines = [
         "# The compiled reader's pass alone (`_kineto_scan.scan`)",
         "",
-        "Written by `benchmarks/scan_pass.py`: each trace's event array cut in the ~2 MiB pieces `stream_table` decodes,",
-        "every piece read by one `scan` call (one state per file, as `magpie gap` does). CPU time of the whole pass, best",
-        f"of {repeat} runs in fresh subprocesses, this checkout and the reference "
-        f"(`{ref or 'none'}`) in alternation; baseline: `json.loads` of the same pieces. The machine is shared: CPU time",
-        "decides, wall time is not shown.",
+        "Written by `benchmarks/scan_pass.py`: each trace's event array cut in the ~2 MiB pieces",
+        "`stream_table` decodes, every piece read by one `scan` call (one state per file, as `magpie gap` does).",
+        f"CPU time of the whole pass, best of {repeat} runs in fresh subprocesses, this checkout and the reference",
+        f"(`{ref or 'none'}`) in alternation; baseline: `json.loads` of the same pieces. The machine is shared:",
+        "CPU time decides, wall time is not shown.",
         "",
         "| trace | MB | events | this MB/s | this ns/event | reference MB/s | reference ns/event | this vs reference "
         "| json.loads MB/s | this vs json.loads |",
