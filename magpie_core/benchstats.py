@@ -214,6 +214,12 @@ def _verdict(
     )
 
 
+def _bounds(bar: float) -> str:
+    """A noise bar as the changes it stands for: it is symmetric in log (a factor either way), so +90% up
+    matches -47.4% down, and "-51.6% exceeds ±90%" would read as a contradiction."""
+    return f"+{bar:.1%} / {1 / (1 + bar) - 1:+.1%} (a factor of {1 + bar:.2f} either way)"
+
+
 def _better(higher_is_better: bool, log_change: float) -> bool:
     return (log_change > 0) == higher_is_better
 
@@ -245,12 +251,12 @@ def compare_metric(
     excludes_zero = lo > 0 or hi < 0
     if excludes_zero and abs(est) >= math.log1p(bar):
         verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
-        reason = f"the 95% CI excludes zero and {change:+.1%} exceeds ±{bar:.0%}"
+        reason = f"the 95% CI excludes zero and {change:+.1%} is beyond {_bounds(bar)}"
         return _verdict(metric, b, c, 100 * change, ci, verdict, reason)
     if excludes_zero and floor > min_effect and abs(change) >= min_effect:
         reason = (
             f"{change:+.1%} (95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}%) is within the run-to-run noise floor of "
-            f"±{floor:.0%}: repeats inside one run do not see server restarts or the machine's load changing "
+            f"{_bounds(floor)}: repeats inside one run do not see server restarts or the machine's load changing "
             "between the two runs (--restart-between-repeats for both runs, or --noise-floor from your own A/A runs)"
         )
         return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
@@ -274,12 +280,15 @@ def _single_run_verdict(
     cv = max(floor, min_effect) / (Z95 * math.sqrt(2))  # the floor read as a 95% bound on a two-run difference
     if abs(est) > math.log1p(bar):  # symmetric in log: x2 and x0.5 are the same size of change
         verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
-        reason = f"single repeat: {change:+.1%} dwarfs the noise floor of ±{floor:.0%} (called beyond ±{bar:.0%})"
+        reason = (
+            f"single repeat: {change:+.1%} dwarfs the noise floor of {_bounds(floor)}; "
+            f"it is called beyond {_bounds(bar)}"
+        )
         return _verdict(metric, b, c, 100 * change, None, verdict, reason)
     needed = repeats_needed(cv, change)
     reason = (
         f"{b['n']} and {c['n']} repeat(s): no between-repeat spread to judge {change:+.1%} against; the "
-        f"noise floor is ±{floor:.0%} (a single run's change is called beyond ±{bar:.0%})"
+        f"noise floor is {_bounds(floor)}; a single run's change is called beyond {_bounds(bar)}"
     )
     if abs(change) >= min_effect:
         reason += _settle_hint(needed, change, cv, floor)

@@ -46,9 +46,12 @@ def test_verdicts_on_fixed_numbers() -> None:
 def test_single_repeat_needs_an_effect_that_dwarfs_the_floor() -> None:
     small = compare_metric(THROUGHPUT, [100], [90])
     assert small.verdict == E2EVerdict.WITHIN_NOISE
-    assert "noise floor is ±60%" in small.reason and "--repeats" in small.reason and small.repeats_needed
+    # the floor is symmetric in log terms: the reason prints both directions, never "-70% exceeds ±60%"
+    assert "noise floor is +60.0% / -37.5% (a factor of 1.60 either way)" in small.reason
+    assert "--repeats" in small.reason and small.repeats_needed
     big = compare_metric(THROUGHPUT, [100], [30])
     assert big.verdict == E2EVerdict.REGRESSED and "dwarfs" in big.reason
+    assert "called beyond +156.0% / -60.9% (a factor of 2.56 either way)" in big.reason
     assert compare_metric(THROUGHPUT, [30], [100]).verdict == E2EVerdict.IMPROVED  # symmetric in log
     assert repeats_needed(0.05, 0.10) is not None and repeats_needed(0.05, 0.0001) is None
 
