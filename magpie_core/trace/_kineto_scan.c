@@ -717,31 +717,36 @@ static int event_key(Scan *s) {
     if (s->end - p >= 8) {
         uint64_t w = load8(p);
         int k = K_OTHER, n = 0;
+/* the key spelled LIT (`"ph":`) followed by Kineto's space, or by anything else (n: the bytes matched) */
+#define TRY_KEY(LIT, K)                                        \
+    if (STARTS_WITH(w, LIT " ")) k = K, n = sizeof(LIT);       \
+    else if (STARTS_WITH(w, LIT)) k = K, n = sizeof(LIT) - 1;
         switch (p[1]) {
             case 'p':
-                if (STARTS_WITH(w, "\"ph\":")) k = K_PH, n = 5;
-                else if (STARTS_WITH(w, "\"pid\":")) k = K_PID, n = 6;
+                TRY_KEY("\"ph\":", K_PH)
+                else TRY_KEY("\"pid\":", K_PID)
                 break;
             case 'c':
-                if (STARTS_WITH(w, "\"cat\":")) k = K_CAT, n = 6;
+                TRY_KEY("\"cat\":", K_CAT)
                 break;
             case 'n':
-                if (STARTS_WITH(w, "\"name\":")) k = K_NAME, n = 7;
+                TRY_KEY("\"name\":", K_NAME)
                 break;
             case 't':
-                if (STARTS_WITH(w, "\"ts\":")) k = K_TS, n = 5;
-                else if (STARTS_WITH(w, "\"tid\":")) k = K_TID, n = 6;
+                TRY_KEY("\"ts\":", K_TS)
+                else TRY_KEY("\"tid\":", K_TID)
                 break;
             case 'd':
-                if (STARTS_WITH(w, "\"dur\":")) k = K_DUR, n = 6;
+                TRY_KEY("\"dur\":", K_DUR)
                 break;
             case 'i':
-                if (STARTS_WITH(w, "\"id\":")) k = K_ID, n = 5;
+                TRY_KEY("\"id\":", K_ID)
                 break;
             case 'a':
-                if (STARTS_WITH(w, "\"args\":")) k = K_ARGS, n = 7;
+                TRY_KEY("\"args\":", K_ARGS)
                 break;
         }
+#undef TRY_KEY
         if (k != K_OTHER) {
             s->p = p + n;
             ws(s);
