@@ -11,7 +11,12 @@ Measures user+sys CPU seconds (best of ``--rounds``, rounds interleaved so load 
   reachable in this script: every core command module, every plugin's commands and what the plugin entry
   modules used to import at start-up — the serving stack with httpx, the benchmark and kernel config models,
   the YAML config loader, rich, numpy (through the trace package) — imported first, then the same CLI run);
-- with ``--reference-python PY``: the same two commands with another install's ``magpie`` (e.g. ``main``'s).
+- ``magpie -w 1 gap <250-event trace> -o DIR`` as a user runs it (the table printed, CSV/JSON and report.html
+  written): as installed, and with ``OPENBLAS_NUM_THREADS`` set to the CPU count (numpy's BLAS threads as they
+  were before ``magpie`` loaded numpy with one; see ``magpie_core/cli/blas.py``);
+- with ``--reference-python PY``: the same commands with another install's ``magpie`` (e.g. ``main``'s).
+
+Wall seconds are listed too (best of the rounds; on a shared machine they move with the load, CPU much less).
 
 Python writes no bytecode cache when ``PYTHONDONTWRITEBYTECODE`` is set (it is in some sandboxes), which
 would add the compile time of every module to every run; the script removes it for its children and warms
@@ -25,17 +30,22 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gzip
+import json
 import os
 import platform
 import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "tests" / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
 OUT = ROOT / "docs" / "benchmarks" / "cli_startup.md"
+#: the tiny trace's source: its first 50 kernel/memcpy events and its first 200 events make a 250-event trace
+TINY_SOURCE = ROOT / "tests" / "data" / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
 RUN_LIBS = "python -c 'import numpy, typer; from pydantic import BaseModel' (a gap run's libraries)"
 HELP_LIBS = "python -c 'import typer, typer.rich_utils; from pydantic import BaseModel' (--help's libraries)"
@@ -56,21 +66,39 @@ cli.run(sys.argv[1:])
 """
 
 
-def child_cpu(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """User+sys CPU seconds of one run of ``argv`` (its exit code must be 0)."""
+#: a case: argv, and variables to set in its environment
+Case = tuple[list[str], dict[str, str]]
+
+
+def tiny_trace(folder: Path) -> Path:
+    """A 250-event trace: the first 50 kernel/memcpy events of TINY_SOURCE, then its first 200 events."""
+    data = json.loads(gzip.decompress(TINY_SOURCE.read_bytes()))
+    events = data["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy")][:50]
+    path = folder / "tiny.json"
+    path.write_text(json.dumps({**data, "traceEvents": gpu + events[:200]}))
+    return path
+
+
+def child_cost(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """User+sys CPU seconds and wall seconds of one run of ``argv`` (its exit code must be 0)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-1500:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
-def cases(python: str, reference: str | None, out: Path) -> dict[str, list[str]]:
+def cases(python: str, reference: str | None, out: Path, tiny: Path) -> dict[str, Case]:
     magpie = str(Path(python).with_name("magpie"))
     gap_help = ["gap", "--help"]
     gap_run = ["-w", "1", "-o", str(out), "gap", str(TRACE), "--json", "--no-rank-csv"]
-    found = {
+    table_run = ["-w", "1", "gap", str(tiny), "-o", str(out)]
+    blas_before = {"OPENBLAS_NUM_THREADS": str(os.cpu_count() or 1)}
+    argvs = {
         "python -c pass": [python, "-c", "pass"],
         "python -c 'import numpy'": [python, "-c", "import numpy"],
         RUN_LIBS: [python, "-c", "import numpy, typer; from pydantic import BaseModel"],
@@ -79,22 +107,28 @@ def cases(python: str, reference: str | None, out: Path) -> dict[str, list[str]]
         "gap --help, lazy": [magpie, *gap_help],
         "gap run, eager (previous)": [python, "-c", EAGER, *gap_run],
         "gap run, lazy": [magpie, *gap_run],
+        "gap table run (tiny trace, report.html)": [magpie, *table_run],
     }
+    found: dict[str, Case] = {name: (argv, {}) for name, argv in argvs.items()}
+    found["gap table run, BLAS threads as before"] = ([magpie, *table_run], blas_before)
     if reference:
         other = str(Path(reference).with_name("magpie"))
-        found["gap --help, reference install"] = [other, *gap_help]
-        found["gap run, reference install"] = [other, *gap_run]
+        found["gap --help, reference install"] = ([other, *gap_help], {})
+        found["gap run, reference install"] = ([other, *gap_run], {})
+        found["gap table run, reference install"] = ([other, *table_run], {})
     return found
 
 
-def measure(runs: dict[str, list[str]], rounds: int, env: dict[str, str], cwd: Path) -> dict[str, float]:
-    for argv in runs.values():  # warm-up: bytecode caches written, files in the page cache
-        child_cpu(argv, env, cwd)
-    best: dict[str, float] = {}
+def measure(runs: dict[str, Case], rounds: int, env: dict[str, str], cwd: Path) -> dict[str, tuple[float, float]]:
+    """Best CPU and best wall seconds of each case over ``rounds`` interleaved rounds."""
+    for argv, extra in runs.values():  # warm-up: bytecode caches written, files in the page cache
+        child_cost(argv, {**env, **extra}, cwd)
+    best: dict[str, tuple[float, float]] = {}
     for _ in range(rounds):
-        for name, argv in runs.items():
-            cpu = child_cpu(argv, env, cwd)
-            best[name] = min(best.get(name, cpu), cpu)
+        for name, (argv, extra) in runs.items():
+            cpu, wall = child_cost(argv, {**env, **extra}, cwd)
+            old_cpu, old_wall = best.get(name, (cpu, wall))
+            best[name] = (min(old_cpu, cpu), min(old_wall, wall))
     return best
 
 
@@ -118,7 +152,10 @@ def importtime_top(python: str, argv: list[str], env: dict[str, str], cwd: Path,
     return groups.most_common(n)
 
 
-def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, reference: str | None) -> str:
+def report(
+    costs: dict[str, tuple[float, float]], top: list[tuple[str, int]], rounds: int, reference: str | None
+) -> str:
+    best = {name: cpu for name, (cpu, _) in costs.items()}
     floor = best["python -c pass"]
     numpy_floor = best["python -c 'import numpy'"]
     lines = [
@@ -134,22 +171,27 @@ def report(best: dict[str, float], top: list[tuple[str, int]], rounds: int, refe
         "the serving stack with httpx, the benchmark/kernel config models, the YAML loader, rich, numpy), then runs "
         "the same command; **lazy** is the installed `magpie`.",
         "",
-        "| case | CPU s | eager ÷ this | above its libraries |",
-        "| --- | ---: | ---: | ---: |",
+        "| case | CPU s | wall s | eager ÷ this | above its libraries |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for name, cpu in best.items():
         kind = "gap --help" if name.startswith("gap --help") else "gap run" if name.startswith("gap run") else ""
         eager = best.get(f"{kind}, eager (previous)") if kind else None
         vs = f"{eager / cpu:.2f}x" if eager and "eager" not in name else ""
         above = f"{cpu - best[HELP_LIBS if kind == 'gap --help' else RUN_LIBS]:+.3f}" if kind else ""
-        lines.append(f"| {name} | {cpu:.3f} | {vs} | {above} |")
+        lines.append(f"| {name} | {cpu:.3f} | {costs[name][1]:.3f} | {vs} | {above} |")
     lines += [
         "",
         f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
         f"the libraries it cannot avoid ({best['gap run, lazy'] - best[RUN_LIBS]:.3f} s here) is plugin discovery "
-        "(every installed plugin's entry module is imported, with the report models), the command's own modules, "
+        "(every installed plugin's entry module is imported), the command's own modules, "
         "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
         "regexes, report.html. `--help` imports no numpy; most of its cost is typer drawing help with rich.",
+        "",
+        "The table run is `magpie -w 1 gap tiny.json -o DIR` as a user types it: it also imports rich and draws the "
+        'table, and writes the CSV/JSON files and report.html (with plotly.js, ~5 MB). "BLAS threads as before" '
+        "sets `OPENBLAS_NUM_THREADS` to the CPU count, as numpy's OpenBLAS chose before magpie loaded it with one "
+        "thread: its extra CPU is those threads spinning.",
         "",
         "## `-X importtime` top 15 packages, lazy `magpie -w 1 gap ... --json --no-rank-csv`",
         "",
@@ -173,7 +215,8 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="cli_startup_") as tmp:
         cwd = Path(tmp)
-        best = measure(cases(sys.executable, args.reference_python, cwd / "out"), args.rounds, env, cwd)
+        runs = cases(sys.executable, args.reference_python, cwd / "out", tiny_trace(cwd))
+        best = measure(runs, args.rounds, env, cwd)
         gap_run = ["-w", "1", "-o", str(cwd / "out"), "gap", str(TRACE), "--json", "--no-rank-csv"]
         top = importtime_top(sys.executable, gap_run, env, cwd)
     text = report(best, top, args.rounds, args.reference_python)

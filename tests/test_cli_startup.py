@@ -99,6 +99,47 @@ def test_inference_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_pa
     assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_gap_analysis.cli")) == []
 
 
+#: import each plugin entry module (``magpie`` entry points, then the core's default plugins) in turn and write, for
+#: each, the heavy modules that were imported by the time it had loaded
+_ENTRY_PROBE = """
+import importlib, importlib.metadata as md, json, sys
+from magpie_core.plugins import DEFAULT_PLUGINS, ENTRY_POINT_GROUP
+heavy = json.loads(sys.argv[2])
+modules = [ep.value for ep in md.entry_points(group=ENTRY_POINT_GROUP)] + list(DEFAULT_PLUGINS)
+found = {}
+for name in modules:
+    importlib.import_module(name)
+    found[name] = sorted(h for h in heavy if h in sys.modules)
+with open(sys.argv[1], "w") as out:
+    json.dump(found, out)
+"""
+
+#: what a plugin's entry module must not import when it loads (every ``magpie`` command loads every entry module):
+#: numpy, the report models with pydantic, rich, YAML, httpx, the trace columns; hook bodies import what they use
+HEAVY_AT_PLUGIN_LOAD = (
+    "numpy",
+    "pydantic",
+    "rich",
+    "yaml",
+    "httpx",
+    "magpie_core.reports",
+    "magpie_core.trace.columns",
+)
+
+
+def test_plugin_entry_modules_import_nothing_heavy(tmp_path: Path) -> None:
+    out = tmp_path / "entry.json"
+    subprocess.run(
+        [sys.executable, "-c", _ENTRY_PROBE, str(out), json.dumps(HEAVY_AT_PLUGIN_LOAD)],
+        cwd=tmp_path,
+        check=True,
+        timeout=120,
+    )
+    found = json.loads(out.read_text())
+    assert len(found) >= 20  # every first-party plugin is installed in the test environment
+    assert {name: heavy for name, heavy in found.items() if heavy} == {}
+
+
 def test_core_command_imports_no_plugin_command_module(tmp_path: Path) -> None:
     code, modules = _imported(tmp_path, "analyze", "--help")
     assert code == 0

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from magpie_core.reports import ParsedKernelName
+if TYPE_CHECKING:  # report models (pydantic): not imported when a parser plugin loads (every magpie command)
+    from magpie_core.reports import ParsedKernelName
 
 CATEGORIES = (
     "gemm",
@@ -34,6 +35,8 @@ def installed_parsers() -> list[Any]:
 
 
 def unknown(name: str) -> ParsedKernelName:
+    from magpie_core.reports import ParsedKernelName
+
     return ParsedKernelName(name=name, family="unknown", category="other", confidence=0.0)
 
 

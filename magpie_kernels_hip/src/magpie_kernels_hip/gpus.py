@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.reports import GpuInfo
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import GpuInfo
 
 
 def _run(argv: list[str]) -> str | None:

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_hip.gpus import amd_gpus, rocminfo_targets
 from magpie_kernels_hip.hipcc import (
     ARCH_ENV,
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
 
     from magpie_core.config.kernel import KernelConfig
+    from magpie_core.reports import CompileResult, EvaluationTask, ToolInfo
 
 NO_GPU = "compiled; no AMD GPU to run on"
 
@@ -77,6 +77,8 @@ class HipBackend(HarnessBackend):
     description = 'HIP .hip sources built with hipcc for an AMD offload arch; harness via an extern "C" launcher'
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
+        from magpie_core.reports import CompileResult, StageStatus
+
         hipcc = find_hipcc()
         if hipcc is None:
             return CompileResult(
@@ -109,6 +111,8 @@ class HipBackend(HarnessBackend):
         return result
 
     def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
+        from magpie_core.reports import StageStatus
+
         result.resources.update(parse_resource_remarks(result.log))
         if result.status == StageStatus.FAILED:
             from magpie_kernels_pytorch.native import describe_failure
@@ -135,6 +139,8 @@ class HipBackend(HarnessBackend):
         )
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo
+
         hipcc = find_hipcc()
         version = rocm_version(hipcc) if hipcc else None
         return [ToolInfo(name="hipcc", path=hipcc, version=f"ROCm {version}" if version else None, found=bool(hipcc))]

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_core.reports import EvaluationTask, ToolInfo
 
 if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
+
+    from magpie_core.reports import EvaluationTask, ToolInfo
 
 
 INTERPRETER_NOTE = "interpreter, timings not meaningful (TRITON_INTERPRET=1 on the CPU: no GPU here)"
@@ -58,6 +59,8 @@ class TritonBackend(HarnessBackend):
         )
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo
+
         try:
             import triton
 

@@ -23,11 +23,13 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from magpie_core import hookimpl
-from magpie_core.reports import ToolInfo
 from magpie_core.serving.framework import FrameworkBase
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import ToolInfo
 
 #: default images by GPU arch family (override with docker_image)
 IMAGES = {"nvidia": "vllm/vllm-openai:latest", "amd": "rocm/vllm:latest"}
@@ -84,6 +86,8 @@ class Vllm(FrameworkBase):
         return IMAGES["amd"] if gpu_arch.lower().startswith("gfx") else IMAGES["nvidia"]
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo
+
         path = shutil.which("vllm")
         return [
             ToolInfo(

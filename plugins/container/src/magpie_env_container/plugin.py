@@ -30,12 +30,14 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ExecutionEnvironment
-from magpie_core.reports import ToolInfo
 from magpie_core.threads import map_in_threads
+
+if TYPE_CHECKING:
+    from magpie_core.reports import ToolInfo
 
 
 class ContainerError(RuntimeError):
@@ -127,6 +129,8 @@ class ContainerEnvironment(ExecutionEnvironment):
         )
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo  # pydantic models: not at plugin load (every magpie command)
+
         docker = os.environ.get("MAGPIE_DOCKER", "docker")
         path = shutil.which(docker)
         return [ToolInfo(name="docker", path=path, found=path is not None, note=None if path else "not on PATH")]

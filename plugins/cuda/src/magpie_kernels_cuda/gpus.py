@@ -6,8 +6,12 @@ for every part of magpie that needs to know the GPUs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.reports import GpuInfo
+
+if TYPE_CHECKING:  # the report models (pydantic) are not imported when the plugin loads (every magpie command)
+    from magpie_core.reports import GpuInfo
 
 
 def nvidia_gpus() -> list[GpuInfo]:

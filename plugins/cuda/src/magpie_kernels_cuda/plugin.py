@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_core.reports import CompileResult, EvaluationTask, StageStatus, ToolInfo
 from magpie_kernels_cuda.gpus import nvidia_gpus
 from magpie_kernels_cuda.nvcc import build_command, find_nvcc, nvcc_version, parse_ptxas, resources_summary, target_arch
 
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
 
     from magpie_core.config.kernel import KernelConfig
+    from magpie_core.reports import CompileResult, EvaluationTask, ToolInfo
 
 NO_GPU = "compiled; no NVIDIA GPU to run on"
 
@@ -44,6 +44,8 @@ class CudaBackend(HarnessBackend):
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         from magpie_kernels_pytorch.native import native_build  # every command loads this module: import when used
+
+        from magpie_core.reports import CompileResult, StageStatus
 
         nvcc = find_nvcc()
         if nvcc is None:
@@ -63,6 +65,8 @@ class CudaBackend(HarnessBackend):
         return result
 
     def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
+        from magpie_core.reports import StageStatus
+
         result.resources.update(resources_summary(parse_ptxas(result.log)))
         if result.status == StageStatus.FAILED:
             from magpie_kernels_pytorch.native import describe_failure
@@ -94,6 +98,8 @@ class CudaBackend(HarnessBackend):
         )
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo
+
         nvcc = find_nvcc()
         return [ToolInfo(name="nvcc", path=nvcc, version=nvcc_version(nvcc) if nvcc else None, found=bool(nvcc))]
 

@@ -210,15 +210,18 @@ def _format_dims(raw: msgspec.Raw | bytes) -> str:
 
 def _merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Union of intervals. Returns (merged_starts, merged_ends, index of the interval opening each merged one)."""
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if len(starts) < 2 or bool(np.all(starts[1:] >= starts[:-1])):
+        order, s, e = None, starts, ends  # a device's activity usually comes in start order: no sort, no copies
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
     run_end = np.maximum.accumulate(e)
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     new[1:] = s[1:] > run_end[:-1]
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], run_end[last], order[first]
+    return s[first], run_end[last], first if order is None else order[first]
 
 
 def _merge_simple(intervals: Intervals) -> Intervals:
@@ -242,29 +245,72 @@ class _IdNames:
         return self.names[int(self.ids[i])]
 
 
-def _innermost(starts: np.ndarray, ends: np.ndarray, names: Any, t: float) -> str | None:
-    if len(starts) == 0:
-        return None
-    mask = (starts <= t) & (ends >= t)
-    idx = np.flatnonzero(mask)
-    if len(idx) == 0:
-        return None
-    best = idx[np.argmin(ends[idx] - starts[idx])]
-    return names[int(best)]
+@dataclass
+class _Ranges:
+    """Named time ranges (CPU ops, annotations, Python frames) relative to the trace start."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    names: Any
+    ordered: bool = field(init=False)  # starts never decrease (the usual export order)
+
+    def __post_init__(self) -> None:
+        self.ordered = len(self.starts) < 2 or bool(np.all(self.starts[1:] >= self.starts[:-1]))
+
+    def containing(self, t: float) -> np.ndarray:
+        """Rows of the ranges that contain ``t``, in row order."""
+        # ordered: the ranges starting after t cannot contain it, so they are not looked at (the moments asked
+        # about are mostly early in the trace)
+        n = int(np.searchsorted(self.starts, t, side="right")) if self.ordered else len(self.starts)
+        return np.flatnonzero((self.starts[:n] <= t) & (self.ends[:n] >= t))
 
 
-def _frames_at(starts: np.ndarray, ends: np.ndarray, names: Any, t: float, n: int = 4) -> list[str]:
-    if len(starts) == 0:
-        return []
-    idx = np.flatnonzero((starts <= t) & (ends >= t))
+def _innermost(ranges: _Ranges, t: float) -> str | None:
+    idx = ranges.containing(t)
+    if len(idx) == 0:
+        return None
+    best = idx[np.argmin(ranges.ends[idx] - ranges.starts[idx])]
+    return ranges.names[int(best)]
+
+
+def _frames_at(ranges: _Ranges, t: float, n: int = 4) -> list[str]:
+    idx = ranges.containing(t)
     if len(idx) == 0:
         return []
-    idx = idx[np.argsort(ends[idx] - starts[idx])][:n]
-    return [names[int(i)] for i in idx]
+    idx = idx[np.argsort(ranges.ends[idx] - ranges.starts[idx])][:n]
+    return [ranges.names[int(i)] for i in idx]
+
+
+def _median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` of a non-empty 1-D float array, the same way (partition, then the middle value or
+    the mean of the two middle ones; nan when any is nan) without the ``numpy.ma`` import np.median does (~7 ms
+    once per process)."""
+    n, h = len(x), len(x) // 2
+    part = np.partition(x, [h - 1, h, n - 1] if n % 2 == 0 else [h, n - 1])
+    if np.isnan(part[-1]):
+        return math.nan
+    return float(part[h]) if n % 2 else float(np.mean(part[h - 1 : h + 1]))
 
 
 def _looks_bare(name: str) -> bool:
     return not (" " in name or "<" in name or "(" in name or name.startswith("_Z"))
+
+
+def _distinct_ids(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids in ``range(n)`` (interned names): counting, not sorting."""
+    uniq = np.flatnonzero(np.bincount(ids, minlength=n))
+    slot = np.zeros(max(n, 1), np.int64)
+    slot[uniq] = np.arange(len(uniq))
+    return uniq, slot[ids]
+
+
+def _top_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-values, kind="stable")[:k]``: the k largest, ties by index, without sorting all of them."""
+    if len(values) <= k:
+        return np.argsort(-values, kind="stable")
+    kth = np.partition(values, len(values) - k)[len(values) - k]
+    candidates = np.flatnonzero(values >= kth)  # every value tied with the k-th largest stays in the running
+    return candidates[np.argsort(-values[candidates], kind="stable")][:k]
 
 
 def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,13 +324,12 @@ def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq[keep], last[keep]
 
 
-def _lookup(uniq: np.ndarray, where: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """For each key, ``where`` of its match in ``uniq``; -1 when absent (or NONE)."""
-    if len(uniq) == 0 or len(keys) == 0:
-        return np.full(len(keys), -1, np.int64)
-    pos = np.minimum(np.searchsorted(uniq, keys), len(uniq) - 1)
-    found = (uniq[pos] == keys) & (keys != NONE)
-    return np.where(found, where[pos], -1)
+def _find(uniq: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each key, a position in the sorted, non-empty ``uniq`` and whether the key is there. ``uniq`` comes
+    from :func:`_last_index`, without NONE, so a NONE key is never found."""
+    pos = np.searchsorted(uniq, keys)
+    np.minimum(pos, len(uniq) - 1, out=pos)
+    return pos, uniq[pos] == keys
 
 
 # -- the pieces of one rank's analysis -------------------------------------------------------------------------------
@@ -298,16 +343,20 @@ class _Launches:
         self.flow = flow
         self.rt_keys, self.rt_row = _last_index(rt["corr"])
         self.fl_keys, self.fl_row = _last_index(flow["id"])
+        # launch time per distinct key: a lookup gathers from these small arrays only
+        self.rt_ts, self.fl_ts = rt["ts"][self.rt_row], flow["ts"][self.fl_row]
 
     def of(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(absolute launch time or nan, row of the runtime call or -1) for each correlation id."""
-        call = _lookup(self.rt_keys, self.rt_row, corr)
-        fl = _lookup(self.fl_keys, self.fl_row, corr)
         t = np.full(len(corr), np.nan)
-        if len(self.fl_row):
-            t = np.where(fl >= 0, self.flow["ts"][np.maximum(fl, 0)], t)
-        if len(self.rt_row):
-            t = np.where(call >= 0, self.rt["ts"][np.maximum(call, 0)], t)
+        call = np.full(len(corr), -1, np.int64)
+        if len(self.fl_keys) and len(corr):
+            pos, found = _find(self.fl_keys, corr)
+            t = np.where(found, self.fl_ts[pos], t)
+        if len(self.rt_keys) and len(corr):
+            pos, found = _find(self.rt_keys, corr)
+            call = np.where(found, self.rt_row[pos], -1)
+            t = np.where(found, self.rt_ts[pos], t)  # the runtime call's time wins over the flow start's
         return t, call
 
 
@@ -408,8 +457,7 @@ def _kernel_stats(
     if not len(rows):
         return stats, first_row
     d = sel["dur"][rows]
-    uniq, inv = np.unique(sel["name"][rows], return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, inv = _distinct_ids(sel["name"][rows], len(table.names))
     calls = np.bincount(inv, minlength=len(uniq))
     total = np.bincount(inv, weights=d, minlength=len(uniq))  # accumulates in event order, as a loop would
     sumsq = np.bincount(inv, weights=d * d, minlength=len(uniq))
@@ -431,26 +479,42 @@ def _kernel_stats(
 
 
 def _add_shapes(table: EventTable, ext: np.ndarray, inv: np.ndarray, slot_stats: list[KernelStat]) -> None:
-    """Input shapes of each kernel: the Input Dims of the CPU op with the kernel's External id, the first
-    MAX_SHAPES distinct ones."""
+    """Input shapes of each kernel: the Input Dims of the CPU ops with the kernel's External id, in CPU-op order,
+    the first MAX_SHAPES distinct ones."""
     cpu = table["cpu"]
     has = ext != NONE
     if not has.any() or not len(cpu["ext"]):
         return
-    wanted: dict[int, set[int]] = {}
-    for x, k in zip(ext[has].tolist(), inv[has].tolist(), strict=True):
-        wanted.setdefault(x, set()).add(k)
-    c_rows = np.flatnonzero((cpu["dims"] >= 0) & np.isin(cpu["ext"], np.fromiter(wanted, np.int64)))
+    slots, c_rows = _ops_with_dims(cpu, ext[has], inv[has])
+    if not len(c_rows):
+        return
+    dims = cpu["dims"][c_rows]
+    # only the first CPU op of each (kernel, Input Dims) pair can add a shape: keep those, in CPU-op order
+    order = np.argsort(c_rows, kind="stable")
+    slots, dims = slots[order], dims[order]
+    _, first = np.unique(slots.astype(np.int64) * len(table.dims) + dims, return_index=True)
+    first.sort()
     formatted: dict[int, str] = {}  # the same Input Dims text repeats: format it once
-    for x, di in zip(cpu["ext"][c_rows].tolist(), cpu["dims"][c_rows].tolist(), strict=True):
+    for k, di in zip(slots[first].tolist(), dims[first].tolist(), strict=True):
         shape = formatted.get(di)
         if shape is None:
             shape = formatted[di] = _format_dims(table.dims[di])
-        if shape:
-            for k in wanted[x]:
-                shapes = slot_stats[k].shapes
-                if len(shapes) < MAX_SHAPES and shape not in shapes:
-                    shapes.append(shape)
+        shapes = slot_stats[k].shapes
+        if shape and len(shapes) < MAX_SHAPES and shape not in shapes:
+            shapes.append(shape)
+
+
+def _ops_with_dims(cpu: Columns, ext: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (kernel slot, CPU-op row) pair where the op has Input Dims and the kernel's event's External id (an
+    id may name several ops, and several events an op): a join on the id, by sorting the ops' ids."""
+    c_rows = np.flatnonzero((cpu["dims"] >= 0) & (cpu["ext"] != NONE))
+    by_id = np.argsort(cpu["ext"][c_rows], kind="stable")
+    ids = cpu["ext"][c_rows][by_id]
+    lo, hi = np.searchsorted(ids, ext, "left"), np.searchsorted(ids, ext, "right")
+    n = hi - lo
+    event = np.repeat(np.arange(len(ext)), n)
+    nth = np.arange(len(event)) - np.repeat(np.cumsum(n) - n, n)  # 0, 1, ... within each event's matches
+    return slots[event], c_rows[by_id[np.repeat(lo, n) + nth]]
 
 
 class _HostRanges:
@@ -459,20 +523,18 @@ class _HostRanges:
     def __init__(self, table: EventTable) -> None:
         cpu, ann = table["cpu"], table["ann"]
         t_min = table.t_min
-        self.cpu_s = cpu["ts"] - t_min
-        self.cpu_e = self.cpu_s + cpu["dur"]
-        self.cpu_names = _IdNames(cpu["name"], table.names)
+        cpu_s = cpu["ts"] - t_min
+        self.cpu = _Ranges(cpu_s, cpu_s + cpu["dur"], _IdNames(cpu["name"], table.names))
         user_ann = {c: i for i, c in enumerate(table.cats)}.get("user_annotation", -1)
         ann_rows = np.flatnonzero(ann["cat"] == user_ann)
-        self.ann_s = ann["ts"][ann_rows] - t_min
-        self.ann_e = self.ann_s + ann["dur"][ann_rows]
-        self.ann_names = _IdNames(ann["name"][ann_rows], table.names)
+        ann_s = ann["ts"][ann_rows] - t_min
+        self.ann = _Ranges(ann_s, ann_s + ann["dur"][ann_rows], _IdNames(ann["name"][ann_rows], table.names))
 
     def cpu_op_at(self, t: float) -> str | None:
-        return _innermost(self.cpu_s, self.cpu_e, self.cpu_names, t)
+        return _innermost(self.cpu, t)
 
     def annotation_at(self, t: float) -> str | None:
-        return _innermost(self.ann_s, self.ann_e, self.ann_names, t)
+        return _innermost(self.ann, t)
 
 
 def _launch_contexts(
@@ -484,7 +546,7 @@ def _launch_contexts(
     if not (len(py["ts"]) or len(cpu["ts"])):
         return {name: {"platform": table.platform} for name in first_row}
     names, t_min = table.names, table.t_min
-    py_by_tid: dict[Any, tuple[np.ndarray, np.ndarray, _IdNames]] = {}
+    py_by_tid: dict[Any, _Ranges] = {}
     contexts: dict[str, dict[str, Any]] = {}
     firsts = np.fromiter(first_row.values(), np.int64, len(first_row))
     f_launch, f_call = launches.of(sel["corr"][firsts])
@@ -499,9 +561,8 @@ def _launch_contexts(
             if tid not in py_by_tid:
                 group = np.arange(len(py["ts"])) if tid is None else np.flatnonzero(py["tid"] == tid)
                 ps = py["ts"][group] - t_min
-                py_by_tid[tid] = (ps, ps + py["dur"][group], _IdNames(py["name"][group], names))
-            ps, pe, pn = py_by_tid[tid]
-            ctx["python_frames"] = _frames_at(ps, pe, pn, ts_launch)
+                py_by_tid[tid] = _Ranges(ps, ps + py["dur"][group], _IdNames(py["name"][group], names))
+            ctx["python_frames"] = _frames_at(py_by_tid[tid], ts_launch)
         contexts[name] = ctx
     return contexts
 
@@ -534,9 +595,16 @@ def _device_activity(
     if window.by_launch:
         starts_c, ends_c = starts, ends
     else:
-        rel_lo = np.array([a - t_min for a, _ in window.intervals])[groups]
-        rel_hi = np.array([b - t_min for _, b in window.intervals])[groups]
-        starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
+        rel_lo = np.array([a - t_min for a, _ in window.intervals])
+        rel_hi = np.array([b - t_min for _, b in window.intervals])
+        if len(window.intervals) == 1:  # one range (the usual window): clip to its bounds, no per-event copies
+            rel_lo, rel_hi = rel_lo[0], rel_hi[0]
+        else:
+            rel_lo, rel_hi = rel_lo[groups], rel_hi[groups]
+        if np.ndim(rel_lo) == 0 and starts.min() >= rel_lo and ends.max() <= rel_hi:
+            starts_c, ends_c = starts, ends  # nothing sticks out (the whole trace): clipping would change nothing
+        else:
+            starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
     ms, me, opener = _merge_intervals(starts_c, ends_c)
     gap_len = ms[1:] - me[:-1]
     if len(gap_len) and len(window.intervals) > 1:
@@ -550,10 +618,11 @@ def _device_stats(table: EventTable, device: str, a: _Activity, wall: float) -> 
     """Busy, idle and host-bound time of one device, and its launch-record medians."""
     rt_dur = table["rt"]["dur"]
     busy = float(np.sum(a.merged_e - a.merged_s))
-    span = 0.0
-    for g in np.unique(a.groups):
-        sel_g = a.groups == g
-        span += float(a.ends_c[sel_g].max() - a.starts_c[sel_g].min())
+    in_groups = np.flatnonzero(np.bincount(a.groups))  # window ranges with activity (groups are >= 0 here)
+    if len(in_groups) == 1:  # one range: no per-range masks
+        span = float(a.ends_c.max() - a.starts_c.min())
+    else:
+        span = sum(float(a.ends_c[a.groups == g].max() - a.starts_c[a.groups == g].min()) for g in in_groups)
     launch_dur = (
         np.where(a.calls >= 0, rt_dur[np.maximum(a.calls, 0)], np.nan) if len(rt_dur) else np.full(len(a.rows), np.nan)
     )
@@ -573,9 +642,9 @@ def _device_stats(table: EventTable, device: str, a: _Activity, wall: float) -> 
         num_gaps=int(np.count_nonzero(a.gap_len > 0)),
         host_bound_idle_us=host_idle,
         launch_records=int(np.count_nonzero(has)),
-        median_launch_to_start_us=float(np.median(a.starts[has] - a.launch_ts[has])) if has.any() else None,
-        median_launch_call_us=float(np.median(launch_dur[kl])) if kl.any() else None,
-        median_kernel_us=float(np.median(a.durs[kinds])) if kinds.any() else None,
+        median_launch_to_start_us=_median(a.starts[has] - a.launch_ts[has]) if has.any() else None,
+        median_launch_call_us=_median(launch_dur[kl]) if kl.any() else None,
+        median_kernel_us=_median(a.durs[kinds]) if kinds.any() else None,
         kernels_shorter_than_launch_pct=(
             100.0 * float(np.count_nonzero(a.durs[kl] < launch_dur[kl])) / int(np.count_nonzero(kl))
             if kl.any()
@@ -590,16 +659,15 @@ def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRange
         return []
     act, rt, names = table["act"], table["rt"], table.names
     after_idx = a.opener[1:]
-    # the activity that ends each merged run before a gap: latest-ending one
-    order_by_end = np.argsort(a.ends_c, kind="stable")
-    sorted_ends = a.ends_c[order_by_end]
     gaps: list[Gap] = []
-    for gi in np.argsort(-a.gap_len, kind="stable")[:top_gaps]:
+    for gi in _top_indices(a.gap_len, top_gaps).tolist():
         if a.gap_len[gi] <= 0:
             break
         g0 = float(a.merged_e[gi])
-        j = int(np.searchsorted(sorted_ends, g0, side="right")) - 1
-        before = names[int(act["name"][a.rows[int(order_by_end[j])]])] if j >= 0 else ""
+        # the activity before the gap: the one whose end closes the busy run (the run's end is one of its
+        # activities' ends and every later activity ends after it); the last such in event order
+        ending = np.flatnonzero(a.ends_c == g0)
+        before = names[int(act["name"][a.rows[int(ending[-1])]])] if len(ending) else ""
         after = int(after_idx[gi])
         call = int(a.calls[after])
         lt = a.launch_ts[after]
@@ -649,7 +717,7 @@ def _devices(
     groups_all = window.members(act, launches)
     launch_all = launches.of(act["corr"])
     out = []
-    for dev_id in sorted(np.unique(act["dev"]).tolist(), key=lambda i: table.devs[i]):
+    for dev_id in sorted(np.flatnonzero(np.bincount(act["dev"])).tolist(), key=lambda i: table.devs[i]):
         dev = table.devs[dev_id]
         rows = np.flatnonzero((act["dev"] == dev_id) & (groups_all >= 0))
         if not len(rows):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ContainerGpuAccess
-from magpie_core.reports import GpuInfo
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import GpuInfo
 
 VISIBLE_DEVICES_ENV = "HIP_VISIBLE_DEVICES"
 #: what a ROCm container needs to reach the GPUs (the kernel driver and render nodes) and to be profiled
@@ -59,6 +61,8 @@ def _mib(obj: Any) -> int | None:
 
 
 def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
+    from magpie_core.reports import GpuInfo
+
     metrics = {row.get("gpu"): row for row in _rows(_json_document(metric_json or "[]"))}
     gpus = []
     for row in _rows(_json_document(static_json)):
@@ -86,6 +90,8 @@ def parse_amd_smi(static_json: str, metric_json: str) -> list[GpuInfo]:
 
 def parse_rocm_smi(text: str) -> list[GpuInfo]:
     """``rocm-smi --showproductname --showmeminfo vram --showuse --json``."""
+    from magpie_core.reports import GpuInfo
+
     gpus = []
     for card, info in _json_document(text).items():
         if not card.startswith("card") or not isinstance(info, dict):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ContainerGpuAccess
-from magpie_core.reports import GpuInfo
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import GpuInfo
 
 VISIBLE_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"
 
@@ -25,6 +27,8 @@ def _num(text: str) -> float | None:
 
 def parse_query_csv(text: str) -> list[GpuInfo]:
     """Rows of ``nvidia-smi --query-gpu=<QUERY> --format=csv,noheader,nounits``."""
+    from magpie_core.reports import GpuInfo
+
     gpus = []
     for line in text.splitlines():
         cols = [c.strip() for c in line.split(",")]

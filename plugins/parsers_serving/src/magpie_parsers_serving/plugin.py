@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
-from magpie_core.reports import ParsedKernelName
 from magpie_core.trace.demangle import demangle, is_mangled, leading_names
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import ParsedKernelName
 
 #: vLLM kernels whose outer name has no vllm:: namespace (ROCm custom paged attention, skinny GEMMs are AMD's)
 VLLM_BARE = {
@@ -70,6 +72,8 @@ def _text(name: str) -> tuple[str, float]:
 
 
 def _make(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
+    from magpie_core.reports import ParsedKernelName
+
     return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
 
 

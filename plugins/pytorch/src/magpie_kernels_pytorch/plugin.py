@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import Timer
-from magpie_core.reports import EvaluationTask
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 if TYPE_CHECKING:
     from magpie_core.config.kernel import KernelConfig
+    from magpie_core.reports import EvaluationTask
     from magpie_kernels_pytorch.harness import HarnessOptions
 
 

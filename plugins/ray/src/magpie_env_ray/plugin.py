@@ -24,11 +24,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ConfigBlock, ExecutionEnvironment
-from magpie_core.reports import ToolInfo
+
+if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
+    from magpie_core.reports import ToolInfo
 
 log = logging.getLogger("magpie.ray")
 
@@ -71,6 +73,8 @@ class RayEnvironment(ExecutionEnvironment):
         return RayEnvironment({**self.ray_config, **environment_options(options.get("ray_config"))})
 
     def tools(self) -> list[ToolInfo]:
+        from magpie_core.reports import ToolInfo
+
         try:
             import ray
 
