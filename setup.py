@@ -11,7 +11,7 @@ setup(
             "magpie_core.trace._kineto_scan",
             ["magpie_core/trace/_kineto_scan.c"],
             optional=True,
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O3"],
         ),
         # the same tokenizer (it includes _kineto_scan.c), building a sink's own event objects for the kept events
         Extension(
@@ -19,7 +19,7 @@ setup(
             ["magpie_core/trace/_kineto_kept.c"],
             depends=["magpie_core/trace/_kineto_scan.c"],
             optional=True,
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O3"],
         ),
     ]
 )

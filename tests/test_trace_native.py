@@ -537,3 +537,94 @@ def test_hostile_gap_inputs_same_outcome(monkeypatch: pytest.MonkeyPatch, tmp_pa
             text = re.sub(r"\d+(\.\d+)? ?s\b", "<t>", got.output.replace(str(work), "<work>"))
             seen[flag] = (got.code, re.sub(r"_\d{8}_\d{6}", "_<stamp>", text))
         assert seen["1"] == seen["0"], case.name
+
+
+# -- the tokenizer's fast paths (predicted keys, digit runs, separators) against msgspec, piece by piece -------------
+
+
+def _scan_rows(raw: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The reader's columns as one tuple per event, in msgspec's terms (see :func:`_msgspec_rows`)."""
+    col = {k: np.frombuffer(raw[k], t) for k, t in (("ts", np.float64), ("dur", np.float64), ("id", np.int64))}
+    ids = {k: np.frombuffer(raw[k], np.int32) for k in ("cat", "ph", "name", "pid", "tid", "dev", "dims")}
+    ints = {k: np.frombuffer(raw[k], np.int64) for k in ("ext", "corr")}
+    idint = np.frombuffer(raw["idint"], np.uint8)
+    rows = []
+    for i in range(raw["n"]):
+        dev, dims = int(ids["dev"][i]), int(ids["dims"][i])
+        rows.append((
+            raw["phs"][ids["ph"][i]], raw["cats"][ids["cat"][i]], raw["names"][ids["name"][i]],
+            raw["pids"][ids["pid"][i]], raw["tids"][ids["tid"][i]], col["ts"][i].tobytes(), col["dur"][i].tobytes(),
+            int(col["id"][i]) if idint[i] else None, int(ints["ext"][i]), int(ints["corr"][i]),
+            raw["devs"][dev] if dev >= 0 else None, raw["dimss"][dims] if dims >= 0 else b"",
+        ))  # fmt: skip
+    return rows
+
+
+def _msgspec_rows(evs: list[Any]) -> list[tuple[Any, ...]]:
+    from magpie_core.trace.loader import NO_ID
+
+    def f64(v: float | None) -> bytes:
+        return np.float64(math.nan if v is None else v).tobytes()
+
+    def ident(v: int | None) -> int:
+        return NO_ID if v is None else v
+
+    return [
+        (
+            e.ph, e.cat, e.name, e.pid, e.tid, f64(e.ts), f64(e.dur), e.id if isinstance(e.id, int) else None,
+            ident(e.args.external_id), ident(e.args.correlation), e.args.device, bytes(e.args.input_dims),
+        )
+        for e in evs
+    ]  # fmt: skip
+
+
+def _read_both(piece: Any) -> tuple[Any, Any]:
+    """(msgspec's rows or None when it refuses the piece, the reader's rows or None when it hands it back)"""
+    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_core.trace.loader import LIST_DECODER
+
+    try:
+        want = _msgspec_rows(LIST_DECODER.decode(piece))
+    except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
+        want = None
+    got = _kineto_scan.scan(piece, native._UNESCAPE)
+    return want, None if got is None else _scan_rows(got)
+
+
+@needs_native
+def test_tokenizer_fast_paths_read_as_msgspec() -> None:
+    """Every event text of tests/helpers/token_variants.py alone in a piece, then all the valid ones in one piece:
+    where the reader reads a piece, every field is msgspec's (floats bit for bit); it never reads a piece msgspec
+    refuses; and it reads the Kineto-like spellings (other spacing, look-alike keys, escaped values) itself."""
+    from tests.helpers import token_variants
+
+    readable = []
+    n_read = 0
+    for text, must_read in token_variants.cases():
+        piece = b"[" + text.encode() + b"]"
+        want, got = _read_both(piece)
+        if got is not None:
+            assert want is not None, piece  # the reader never accepts what msgspec rejects
+            assert got == want, piece
+            n_read += 1
+            readable.append(piece[1:-1])
+        elif must_read:
+            raise AssertionError(f"not read by the reader: {piece!r}")
+    assert n_read > 500
+    whole = b"[" + b",\n".join(readable) + b"]"
+    want, got = _read_both(whole)
+    assert got is not None and got == want
+
+
+@needs_native
+def test_tokenizer_never_reads_past_a_piece() -> None:
+    """A piece cut anywhere near its end or inside a predicted key, as bytes and as a view of a longer buffer whose
+    next bytes would complete it: both readers refuse it alike (the reader's 8-byte compares stay inside it)."""
+    from tests.helpers import token_variants
+
+    piece = b"[" + token_variants.render(token_variants.KERNEL).encode() + b",\n"
+    piece += token_variants.render(token_variants.FLOW, ":", ",").encode() + b"]"
+    for cut in token_variants.cuts(piece):
+        for buf in (cut, memoryview(piece)[: len(cut)]):
+            want, got = _read_both(buf)
+            assert want is None and got is None, bytes(buf)

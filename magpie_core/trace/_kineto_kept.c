@@ -279,44 +279,47 @@ static int kept_event(Scan *s, Reader *r, Kept *o) {
         return 0; /* no ph: not a complete event */
     }
     for (;;) {
-        const unsigned char *k;
-        Py_ssize_t kn;
-        if (key(s, &k, &kn) < 0) return -1;
-        unsigned bit = 0;
-        if (kn == 2 && k[0] == 'p' && k[1] == 'h') {
-            bit = 1;
-            if (span_str(s, &ph) < 0) return -1;
-        } else if (key_is(k, kn, "cat")) {
-            bit = 2;
-            if (span_str(s, &cat) < 0) return -1;
-        } else if (key_is(k, kn, "name")) {
-            bit = 4;
-            if (span_str(s, &name) < 0) return -1;
-        } else if (key_is(k, kn, "tid")) {
-            bit = 8;
-            if (s->p < s->end && *s->p == '"') {
-                if (span_str(s, &tid) < 0) return -1;
-            } else if (span_int(s, &tid) < 0) return -1;
-        } else if (key_is(k, kn, "ts")) {
-            bit = 16;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1; /* ts: null is None */
-            } else {
-                if (read_float(s, &ts) < 0) return -1;
-                ts_none = 0;
-            }
-        } else if (key_is(k, kn, "dur")) {
-            bit = 32;
-            if (read_float(s, &dur) < 0) return -1;
-        } else if (key_is(k, kn, "args")) {
-            bit = 64;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1;
-            } else {
-                if (kept_args(s, r, argv) < 0) return -1;
-                has_args = 1;
-            }
-        } else if (skip_value(s, 2) < 0) return -1;
+        int field = event_key(s);
+        if (field < 0) return -1;
+        unsigned bit = 1u << field; /* pid and id are only checked to be JSON, as any other key: no bit */
+        switch (field) {
+            case K_PH:
+                if (span_str(s, &ph) < 0) return -1;
+                break;
+            case K_CAT:
+                if (span_str(s, &cat) < 0) return -1;
+                break;
+            case K_NAME:
+                if (span_str(s, &name) < 0) return -1;
+                break;
+            case K_TID:
+                if (s->p < s->end && *s->p == '"') {
+                    if (span_str(s, &tid) < 0) return -1;
+                } else if (span_int(s, &tid) < 0) return -1;
+                break;
+            case K_TS:
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1; /* ts: null is None */
+                } else {
+                    if (read_float(s, &ts) < 0) return -1;
+                    ts_none = 0;
+                }
+                break;
+            case K_DUR:
+                if (read_float(s, &dur) < 0) return -1;
+                break;
+            case K_ARGS:
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1;
+                } else {
+                    if (kept_args(s, r, argv) < 0) return -1;
+                    has_args = 1;
+                }
+                break;
+            default:
+                bit = 0;
+                if (skip_value(s, 2) < 0) return -1;
+        }
         if (bit) {
             if (seen & bit) return s->fail = 1, -1; /* duplicate key: leave it to msgspec */
             seen |= bit;

@@ -227,7 +227,23 @@ static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, i
 
 /* ---- tokenizer ---- */
 static inline void ws(Scan *s) {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+    /* a local pointer: s->p in memory may alias the bytes read (unsigned char), so the compiler would store and
+     * reload it per byte. Kineto writes one space after each colon and comma, none elsewhere. */
+    const unsigned char *p = s->p, *end = s->end;
+    if (p < end && *p > ' ') return;
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    s->p = p;
+}
+
+/* Kineto's separator ", " before the next value (or key): passed over in one step (returns 1), as ws(), ',' and ws()
+ * would; 0 (nothing read) for anything else */
+static inline int comma_space(Scan *s) {
+    const unsigned char *p = s->p;
+    if (s->end - p >= 3 && p[0] == ',' && p[1] == ' ' && p[2] > ' ') {
+        s->p = p + 2;
+        return 1;
+    }
+    return 0;
 }
 
 static inline int hexval(unsigned char c) {
@@ -338,6 +354,64 @@ static inline int string(Scan *s, int *esc) {
     return string_rest(s, esc, p);
 }
 
+/* Runs of ASCII digits eight bytes at a time (SWAR, little-endian only): one load, a mask and a count instead of a
+ * loop whose exit the branch predictor misses once per number (Kineto writes ~8 numbers per event: ids, 13-digit
+ * timestamps with 3-6 decimals, durations, tensor shapes). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HAVE_SWAR 1
+/* how many of the 8 bytes of w, from the first, are '0'..'9' (a byte past the first other byte may be misjudged:
+ * the +6 carries only out of a byte >= 0xFA, which is not a digit) */
+static inline int lead_digits(uint64_t w) {
+    uint64_t t = ((w & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL) |
+                 (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL);
+    return t ? __builtin_ctzll(t) >> 3 : 8;
+}
+
+/* the value of the 8 digits of w (the first is the most significant) */
+static inline uint64_t value8(uint64_t w) {
+    w -= 0x3030303030303030ULL;
+    w = w * 10 + (w >> 8); /* pairs of digits */
+    w = (((w & 0x000000FF000000FFULL) * 0x000F424000000064ULL) +
+         (((w >> 16) & 0x000000FF000000FFULL) * 0x0000271000000001ULL)) >> 32;
+    return w & 0xFFFFFFFFULL;
+}
+
+static const uint64_t POW10_U64[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+#endif
+
+/* past the run of digits at p */
+static inline const unsigned char *skip_digits(const unsigned char *p, const unsigned char *end) {
+#ifdef HAVE_SWAR
+    for (; end - p >= 8; p += 8) {
+        int n = lead_digits(load8(p));
+        if (n < 8) return p + n;
+    }
+#endif
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    return p;
+}
+
+/* past the run of digits at p, with *d = *d * 10**n + their value (modulo 2**64, as a digit-by-digit loop) */
+static inline const unsigned char *read_digits(const unsigned char *p, const unsigned char *end, uint64_t *d) {
+    uint64_t v = *d;
+#ifdef HAVE_SWAR
+    for (; end - p >= 8; p += 8) {
+        uint64_t w = load8(p);
+        int n = lead_digits(w);
+        if (n < 8) {
+            if (n) /* the n digits moved to the end of the word, '0' bytes before them */
+                v = v * POW10_U64[n] + value8((w << (8 * (8 - n))) | (0x3030303030303030ULL >> (8 * n)));
+            *d = v;
+            return p + n;
+        }
+        v = v * 100000000 + value8(w);
+    }
+#endif
+    for (; p < end && *p >= '0' && *p <= '9'; p++) v = v * 10 + (uint64_t)(*p - '0');
+    *d = v;
+    return p;
+}
+
 /* a number at s->p; *is_int when it has no fraction or exponent */
 static int number(Scan *s, int *is_int) {
     const unsigned char *p = s->p, *end = s->end;
@@ -345,14 +419,13 @@ static int number(Scan *s, int *is_int) {
     if (p < end && *p == '-') p++;
     if (p >= end) return s->fail = 1, -1;
     if (*p == '0') p++;
-    else if (*p >= '1' && *p <= '9') {
-        while (p < end && *p >= '0' && *p <= '9') p++;
-    } else return s->fail = 1, -1;
+    else if (*p >= '1' && *p <= '9') p = skip_digits(p + 1, end);
+    else return s->fail = 1, -1;
     if (p < end && *p == '.') {
         *is_int = 0;
         p++;
         if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
-        while (p < end && *p >= '0' && *p <= '9') p++;
+        p = skip_digits(p + 1, end);
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         *is_int = 0;
@@ -371,18 +444,62 @@ static int lit(Scan *s, const char *w, size_t n) {
     return 0;
 }
 
-static int skip_value(Scan *s, int depth);
-
-static int skip_container(Scan *s, int depth, unsigned char close) {
-    if (depth > MAX_DEPTH) return s->fail = 1, -1;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return 0;
+/* one scalar value at s->p (a string, number, true, false or null), checked and passed over */
+static int skip_scalar(Scan *s) {
+    int x;
+    switch (*s->p) {
+        case '"': return string(s, &x);
+        case 't': return lit(s, "true", 4);
+        case 'f': return lit(s, "false", 5);
+        case 'n': return lit(s, "null", 4);
+        default: return number(s, &x);
     }
+}
+
+/* a value at s->p, checked and passed over; a container opened at nesting depth > MAX_DEPTH (the value itself is at
+ * ``depth``) fails. One loop with its own stack of the open containers' closing brackets: no call per nested value
+ * (Kineto's args hold arrays of arrays of numbers: "Input Dims": [[16, 16, 559, 64], []]). */
+static int skip_value(Scan *s, int depth) {
+    unsigned char open[MAX_DEPTH + 2];
+    int top = 0;
     for (;;) {
-        if (close == '}') {
+        /* a value */
+        if (s->p >= s->end) return s->fail = 1, -1;
+        unsigned char c = *s->p;
+        if (c == '{' || c == '[') {
+            if (depth + top > MAX_DEPTH) return s->fail = 1, -1;
+            unsigned char close = c == '{' ? '}' : ']';
+            s->p++;
+            ws(s);
+            if (s->p < s->end && *s->p == close) s->p++;
+            else {
+                open[top++] = close;
+                if (close == '}') goto member;
+                continue;
+            }
+        } else if (skip_scalar(s) < 0) return -1;
+        /* after a value: the next one of its container, or the containers that close here */
+        for (;;) {
+            if (top == 0) return 0;
+            if (comma_space(s)) {
+                if (open[top - 1] == '}') goto member;
+                break;
+            }
+            ws(s);
+            if (s->p >= s->end) return s->fail = 1, -1;
+            if (*s->p == ',') {
+                s->p++;
+                ws(s);
+                if (open[top - 1] == '}') goto member;
+                break;
+            }
+            if (*s->p != open[top - 1]) return s->fail = 1, -1;
+            s->p++;
+            top--;
+        }
+        continue;
+    member: /* an object's key and colon; its value follows */
+        {
             int esc;
             if (s->p >= s->end || *s->p != '"' || string(s, &esc) < 0) return s->fail = 1, -1;
             ws(s);
@@ -390,33 +507,6 @@ static int skip_container(Scan *s, int depth, unsigned char close) {
             s->p++;
             ws(s);
         }
-        if (skip_value(s, depth + 1) < 0) return -1;
-        ws(s);
-        if (s->p >= s->end) return s->fail = 1, -1;
-        if (*s->p == ',') {
-            s->p++;
-            ws(s);
-            continue;
-        }
-        if (*s->p == close) {
-            s->p++;
-            return 0;
-        }
-        return s->fail = 1, -1;
-    }
-}
-
-static int skip_value(Scan *s, int depth) {
-    if (s->p >= s->end) return s->fail = 1, -1;
-    int x;
-    switch (*s->p) {
-        case '"': return string(s, &x);
-        case '{': return skip_container(s, depth, '}');
-        case '[': return skip_container(s, depth, ']');
-        case 't': return lit(s, "true", 4);
-        case 'f': return lit(s, "false", 5);
-        case 'n': return lit(s, "null", 4);
-        default: return number(s, &x);
     }
 }
 
@@ -470,16 +560,22 @@ static int read_float(Scan *s, double *out) {
     if (p >= end) return s->fail = 1, -1;
     if (*p == '0') p++;
     else if (*p >= '1' && *p <= '9') {
-        for (; p < end && *p >= '0' && *p <= '9'; p++) d = d * 10 + (*p - '0'), digits++;
+        const unsigned char *q = p;
+        p = read_digits(p, end, &d);
+        digits = (int)(p - q);
     } else return s->fail = 1, -1;
     if (p < end && *p == '.') {
         is_int = 0;
         p++;
         if (p >= end || *p < '0' || *p > '9') return s->fail = 1, -1;
-        for (; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
-            d = d * 10 + (*p - '0');
-            if (d) digits++; /* leading zeros of the fraction are not significant */
-        }
+        const unsigned char *q = p;
+        if (!d) /* leading zeros of the fraction are not significant (d is 0 only before the first nonzero digit:
+                 * it could wrap to 0 only past 19 digits, where digits no longer matters) */
+            while (p < end && *p == '0') p++;
+        const unsigned char *r = p;
+        p = read_digits(p, end, &d);
+        digits += (int)(p - r);
+        frac = (int)(p - q);
     }
     int has_exp = p < end && (*p == 'e' || *p == 'E');
     if (has_exp) {
@@ -519,23 +615,24 @@ static int read_float(Scan *s, double *out) {
     return 0;
 }
 
-/* the integer a..z when it fits int64 (msgspec's range is wider: ids >= 2**63 go to the fallback) */
-static int int64_of(const unsigned char *a, const unsigned char *z, int64_t *out) {
-    int neg = *a == '-';
-    const unsigned char *q = a + neg;
-    if (z - q > 19) return -1;
-    uint64_t v = 0;
-    for (; q < z; q++) v = v * 10 + (uint64_t)(*q - '0'); /* 19 digits cannot overflow uint64 */
-    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return 0;
-}
-
+/* an integer token at s->p that fits int64, read and checked in one pass (number() then int64_of() would walk it
+ * twice): a fraction or an exponent (a float) fails, as do more than 19 digits */
 static int read_int(Scan *s, int64_t *out) {
-    const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    if (!is_int || int64_of(a, s->p, out) < 0) return s->fail = 1, -1;
+    const unsigned char *p = s->p, *end = s->end;
+    int neg = 0;
+    if (p < end && *p == '-') neg = 1, p++;
+    if (p >= end) return s->fail = 1, -1;
+    uint64_t v = 0;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        const unsigned char *q = p;
+        p = read_digits(p, end, &v);
+        if (p - q > 19) return s->fail = 1, -1; /* 19 digits cannot overflow uint64 */
+    } else return s->fail = 1, -1;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return s->fail = 1, -1;
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) return s->fail = 1, -1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    s->p = p;
     return 0;
 }
 
@@ -561,18 +658,14 @@ static int read_int_or_str(Scan *s, Table *t, int32_t *out, int allow_null) {
         return 0;
     }
     const unsigned char *a = s->p;
-    int is_int;
-    if (number(s, &is_int) < 0) return -1;
-    Py_ssize_t n = s->p - a;
     int64_t unused;
-    if (!is_int || int64_of(a, s->p, &unused) < 0) return s->fail = 1, -1;
-    int32_t id = intern(s, t, a, n, TOK_INT, 0);
+    if (read_int(s, &unused) < 0) return -1;
+    int32_t id = intern(s, t, a, s->p - a, TOK_INT, 0);
     if (id < 0) return -1;
     *out = id;
     return 0;
 }
 
-#define key_is(a, n, k) ((n) == (Py_ssize_t)(sizeof(k) - 1) && memcmp((a), (k), sizeof(k) - 1) == 0)
 
 typedef struct {
     Col cat, ph, name, pid, tid, ts, dur, id, idint, ext, corr, dev, dims;
@@ -611,8 +704,113 @@ static int key(Scan *s, const unsigned char **k, Py_ssize_t *kn) {
     return 0;
 }
 
+/* the first n (<= 8) bytes of a word as load8() reads it: a mask for comparing a prefix */
+static inline uint64_t lead_mask(size_t n) {
+    uint64_t ones = n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1; /* arithmetic, so that it folds to a constant */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return n >= 8 ? ones : ones << (64 - 8 * n);
+#else
+    return ones;
+#endif
+}
+
+/* whether the word w (8 bytes read at some p) starts with the bytes of the string literal LIT (at most 8; the
+ * constants fold at compile time) */
+#define STARTS_WITH(w, LIT) \
+    (((w) & lead_mask(sizeof(LIT) - 1)) == load8((const unsigned char *)(LIT "\0\0\0\0\0\0\0\0")))
+
+/* an event's fields that the walkers read; K_OTHER: any other key */
+enum { K_OTHER, K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ARGS };
+
+static int event_field(const unsigned char *k, Py_ssize_t kn) {
+    if (kn == 2) {
+        if (k[0] == 'p' && k[1] == 'h') return K_PH;
+        if (k[0] == 't' && k[1] == 's') return K_TS;
+        if (k[0] == 'i' && k[1] == 'd') return K_ID;
+    } else if (kn == 3) {
+        if (memcmp(k, "cat", 3) == 0) return K_CAT;
+        if (memcmp(k, "pid", 3) == 0) return K_PID;
+        if (memcmp(k, "tid", 3) == 0) return K_TID;
+        if (memcmp(k, "dur", 3) == 0) return K_DUR;
+    } else if (kn == 4) {
+        if (memcmp(k, "name", 4) == 0) return K_NAME;
+        if (memcmp(k, "args", 4) == 0) return K_ARGS;
+    }
+    return K_OTHER;
+}
+
+/* The key of an event's member at s->p: its field (K_*, -1 on error), s->p past the colon and the spaces after it.
+ * Writers spell the known keys `"ph":` (quote, key, quote, colon): that is one masked 8-byte compare, chosen by the
+ * key's first letter; a key spelled any other way (spaces before the colon, an escape) and every other key go
+ * through key(), which reads the same bytes the same way. */
+static int event_key(Scan *s) {
+    const unsigned char *p = s->p;
+    if (s->end - p >= 8) {
+        uint64_t w = load8(p);
+        int k = K_OTHER, n = 0;
+/* the key spelled LIT (`"ph":`) followed by Kineto's space, or by anything else (n: the bytes matched) */
+#define TRY_KEY(LIT, K)                                        \
+    if (STARTS_WITH(w, LIT " ")) k = K, n = sizeof(LIT);       \
+    else if (STARTS_WITH(w, LIT)) k = K, n = sizeof(LIT) - 1;
+        switch (p[1]) {
+            case 'p':
+                TRY_KEY("\"ph\":", K_PH)
+                else TRY_KEY("\"pid\":", K_PID)
+                break;
+            case 'c':
+                TRY_KEY("\"cat\":", K_CAT)
+                break;
+            case 'n':
+                TRY_KEY("\"name\":", K_NAME)
+                break;
+            case 't':
+                TRY_KEY("\"ts\":", K_TS)
+                else TRY_KEY("\"tid\":", K_TID)
+                break;
+            case 'd':
+                TRY_KEY("\"dur\":", K_DUR)
+                break;
+            case 'i':
+                TRY_KEY("\"id\":", K_ID)
+                break;
+            case 'a':
+                TRY_KEY("\"args\":", K_ARGS)
+                break;
+        }
+#undef TRY_KEY
+        if (k != K_OTHER) {
+            s->p = p + n;
+            ws(s);
+            return k;
+        }
+    }
+    const unsigned char *k;
+    Py_ssize_t kn;
+    if (key(s, &k, &kn) < 0) return -1;
+    return event_field(k, kn);
+}
+
+/* the args members scan() reads; A_OTHER: any other key */
+enum { A_OTHER, A_EXT, A_CORR, A_DEV, A_STREAM, A_DIMS };
+
+/* the key of an args member at s->p (A_*, -1 on error), s->p past the colon and the spaces after it */
+static int args_key(Scan *s) {
+    const unsigned char *k;
+    Py_ssize_t kn;
+    if (key(s, &k, &kn) < 0) return -1;
+    if (kn == 11) {
+        if (memcmp(k, "External id", 11) == 0) return A_EXT;
+        if (memcmp(k, "correlation", 11) == 0) return A_CORR;
+    } else if (kn == 6) {
+        if (memcmp(k, "device", 6) == 0) return A_DEV;
+        if (memcmp(k, "stream", 6) == 0) return A_STREAM;
+    } else if (kn == 10 && memcmp(k, "Input Dims", 10) == 0) return A_DIMS;
+    return A_OTHER;
+}
+
 /* after a member: ',' (returns 1: more) or the closing '}' (returns 0) */
 static int next_member(Scan *s) {
+    if (comma_space(s)) return 1;
     ws(s);
     if (s->p >= s->end) return s->fail = 1, -1;
     if (*s->p == ',') {
@@ -637,37 +835,43 @@ static int args(Scan *s, Out *o, int64_t *ext, int64_t *corr, int32_t *dev, int3
     }
     unsigned seen = 0;
     for (;;) {
-        const unsigned char *k;
-        Py_ssize_t kn;
-        if (key(s, &k, &kn) < 0) return -1;
-        unsigned bit = 0;
-        if (key_is(k, kn, "External id") || key_is(k, kn, "correlation")) {
-            bit = k[0] == 'E' ? 1 : 2;
-            int64_t *dst = bit == 1 ? ext : corr;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1;
-                *dst = NO_ID; /* an explicit null becomes NONE in the columns: the same int64 */
-            } else if (read_int(s, dst) < 0) return -1;
-        } else if (key_is(k, kn, "device")) {
-            bit = 4;
-            if (read_int_or_str(s, &o->tdev, dev, 1) < 0) return -1;
-        } else if (key_is(k, kn, "stream")) {
-            bit = 8;
-            int32_t unused;
-            Table *t = &o->tdev; /* type check only: stream is decoded but no column reads it */
-            if (s->p < s->end && *s->p == '"') {
-                int esc;
-                if (string(s, &esc) < 0) return -1;
-            } else if (read_int_or_str(s, t, &unused, 1) < 0) return -1;
-            (void)unused;
-        } else if (key_is(k, kn, "Input Dims")) {
-            bit = 16;
-            const unsigned char *a = s->p;
-            if (skip_value(s, 3) < 0) return -1;
-            int32_t id = intern(s, &o->tdims, a, s->p - a, TOK_RAW, 0);
-            if (id < 0) return -1;
-            *dims = id;
-        } else if (skip_value(s, 3) < 0) return -1;
+        int field = args_key(s);
+        if (field < 0) return -1;
+        unsigned bit = field == A_OTHER ? 0 : 1u << field;
+        switch (field) {
+            case A_EXT:
+            case A_CORR: {
+                int64_t *dst = field == A_EXT ? ext : corr;
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1;
+                    *dst = NO_ID; /* an explicit null becomes NONE in the columns: the same int64 */
+                } else if (read_int(s, dst) < 0) return -1;
+                break;
+            }
+            case A_DEV:
+                if (read_int_or_str(s, &o->tdev, dev, 1) < 0) return -1;
+                break;
+            case A_STREAM:
+                /* type check only: stream is decoded but no column reads it */
+                if (s->p < s->end && *s->p == '"') {
+                    int esc;
+                    if (string(s, &esc) < 0) return -1;
+                } else {
+                    int32_t unused;
+                    if (read_int_or_str(s, &o->tdev, &unused, 1) < 0) return -1;
+                }
+                break;
+            case A_DIMS: {
+                const unsigned char *a = s->p;
+                if (skip_value(s, 3) < 0) return -1;
+                int32_t id = intern(s, &o->tdims, a, s->p - a, TOK_RAW, 0);
+                if (id < 0) return -1;
+                *dims = id;
+                break;
+            }
+            default:
+                if (skip_value(s, 3) < 0) return -1;
+        }
         if (bit) {
             if (seen & bit) return s->fail = 1, -1; /* duplicate key: leave it to msgspec */
             seen |= bit;
@@ -692,43 +896,45 @@ static int event(Scan *s, Out *o) {
         goto store;
     }
     for (;;) {
-        const unsigned char *k;
-        Py_ssize_t kn;
-        if (key(s, &k, &kn) < 0) return -1;
-        unsigned bit = 0;
-        if (kn == 2 && k[0] == 'p' && k[1] == 'h') {
-            bit = 1;
-            if (read_str(s, &o->tph, &ph) < 0) return -1;
-        } else if (key_is(k, kn, "cat")) {
-            bit = 2;
-            if (read_str(s, &o->tcat, &cat) < 0) return -1;
-        } else if (key_is(k, kn, "name")) {
-            bit = 4;
-            if (read_str(s, &o->tname, &name) < 0) return -1;
-        } else if (key_is(k, kn, "pid")) {
-            bit = 8;
-            if (read_int_or_str(s, &o->tpid, &pid, 0) < 0) return -1;
-        } else if (key_is(k, kn, "tid")) {
-            bit = 16;
-            if (read_int_or_str(s, &o->ttid, &tid, 0) < 0) return -1;
-        } else if (key_is(k, kn, "ts")) {
-            bit = 32;
-            if (s->p < s->end && *s->p == 'n') {
-                if (lit(s, "null", 4) < 0) return -1; /* ts: null is None, read as NaN */
-            } else if (read_float(s, &ts) < 0) return -1;
-        } else if (key_is(k, kn, "dur")) {
-            bit = 64;
-            if (read_float(s, &dur) < 0) return -1;
-        } else if (key_is(k, kn, "id")) {
-            bit = 128;
-            if (s->p < s->end && *s->p != '"' && *s->p != 'n') {
-                if (read_int(s, &idnum) < 0) return -1;
-                idint = 1;
-            } else if (read_int_or_str(s, &o->tid_, &idv, 1) < 0) return -1;
-        } else if (key_is(k, kn, "args")) {
-            bit = 256;
-            if (args(s, o, &ext, &corr, &dev, &dims) < 0) return -1;
-        } else if (skip_value(s, 2) < 0) return -1;
+        int field = event_key(s);
+        if (field < 0) return -1;
+        unsigned bit = field == K_OTHER ? 0 : 1u << field;
+        switch (field) {
+            case K_PH:
+                if (read_str(s, &o->tph, &ph) < 0) return -1;
+                break;
+            case K_CAT:
+                if (read_str(s, &o->tcat, &cat) < 0) return -1;
+                break;
+            case K_NAME:
+                if (read_str(s, &o->tname, &name) < 0) return -1;
+                break;
+            case K_PID:
+                if (read_int_or_str(s, &o->tpid, &pid, 0) < 0) return -1;
+                break;
+            case K_TID:
+                if (read_int_or_str(s, &o->ttid, &tid, 0) < 0) return -1;
+                break;
+            case K_TS:
+                if (s->p < s->end && *s->p == 'n') {
+                    if (lit(s, "null", 4) < 0) return -1; /* ts: null is None, read as NaN */
+                } else if (read_float(s, &ts) < 0) return -1;
+                break;
+            case K_DUR:
+                if (read_float(s, &dur) < 0) return -1;
+                break;
+            case K_ID:
+                if (s->p < s->end && *s->p != '"' && *s->p != 'n') {
+                    if (read_int(s, &idnum) < 0) return -1;
+                    idint = 1;
+                } else if (read_int_or_str(s, &o->tid_, &idv, 1) < 0) return -1;
+                break;
+            case K_ARGS:
+                if (args(s, o, &ext, &corr, &dev, &dims) < 0) return -1;
+                break;
+            default:
+                if (skip_value(s, 2) < 0) return -1;
+        }
         if (bit) {
             if (seen & bit) return s->fail = 1, -1;
             seen |= bit;

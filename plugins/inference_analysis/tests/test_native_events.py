@@ -12,6 +12,7 @@ import gzip
 import json
 import math
 import random
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -354,3 +355,40 @@ def test_built_wherever_the_gap_reader_is() -> None:
     """Both extensions are built by the same compiler from the same tokenizer (``_kineto_kept.c`` includes
     ``_kineto_scan.c``): one built without the other means the include broke (``optional=True`` would hide it)."""
     assert kept_reader.available() == native.available()
+
+
+@needs_native
+@pytest.mark.parametrize("chunk", [512, 1 << 20])
+def test_tokenizer_fast_paths_same_events(chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The event texts aimed at the shared tokenizer's fast paths (tests/helpers/token_variants.py: look-alike keys,
+    other spacings, digit runs of every length, odd numbers, skipped values), as kernels and as CPU ops: every text
+    msgspec reads, in one trace, gives the same kept events; a sample of the others, each in a small trace, the same
+    error."""
+    from tests.helpers import token_variants
+
+    good: list[str] = []
+    kineto_like: list[str] = []  # the spellings the reader reads itself
+    bad: list[str] = []
+    # (a negative zero timestamp is left out: t0, the minimum, is 0.0 or -0.0 by piece order on both paths alike)
+    neg_zero = re.compile(r'"ts": -0[.0]*([eE][-+]?\d+)?[,}]')
+    for text, must_read in token_variants.cases():
+        if neg_zero.search(text):
+            continue
+        for t in (text, text.replace('"kernel"', '"cpu_op"')):
+            try:
+                events._LIST.decode(b"[" + t.encode() + b"]")
+            except (ValueError, RecursionError):
+                bad.append(t)
+                continue
+            good.append(t)
+            if must_read:
+                kineto_like.append(t)
+    path = tmp_path / "t.json"
+    for texts in (kineto_like, good):
+        path.write_text('{"traceEvents": [\n' + ",\n".join(texts) + "\n]}")
+        stats = assert_same(path, monkeypatch, chunk=chunk)
+        assert stats["native"] > 0 or texts is good, stats
+    base = token_variants.render(token_variants.KERNEL)
+    for t in bad[:: max(1, len(bad) // 40)]:
+        path.write_text('{"traceEvents": [\n' + ",\n".join([base, t, base]) + "\n]}")
+        assert_same(path, monkeypatch, chunk=chunk)
