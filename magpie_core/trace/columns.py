@@ -1036,10 +1036,9 @@ def stream_events(
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
-#: pieces read by the compiled reader: 4 MiB took 2-8 % less of ``stream_table``'s CPU than 1 or 2 MiB on the 150 MB
-#: benchmark shapes (fewer per-piece numpy steps, which hold the GIL: they serialize threads) and less than 8-16 MiB
-#: (a piece's columns drop out of the cache); a thread's buffer is 8 MiB (a piece and a block)
-SCANNER_CHUNK_BYTES = 4 << 20
+#: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes;
+#: 4 MiB was 2-8 % better before the tokenizer got faster (gaptoken-s6), ~5 % worse after it (a first, cold run)
+SCANNER_CHUNK_BYTES = 2 << 20
 
 
 def stream_table(
