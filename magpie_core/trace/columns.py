@@ -671,6 +671,9 @@ _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
 #: how many bytes :func:`stream_events` reads (or decompresses) at a time
 BLOCK_BYTES = 4 << 20
+#: what the last piece cut from a full buffer leaves for the next fill to move to its front: the bytes after the
+#: first event boundary in the buffer's last _TAIL_BYTES (rather than up to a piece: a memmove of ~1/3 of the file)
+_TAIL_BYTES = 64 << 10
 
 
 def _gunzip(f: Any, first: bytes, block: int) -> Iterator[bytes]:
@@ -912,6 +915,8 @@ class _PieceBuffer:
                 m = _BOUNDARY.search(self.work, self.wpos + chunk_bytes, limit)
                 if m is None:
                     break
+                if limit - m.end() < chunk_bytes:  # less than a piece would be left: take it, but the last few KiB
+                    m = _BOUNDARY.search(self.work, max(m.end(), limit - _TAIL_BYTES), limit) or m
                 self.decode(self.wpos, m.start() + 1)
                 self.wpos = m.end() - 1
             if stop >= 0:
