@@ -671,8 +671,8 @@ _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
 #: how many bytes :func:`stream_events` reads (or decompresses) at a time
 BLOCK_BYTES = 4 << 20
-#: what the last piece cut from a full buffer leaves for the next fill to move to its front: the bytes after the
-#: first event boundary in the buffer's last _TAIL_BYTES (rather than up to a piece: a memmove of ~1/3 of the file)
+#: what the last piece cut from a full buffer leaves for the next fill to move to its front (a memmove holding the GIL):
+#: the bytes after the first event boundary in its last _TAIL_BYTES, rather than up to a piece (~1/3 of the file)
 _TAIL_BYTES = 64 << 10
 
 
