@@ -277,7 +277,8 @@ class _Keep:
             bucket.extend(new[i] for i in np.flatnonzero(ok).tolist())
             ts, dur = ts[ok], dur[ok]
         if len(ts):
-            self.t0 = min(self.t0, float(ts.min()))
+            # + 0.0: a -0.0 and a 0.0 timestamp compare equal, and min() would keep whichever piece came first
+            self.t0 = min(self.t0, float(ts.min()) + 0.0)
         return ts, dur
 
     def columns(self) -> OpColumns | None:
