@@ -1,8 +1,11 @@
 """CPU-bound tasks spread over processes, the calling process included.
 
-Trace decoding is pure Python/C work that threads cannot share, so tasks run
-in worker processes. Two choices keep the fan-out cheap enough to pay off on a
-2-core machine:
+Analyzing a trace is mostly Python work that threads cannot share, so tasks
+(one file each, say) run in worker processes. (Reading one large file is the
+exception: the compiled reader runs without the GIL, so its byte ranges are read
+on threads of one process, :func:`magpie_core.trace.columns.split_table`, with
+no table to send back.) Two choices keep the fan-out cheap enough to pay off on
+a 2-core machine:
 
 - the caller works too: with ``workers=2`` one child is started and the parent
   runs its own share meanwhile, instead of idling while two children work;

@@ -108,7 +108,7 @@ def test_the_documented_split_decode(doc: types.ModuleType, tmp_path: Path, monk
     with gzip.open(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rb") as f:
         plain.write_bytes(f.read())
     one = doc.kernel_table(str(plain), workers=1)
-    monkeypatch.setattr(columns, "SPLIT_MIN_BYTES", 0)  # split even this small file, over real workers
+    monkeypatch.setattr(columns, "SPLIT_MIN_BYTES", 0)  # split even this small file, on real threads
     assert columns.part_count(plain, 2) == 2
     two = doc.kernel_table(str(plain), workers=2)
     assert two.num_events == one.num_events

@@ -55,7 +55,7 @@ _FIELDS = [
 
 
 def _outcome(
-    path: Path, monkeypatch: pytest.MonkeyPatch, use_native: bool, chunk: int, stats: dict[str, int]
+    path: Path, monkeypatch: pytest.MonkeyPatch, use_native: bool, chunk: int, stats: dict[str, int], parts: int = 1
 ) -> tuple[str, Any]:
     monkeypatch.setenv(native.ENV, "1" if use_native else "0")
     real = native.scanner
@@ -80,7 +80,7 @@ def _outcome(
 
     monkeypatch.setattr(columns, "stream_table", small_pieces)
     try:
-        return "table", columns.load_table(path, category_matcher(["kernel", "gpu_memcpy"], ["python"]))
+        return "table", columns.load_table(path, category_matcher(["kernel", "gpu_memcpy"], ["python"]), parts)
     except TraceLoadError as exc:
         return "error", str(exc)
     finally:
@@ -96,11 +96,15 @@ def _same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int = 4096) -> dict[str, int]:
-    """Both paths give the same table (or error); how many pieces the reader handled and handed back."""
+def assert_same(
+    path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int = 4096, parts: int = 1, native_plain: bool = False
+) -> dict[str, int]:
+    """Both paths give the same table (or error); how many pieces the reader handled and handed back. The reader's
+    path reads ``parts`` byte ranges on as many threads (:func:`columns.split_table`), msgspec's the whole file in
+    one pass (``native_plain``: the reader's one pass instead)."""
     stats = {"native": 0, "msgspec": 0}
-    plain = _outcome(path, monkeypatch, False, chunk, {"native": 0, "msgspec": 0})
-    fast = _outcome(path, monkeypatch, True, chunk, stats)
+    plain = _outcome(path, monkeypatch, native_plain, chunk, {"native": 0, "msgspec": 0})
+    fast = _outcome(path, monkeypatch, True, chunk, stats, parts)
     assert plain[0] == fast[0], (plain, fast)
     if plain[0] == "error":
         assert plain[1] == fast[1]
@@ -130,6 +134,7 @@ def test_bundled_traces_same_table(trace: Path, monkeypatch: pytest.MonkeyPatch,
     plain = tmp_path / "plain.json"
     plain.write_bytes(gzip.decompress(trace.read_bytes()))
     assert_same(plain, monkeypatch, chunk=1 << 20)
+    assert_same(plain, monkeypatch, chunk=8192, parts=3)  # byte ranges on threads, many pieces each
 
 
 # -- randomized and hostile variants -------------------------------------------------------------------------------
@@ -303,6 +308,7 @@ def test_hostile_variants_same_table_or_error(seed: int, monkeypatch: pytest.Mon
     path = tmp_path / "t.json"
     path.write_bytes(_variant(events, seed, rate))
     assert_same(path, monkeypatch, chunk=2048)
+    assert_same(path, monkeypatch, chunk=2048, parts=2 + seed % 3)  # a bad part: the file is read whole
     if seed % 2 == 0:  # the same bytes gzipped
         gz = tmp_path / "t.json.gz"
         gz.write_bytes(gzip.compress(path.read_bytes()))
@@ -318,6 +324,7 @@ def test_valid_variants_same_table(seed: int, monkeypatch: pytest.MonkeyPatch, t
     path.write_bytes(_variant(events, seed, [0.05, 0.3, 1.0][seed % 3], _benign))
     stats = assert_same(path, monkeypatch, chunk=[512, 4096, 1 << 20][seed % 3])
     assert stats["native"] > 0
+    assert_same(path, monkeypatch, chunk=[512, 4096, 1 << 20][seed % 3], parts=2 + seed % 3)
 
 
 @needs_native
@@ -326,6 +333,7 @@ def test_truncated_and_corrupted_files(seed: int, monkeypatch: pytest.MonkeyPatc
     path = tmp_path / "t.json"
     path.write_bytes(corrupted(_variant(_events(_SOURCES[seed % 3], 600), seed + 100, 0.01), seed))
     assert_same(path, monkeypatch, chunk=1024)
+    assert_same(path, monkeypatch, chunk=1024, parts=3)  # the broken part falls back; the error is the same
 
 
 @needs_native
@@ -339,6 +347,59 @@ def test_escaped_names_are_read_natively(monkeypatch: pytest.MonkeyPatch, tmp_pa
     path.write_text(json.dumps({"traceEvents": events}, ensure_ascii=True))
     stats = assert_same(path, monkeypatch, chunk=1 << 20)
     assert stats == {"native": 1, "msgspec": 0}
+
+
+def test_parts_on_threads_without_the_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Byte ranges read on threads by msgspec alone (no reader, or pieces it hands back; they hold the GIL): the
+    one-pass table; and a broken part falls back to the whole file, which reports the same error as one pass."""
+    path = tmp_path / "t.json"
+    path.write_bytes(_variant(_events(_SOURCES[2], 3000), 7, 0.3, _benign))
+    none = {"native": 0, "msgspec": 0}
+    one = _outcome(path, monkeypatch, False, 4096, none)
+    threaded = _outcome(path, monkeypatch, False, 4096, none, parts=3)
+    assert one[0] == threaded[0] == "table"
+    for f in _FIELDS:
+        assert _same_value(getattr(one[1], f), getattr(threaded[1], f)), f
+    data = path.read_bytes()
+    cut = data.index(b'"ph"', len(data) * 2 // 3)  # in the last part: the others read fine
+    path.write_bytes(data[:cut] + b'"ph": oops, ' + data[cut:])
+    broken = [_outcome(path, monkeypatch, False, 4096, none, parts=n) for n in (1, 3)]
+    assert broken[0][0] == "error" and broken[0] == broken[1]
+    assert "broken JSON" in broken[0][1] and str(path) in broken[0][1]
+
+
+@needs_native
+def test_one_state_read_by_two_threads_at_once(tmp_path: Path) -> None:
+    """A scan state is not shared: a call that finds it in use by another thread's pass hands its piece back (None,
+    so msgspec reads it); every piece read gives the same columns as a reader of its own. Misuse, but never a crash or
+    a mixed table."""
+    import threading
+
+    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+
+    events = _events(_SOURCES[2], 3000)
+    piece = json.dumps(events).encode()
+    alone = _kineto_scan.scan(piece, native._UNESCAPE, [])
+    assert alone is not None
+    shared: list[Any] = []
+    got: list[Any] = []
+
+    def read() -> None:
+        for _ in range(20):
+            got.append(_kineto_scan.scan(piece, native._UNESCAPE, shared))
+
+    threads = [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    read_ones = [r for r in got if r is not None]
+    assert len(got) == 60 and read_ones
+    for r in read_ones:
+        assert {k: r[k] for k in ("cat", "name", "ts", "dur", "ext")} == {
+            k: alone[k] for k in ("cat", "name", "ts", "dur", "ext")
+        }
+        assert r["names"][: len(alone["names"])] == alone["names"]
 
 
 @needs_native

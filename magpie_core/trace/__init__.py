@@ -14,10 +14,11 @@ third-party trace analyzer (a plugin implementing ``magpie_register_trace_analyz
   the fields it needs and keeps only the events it wants; :func:`stream_table` and :func:`load_table`
   reduce the events to numpy columns (:class:`EventTable`, names interned by :class:`Interner`),
   grouped by category (:data:`GPU_ACTIVITY_CATS`, :data:`RUNTIME_CATS`, :data:`ANNOTATION_CATS`).
-  A large plain-JSON file is decoded in byte ranges by several processes: ``part=(i, n)`` of
-  :func:`stream_events` / :func:`stream_table`, :func:`part_count` to choose ``n``,
-  :func:`merge_tables` to join the parts (and :func:`magpie_core.fanout.run_tasks` to run them;
-  :func:`table_part` is such a task, selecting events with :func:`category_matcher`).
+  A large plain-JSON file is decoded in byte ranges: ``part=(i, n)`` of :func:`stream_events` /
+  :func:`stream_table`, :func:`part_count` to choose ``n``, :func:`merge_tables` to join the parts;
+  :func:`split_table` (or ``load_table(..., parts=n)``) reads them on threads of one process (the
+  compiled reader runs without the GIL), :func:`table_part` is the task for worker processes
+  (:func:`magpie_core.fanout.run_tasks`), selecting events with :func:`category_matcher`.
   :class:`FallBack` says the fast path cannot handle a file: decode it whole instead.
 * :mod:`~magpie_core.trace.discover`: the trace files of a run and the rank of each
   (:func:`discover`, :func:`find_trace_files`, :class:`TraceFile`).
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         load_table,
         merge_tables,
         part_count,
+        split_table,
         splittable,
         stream_events,
         stream_table,
@@ -80,6 +82,7 @@ _COLUMNS = frozenset(
         "load_table",
         "merge_tables",
         "part_count",
+        "split_table",
         "splittable",
         "stream_events",
         "stream_table",
@@ -113,6 +116,7 @@ __all__ = [
     "part_count",
     "platform_from_header",
     "read_trace_bytes",
+    "split_table",
     "splittable",
     "stream_events",
     "stream_table",

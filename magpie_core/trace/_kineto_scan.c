@@ -70,8 +70,14 @@ typedef struct {
     Py_ssize_t *lens;
     int32_t *ids;
     size_t cap, n;
-    PyObject *values; /* list: local id -> Python value */
+    PyObject *values; /* list: local id -> Python value (made after each pass: see table_values()) */
     size_t last;      /* slot of the last token found: consecutive events often repeat it (cat, ph, pid, tid) */
+    /* by local id: the owned token (the same copy as in keys) and how to make its value (kind | has_esc << 2), so
+     * the pass itself makes no Python object and runs without the GIL */
+    const unsigned char **tok;
+    Py_ssize_t *toklen;
+    uint8_t *kind;
+    size_t tokcap;
 } Table;
 
 /* a cheap hash (length, and 8 bytes at each end and the middle): collisions only cost a memcmp */
@@ -103,6 +109,7 @@ static int table_init(Table *t) {
     t->lens = calloc(t->cap, sizeof(*t->lens));
     t->ids = calloc(t->cap, sizeof(*t->ids));
     t->values = PyList_New(0);
+    t->tok = NULL, t->toklen = NULL, t->kind = NULL, t->tokcap = 0;
     return (t->keys && t->lens && t->ids && t->values) ? 0 : -1;
 }
 
@@ -111,6 +118,9 @@ static void table_free(Table *t) {
     free(t->keys);
     free(t->lens);
     free(t->ids);
+    free(t->tok);
+    free(t->toklen);
+    free(t->kind);
     Py_XDECREF(t->values);
 }
 
@@ -160,7 +170,38 @@ static inline int same_bytes(const unsigned char *a, const unsigned char *b, Py_
     return 1;
 }
 
-/* local id of a token; -1 with s->fail set on error */
+/* room for one more id in the by-id arrays (no Python: called during a pass) */
+static int table_room(Table *t) {
+    if (t->n < t->tokcap) return 0;
+    size_t ncap = t->tokcap ? t->tokcap * 2 : 1024;
+    const unsigned char **k = realloc((void *)t->tok, ncap * sizeof(*k));
+    if (k) t->tok = k;
+    Py_ssize_t *l = realloc(t->toklen, ncap * sizeof(*l));
+    if (l) t->toklen = l;
+    uint8_t *d = realloc(t->kind, ncap * sizeof(*d));
+    if (d) t->kind = d;
+    if (!k || !l || !d) return -1;
+    t->tokcap = ncap;
+    return 0;
+}
+
+/* The Python values of the ids interned since the last call (GIL held, after a pass): values[len(values):n].
+ * -1 (error cleared) when one cannot be made: the ids stay pending and the next call tries again. */
+static int table_values(Scan *s, Table *t) {
+    for (size_t i = (size_t)PyList_GET_SIZE(t->values); i < t->n; i++) {
+        PyObject *v = make_value(s, t->tok[i], t->toklen[i], t->kind[i] & 3, t->kind[i] >> 2);
+        if (!v || PyList_Append(t->values, v) < 0) {
+            Py_XDECREF(v);
+            PyErr_Clear();
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
+/* local id of a token; -1 with s->fail set on error. No Python object is made here (the GIL is released during a
+ * pass): table_values() makes the values of new ids afterwards. */
 static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, int kind, int has_esc) {
     if (t->keys[t->last] && t->lens[t->last] == n && same_bytes(t->keys[t->last], a, n)) return t->ids[t->last];
     size_t j = hash_bytes(a, n) & (t->cap - 1);
@@ -169,24 +210,13 @@ static int32_t intern(Scan *s, Table *t, const unsigned char *a, Py_ssize_t n, i
         j = (j + 1) & (t->cap - 1);
     }
     unsigned char *own = malloc(n ? n : 1);
-    if (!own) return s->fail = 1, -1;
+    if (!own || table_room(t) < 0) {
+        free(own);
+        return s->fail = 1, -1;
+    }
     memcpy(own, a, n);
-    PyObject *v = make_value(s, a, n, kind, has_esc);
-    if (!v) {
-        free(own);
-        PyErr_Clear();
-        s->fail = 1;
-        return -1;
-    }
-    if (PyList_Append(t->values, v) < 0) {
-        free(own);
-        Py_DECREF(v);
-        PyErr_Clear();
-        s->fail = 1;
-        return -1;
-    }
-    Py_DECREF(v);
     int32_t id = (int32_t)t->n++;
+    t->tok[id] = own, t->toklen[id] = n, t->kind[id] = (uint8_t)(kind | (has_esc ? 4 : 0));
     t->keys[j] = own, t->lens[j] = n, t->ids[j] = id, t->last = j;
     if (t->n * 2 > t->cap && table_grow(t) < 0) {
         s->fail = 1;
@@ -642,6 +672,7 @@ typedef struct {
     Table tcat, tph, tname, tpid, ttid, tdev, tid_, tdims;
     int64_t flowid_scratch;
     int32_t absent_ids[5]; /* id + 1 of the struct default of cat, ph, name, pid, tid once interned (0: not yet) */
+    int busy;              /* a pass is running on this state (in another thread): set and read with the GIL held */
 } Out;
 
 /* the id of an absent field's struct default ("" for strings, 0 for pid and tid), interned once per state */
@@ -1017,6 +1048,19 @@ static Out *state_of(PyObject *holder, int *temp) {
     return rc < 0 ? NULL : o;
 }
 
+#define OUT_TABLES(o) {&o->tcat, &o->tph, &o->tname, &o->tpid, &o->ttid, &o->tdev, &o->tid_, &o->tdims}
+
+/* The pass over one piece; no Python object is touched (the GIL is released meanwhile). */
+static void scan_pass(Scan *s, Out *o) {
+    ws(s);
+    if (s->p < s->end && *s->p == '[') {
+        if (events(s, o) == 0) {
+            ws(s);
+            if (s->p != s->end) s->fail = 1;
+        }
+    } else s->fail = 1;
+}
+
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
     Py_buffer view;
     PyObject *unescape, *holder = NULL;
@@ -1027,18 +1071,23 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
         PyBuffer_Release(&view);
         return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
+    if (o->busy) { /* the state is being read by another thread: not this call's to share */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    o->busy = 1;
     Col *all[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->ts, &o->dur, &o->id, &o->idint, &o->ext, &o->corr,
                   &o->dev, &o->dims};
     for (int i = 0; i < 13; i++) all[i]->len = 0; /* the buffers are reused; the tables keep their values */
     Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0, unescape};
+    /* the buffer stays exported (a bytearray cannot be resized meanwhile) and the state is this call's (busy) */
+    Py_BEGIN_ALLOW_THREADS
+    scan_pass(&s, o);
+    Py_END_ALLOW_THREADS
+    Table *tables[] = OUT_TABLES(o);
+    for (int i = 0; i < 8 && !s.fail; i++)
+        if (table_values(&s, tables[i]) < 0) s.fail = 1;
     PyObject *result = NULL;
-    ws(&s);
-    if (s.p < s.end && *s.p == '[') {
-        if (events(&s, o) == 0) {
-            ws(&s);
-            if (s.p != s.end) s.fail = 1;
-        }
-    } else s.fail = 1;
     if (!s.fail && !PyErr_Occurred()) {
         result = Py_BuildValue(
             "{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "n",
@@ -1054,6 +1103,7 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
         result = Py_None;
         Py_INCREF(result);
     }
+    o->busy = 0;
     if (temp) state_free(o);
     PyBuffer_Release(&view);
     return result;
@@ -1068,4 +1118,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kineto_scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kineto_scan(void) {
+#ifdef HAVE_EXTENDED
+    check_extended(); /* once, before any pass: passes run on several threads at once */
+#endif
+    return PyModule_Create(&module);
+}

@@ -21,11 +21,14 @@ whose errors name the file and position.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -58,10 +61,12 @@ __all__ = [
     "StreamedFile",
     "TableBuilder",
     "category_matcher",
+    "collector_paused",
     "json_string",
     "load_table",
     "merge_tables",
     "part_count",
+    "split_table",
     "splittable",
     "stream_events",
     "stream_table",
@@ -507,8 +512,9 @@ class TableBuilder:
         if not timed.any():
             return
         end = ts + np.where(measured, dur, 0.0)  # instant and metadata events have no dur
-        lo = float(ts.min(where=timed, initial=math.inf))
-        hi = float(end.max(where=timed, initial=-math.inf))
+        # + 0.0: -0.0 and 0.0 are one time, and which of them a chunk's min gives depends on where the file is cut
+        lo = float(ts.min(where=timed, initial=math.inf)) + 0.0
+        hi = float(end.max(where=timed, initial=-math.inf)) + 0.0
         self.t_min = min(self.t_min, lo)
         self.t_max = max(self.t_max, hi)
         x &= measured
@@ -665,6 +671,9 @@ _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
 #: how many bytes :func:`stream_events` reads (or decompresses) at a time
 BLOCK_BYTES = 4 << 20
+#: what the last piece cut from a full buffer leaves for the next fill to move to its front (a memmove holding the GIL):
+#: the bytes after the first event boundary in its last _TAIL_BYTES, rather than up to a piece (~1/3 of the file)
+_TAIL_BYTES = 64 << 10
 
 
 def _gunzip(f: Any, first: bytes, block: int) -> Iterator[bytes]:
@@ -906,6 +915,8 @@ class _PieceBuffer:
                 m = _BOUNDARY.search(self.work, self.wpos + chunk_bytes, limit)
                 if m is None:
                     break
+                if limit - m.end() < chunk_bytes:  # less than a piece would be left: take it, but the last few KiB
+                    m = _BOUNDARY.search(self.work, max(m.end(), limit - _TAIL_BYTES), limit) or m
                 self.decode(self.wpos, m.start() + 1)
                 self.wpos = m.end() - 1
             if stop >= 0:
@@ -1025,7 +1036,8 @@ def stream_events(
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
-#: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes
+#: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes;
+#: 4 MiB was 2-8 % better before the tokenizer got faster (gaptoken-s6), ~5 % worse after it (a first, cold run)
 SCANNER_CHUNK_BYTES = 2 << 20
 
 
@@ -1084,10 +1096,11 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
         groups[g] = {}
         for c, _ in cols:
             arrays = []
-            for p, remap in zip(parts, remaps, strict=True):
+            for k, (p, remap) in enumerate(zip(parts, remaps, strict=True)):
                 a = p.groups[g][c]
                 kind = _ID_COLUMNS.get(c)
-                arrays.append(remap[kind][a] if kind is not None else a)  # -1 (no dims) maps to -1
+                # the first part's ids are its values' places in the fresh interners: they stay as they are
+                arrays.append(remap[kind][a] if kind is not None and k > 0 else a)  # -1 (no dims) maps to -1
             groups[g][c] = np.concatenate(arrays)
     last = parts[-1]
     hint, hint_at, seen = None, -1, 0
@@ -1163,31 +1176,79 @@ def category_matcher(categories: Sequence[str], ignore: Sequence[str]) -> dict[s
     return _Cache()
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off meanwhile (as it was after): decoding makes millions of short-lived objects, none
+    cyclic, and the collector's repeated scans of them cost time for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def table_part(
     path: str, index: int, count: int, categories: Sequence[str], ignore_categories: Sequence[str]
 ) -> EventTable | None:
     """Part ``index`` of ``count`` (:func:`part_count`) of a plain-JSON trace as columns, the events selected by
     :func:`category_matcher`; runs in a worker process. None when the file has to be read whole (a
     :class:`FallBack` of :func:`stream_table`, an unreadable file, no memory); merge parts with :func:`merge_tables`."""
-    import gc
+    with collector_paused():
+        try:
+            return stream_table(Path(path), category_matcher(categories, ignore_categories), part=(index, count))
+        except (FallBack, OSError, MemoryError):
+            return None
 
-    gc_was = gc.isenabled()
-    gc.disable()  # millions of short-lived objects, none cyclic: skip the collector's repeated scans
+
+def split_table(
+    path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool], parts: int
+) -> EventTable | None:
+    """``path`` decoded in ``parts`` byte ranges (:func:`part_count`) by as many threads of this process, this one
+    included, and joined by :func:`merge_tables`; None when a part cannot be read so (read the file whole then, e.g.
+    with :func:`load_table`, which also says what is wrong with it).
+
+    Threads rather than processes: the compiled reader's pass over a piece holds no GIL, so the parts are read in
+    parallel, and their tables need no pickling from a child nor a forked process. A piece it does not handle is
+    decoded by msgspec holding the GIL: still right, only not in parallel. A part that fails (any exception) fails
+    only itself; the others finish, since a thread cannot be stopped, and every one ends (each reads a bounded range
+    of the file once)."""
+    path = Path(path)
+    if parts <= 1:
+        try:
+            return stream_table(path, selected)
+        except (FallBack, OSError, MemoryError):
+            return None
+    got: list[EventTable | Exception | None] = [None] * parts
+
+    def read(i: int) -> None:
+        try:
+            got[i] = stream_table(path, selected, part=(i, parts))
+        except Exception as exc:  # this part's result: the file is then read whole, which reports the error
+            got[i] = exc
+
+    threads = [threading.Thread(target=read, args=(i,), name=f"magpie-part-{i}", daemon=True) for i in range(1, parts)]
+    for t in threads:
+        t.start()
     try:
-        return stream_table(Path(path), category_matcher(categories, ignore_categories), part=(index, count))
-    except (FallBack, OSError, MemoryError):
-        return None
+        read(0)
     finally:
-        if gc_was:
-            gc.enable()
+        for t in threads:
+            t.join()
+    tables = [t for t in got if isinstance(t, EventTable)]
+    return merge_tables(tables) if len(tables) == parts else None
 
 
-def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool]) -> EventTable:
-    """The columns of one trace file: streamed when possible, else from :func:`load_trace` (which raises
-    :class:`~magpie_core.trace.loader.TraceLoadError` naming the file and position for broken input)."""
+def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool], parts: int = 1) -> EventTable:
+    """The columns of one trace file: streamed when possible (in ``parts`` byte ranges on threads: :func:`split_table`),
+    else from :func:`load_trace` (which raises :class:`~magpie_core.trace.loader.TraceLoadError` naming the file and
+    position for broken input)."""
     from magpie_core.trace.loader import load_trace
 
     path = Path(path)
+    if parts > 1 and (table := split_table(path, selected, parts)) is not None:
+        return table
     try:
         return stream_table(path, selected)
     except FallBack:

@@ -145,3 +145,41 @@ def test_one_large_plain_file_is_split_across_workers(tmp_path: Path, monkeypatc
         }
     )
     assert [d.model_dump() for d in split.ranks[0].devices] == [d.model_dump() for d in one.ranks[0].devices]
+
+
+def test_a_split_file_is_read_on_threads_of_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One large file, two workers: its byte ranges are read on two threads of this process (no child process), and
+    a broken part means the whole file is read again, which reports the error as with one worker."""
+    import threading
+
+    from magpie_core import fanout
+
+    src = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
+    plain = tmp_path / "rank-0.json"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    monkeypatch.setattr(columns, "SPLIT_MIN_BYTES", 1 << 20)
+    threads: set[str] = set()
+    real_stream = columns.stream_table
+
+    def seen(*a: object, **k: object) -> columns.EventTable:
+        threads.add(threading.current_thread().name)
+        return real_stream(*a, **k)  # type: ignore[arg-type]
+
+    real_run = fanout.run_tasks
+    monkeypatch.setattr(columns, "stream_table", seen)
+    processes: list[int] = []
+
+    def run(tasks: list[fanout.Task], workers: int, weights: list[float] | None = None) -> list[object]:
+        processes.append(min(workers, len(tasks)))
+        return real_run(tasks, workers, weights)
+
+    monkeypatch.setattr("magpie_gap_analysis.pipeline.run_tasks", run)
+    r = gap_analysis(plain, GapAnalysisConfig(), tmp_path / "two", workers=2)
+    assert not r.errors and r.workers == 2 and len(threads) == 2 and processes == [1]  # this one
+
+    data = plain.read_bytes()
+    cut = data.index(b'"ph"', len(data) * 3 // 4)
+    plain.write_bytes(data[:cut] + b'"ph": oops, ' + data[cut:])
+    one = gap_analysis(plain, GapAnalysisConfig(), tmp_path / "b1", workers=1)
+    two = gap_analysis(plain, GapAnalysisConfig(), tmp_path / "b2", workers=2)
+    assert one.errors and one.errors == two.errors and "broken JSON" in one.errors[0]

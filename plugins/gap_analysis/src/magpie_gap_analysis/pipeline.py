@@ -5,8 +5,10 @@ not compute: min/max/std per kernel, share of GPU-busy and of wall time, GPU
 idle time per device with busy time merged across streams, the largest idle
 gaps with the CPU op running at that moment, and a launch-bound indicator.
 Ranks are analyzed in parallel processes, this one included
-(:mod:`magpie_core.fanout`; workers left idle share a large plain-JSON trace by
-byte ranges); a broken rank is reported and the others still are.
+(:mod:`magpie_core.fanout`); workers left idle share a large plain-JSON trace:
+it is read in byte ranges by threads of the process analyzing it
+(:func:`magpie_core.trace.columns.split_table`). A broken rank is reported and
+the others still are.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magpie_core.fanout import Task, run_tasks
-from magpie_core.trace.columns import part_count, table_part
+from magpie_core.trace.columns import category_matcher, collector_paused, part_count, split_table
 from magpie_core.trace.discover import TraceFile, discover
 from magpie_core.trace.kernel_names import parse_many
 from magpie_core.trace.validity import skipped_messages
@@ -80,50 +82,47 @@ def _options(
 
 
 def _split_plan(files: list[TraceFile], workers: int) -> list[int]:
-    """How many byte-range parts each file is decoded in: with fewer files than workers, the large plain-JSON
-    ones are shared by the workers; otherwise each worker takes whole files (parts would only add merges)."""
+    """How many byte-range parts each file is read in, by threads of the process that analyzes it: with fewer files
+    than workers, the large plain-JSON ones take the idle workers' share; otherwise each worker takes whole files
+    (parts would only add merges)."""
     if workers <= 1 or len(files) >= workers:
         return [1] * len(files)
-    return [part_count(f.path, workers) for f in files]
+    return [part_count(f.path, workers // len(files)) for f in files]
+
+
+def analyze_split(path: str, rank: int, label: str, options: AnalysisOptions, parts: int) -> RankAnalysis:
+    """:func:`analyze_file` of a large plain-JSON file read in ``parts`` byte ranges on threads of this process; a part
+    that cannot be read so means the whole file is read again by :func:`analyze_file`, which also reports what is
+    wrong with it (:func:`analyze_parts`)."""
+    with collector_paused():
+        table = split_table(path, category_matcher(options.categories, options.ignore_categories), parts)
+        return analyze_parts(path, rank, label, options, [table])
 
 
 def _tasks(files: list[TraceFile], parts: list[int], options: AnalysisOptions) -> tuple[list[Task], list[float]]:
-    """One task per whole file, or one per part of a split one; weights: the bytes each reads."""
+    """One task per file (read in parts on threads when split); weights: the bytes each reads."""
     tasks: list[Task] = []
     weights: list[float] = []
-    cats, ignore = options.categories, options.ignore_categories
     for f, n in zip(files, parts, strict=True):
-        size = float(f.path.stat().st_size) if f.path.exists() else 0.0
+        weights.append(float(f.path.stat().st_size) if f.path.exists() else 0.0)
         if n == 1:
             tasks.append((analyze_file, (str(f.path), f.rank, f.label, options)))
-            weights.append(size)
         else:
-            tasks.extend((table_part, (str(f.path), i, n, cats, ignore)) for i in range(n))
-            weights.extend([size / n] * n)
+            tasks.append((analyze_split, (str(f.path), f.rank, f.label, options, n)))
     return tasks, weights
 
 
-def _rank_result(f: TraceFile, got: list[Any], options: AnalysisOptions) -> RankAnalysis:
-    """One file's analysis from its task results; a worker that died is that rank's error."""
-    if len(got) > 1:
-        # one large file decoded in parts by several workers, analyzed here; a failed part means
-        # the file is read whole (analyze_parts), which also reports what is wrong with it
-        tables = [None if isinstance(t, BaseException) else t for t in got]
-        try:
-            got = [analyze_parts(str(f.path), f.rank, f.label, options, tables)]
-        except Exception as exc:
-            got = [exc]
-    r = got[0]
+def _rank_result(f: TraceFile, r: Any) -> RankAnalysis:
+    """One file's analysis from its task's result; a worker that died is that rank's error."""
     if isinstance(r, BaseException):  # e.g. killed for memory
         return RankAnalysis(rank=f.rank, label=f.label, path=str(f.path), error=f"{f.path}: {r}")
     return r
 
 
 def _run_ranks(files: list[TraceFile], options: AnalysisOptions, workers: int) -> list[RankAnalysis]:
-    parts = _split_plan(files, workers)
-    tasks, weights = _tasks(files, parts, options)
-    results = iter(run_tasks(tasks, workers, weights))
-    return [_rank_result(f, [next(results) for _ in range(n)], options) for f, n in zip(files, parts, strict=True)]
+    tasks, weights = _tasks(files, _split_plan(files, workers), options)
+    results = run_tasks(tasks, workers, weights)
+    return [_rank_result(f, r) for f, r in zip(files, results, strict=True)]
 
 
 def _settle_ranks(results: list[RankAnalysis]) -> None:
