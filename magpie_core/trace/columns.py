@@ -1196,10 +1196,18 @@ def table_part(
     :func:`category_matcher`; runs in a worker process. None when the file has to be read whole (a
     :class:`FallBack` of :func:`stream_table`, an unreadable file, no memory); merge parts with :func:`merge_tables`."""
     with collector_paused():
-        try:
-            return stream_table(Path(path), category_matcher(categories, ignore_categories), part=(index, count))
-        except (FallBack, OSError, MemoryError):
-            return None
+        return _table_or_none(Path(path), category_matcher(categories, ignore_categories), (index, count))
+
+
+def _table_or_none(
+    path: Path, selected: Mapping[str, bool] | Callable[[str], bool], part: tuple[int, int] = (0, 1)
+) -> EventTable | None:
+    """:func:`stream_table`, or None when the file has to be read whole (a :class:`FallBack`, an unreadable file,
+    no memory)."""
+    try:
+        return stream_table(path, selected, part=part)
+    except (FallBack, OSError, MemoryError):
+        return None
 
 
 def split_table(
@@ -1216,10 +1224,7 @@ def split_table(
     of the file once)."""
     path = Path(path)
     if parts <= 1:
-        try:
-            return stream_table(path, selected)
-        except (FallBack, OSError, MemoryError):
-            return None
+        return _table_or_none(path, selected)
     got: list[EventTable | Exception | None] = [None] * parts
 
     def read(i: int) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from magpie_core.trace.columns import NONE, EventTable, category_matcher, load_table, merge_tables
+from magpie_core.trace.columns import NONE, EventTable, category_matcher, collector_paused, load_table, merge_tables
 from magpie_core.trace.validity import skipped_messages
 
 __all__ = [
@@ -776,22 +776,16 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
     The file is decoded chunk by chunk into compact columns (:mod:`magpie_core.trace.columns`),
     so memory stays well below the file's size.
     """
-    import gc
-
     from magpie_core.trace.loader import TraceLoadError
 
-    gc_was = gc.isenabled()
-    gc.disable()  # millions of short-lived objects, none cyclic: skip the collector's repeated scans
     try:
-        table = load_table(Path(path), category_matcher(options.categories, options.ignore_categories))
-        return analyze_table(table, rank, label, options)
+        with collector_paused():
+            table = load_table(Path(path), category_matcher(options.categories, options.ignore_categories))
+            return analyze_table(table, rank, label, options)
     except TraceLoadError as exc:
         return RankAnalysis(rank=rank, label=label, path=path, error=str(exc))
     except MemoryError:
         return RankAnalysis(rank=rank, label=label, path=path, error=f"{path}: out of memory while loading")
-    finally:
-        if gc_was:
-            gc.enable()
 
 
 def analyze_parts(

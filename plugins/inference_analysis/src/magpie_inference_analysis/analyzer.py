@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import gc
 import itertools
 import json
 import math
@@ -33,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from magpie_core.interfaces import TraceAnalyzer
-from magpie_core.trace.columns import Interner
+from magpie_core.trace.columns import Interner, collector_paused
 from magpie_core.trace.validity import skipped_messages
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
@@ -1167,11 +1166,9 @@ def _analyze_file(
     elif cap_dir:
         summary["errors"].append(f"{cap_path}: capture_traces folder not found")
     workers = int(options.get("workers") or os.cpu_count() or 1)
-    gc_was = gc.isenabled()
     # from the load on the trace's events are alive: the collections new (acyclic) objects trigger would scan them
     # (after the load, gc re-enabled, the first ones cost ~0.02 s on the 555 MB benchmark trace)
-    gc.disable()
-    try:
+    with collector_paused():
         try:
             trace = ev_mod.load(path, workers)
         except ev_mod.TraceLoadError as exc:
@@ -1187,9 +1184,6 @@ def _analyze_file(
         suffix = str(options.get("label_suffix") or "")
         st = TraceState(trace, options)
         result = analyze_state(st, spec, stages, out_dir, prefix, suffix, captures)
-    finally:
-        if gc_was:
-            gc.enable()
     result["skipped_events"] = warnings
     result["spec"] = spec.as_dict() if spec is not None else None
     if spec is None:
