@@ -14,7 +14,10 @@ Measures user+sys CPU seconds (best of ``--rounds``, rounds interleaved so load 
 - ``magpie -w 1 gap <250-event trace> -o DIR`` as a user runs it (the table printed, CSV/JSON and report.html
   written): as installed, and with ``OPENBLAS_NUM_THREADS`` set to the CPU count (numpy's BLAS threads as they
   were before ``magpie`` loaded numpy with one; see ``magpie_core/cli/blas.py``);
-- with ``--reference-python PY``: the same commands with another install's ``magpie`` (e.g. ``main``'s).
+- with ``--shape TRACE`` (repeatable; e.g. ``/tmp/magpie-shapes/vllm-150mb.pt.trace.json``): ``magpie gap TRACE
+  -o DIR`` as a user runs it on that trace (default workers, the table printed to a pipe, report.html written);
+- with ``--reference-python PY``: the same commands with another install's ``magpie`` (e.g. ``main``'s), and
+  "reference ÷ this" for each.
 
 Wall seconds are listed too (best of the rounds; on a shared machine they move with the load, CPU much less).
 
@@ -23,7 +26,8 @@ would add the compile time of every module to every run; the script removes it f
 each case once, so the runs measure what a user's installed ``magpie`` costs.
 Also lists the ``-X importtime`` top 15 packages of the lazy gap run. Writes ``docs/benchmarks/cli_startup.md``.
 
-Usage: ``nice -n 10 python benchmarks/cli_startup.py [--rounds 5] [--reference-python /work/main/.venv/bin/python]``
+Usage: ``nice -n 10 python benchmarks/cli_startup.py [--rounds 5] [--reference-python /work/main/.venv/bin/python]
+[--shape TRACE ...]``
 """
 
 from __future__ import annotations
@@ -92,7 +96,13 @@ def child_cost(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, 
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
-def cases(python: str, reference: str | None, out: Path, tiny: Path) -> dict[str, Case]:
+#: the table run on the 250-event trace (its name in the report)
+TABLE_RUN = "gap table run (tiny trace, report.html)"
+#: a case run with the reference install is named "<case>, reference install"
+REFERENCE = ", reference install"
+
+
+def cases(python: str, reference: str | None, out: Path, tiny: Path, shapes: list[Path]) -> dict[str, Case]:
     magpie = str(Path(python).with_name("magpie"))
     gap_help = ["gap", "--help"]
     gap_run = ["-w", "1", "-o", str(out), "gap", str(TRACE), "--json", "--no-rank-csv"]
@@ -107,15 +117,18 @@ def cases(python: str, reference: str | None, out: Path, tiny: Path) -> dict[str
         "gap --help, lazy": [magpie, *gap_help],
         "gap run, eager (previous)": [python, "-c", EAGER, *gap_run],
         "gap run, lazy": [magpie, *gap_run],
-        "gap table run (tiny trace, report.html)": [magpie, *table_run],
+        TABLE_RUN: [magpie, *table_run],
     }
     found: dict[str, Case] = {name: (argv, {}) for name, argv in argvs.items()}
     found["gap table run, BLAS threads as before"] = ([magpie, *table_run], blas_before)
+    shape_runs = {f"gap table run ({s.name.split('.')[0]})": ["gap", str(s), "-o", str(out)] for s in shapes}
+    found.update({name: ([magpie, *argv], {}) for name, argv in shape_runs.items()})
     if reference:
         other = str(Path(reference).with_name("magpie"))
-        found["gap --help, reference install"] = ([other, *gap_help], {})
-        found["gap run, reference install"] = ([other, *gap_run], {})
-        found["gap table run, reference install"] = ([other, *table_run], {})
+        found["gap --help, lazy" + REFERENCE] = ([other, *gap_help], {})
+        found["gap run, lazy" + REFERENCE] = ([other, *gap_run], {})
+        found[TABLE_RUN + REFERENCE] = ([other, *table_run], {})
+        found.update({name + REFERENCE: ([other, *argv], {}) for name, argv in shape_runs.items()})
     return found
 
 
@@ -171,25 +184,28 @@ def report(
         "the serving stack with httpx, the benchmark/kernel config models, the YAML loader, rich, numpy), then runs "
         "the same command; **lazy** is the installed `magpie`.",
         "",
-        "| case | CPU s | wall s | eager ÷ this | above its libraries |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| case | CPU s | wall s | eager ÷ this | above its libraries | reference ÷ this (CPU, wall) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, cpu in best.items():
         kind = "gap --help" if name.startswith("gap --help") else "gap run" if name.startswith("gap run") else ""
         eager = best.get(f"{kind}, eager (previous)") if kind else None
         vs = f"{eager / cpu:.2f}x" if eager and "eager" not in name else ""
         above = f"{cpu - best[HELP_LIBS if kind == 'gap --help' else RUN_LIBS]:+.3f}" if kind else ""
-        lines.append(f"| {name} | {cpu:.3f} | {costs[name][1]:.3f} | {vs} | {above} |")
+        ref = costs.get(name + REFERENCE)
+        vs_ref = f"{ref[0] / cpu:.2f}x, {ref[1] / costs[name][1]:.2f}x" if ref else ""
+        lines.append(f"| {name} | {cpu:.3f} | {costs[name][1]:.3f} | {vs} | {above} | {vs_ref} |")
     lines += [
         "",
         f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
         f"the libraries it cannot avoid ({best['gap run, lazy'] - best[RUN_LIBS]:.3f} s here) is plugin discovery "
-        "(every installed plugin's entry module is imported), the command's own modules, "
+        "(every installed plugin's entry module is imported and registered with pluggy), the command's own modules, "
         "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
         "regexes, report.html. `--help` imports no numpy; most of its cost is typer drawing help with rich.",
         "",
-        "The table run is `magpie -w 1 gap tiny.json -o DIR` as a user types it: it also imports rich and draws the "
-        'table, and writes the CSV/JSON files and report.html (with plotly.js, ~5 MB). "BLAS threads as before" '
+        "The table run is `magpie -w 1 gap tiny.json -o DIR` as a user types it: it prints the table (to a pipe "
+        "here: drawn without rich, the same bytes) and writes the CSV/JSON files and report.html (with plotly.js, "
+        '~5 MB); a shape run is `magpie gap TRACE -o DIR` on that trace. "BLAS threads as before" '
         "sets `OPENBLAS_NUM_THREADS` to the CPU count, as numpy's OpenBLAS chose before magpie loaded it with one "
         "thread: its extra CPU is those threads spinning.",
         "",
@@ -211,11 +227,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reference-python", help="another install's python (its magpie is measured too)")
     parser.add_argument("--output", type=Path, default=OUT)
+    parser.add_argument("--shape", type=Path, action="append", default=[], help="a trace for a `magpie gap` run too")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="cli_startup_") as tmp:
         cwd = Path(tmp)
-        runs = cases(sys.executable, args.reference_python, cwd / "out", tiny_trace(cwd))
+        runs = cases(sys.executable, args.reference_python, cwd / "out", tiny_trace(cwd), args.shape)
         best = measure(runs, args.rounds, env, cwd)
         gap_run = ["-w", "1", "-o", str(cwd / "out"), "gap", str(TRACE), "--json", "--no-rank-csv"]
         top = importtime_top(sys.executable, gap_run, env, cwd)

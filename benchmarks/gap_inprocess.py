@@ -14,7 +14,11 @@ in its own subprocess,
 
 Ratios: baseline CPU / in-process CPU (``stream_table`` + analysis). Writes ``docs/benchmarks/gap_inprocess.md`` and
 ``.json``. Usage: ``python benchmarks/gap_inprocess.py [--sizes 150,550] [--shapes mi300,h100,vllm,sglang]
-[--repeat 3] [--reference-python /work/main/.venv/bin/python]``
+[--repeat 3] [--reference-python /work/main/.venv/bin/python] [--split-parts 2 --out docs/benchmarks/X.md]``
+
+``--split-parts N`` adds the threaded read of one large file: wall and CPU seconds of ``split_table(path, selected,
+N)`` in-process (best of ``--repeat``, gc off, the probe run twice per install in alternation with the reference's),
+and ``magpie gap``'s wall seconds end to end (best of 2, alternating), against the baseline's wall seconds.
 """
 
 from __future__ import annotations
@@ -68,6 +72,28 @@ for _ in range(repeat):
 print(json.dumps(best))
 """
 
+#: run by each install's Python with ``--split-parts``: wall and CPU seconds of ``split_table``, best of ``repeat``
+SPLIT_PROBE = r"""
+import gc, json, sys, time
+from pathlib import Path
+from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.trace.columns import category_matcher, split_table
+from magpie_gap_analysis.pipeline import _options
+
+path, parts, repeat = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+options = _options(GapAnalysisConfig(), None, None)
+gc.disable()
+best = {"wall": float("inf"), "cpu": float("inf")}
+for _ in range(repeat):
+    w0, c0 = time.perf_counter(), time.process_time()
+    table = split_table(path, category_matcher(options.categories, options.ignore_categories), parts)
+    w1, c1 = time.perf_counter(), time.process_time()
+    assert table is not None, "a part could not be read"
+    best = {"wall": min(best["wall"], w1 - w0), "cpu": min(best["cpu"], c1 - c0)}
+    del table
+print(json.dumps(best))
+"""
+
 SMALL_TRACE = ROOT / "tests" / "data" / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
 
@@ -76,6 +102,33 @@ def probe(python: str, path: Path, repeat: int) -> dict[str, float]:
     argv = [python, "-P", "-c", PROBE, str(path), str(repeat)]
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def split_probe(python: str, path: Path, parts: int, repeat: int) -> dict[str, float]:
+    argv = [python, "-P", "-c", SPLIT_PROBE, str(path), str(parts), str(repeat)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def gap_wall(python: str, path: Path) -> float:
+    """Wall seconds of ``magpie gap`` on ``path`` (default workers), end to end."""
+    magpie = str(Path(python).with_name("magpie"))
+    with tempfile.TemporaryDirectory() as out:
+        return trace_gap.measure([magpie, "gap", str(path), "-o", out, "--json"])[0]
+
+
+def split_rounds(pythons: dict[str, str], path: Path, parts: int, repeat: int) -> dict[str, Any]:
+    """Each install's best split read and ``magpie gap`` wall, the installs in alternation (same machine load)."""
+    got: dict[str, Any] = {k: {"wall": float("inf"), "cpu": float("inf"), "gap_wall": float("inf")} for k in pythons}
+    for _ in range(2):
+        for key, python in pythons.items():
+            one = split_probe(python, path, parts, repeat)
+            got[key]["wall"] = min(got[key]["wall"], one["wall"])
+            got[key]["cpu"] = min(got[key]["cpu"], one["cpu"])
+    for _ in range(2):
+        for key, python in pythons.items():
+            got[key]["gap_wall"] = min(got[key]["gap_wall"], gap_wall(python, path))
+    return got
 
 
 def fixed_cost(python: str) -> float:
@@ -120,6 +173,43 @@ def report(results: dict[str, Any], ref: bool) -> list[str]:
             theirs = r["ref"]["read"] + r["ref"]["analysis"]
             row += f" {theirs:.3f} | {r['baseline_cpu'] / theirs:.1f}x |"
         lines.append(row)
+    if results.get("split_parts"):
+        lines += split_report(results, ref)
+    return lines
+
+
+def split_report(results: dict[str, Any], ref: bool) -> list[str]:
+    parts = results["split_parts"]
+    lines = [
+        "",
+        f"## One file read on {parts} threads (`split_table(path, selected, {parts})`), and `magpie gap` end to end",
+        "",
+        f"Wall and CPU seconds of `split_table` in-process (best of {results['repeat']} runs in one process, the "
+        "probe run twice per install, alternating"
+        + (" with the reference" if ref else "")
+        + "), and `magpie gap`'s wall seconds (default workers, best of 2, alternating); the gap speed-up is the "
+        "baseline's wall seconds over `magpie gap`'s (goal >= 20x).",
+        "",
+    ]
+    head = "| trace | baseline wall s | `split_table` wall / CPU s | `magpie gap` wall s | gap speed-up, wall |"
+    rule = "| --- | ---: | ---: | ---: | ---: |"
+    if ref:
+        head += " reference `split_table` wall / CPU s | reference `magpie gap` wall s | reference speed-up |"
+        rule += " ---: | ---: | ---: |"
+    lines += [head, rule]
+    for name, r in results["traces"].items():
+        mine, base = r["split"]["mine"], r["baseline_wall"]
+        row = (
+            f"| {name} | {base:.2f} | {mine['wall']:.3f} / {mine['cpu']:.3f} | {mine['gap_wall']:.2f} | "
+            f"{base / mine['gap_wall']:.1f}x |"
+        )
+        if ref:
+            theirs = r["split"]["ref"]
+            row += (
+                f" {theirs['wall']:.3f} / {theirs['cpu']:.3f} | {theirs['gap_wall']:.2f} |"
+                f" {base / theirs['gap_wall']:.1f}x |"
+            )
+        lines.append(row)
     return lines
 
 
@@ -130,22 +220,32 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/magpie-shapes"))
     ap.add_argument("--reference-python", default=None, help="another install's Python (e.g. main's), same probe")
+    ap.add_argument("--split-parts", type=int, default=0, help="also time split_table on this many threads")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "gap_inprocess.md")
     args = ap.parse_args()
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"load_before": os.getloadavg()[0], "repeat": args.repeat, "traces": {}}
+    results: dict[str, Any] = {
+        "load_before": os.getloadavg()[0],
+        "repeat": args.repeat,
+        "split_parts": args.split_parts,
+        "traces": {},
+    }
     results["fixed_cpu"] = [fixed_cost(sys.executable) for _ in range(3)]
     if args.reference_python:
         results["ref_fixed_cpu"] = [fixed_cost(args.reference_python) for _ in range(3)]
     for shape in args.shapes.split(","):
         for mb in (int(s) for s in args.sizes.split(",")):
             path, _ = trace_shapes.build(args.work_dir, shape, mb)
-            r: dict[str, Any] = {
-                "baseline_cpu": trace_gap.measure([sys.executable, "-c", trace_gap.BASELINE, str(path)])[3]
-            }
+            baseline = trace_gap.measure([sys.executable, "-c", trace_gap.BASELINE, str(path)])
+            r: dict[str, Any] = {"baseline_cpu": baseline[3], "baseline_wall": baseline[0]}
             r["probe"] = probe(sys.executable, path, args.repeat)
             if args.reference_python:
                 r["ref"] = probe(args.reference_python, path, args.repeat)
+            if args.split_parts:
+                pythons = {"mine": sys.executable}
+                if args.reference_python:
+                    pythons["ref"] = args.reference_python
+                r["split"] = split_rounds(pythons, path, args.split_parts, args.repeat)
             results["traces"][f"{shape}-{mb}"] = r
             print(f"{shape}-{mb}: {json.dumps(r)}", flush=True)
     results["load_after"] = os.getloadavg()[0]

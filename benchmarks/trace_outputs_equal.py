@@ -3,7 +3,8 @@
 Runs ``magpie gap`` and ``magpie inference`` with two installs (this checkout's, and a reference checkout's
 interpreter, e.g. a worktree of ``main`` made with ``make setup``) on every trace of ``tests/data/traces``
 (plus any ``--trace`` given) and compares every CSV and JSON file they write: CSV text exactly, JSON values
-exactly except timing fields (``elapsed_s``) and the output folder's own path. Exit 1 on any difference.
+exactly except timing fields (``elapsed_s``) and the output folder's own path; report.html and what ``magpie gap``
+prints (its table, to a pipe) as text, except the output folder's path and time stamps. Exit 1 on any difference.
 
 Usage: ``python benchmarks/trace_outputs_equal.py --reference-python /path/to/main/.venv/bin/python
 [--trace BIG.json ...] [--workers 1,2]``
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,14 +36,21 @@ def _text(text: str, out: Path) -> str:
     return _WRITTEN.sub("<written>", _STAMP.sub("_<stamp>", text.replace(str(out), "<out>")))
 
 
-def run(python: str, command: str, trace: Path, out: Path, workers: int) -> None:
+#: the runs compared: ``gap --json``, ``gap`` printing its table, ``inference``
+COMMANDS = ("gap", "gap table", "inference")
+
+
+def run(python: str, command: str, trace: Path, out: Path, workers: int) -> str:
+    """Run ``command`` into ``out``; what it printed, as compared (the folder's path and stamps normalized)."""
     magpie = str(Path(python).with_name("magpie"))
-    argv = [magpie, "--workers", str(workers), command, str(trace), "-o", str(out)]
+    argv = [magpie, "--workers", str(workers), command.split()[0], str(trace), "-o", str(out)]
     if command == "gap":
         argv.append("--json")
-    got = subprocess.run(argv, capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    got = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if got.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({got.returncode}): {got.stderr[-1500:]}")
+    return _text(got.stdout, out) if command == "gap table" else ""
 
 
 def _normal(value: Any, out: str) -> Any:
@@ -86,13 +95,15 @@ def main() -> int:
     bad = 0
     with tempfile.TemporaryDirectory(prefix="magpie-equal-") as tmp:
         for n, trace in enumerate(traces):
-            for command in ("gap", "inference"):
+            for command in COMMANDS:
                 for w in (int(x) for x in args.workers.split(",")):
-                    ref = Path(tmp) / f"{n}-{command}-ref-w{w}"  # same workers: gap's JSON records them
-                    run(args.reference_python, command, trace, ref, w)
-                    mine = Path(tmp) / f"{n}-{command}-w{w}"
-                    run(sys.executable, command, trace, mine, w)
+                    ref = Path(tmp) / f"{n}-{command.replace(' ', '-')}-ref-w{w}"  # same workers: the JSON says
+                    printed_ref = run(args.reference_python, command, trace, ref, w)
+                    mine = Path(tmp) / f"{n}-{command.replace(' ', '-')}-w{w}"
+                    printed = run(sys.executable, command, trace, mine, w)
                     diffs = compare(ref, mine)
+                    if printed != printed_ref:
+                        diffs.append("printed output differs")
                     bad += bool(diffs)
                     status = "same" if not diffs else "DIFFERENT: " + "; ".join(diffs[:6])
                     print(f"{trace.name} {command} workers={w}: {status}", flush=True)

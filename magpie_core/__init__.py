@@ -4,13 +4,22 @@ The core holds the plugin surface, configs, reports, pipelines, CLI and MCP
 server; every backend, framework and parser is a plugin.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("magpie-core")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+from typing import Any
 
 from magpie_core.hookspecs import hookimpl
 
 __all__ = ["__version__", "hookimpl"]
+
+
+def __getattr__(name: str) -> Any:
+    """``__version__``, read from the installed metadata when first asked for (not by every command at import)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'magpie_core' has no attribute {name!r}")
+    from magpie_core.distributions import version
+
+    try:
+        value = version("magpie-core")
+    except ImportError:  # importlib.metadata's PackageNotFoundError: a source tree that is not installed
+        value = "0.0.0+unknown"
+    globals()["__version__"] = value
+    return value

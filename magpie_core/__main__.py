@@ -1,4 +1,4 @@
-from magpie_core.cli import run
+from magpie_core.cli import main
 
 if __name__ == "__main__":
-    run()
+    main()

@@ -11,6 +11,7 @@ fresh interpreter, with every installed plugin discovered through its entry poin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,10 +60,15 @@ NOT_FOR_TRACES = (
 )
 
 
-def _imported(tmp_path: Path, *argv: str) -> tuple[int, set[str]]:
+def _imported(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
     out = tmp_path / "modules.json"
     subprocess.run(
-        [sys.executable, "-c", _PROBE, str(out), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _PROBE, str(out), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     result = json.loads(out.read_text())
     return result["code"], set(result["modules"])
@@ -83,6 +89,32 @@ def test_trace_command_help_imports_only_its_own_plugin(tmp_path: Path, command:
     assert own in modules
     other = {"gap": "magpie_inference_analysis.cli", "inference": "magpie_gap_analysis.cli"}[command]
     assert _present(modules, (*NOT_FOR_TRACES, other, "numpy")) == []  # help reads no trace
+
+
+def test_gap_table_run_to_a_pipe_imports_no_rich(tmp_path: Path) -> None:
+    """The table, the device lines and the paths printed to a pipe are drawn without rich (same bytes:
+    tests/test_cli_plain.py); report.html is written too."""
+    # os.environ as the test sees it: the process environment under pytest can hold a COLUMNS that os.environ
+    # does not show (COLUMNS set: rich draws, as it would for a user who exported it)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    code, modules = _imported(tmp_path, "-w", "1", "gap", str(TRACE), "-o", str(tmp_path), env=env)
+    assert code == 0
+    assert "magpie_report.render" in modules  # the page was written
+    assert _present(modules, (*NOT_FOR_TRACES, "rich", "cxxfilt", "magpie_inference_analysis.cli")) == []
+    assert list(tmp_path.glob("gap_*/report.html"))
+
+
+def test_plugin_discovery_reads_metadata_files_itself() -> None:
+    """Plugin discovery and ``__version__`` read the metadata files themselves (magpie_core.distributions):
+    ``importlib.metadata`` (with ``email`` and ``zipfile``) is not imported for them (typer's option parsing may
+    still import it, through pydantic's plugin loader)."""
+    probe = (
+        "import sys; from magpie_core import __version__; from magpie_core.plugins import get_plugin_manager; "
+        "assert get_plugin_manager().loaded_of('magpie-gap-analysis'); "
+        "print(sorted({'importlib.metadata', 'email', 'zipfile'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
 
 
 def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
@@ -115,7 +147,8 @@ with open(sys.argv[1], "w") as out:
 """
 
 #: what a plugin's entry module must not import when it loads (every ``magpie`` command loads every entry module):
-#: numpy, the report models with pydantic, rich, YAML, httpx, the trace columns; hook bodies import what they use
+#: numpy, the report models with pydantic, rich, YAML, httpx, the trace columns, the demangler that runs ldconfig,
+#: thread pools, statistics; hook bodies import what they use
 HEAVY_AT_PLUGIN_LOAD = (
     "numpy",
     "pydantic",
@@ -124,6 +157,9 @@ HEAVY_AT_PLUGIN_LOAD = (
     "httpx",
     "magpie_core.reports",
     "magpie_core.trace.columns",
+    "cxxfilt",
+    "concurrent.futures",
+    "statistics",
 )
 
 
@@ -159,3 +195,59 @@ def test_unknown_command_still_gets_a_suggestion_from_lazy_commands(run_magpie) 
     result = run_magpie(["anlyze"])
     assert result.returncode == 2
     assert "Did you mean 'analyze'?" in result.stderr
+
+
+def test_models_a_gap_run_builds_have_no_builtin_default_factories() -> None:
+    """pydantic reads the signature of each default factory when it builds a model, and a builtin's (``list``,
+    ``dict``) it parses from text with tokenize (~2 ms of a gap run): the models ``magpie gap`` builds use Python
+    functions (:func:`magpie_core.report_base.empty_list`); the gap run's report models live in
+    :mod:`magpie_core.report_base`, not among the other report models."""
+    import inspect
+
+    from magpie_gap_analysis import models
+
+    from magpie_core import report_base
+    from magpie_core.config.gap import GapAnalysisConfig
+
+    built = [GapAnalysisConfig, report_base.ParsedKernelName]
+    built += [m for m in vars(models).values() if inspect.isclass(m) and issubclass(m, report_base.Model)]
+    assert len(built) >= 7
+    for model in built:
+        for name, field in model.model_fields.items():
+            factory = field.default_factory
+            assert factory is None or inspect.isfunction(factory), f"{model.__name__}.{name}: {factory!r}"
+    assert models.Model is report_base.Model
+
+
+def _parsed_names_trace(path: Path) -> Path:
+    """A small trace whose kernel names every installed parser set recognises (no ``unknown`` result)."""
+    names = [
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+    ]
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": names[i % 2],
+            "pid": 0,
+            "tid": 7,
+            "ts": 1000.0 + 30 * i,
+            "dur": 20.0,
+            "args": {"device": 0, "stream": 7},
+        }
+        for i in range(8)
+    ]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_gap_run_builds_only_the_models_it_needs(tmp_path: Path) -> None:
+    """A gap run validates its flags without the config-file helpers (the compat-key warner) and builds only its own
+    report models and the parsers' (:mod:`magpie_core.report_base`), not the other report models."""
+    trace = _parsed_names_trace(tmp_path / "t.json")
+    code, modules = _imported(tmp_path, "-w", "1", "gap", str(trace), "-o", str(tmp_path), "--json")
+    assert code == 0
+    assert "magpie_core.report_base" in modules and "magpie_gap_analysis.models" in modules
+    assert _present(modules, ("magpie_core.reports", "magpie_core.compat")) == []

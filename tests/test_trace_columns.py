@@ -9,6 +9,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from magpie_core.trace.columns import (
@@ -137,3 +138,22 @@ def test_gpu_activity_devices_are_the_text_of_args_device_else_pid(tmp_path: Pat
     for chunk_bytes in (1 << 20, 600):  # one piece, and many (a device seen again in a later piece)
         table = stream_table(path, category_matcher(["kernel"], []), chunk_bytes=chunk_bytes)
         assert [table.devs[d] for d in table["act"]["dev"].tolist()] == expected
+
+
+def test_ids_beyond_64_bits_link_to_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``args.correlation``/``External id`` no 64-bit producer can write is no id (NONE), on the compiled reader
+    and on msgspec alike: the event still counts, and the rest of the trace is read (it raised OverflowError)."""
+    ids = [2**70, 2**64, -(2**63) - 1, 2**64 - 1, 12]
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 100.0 + 10 * i, "dur": 5.0,
+         "args": {"correlation": v, "External id": v, "device": 0}}
+        for i, v in enumerate(ids)
+    ]  # fmt: skip
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    none = int(np.iinfo(np.int64).min)
+    for native in ("1", "0"):
+        monkeypatch.setenv("MAGPIE_TRACE_NATIVE", native)
+        table = stream_table(path, category_matcher(["kernel"], []))
+        assert table["act"]["corr"].tolist() == [none, none, none, -1, 12], native
+        assert table["sel"]["ext"].tolist() == [none, none, none, -1, 12], native

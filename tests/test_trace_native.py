@@ -54,19 +54,31 @@ _FIELDS = [
 ]
 
 
+#: the selection the differential tests use unless they pass their own
+SELECTED = (["kernel", "gpu_memcpy"], ["python"])
+
+
 def _outcome(
-    path: Path, monkeypatch: pytest.MonkeyPatch, use_native: bool, chunk: int, stats: dict[str, int], parts: int = 1
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    use_native: bool,
+    chunk: int,
+    stats: dict[str, int],
+    parts: int = 1,
+    selected: tuple[list[str], list[str]] = SELECTED,
+    mapped: bool = True,
 ) -> tuple[str, Any]:
     monkeypatch.setenv(native.ENV, "1" if use_native else "0")
+    monkeypatch.setattr(columns, "MAP_PLAIN_FILES", mapped)
     real = native.scanner
 
-    def counted() -> Callable[[Any], Any] | None:
-        scan = real()
+    def counted(builder: Any) -> Callable[[Any], Any] | None:
+        scan = real(builder)
         if scan is None:
             return None
 
-        def read(buf: Any) -> Any:
-            got = scan(buf)
+        def read(buf: Any, bare: bool = False) -> Any:
+            got = scan(buf, bare)
             stats["native" if got is not None else "msgspec"] += 1
             return got
 
@@ -80,7 +92,7 @@ def _outcome(
 
     monkeypatch.setattr(columns, "stream_table", small_pieces)
     try:
-        return "table", columns.load_table(path, category_matcher(["kernel", "gpu_memcpy"], ["python"]), parts)
+        return "table", columns.load_table(path, category_matcher(*selected), parts)
     except TraceLoadError as exc:
         return "error", str(exc)
     finally:
@@ -97,33 +109,47 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 def assert_same(
-    path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int = 4096, parts: int = 1, native_plain: bool = False
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    chunk: int = 4096,
+    parts: int = 1,
+    native_plain: bool = False,
+    selected: tuple[list[str], list[str]] = SELECTED,
 ) -> dict[str, int]:
     """Both paths give the same table (or error); how many pieces the reader handled and handed back. The reader's
     path reads ``parts`` byte ranges on as many threads (:func:`columns.split_table`), msgspec's the whole file in
-    one pass (``native_plain``: the reader's one pass instead)."""
+    one pass (``native_plain``: the reader's one pass instead). ``selected``: (categories, ignored) of the matcher.
+    The reader's path runs twice: its pieces read in place from a mapping of the file (the stats are that run's) and
+    copied into a buffer (``columns.MAP_PLAIN_FILES`` off)."""
     stats = {"native": 0, "msgspec": 0}
-    plain = _outcome(path, monkeypatch, native_plain, chunk, {"native": 0, "msgspec": 0})
-    fast = _outcome(path, monkeypatch, True, chunk, stats, parts)
-    assert plain[0] == fast[0], (plain, fast)
-    if plain[0] == "error":
-        assert plain[1] == fast[1]
-        return stats
-    a, b = plain[1], fast[1]
+    plain = _outcome(path, monkeypatch, native_plain, chunk, {"native": 0, "msgspec": 0}, selected=selected)
+    fast = _outcome(path, monkeypatch, True, chunk, stats, parts, selected=selected)
+    buffered = _outcome(path, monkeypatch, True, chunk, {"native": 0, "msgspec": 0}, parts, selected, mapped=False)
+    for got in (fast, buffered):
+        assert plain[0] == got[0], (plain, got)
+        if plain[0] == "error":
+            assert plain[1] == got[1]
+        else:
+            assert_same_table(plain[1], got[1])
+    return stats
+
+
+def assert_same_table(a: EventTable, b: EventTable) -> None:
+    """Every field and column of two tables, bit for bit (names and ids included)."""
     for f in _FIELDS:
         assert _same_value(getattr(a, f), getattr(b, f)), f
     assert a.groups.keys() == b.groups.keys()
     for g, cols in a.groups.items():
+        assert list(cols) == list(b.groups[g]), g
         for c, x in cols.items():
             y = b.groups[g][c]
             assert x.dtype == y.dtype and x.shape == y.shape, (g, c)
             assert np.array_equal(x.view(np.uint8), y.view(np.uint8)), (g, c)  # bit for bit (-0.0, NaN)
-    return stats
 
 
 def test_switch_off_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.ENV, "0")
-    assert native.scanner() is None
+    assert native.scanner(columns.TableBuilder({})) is None
 
 
 @needs_native

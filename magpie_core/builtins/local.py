@@ -12,7 +12,6 @@ from typing import Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ExecutionEnvironment
-from magpie_core.threads import map_in_threads
 
 
 class LocalEnvironment(ExecutionEnvironment):
@@ -28,6 +27,8 @@ class LocalEnvironment(ExecutionEnvironment):
         gpus_per_item: float = 0,
         on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
+        from magpie_core.threads import map_in_threads  # concurrent.futures: not at plugin load (every command)
+
         return map_in_threads(fn, list(items), workers=workers, on_result=on_result)
 
 

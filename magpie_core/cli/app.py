@@ -69,7 +69,9 @@ err_console: Console = _DeferredConsole(stderr=True)  # type: ignore[assignment]
 
 
 def escape(text: str) -> str:
-    """rich's markup escape, imported when a message is printed."""
+    """rich's markup escape, imported when a message is printed (and not at all for text it leaves alone)."""
+    if "[" not in text and "\\" not in text:
+        return text
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)

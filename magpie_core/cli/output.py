@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from magpie_core.cli.plain import plain_line, plain_table
+
 FORMATS = ("table", "csv", "json")
 
 
@@ -61,12 +63,24 @@ def print_rows(
             )
         )
         return
-    from rich.table import Table  # here: CSV and JSON output never load rich
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if plain_table(columns, cells, right=[False] * len(columns), title=title):
+        return
+    from rich.table import Table  # here: CSV and JSON output, and plain tables to a pipe, never load rich
 
     table = Table(*columns, title=title)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
+
+
+def say(text: str, *, markup: bool = True, soft_wrap: bool = False) -> None:
+    """``console.print(text, markup=markup, soft_wrap=soft_wrap)``: the same bytes, written without rich when
+    stdout is not a terminal and the text is plain (:mod:`magpie_core.cli.plain`)."""
+    if not plain_line(text, markup=markup):
+        from magpie_core.cli.app import console
+
+        console.print(text, markup=markup, soft_wrap=soft_wrap)
 
 
 def write_html(kind: str, report: Any, workspace: str | Path | None, *, skip: bool, quiet: bool = False) -> Path | None:
@@ -77,7 +91,5 @@ def write_html(kind: str, report: Any, workspace: str | Path | None, *, skip: bo
 
     path = write_report_html(kind, report, workspace)
     if path is not None and not quiet:
-        from magpie_core.cli.app import console
-
-        console.print(f"report page: {path}", markup=False, soft_wrap=True)
+        say(f"report page: {path}", markup=False, soft_wrap=True)
     return path

@@ -6,15 +6,14 @@ command that validates data it built itself (``magpie gap``'s flags) does not im
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from magpie_core.compat import warn_unimplemented
 from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
 from magpie_core.config.errors import ConfigError, ConfigErrors, Loc
+from magpie_core.distributions import settle_pydantic_plugins
 
 __all__ = ["model_keys", "validate"]
 
@@ -72,6 +71,8 @@ def model_keys(model: type[BaseModel]) -> list[str]:
 
 def _plugin_block_error(error: dict[str, Any]) -> dict[str, Any]:
     """A plugin block's error (raised by ``PluginBlocksModel``) located at its own key."""
+    import difflib  # only for a bad key: not at start-up
+
     ctx = error.get("ctx") or {}
     if error["type"] == UNKNOWN_KEY:
         match = difflib.get_close_matches(ctx["key"], ctx["known"], n=1, cutoff=0.6)
@@ -91,6 +92,8 @@ def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
         key = str(loc[-1])
         msg = f"unknown key {key!r}"
         if owner is not None:
+            import difflib
+
             match = difflib.get_close_matches(key, model_keys(owner), n=1, cutoff=0.6)
             if match:
                 msg += f" (did you mean {match[0]!r}?)"
@@ -102,6 +105,7 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
     """Validate ``data`` against ``model``; errors carry file, line and key path."""
     from_file = lines is not None
     lines = lines or {}
+    settle_pydantic_plugins()
     try:
         validated = model.model_validate(data)
     except ValidationError as exc:
@@ -114,6 +118,8 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
             raise next(iter(unique.values())) from None
         raise ConfigErrors(list(unique.values())) from None
     if from_file:
+        from magpie_core.compat import warn_unimplemented
+
         warn_unimplemented(model.__name__, data, file, lines)
     return validated
 

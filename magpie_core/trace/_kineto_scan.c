@@ -32,6 +32,8 @@ typedef struct {
     const unsigned char *p, *end;
     int fail;
     PyObject *unescape; /* callable: bytes of a JSON string literal -> str (used for escapes only) */
+    int bare; /* the event array's items without their brackets (a piece of a read-only mapped file): the input's
+                 start opens the array and its end closes it, as if '[' and ']' were there */
 } Scan;
 
 /* ---- growable column ---- */
@@ -670,9 +672,9 @@ static int read_int_or_str(Scan *s, Table *t, int32_t *out, int allow_null) {
 typedef struct {
     Col cat, ph, name, pid, tid, ts, dur, id, idint, ext, corr, dev, dims;
     Table tcat, tph, tname, tpid, ttid, tdev, tid_, tdims;
-    int64_t flowid_scratch;
     int32_t absent_ids[5]; /* id + 1 of the struct default of cat, ph, name, pid, tid once interned (0: not yet) */
     int busy;              /* a pass is running on this state (in another thread): set and read with the GIL held */
+    struct Red *red;       /* the table builder's reduction (build()), made on first use */
 } Out;
 
 /* the id of an absent field's struct default ("" for strings, 0 for pid and tid), interned once per state */
@@ -960,22 +962,26 @@ store:
 typedef int (*ItemFn)(Scan *s, void *ctx);
 
 static int array_items(Scan *s, ItemFn each, void *ctx) {
-    s->p++;
+    int bare = s->bare;
+    if (!bare) s->p++;
     ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
+    if (bare ? s->p >= s->end : s->p < s->end && *s->p == ']') {
+        if (!bare) s->p++;
         return 0;
     }
     for (;;) {
         if (each(s, ctx) < 0) return -1;
         ws(s);
-        if (s->p >= s->end) return s->fail = 1, -1;
+        if (s->p >= s->end) {
+            if (bare) return 0;
+            return s->fail = 1, -1;
+        }
         if (*s->p == ',') {
             s->p++;
             ws(s);
             continue;
         }
-        if (*s->p == ']') {
+        if (*s->p == ']' && !bare) {
             s->p++;
             return 0;
         }
@@ -993,7 +999,10 @@ static PyObject *col_bytes(Col *c) { return PyBytes_FromStringAndSize(c->data ? 
 /* ---- scan state: the columns' buffers and the intern tables, kept from piece to piece of one file ---- */
 static const char STATE_NAME[] = "magpie_core.trace._kineto_scan.state";
 
+static void red_free(struct Red *r);
+
 static void state_free(Out *o) {
+    if (o->red) red_free(o->red);
     Col *all[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->ts, &o->dur, &o->id, &o->idint, &o->ext, &o->corr,
                   &o->dev, &o->dims};
     for (int i = 0; i < 13; i++) free(all[i]->data);
@@ -1052,6 +1061,10 @@ static Out *state_of(PyObject *holder, int *temp) {
 
 /* The pass over one piece; no Python object is touched (the GIL is released meanwhile). */
 static void scan_pass(Scan *s, Out *o) {
+    if (s->bare) {
+        events(s, o); /* past the last item only at the end of the input */
+        return;
+    }
     ws(s);
     if (s->p < s->end && *s->p == '[') {
         if (events(s, o) == 0) {
@@ -1109,10 +1122,722 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *argsobj) {
     return result;
 }
 
+/* ---- the table builder's per-piece reduction: build() (see TableBuilder in columns.py) ----
+ *
+ * build() runs scan()'s pass and then, in the same GIL-free section, what TableBuilder._reduce does to a piece with
+ * numpy: per event the category's group code and selection, the validity of ts/dur (validity.py), t_min/t_max, the
+ * skipped events, the platform hint, flow starts, and the kept events' rows appended to per-part row buffers. Rows
+ * hold the scanner's local ids of names, tids, Input Dims and devices; the builder's interners (Python dicts) give
+ * them their ids. A local id the builder has no id for yet is listed once per piece in the order the numpy builder
+ * would intern it, and interned with the GIL held after the pass (only new values: rare after the first pieces); rows
+ * are mapped to the builder's ids when exported (export_rows(): at the end of the part, or before a piece decoded by
+ * msgspec is appended). A category seen for the first time needs Python (the selection callable): the pass then
+ * returns to the GIL, the builder resolves those categories, and the reduction runs in a second GIL-free section.
+ *
+ * On any failure nothing of the piece is kept (rows truncated, marks cleared) and build() returns None: the piece is
+ * then decoded by msgspec and reduced by the numpy builder, which interns the same values in the same order. */
+
+/* validity.py's bounds (the module exports them; a test checks they agree) */
+#define MAX_TS_US 1e17
+#define MAX_DUR_US 1e12
+
+/* a local category's flags, from TableBuilder._native_cat: group code (0: none), selected, "kernel", "ac2g" (flow
+ * starts), cuda_runtime/cuda_driver (the platform hint); CF_NEW: not resolved yet, CF_MARK: listed in this piece */
+enum { CF_CODE = 7, CF_SEL = 8, CF_KERNEL = 16, CF_FLOW = 32, CF_CUDART = 64, CF_NEW = 128, CF_MARK = 256 };
+/* a local phase's flags: "X" (complete event), "s" (flow start); PF_NEW: not resolved yet */
+enum { PF_X = 1, PF_S = 2, PF_NEW = 4 };
+enum { G_CPU = 1, G_PY, G_RT, G_ACT, G_ANN };
+
+/* the row columns, in the order of columns.py's _GROUP_COLUMNS (row_columns() tells Python; a check compares) */
+enum {
+    R_CPU_TS, R_CPU_DUR, R_CPU_NAME, R_CPU_EXT, R_CPU_DIMS,
+    R_PY_TS, R_PY_DUR, R_PY_NAME, R_PY_TID,
+    R_RT_TS, R_RT_DUR, R_RT_NAME, R_RT_TID, R_RT_CORR,
+    R_ACT_TS, R_ACT_DUR, R_ACT_NAME, R_ACT_DEV, R_ACT_KERNEL, R_ACT_CORR,
+    R_ANN_TS, R_ANN_DUR, R_ANN_NAME, R_ANN_CAT,
+    R_SEL_TS, R_SEL_DUR, R_SEL_NAME, R_SEL_EXT, R_SEL_CORR,
+    R_FLOW_ID, R_FLOW_TS,
+    R_N
+};
+/* how a row column's local ids become the builder's ids when exported */
+enum { M_NONE, M_NAME, M_TID, M_DIMS, M_DEV };
+typedef struct {
+    const char *name;
+    int item, map;
+} RowSpec;
+static const RowSpec ROWS[R_N] = {
+    {"cpu.ts", 8, M_NONE},   {"cpu.dur", 8, M_NONE},   {"cpu.name", 4, M_NAME},  {"cpu.ext", 8, M_NONE},
+    {"cpu.dims", 4, M_DIMS}, {"py.ts", 8, M_NONE},     {"py.dur", 8, M_NONE},    {"py.name", 4, M_NAME},
+    {"py.tid", 4, M_TID},    {"rt.ts", 8, M_NONE},     {"rt.dur", 8, M_NONE},    {"rt.name", 4, M_NAME},
+    {"rt.tid", 4, M_TID},    {"rt.corr", 8, M_NONE},   {"act.ts", 8, M_NONE},    {"act.dur", 8, M_NONE},
+    {"act.name", 4, M_NAME}, {"act.dev", 4, M_DEV},    {"act.kernel", 1, M_NONE}, {"act.corr", 8, M_NONE},
+    {"ann.ts", 8, M_NONE},   {"ann.dur", 8, M_NONE},   {"ann.name", 4, M_NAME},  {"ann.cat", 4, M_NONE},
+    {"sel.ts", 8, M_NONE},   {"sel.dur", 8, M_NONE},   {"sel.name", 4, M_NAME},  {"sel.ext", 8, M_NONE},
+    {"sel.corr", 8, M_NONE}, {"flow.id", 8, M_NONE},   {"flow.ts", 8, M_NONE},
+};
+
+/* local id -> the builder's id (-1: none yet), and which of this piece's lists hold it (bit per list) */
+typedef struct {
+    int32_t *id;
+    uint8_t *mark;
+    size_t n, cap;
+} IdMap;
+
+/* the lists of local ids to intern after a piece, in the order the numpy builder interns them */
+enum { P_NAME, P_TID_PY, P_TID_RT, P_DIMS, P_DEV, P_N };
+/* device keys: an args.device local id, or PID_KEY + the pid's local id (an event without args.device is on its pid) */
+#define PID_KEY ((int64_t)1 << 31)
+
+typedef struct Red {
+    uint16_t *catf; /* by local category id: CF_* flags */
+    int32_t *catid; /* by local category id: the builder's id */
+    size_t ncat, capcat;
+    uint8_t *phf; /* by local phase id: PF_* flags */
+    size_t nph, capph;
+    size_t unresolved_cats; /* local categories still CF_NEW (left by passes that failed, or new in this one) */
+    size_t unresolved_phs;  /* local phases still PF_NEW */
+    IdMap name, tid, dims, dev, pid;
+    Col pend[P_N];
+    Col newcat;     /* local category ids to resolve before the reduction, in order of first appearance */
+    Col skc, skr;   /* skipped events: the builder's category id (int32), reason code (int8) */
+    Col rows[R_N];
+    double lo, hi;  /* the piece's t_min/t_max (+0.0 rule applied) */
+    int hint;       /* platform hint found in the piece: 1 rocm, 2 cuda (0: none) */
+    Py_ssize_t hint_at;
+} Red;
+
+static void red_free(Red *r) {
+    IdMap *maps[] = {&r->name, &r->tid, &r->dims, &r->dev, &r->pid};
+    for (int i = 0; i < 5; i++) free(maps[i]->id), free(maps[i]->mark);
+    for (int i = 0; i < P_N; i++) free(r->pend[i].data);
+    for (int i = 0; i < R_N; i++) free(r->rows[i].data);
+    free(r->newcat.data), free(r->skc.data), free(r->skr.data);
+    free(r->catf), free(r->catid), free(r->phf);
+    free(r);
+}
+
+static Red *red_new(void) {
+    Red *r = calloc(1, sizeof(Red));
+    if (!r) return NULL;
+    for (int i = 0; i < P_N; i++) r->pend[i].item = i == P_DEV ? 8 : 4;
+    for (int i = 0; i < R_N; i++) r->rows[i].item = (size_t)ROWS[i].item;
+    r->newcat.item = r->skc.item = 4;
+    r->skr.item = 1;
+    return r;
+}
+
+/* a capacity of at least n (doubling), for arrays grown per piece */
+static size_t grown_cap(size_t cap, size_t n) {
+    size_t c = cap ? cap : 1024;
+    while (c < n) c *= 2;
+    return c;
+}
+
+/* room for local ids < n; new ones unknown (-1) */
+static int idmap_fit(IdMap *m, size_t n) {
+    if (n > m->cap) {
+        size_t c = grown_cap(m->cap, n);
+        int32_t *id = realloc(m->id, c * sizeof(*id));
+        if (id) m->id = id;
+        uint8_t *mark = realloc(m->mark, c);
+        if (mark) m->mark = mark;
+        if (!id || !mark) return -1;
+        m->cap = c;
+    }
+    for (size_t i = m->n; i < n; i++) m->id[i] = -1, m->mark[i] = 0;
+    if (n > m->n) m->n = n;
+    return 0;
+}
+
+/* The first characters of a name token (a JSON string literal, quotes included) as ASCII codes: whether the name
+ * starts with "hip" (1: rocm) or else "cu" (2: cuda), as _scan_platform's str.startswith. Escapes are decoded (a
+ * \\u escape of a non-ASCII character, or any other escape, is a character neither prefix holds). */
+static int name_hint(const unsigned char *tok, Py_ssize_t n) {
+    const unsigned char *p = tok + 1, *end = tok + n - 1;
+    char c[3] = {0, 0, 0};
+    for (int k = 0; k < 3 && p < end; k++) {
+        if (*p != '\\') {
+            c[k] = *p < 0x80 ? (char)*p : 0;
+            p++;
+        } else if (end - p >= 6 && p[1] == 'u') {
+            int v = 0;
+            for (int i = 2; i < 6; i++) v = v * 16 + hexval(p[i]); /* the pass checked the hex digits */
+            c[k] = v < 0x80 ? (char)v : 0;
+            p += 6;
+        } else {
+            c[k] = 0; /* \" \\ \/ \b \f \n \r \t: none is a letter */
+            p += 2;
+        }
+        if (!c[k]) break;
+    }
+    if (c[0] == 'h' && c[1] == 'i' && c[2] == 'p') return 1;
+    if (c[0] == 'c' && c[1] == 'u') return 2;
+    return 0;
+}
+
+/* Before the reduction (no GIL): room in the maps for every local id, and whether Python must first resolve new
+ * phases or categories this piece uses (1; r->newcat lists those categories), 0 when the reduction can run; -1: no
+ * memory. */
+static int red_prepare(Out *o, Red *r) {
+    IdMap *maps[] = {&r->name, &r->tid, &r->dims, &r->dev, &r->pid};
+    Table *tables[] = {&o->tname, &o->ttid, &o->tdims, &o->tdev, &o->tpid};
+    for (int i = 0; i < 5; i++)
+        if (idmap_fit(maps[i], tables[i]->n) < 0) return -1;
+    size_t nc = o->tcat.n, np_ = o->tph.n;
+    if (nc > r->capcat) {
+        size_t c = grown_cap(r->capcat, nc);
+        uint16_t *f = realloc(r->catf, c * sizeof(*f));
+        if (f) r->catf = f;
+        int32_t *id = realloc(r->catid, c * sizeof(*id));
+        if (id) r->catid = id;
+        if (!f || !id) return -1;
+        r->capcat = c;
+    }
+    for (; r->ncat < nc; r->ncat++) r->catf[r->ncat] = CF_NEW, r->catid[r->ncat] = -1, r->unresolved_cats++;
+    if (np_ > r->capph) {
+        size_t c = grown_cap(r->capph, np_);
+        uint8_t *f = realloc(r->phf, c);
+        if (!f) return -1;
+        r->phf = f, r->capph = c;
+    }
+    for (; r->nph < np_; r->nph++) r->phf[r->nph] = PF_NEW, r->unresolved_phs++;
+    int need = r->unresolved_phs > 0; /* new in this pass, or left by one whose values could not be made */
+    r->newcat.len = 0;
+    if (r->unresolved_cats) {
+        /* only the categories this piece's events have, in order of first appearance (the numpy builder interns
+         * exactly those: a token left by a failed pass that no event carries must not be interned) */
+        const int32_t *cat = (const int32_t *)o->cat.data;
+        for (size_t i = 0; i < o->cat.len; i++) {
+            uint16_t *f = &r->catf[cat[i]];
+            if ((*f & CF_NEW) && !(*f & CF_MARK)) {
+                *f |= CF_MARK;
+                if (push_i32(&r->newcat, cat[i]) < 0) return -1;
+                need = 1;
+            }
+        }
+    }
+    return need;
+}
+
+/* With the GIL: flags of new phases, and the builder's id and flags of the listed new categories (cat_info(value) ->
+ * (id, flags)). -1 (error cleared) on failure; what was resolved stays (those values are in the builder's interner). */
+static int red_resolve_cats(Out *o, Red *r, PyObject *cat_info) {
+    int rc = 0;
+    for (size_t j = 0; r->unresolved_phs && j < r->nph; j++) {
+        if (!(r->phf[j] & PF_NEW)) continue;
+        PyObject *v = PyList_GET_ITEM(o->tph.values, j);
+        r->phf[j] = (uint8_t)((PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, "X") == 0 ? PF_X : 0) |
+                              (PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, "s") == 0 ? PF_S : 0));
+        r->unresolved_phs--;
+    }
+    const int32_t *ids = (const int32_t *)r->newcat.data;
+    for (size_t k = 0; k < r->newcat.len; k++) {
+        int32_t j = ids[k];
+        r->catf[j] &= (uint16_t)~CF_MARK;
+        if (rc < 0) continue;
+        PyObject *got = PyObject_CallOneArg(cat_info, PyList_GET_ITEM(o->tcat.values, j));
+        long cid = -1, flags = -1;
+        if (got && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2) {
+            cid = PyLong_AsLong(PyTuple_GET_ITEM(got, 0));
+            flags = PyLong_AsLong(PyTuple_GET_ITEM(got, 1));
+        }
+        Py_XDECREF(got);
+        if (cid < 0 || cid > INT32_MAX || flags < 0 || flags >= CF_NEW) {
+            PyErr_Clear();
+            rc = -1;
+            continue;
+        }
+        r->catid[j] = (int32_t)cid, r->catf[j] = (uint16_t)flags;
+        r->unresolved_cats--;
+    }
+    r->newcat.len = 0;
+    return rc;
+}
+
+/* local id j of map m first met in list `list` of this piece: listed once */
+static inline int pend(Red *r, IdMap *m, int list, int bit, int64_t j, int64_t key) {
+    if (m->id[j] >= 0 || (m->mark[j] & bit)) return 0;
+    m->mark[j] |= (uint8_t)bit;
+    return list == P_DEV ? push_i64(&r->pend[list], key) : push_i32(&r->pend[list], (int32_t)key);
+}
+
+/* why an event's ts/dur is not a measurement: validity.reasons() for one event */
+static inline int8_t reason(double t, double d) {
+    if (isnan(t)) return 1;
+    if (!(t >= 0.0 && t <= MAX_TS_US)) return 2;
+    if (isnan(d)) return 3;
+    if (d < 0.0) return 4;
+    if (d > MAX_DUR_US || isinf(d)) return 5;
+    return 0;
+}
+
+/* The reduction of the piece in o's columns (no GIL): TableBuilder._reduce for one piece. scan_left: how many of
+ * its first events may still give the platform hint (0: none). -1 when out of memory (rows half appended: the caller
+ * truncates them). */
+static int red_piece(Out *o, Red *r, Py_ssize_t scan_left) {
+    size_t n = o->cat.len;
+    const int32_t *cat = (const int32_t *)o->cat.data, *ph = (const int32_t *)o->ph.data;
+    const int32_t *name = (const int32_t *)o->name.data, *pid = (const int32_t *)o->pid.data;
+    const int32_t *tid = (const int32_t *)o->tid.data, *dev = (const int32_t *)o->dev.data;
+    const int32_t *dims = (const int32_t *)o->dims.data;
+    const double *ts = (const double *)o->ts.data, *dur = (const double *)o->dur.data;
+    const int64_t *id = (const int64_t *)o->id.data, *ext = (const int64_t *)o->ext.data;
+    const int64_t *corr = (const int64_t *)o->corr.data;
+    const int8_t *idint = (const int8_t *)o->idint.data;
+    Col *R = r->rows;
+    double lo = INFINITY, hi = -INFINITY;
+    size_t limit = scan_left > 0 ? ((size_t)scan_left < n ? (size_t)scan_left : n) : 0;
+    r->hint = 0, r->hint_at = -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned f = r->catf[cat[i]], pf = r->phf[ph[i]];
+        double t = ts[i], d = dur[i];
+        if (i < limit && (f & CF_CUDART) && !r->hint) {
+            int h = name_hint(o->tname.tok[name[i]], o->tname.toklen[name[i]]);
+            if (h) r->hint = h, r->hint_at = (Py_ssize_t)i;
+        }
+        int code = (int)(f & CF_CODE), sel = (f & CF_SEL) != 0;
+        int timed = t >= 0.0 && t <= MAX_TS_US; /* NaN (absent), negative or absurd: places nothing */
+        int measured = timed && d >= 0.0 && d <= MAX_DUR_US;
+        if (timed) {
+            if (t < lo) lo = t;
+            double e = t + (measured ? d : 0.0); /* instant and metadata events have no dur */
+            if (e > hi) hi = e;
+        }
+        if (!(pf & PF_X)) {
+            /* flow starts are looked up by (integer) correlation: other ids can never match */
+            if (timed && (pf & PF_S) && (f & CF_FLOW) && idint[i] &&
+                (push_i64(&R[R_FLOW_ID], id[i]) < 0 || push_f64(&R[R_FLOW_TS], t) < 0))
+                return -1;
+            continue;
+        }
+        if (!measured) { /* a complete event without a believable ts and dur (almost never any) */
+            if ((code || sel) && (push_i32(&r->skc, r->catid[cat[i]]) < 0 || push_i8(&r->skr, reason(t, d)) < 0))
+                return -1;
+            continue;
+        }
+        if (!(code || sel)) continue;
+        /* a kept event: every one's name is interned, in event order */
+        int32_t nm = name[i];
+        if (pend(r, &r->name, P_NAME, 1, nm, nm) < 0) return -1;
+        int err = 0;
+        switch (code) {
+            case G_CPU:
+                err = push_f64(&R[R_CPU_TS], t) || push_f64(&R[R_CPU_DUR], d) || push_i32(&R[R_CPU_NAME], nm) ||
+                      push_i64(&R[R_CPU_EXT], ext[i]) || push_i32(&R[R_CPU_DIMS], dims[i]) ||
+                      (dims[i] >= 0 && pend(r, &r->dims, P_DIMS, 1, dims[i], dims[i]) < 0);
+                break;
+            case G_PY:
+                err = push_f64(&R[R_PY_TS], t) || push_f64(&R[R_PY_DUR], d) || push_i32(&R[R_PY_NAME], nm) ||
+                      push_i32(&R[R_PY_TID], tid[i]) || pend(r, &r->tid, P_TID_PY, 1, tid[i], tid[i]) < 0;
+                break;
+            case G_RT:
+                if (corr[i] == NO_ID) break; /* only calls with a correlation id launch anything */
+                err = push_f64(&R[R_RT_TS], t) || push_f64(&R[R_RT_DUR], d) || push_i32(&R[R_RT_NAME], nm) ||
+                      push_i32(&R[R_RT_TID], tid[i]) || push_i64(&R[R_RT_CORR], corr[i]) ||
+                      pend(r, &r->tid, P_TID_RT, 2, tid[i], tid[i]) < 0;
+                break;
+            case G_ACT: {
+                int32_t key = dev[i] >= 0 ? dev[i] : -1 - pid[i];
+                err = push_f64(&R[R_ACT_TS], t) || push_f64(&R[R_ACT_DUR], d) || push_i32(&R[R_ACT_NAME], nm) ||
+                      push_i32(&R[R_ACT_DEV], key) || push_i8(&R[R_ACT_KERNEL], (f & CF_KERNEL) ? 1 : 0) ||
+                      push_i64(&R[R_ACT_CORR], corr[i]) ||
+                      (dev[i] >= 0 ? pend(r, &r->dev, P_DEV, 1, dev[i], dev[i])
+                                   : pend(r, &r->pid, P_DEV, 1, pid[i], PID_KEY + pid[i])) < 0;
+                break;
+            }
+            case G_ANN:
+                err = push_f64(&R[R_ANN_TS], t) || push_f64(&R[R_ANN_DUR], d) || push_i32(&R[R_ANN_NAME], nm) ||
+                      push_i32(&R[R_ANN_CAT], r->catid[cat[i]]);
+                break;
+        }
+        if (err) return -1;
+        if (sel && (push_f64(&R[R_SEL_TS], t) || push_f64(&R[R_SEL_DUR], d) || push_i32(&R[R_SEL_NAME], nm) ||
+                    push_i64(&R[R_SEL_EXT], ext[i]) || push_i64(&R[R_SEL_CORR], corr[i])))
+            return -1;
+    }
+    /* + 0.0: -0.0 and 0.0 are one time, and which of them a piece's min gives depends on where the file is cut */
+    r->lo = lo + 0.0, r->hi = hi + 0.0;
+    return 0;
+}
+
+/* interner[value] as a local id's builder id (the interner adds a value it does not hold); -1 (error set) on failure */
+static int32_t interned(PyObject *interner, PyObject *value) {
+    PyObject *got = PyObject_GetItem(interner, value);
+    if (!got) return -1;
+    long v = PyLong_AsLong(got);
+    Py_DECREF(got);
+    if (v < 0 || v > INT32_MAX) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "interner id out of range");
+        return -1;
+    }
+    return (int32_t)v;
+}
+
+/* With the GIL, after the reduction: the builder's ids of the local ids this piece listed, interned list by list in
+ * the numpy builder's order (names of kept events; tids of Python functions, then of runtime calls; Input Dims;
+ * devices). -1 (error cleared) on failure. Marks are cleared either way. */
+static int red_resolve_pending(Out *o, Red *r, PyObject *names, PyObject *tids, PyObject *dims, PyObject *devices) {
+    int rc = 0;
+    for (int l = 0; l < P_N; l++) {
+        Col *c = &r->pend[l];
+        for (size_t k = 0; k < c->len; k++) {
+            int64_t key = l == P_DEV ? ((int64_t *)c->data)[k] : ((int32_t *)c->data)[k];
+            IdMap *m;
+            PyObject *values, *interner;
+            if (l == P_NAME) m = &r->name, values = o->tname.values, interner = names;
+            else if (l == P_TID_PY || l == P_TID_RT) m = &r->tid, values = o->ttid.values, interner = tids;
+            else if (l == P_DIMS) m = &r->dims, values = o->tdims.values, interner = dims;
+            else if (key < PID_KEY) m = &r->dev, values = o->tdev.values, interner = devices;
+            else key -= PID_KEY, m = &r->pid, values = o->tpid.values, interner = devices;
+            m->mark[key] = 0;
+            if (rc < 0 || m->id[key] >= 0) continue;
+            int32_t v = interned(interner, PyList_GET_ITEM(values, key));
+            if (v < 0) {
+                PyErr_Clear();
+                rc = -1;
+                continue;
+            }
+            m->id[key] = v;
+        }
+        c->len = 0;
+    }
+    return rc;
+}
+
+/* a piece that failed after its rows were (partly) appended: drop them, and its lists (their values, if interned,
+ * are interned as the numpy builder, which reads the piece next, interns them first) */
+static void red_drop_piece(Red *r, const size_t *rows_before) {
+    for (int i = 0; i < R_N; i++) r->rows[i].len = rows_before[i];
+    IdMap *lists[P_N] = {&r->name, &r->tid, &r->tid, &r->dims, NULL};
+    for (int l = 0; l < P_N; l++) {
+        Col *c = &r->pend[l];
+        for (size_t k = 0; k < c->len; k++) {
+            if (l == P_DEV) {
+                int64_t key = ((int64_t *)c->data)[k];
+                if (key < PID_KEY) r->dev.mark[key] = 0;
+                else r->pid.mark[key - PID_KEY] = 0;
+            } else lists[l]->mark[((int32_t *)c->data)[k]] = 0;
+        }
+        c->len = 0;
+    }
+    r->skc.len = r->skr.len = 0;
+}
+
+/* build(buf, unescape, state, ctx, scan_left[, bare]): read one piece and reduce it into the part's rows (see above).
+ * ctx: (cat_info, names, tids, dims, devices) of the builder. bare: buf holds the array's items without the brackets
+ * (read-only bytes of a mapped file, which cannot be given a '[' and a ']' in place). Returns (events, t_min, t_max, hint, hint_at, skipped
+ * category ids or None, their reason codes or None), or None when not handled (nothing of the piece kept). */
+static PyObject *build(PyObject *Py_UNUSED(self), PyObject *argsobj) {
+    Py_buffer view;
+    PyObject *unescape, *holder, *cat_info, *names, *tids, *dims, *devices;
+    Py_ssize_t scan_left;
+    int bare = 0;
+    if (!PyArg_ParseTuple(argsobj, "y*OO(OOOOO)n|p", &view, &unescape, &holder, &cat_info, &names, &tids, &dims,
+                          &devices, &scan_left, &bare))
+        return NULL;
+    int temp;
+    Out *o = holder == Py_None ? NULL : state_of(holder, &temp);
+    if (!o || o->busy) {
+        PyBuffer_Release(&view);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE; /* no state given, or it is being read by another thread */
+    }
+    if (!o->red && !(o->red = red_new())) { /* no memory: msgspec reads the piece (and likely fails cleanly) */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    Red *r = o->red;
+    o->busy = 1;
+    Col *all[] = {&o->cat, &o->ph, &o->name, &o->pid, &o->tid, &o->ts, &o->dur, &o->id, &o->idint, &o->ext, &o->corr,
+                  &o->dev, &o->dims};
+    for (int i = 0; i < 13; i++) all[i]->len = 0;
+    size_t rows_before[R_N];
+    for (int i = 0; i < R_N; i++) rows_before[i] = r->rows[i].len;
+    r->skc.len = r->skr.len = 0;
+    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0, unescape, bare};
+    int need = 0, reduced = 0;
+    Py_BEGIN_ALLOW_THREADS
+    scan_pass(&s, o);
+    if (!s.fail) {
+        need = red_prepare(o, r);
+        if (need < 0) s.fail = 1;
+        else if (!need) reduced = red_piece(o, r, scan_left) == 0 ? 1 : -1;
+    }
+    Py_END_ALLOW_THREADS
+    Table *tables[] = OUT_TABLES(o);
+    for (int i = 0; i < 8 && !s.fail; i++)
+        if (table_values(&s, tables[i]) < 0) s.fail = 1;
+    if (s.fail && reduced) reduced = -1; /* reduced, but the new values could not be made: drop the piece */
+    if (!s.fail && need) { /* new phases or categories: resolved by Python, then the reduction without the GIL */
+        if (red_resolve_cats(o, r, cat_info) < 0) s.fail = 1;
+        else {
+            Py_BEGIN_ALLOW_THREADS
+            reduced = red_piece(o, r, scan_left) == 0 ? 1 : -1;
+            Py_END_ALLOW_THREADS
+        }
+    } else if (need) { /* the listed categories stay new: unmark them */
+        for (size_t k = 0; k < r->newcat.len; k++) r->catf[((int32_t *)r->newcat.data)[k]] &= (uint16_t)~CF_MARK;
+        r->newcat.len = 0;
+    }
+    if (reduced < 0 || (reduced > 0 && red_resolve_pending(o, r, names, tids, dims, devices) < 0)) reduced = -1;
+    PyObject *result = NULL;
+    if (reduced > 0) {
+        PyObject *skc = Py_None, *skr = Py_None;
+        if (r->skc.len) skc = col_bytes(&r->skc), skr = col_bytes(&r->skr);
+        else Py_INCREF(skc), Py_INCREF(skr);
+        if (skc && skr)
+            result = Py_BuildValue("(nddinNN)", (Py_ssize_t)o->cat.len, r->lo, r->hi, r->hint, r->hint_at, skc, skr);
+        else Py_XDECREF(skc), Py_XDECREF(skr);
+    }
+    if (result == NULL) {
+        if (reduced) red_drop_piece(r, rows_before);
+        PyErr_Clear();
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    o->busy = 0;
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* the reduction of a state list (build()'s third argument); NULL with an error set */
+static Red *red_of(PyObject *holder) {
+    if (!PyList_Check(holder) || PyList_GET_SIZE(holder) == 0) {
+        PyErr_SetString(PyExc_ValueError, "no build state");
+        return NULL;
+    }
+    Out *o = PyCapsule_GetPointer(PyList_GET_ITEM(holder, 0), STATE_NAME);
+    if (!o) return NULL;
+    if (o->busy) {
+        PyErr_SetString(PyExc_ValueError, "build state in use");
+        return NULL;
+    }
+    if (!o->red && !(o->red = red_new())) PyErr_NoMemory(); /* no piece was reduced: no rows */
+    return o->red;
+}
+
+/* row_counts(state): how many rows per row column (row_columns() order) */
+static PyObject *row_counts(PyObject *Py_UNUSED(self), PyObject *holder) {
+    Red *r = red_of(holder);
+    if (!r) return NULL;
+    PyObject *t = PyTuple_New(R_N);
+    for (int i = 0; t && i < R_N; i++) {
+        PyObject *v = PyLong_FromSize_t(r->rows[i].len);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* export_rows(state, outs[, remaps]): the rows written into outs (one writable buffer per row column, of row_counts()
+ * items each) with the builder's ids, and the row buffers emptied for the next pieces. remaps (merging split parts
+ * straight into the merged columns): per row column None, or for a 4-byte id column an int32 buffer mapping the
+ * builder's ids to the merged table's (negative ids, dims' -1, stay) */
+static PyObject *export_rows(PyObject *Py_UNUSED(self), PyObject *argsobj) {
+    PyObject *holder, *outs, *remaps = Py_None;
+    if (!PyArg_ParseTuple(argsobj, "OO|O", &holder, &outs, &remaps)) return NULL;
+    Red *r = red_of(holder);
+    if (!r) return NULL;
+    if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != R_N ||
+        (remaps != Py_None && (!PyList_Check(remaps) || PyList_GET_SIZE(remaps) != R_N))) {
+        PyErr_SetString(PyExc_ValueError, "one buffer per row column expected");
+        return NULL;
+    }
+    Py_buffer views[R_N], maps[R_N];
+    int got = 0, ok = 1, mapped = 0, bad = 0;
+    for (; mapped < R_N && remaps != Py_None; mapped++) {
+        PyObject *m = PyList_GET_ITEM(remaps, mapped);
+        if (m == Py_None) {
+            maps[mapped].buf = NULL;
+            maps[mapped].obj = NULL;
+            continue;
+        }
+        if (ROWS[mapped].item != 4 || PyObject_GetBuffer(m, &maps[mapped], PyBUF_C_CONTIGUOUS) < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a remap for a column without ids");
+            ok = 0;
+            break;
+        }
+    }
+    for (; got < R_N && ok; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(outs, got), &views[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            ok = 0;
+            break;
+        }
+        if ((size_t)views[got].len != r->rows[got].len * r->rows[got].item) {
+            PyBuffer_Release(&views[got]);
+            PyErr_SetString(PyExc_ValueError, "row buffer of the wrong size");
+            ok = 0;
+            break;
+        }
+    }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        for (int c = 0; c < R_N; c++) {
+            Col *src = &r->rows[c];
+            int32_t *out = views[c].buf;
+            const int32_t *in = (const int32_t *)src->data;
+            switch (ROWS[c].map) {
+                case M_NAME:
+                    for (size_t k = 0; k < src->len; k++) out[k] = r->name.id[in[k]];
+                    break;
+                case M_TID:
+                    for (size_t k = 0; k < src->len; k++) out[k] = r->tid.id[in[k]];
+                    break;
+                case M_DIMS: /* -1: no Input Dims */
+                    for (size_t k = 0; k < src->len; k++) out[k] = in[k] < 0 ? -1 : r->dims.id[in[k]];
+                    break;
+                case M_DEV:
+                    for (size_t k = 0; k < src->len; k++) out[k] = in[k] >= 0 ? r->dev.id[in[k]] : r->pid.id[-1 - in[k]];
+                    break;
+                default:
+                    if (src->len) memcpy(views[c].buf, src->data, src->len * src->item);
+            }
+            if (remaps != Py_None && maps[c].buf) { /* builder id -> merged id */
+                const int32_t *to = maps[c].buf;
+                size_t nmap = (size_t)maps[c].len / 4;
+                for (size_t k = 0; k < src->len; k++)
+                    if (out[k] >= 0) {
+                        if ((size_t)out[k] < nmap) out[k] = to[out[k]];
+                        else bad = 1;
+                    }
+            }
+            src->len = 0;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    for (int i = 0; i < mapped; i++)
+        if (maps[i].obj) PyBuffer_Release(&maps[i]);
+    if (!ok) return NULL;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "an id beyond its remap");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *row_columns(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused)) {
+    PyObject *t = PyTuple_New(R_N);
+    for (int i = 0; t && i < R_N; i++) {
+        PyObject *v = PyUnicode_FromString(ROWS[i].name);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* ---- mapped files: a SIGBUS guard ----
+ * A piece cut from a read-only mapping of the file (columns.py) is read in place, without a copy. If the file shrinks
+ * meanwhile (rewritten by its profiler), touching a page past its new end raises SIGBUS, which would kill the process.
+ * guard(buf) registers a mapping: a fault inside it maps a page of zeros there (reads go on, whatever they make of
+ * zeros) and marks the slot; unguard(slot) says whether that happened, and the caller then drops what it read (falls
+ * back to reading the file whole). Faults elsewhere go to the handler installed before (or the default action). */
+#ifdef __linux__
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+#if defined(__linux__) && defined(SA_SIGINFO)
+#define HAVE_BUS_GUARD 1
+#define GUARD_SLOTS 32
+static struct {
+    volatile uintptr_t lo, hi;
+    volatile sig_atomic_t hit;
+} guards[GUARD_SLOTS];
+static struct sigaction prev_bus;
+static uintptr_t page_size;
+
+static void on_bus(int sig, siginfo_t *info, void *uctx) {
+    uintptr_t a = (uintptr_t)info->si_addr;
+    for (int i = 0; i < GUARD_SLOTS; i++) {
+        uintptr_t lo = guards[i].lo, hi = guards[i].hi;
+        if (lo && a >= lo && a < hi) {
+            void *page = (void *)(a & ~(page_size - 1));
+            if (mmap(page, page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+                guards[i].hit = 1;
+                return; /* the read is retried, on zeros */
+            }
+        }
+    }
+    if ((prev_bus.sa_flags & SA_SIGINFO) && prev_bus.sa_sigaction) {
+        prev_bus.sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (prev_bus.sa_handler != SIG_DFL && prev_bus.sa_handler != SIG_IGN) {
+        prev_bus.sa_handler(sig);
+        return;
+    }
+    signal(SIGBUS, SIG_DFL); /* the fault repeats on return, now with the default action */
+}
+
+/* our handler in place (again, if someone replaced it since): 0, or -1 */
+static int bus_handler_installed(void) {
+    struct sigaction cur;
+    if (sigaction(SIGBUS, NULL, &cur) < 0) return -1;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_bus) return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_bus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (!page_size) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return sigaction(SIGBUS, &sa, &prev_bus);
+}
+#endif
+
+/* guard(buf) -> slot (>= 0), or -1 where no guard can be set (the caller then copies instead of mapping) */
+static PyObject *guard(PyObject *Py_UNUSED(self), PyObject *obj) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    long slot = -1;
+#ifdef HAVE_BUS_GUARD
+    if (view.len > 0 && bus_handler_installed() == 0) /* slots are taken and freed holding the GIL */
+        for (int i = 0; i < GUARD_SLOTS; i++)
+            if (!guards[i].lo) {
+                guards[i].hit = 0;
+                guards[i].hi = (uintptr_t)view.buf + (uintptr_t)view.len;
+                guards[i].lo = (uintptr_t)view.buf;
+                slot = i;
+                break;
+            }
+#endif
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(slot);
+}
+
+/* unguard(slot) -> whether a fault was met in the mapping (the file shrank while it was read) */
+static PyObject *unguard(PyObject *Py_UNUSED(self), PyObject *arg) {
+    long slot = PyLong_AsLong(arg);
+    if (slot == -1 && PyErr_Occurred()) return NULL;
+    int hit = 0;
+#ifdef HAVE_BUS_GUARD
+    if (slot >= 0 && slot < GUARD_SLOTS) {
+        hit = guards[slot].hit;
+        guards[slot].lo = 0;
+        guards[slot].hi = 0;
+    }
+#endif
+    return PyBool_FromLong(hit);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buf, unescape, state=None) -> dict of columns, or None when not handled. state: a list, empty at "
      "first, that keeps the intern tables (the value lists grow) and buffers from piece to piece of one file"},
+    {"build", build, METH_VARARGS,
+     "build(buf, unescape, state, (cat_info, names, tids, dims, devices), scan_left) -> (events, t_min, t_max, hint, "
+     "hint_at, skipped category ids, reasons) or None: one piece read and reduced into state's rows"},
+    {"row_counts", row_counts, METH_O, "row_counts(state) -> rows per row column"},
+    {"export_rows", export_rows, METH_VARARGS, "export_rows(state, buffers): the rows with the builder's ids"},
+    {"guard", guard, METH_O, "guard(mapping) -> slot or -1: a fault in the mapping reads zeros, not SIGBUS"},
+    {"unguard", unguard, METH_O, "unguard(slot) -> whether the mapping faulted (the file shrank while read)"},
+    {"row_columns", row_columns, METH_NOARGS, "row_columns() -> 'group.column' of each row column"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1122,5 +1847,9 @@ PyMODINIT_FUNC PyInit__kineto_scan(void) {
 #ifdef HAVE_EXTENDED
     check_extended(); /* once, before any pass: passes run on several threads at once */
 #endif
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && (PyModule_AddObject(m, "MAX_TS_US", PyFloat_FromDouble(MAX_TS_US)) < 0 ||
+              PyModule_AddObject(m, "MAX_DUR_US", PyFloat_FromDouble(MAX_DUR_US)) < 0))
+        Py_CLEAR(m);
+    return m;
 }

@@ -6,7 +6,10 @@ decoded with msgspec into :class:`~magpie_core.trace.loader.Event` structs,
 reduced at once to numpy columns and dropped. Peak memory is therefore the
 columns plus one chunk, never the whole file buffer or one Python object per
 event. Names, categories, thread ids, devices and ``Input Dims`` texts are
-interned to small integer ids.
+interned to small integer ids. With the compiled reader (:mod:`magpie_core.trace.native`)
+a piece is read and reduced in C instead, by the same rules, into rows that are
+exported to numpy columns at the end (``_kineto_scan.build``); a piece it does
+not read is decoded by msgspec and reduced by :class:`TableBuilder` as above.
 
 Only the groups of events the per-rank analysis reads are kept (CPU ops, Python
 functions, runtime launch calls, GPU activity, annotations, flow starts and
@@ -23,13 +26,15 @@ from __future__ import annotations
 
 import gc
 import math
+import mmap
 import os
 import re
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -125,13 +130,18 @@ _DEVICE = attrgetter("device")
 
 
 def _int_list(values: list[Any]) -> np.ndarray:
-    """int64 column of ids; ``None`` -> NONE, ids up to 2**64 - 1 (msgspec's range) wrap into int64."""
+    """int64 column of ids; ``None`` -> NONE, ids up to 2**64 - 1 (Kineto's are uint64) wrap into int64. An id no
+    64-bit producer can write (below -2**63 or from 2**64 on) is no id: NONE, so it links to nothing."""
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, OverflowError, ValueError):
-        return np.array(
-            [NONE if v is None else (v - (1 << 64) if v >= (1 << 63) else v) for v in values], dtype=np.int64
-        )
+        return np.array([_int64_id(v) for v in values], dtype=np.int64)
+
+
+def _int64_id(v: int | None) -> int:
+    if v is None or not -(1 << 63) <= v < (1 << 64):
+        return NONE
+    return v - (1 << 64) if v >= (1 << 63) else v
 
 
 def _int_column(items: Sequence[Any], get: Callable[[Any], Any]) -> np.ndarray:
@@ -179,6 +189,9 @@ class EventTable:
     header_platform: str | None = None
     platform_hint: str | None = None
     platform_hint_at: int = -1
+    #: a part of a split read (:func:`split_table`) whose rows the compiled reduction still holds, ``groups`` empty:
+    #: :func:`merge_tables` exports them straight into the merged columns (no copy of the part's own); None otherwise
+    pending_rows: _NativeRows | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, group: str) -> dict[str, np.ndarray]:
         return self.groups[group]
@@ -205,8 +218,9 @@ class _DeviceIds(dict):  # type: ignore[type-arg]
 
 class EventSource:
     """The fields of one chunk of events beyond category, phase, ``ts`` and ``dur``, as :class:`TableBuilder`
-    reads them: from decoded :class:`Event` structs (:class:`_DecodedEvents`) or from the native scanner's
-    columns (:class:`ScannedEvents`). Index arrays are positions in the chunk."""
+    reads them from decoded :class:`Event` structs (:class:`_DecodedEvents`). (Pieces the compiled reader reads are
+    reduced by ``_kineto_scan.build`` in C, by the same rules, and checked against this path by the differential
+    tests.) Index arrays are positions in the chunk."""
 
     def take(self, idx: np.ndarray) -> EventSource:
         """The events at ``idx``."""
@@ -279,146 +293,50 @@ class _DecodedEvents(EventSource):
         return _int_list([v if type(v) is int else 0 for v in ids]), is_int
 
 
-class _IdMap:
-    """Ids of the scanner's values in one interner (an :class:`Interner` or :class:`_DeviceIds`), kept for all pieces
-    of a file: the scanner's value list only grows, so each value is looked up once; -1: not interned yet."""
-
-    def __init__(self) -> None:
-        self.target: dict[Any, int] | None = None
-        self.table = np.zeros(0, np.int32)
-
-    def known(self, values: Sequence[Any], interner: dict[Any, int]) -> np.ndarray:
-        """The table for ``values`` (-1 where ``interner`` has no id yet; it may have gained ids since)."""
-        if self.target is not interner:
-            self.target, self.table = interner, np.zeros(0, np.int32)
-        if len(self.table) < len(values):
-            get = interner.get
-            more = np.array([get(v, -1) for v in values[len(self.table) :]], np.int32)
-            self.table = np.concatenate((self.table, more))
-        return self.table
-
-    def ids(self, local: np.ndarray, values: Sequence[Any], interner: dict[Any, int]) -> np.ndarray:
-        """Ids of ``values[local]`` in ``interner``: values it does not hold yet are added in order of first
-        appearance in ``local``, as a per-event pass would add them."""
-        if not len(local):
-            return np.zeros(0, np.int32)
-        table = self.known(values, interner)
-        got = table[local]
-        new = got < 0
-        if new.any():
-            fresh, first = np.unique(local[new], return_index=True)
-            for j in fresh[np.argsort(first, kind="stable")].tolist():
-                table[j] = interner[values[j]]
-            got = table[local]
-        return got
+def _category_code(cat: str) -> int:
+    """The group of a category's complete events (0: none)."""
+    if cat == "cpu_op":
+        return _CPU
+    if cat == "python_function":
+        return _PY
+    if cat in RUNTIME_CATS:
+        return _RT
+    if cat in GPU_ACTIVITY_CATS:
+        return _ACT
+    return _ANN if cat in ANNOTATION_CATS else 0
 
 
-#: device keys of events without ``args.device`` (their ``pid``) start here, after every possible device id
-_PID_KEYS = 1 << 31
+def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """One column from its pieces' (one piece: itself, no copy)."""
+    if not arrays:
+        return np.zeros(0, dtype)
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
-class _ScanMaps:
-    """The :class:`_IdMap` of each column of one scanner (one file)."""
-
-    def __init__(self) -> None:
-        self.cat, self.ph, self.name, self.tid, self.dims, self.dev, self.pid = (_IdMap() for _ in range(7))
-
-    def devices(self, dev: np.ndarray, pid: np.ndarray, devs: list[Any], pids: list[Any], to: _DeviceIds) -> np.ndarray:
-        """Device ids of events with ``args.device`` id ``dev`` (-1: none, then their ``pid``), new ones interned in
-        event order across both kinds."""
-        has = dev >= 0
-        dt, pt = self.dev.known(devs, to), self.pid.known(pids, to)
-        got = np.where(has, dt[np.where(has, dev, 0)] if len(dt) else -1, pt[pid])
-        new = got < 0
-        if new.any():
-            key = np.where(has, dev.astype(np.int64), pid.astype(np.int64) + _PID_KEYS)[new]
-            fresh, first = np.unique(key, return_index=True)
-            for k in fresh[np.argsort(first, kind="stable")].tolist():
-                if k < _PID_KEYS:
-                    dt[k] = to[devs[k]]
-                else:
-                    pt[k - _PID_KEYS] = to[pids[k - _PID_KEYS]]
-            got = np.where(has, dt[np.where(has, dev, 0)] if len(dt) else -1, pt[pid])
-        return got.astype(np.int32, copy=False)
+#: what ``_kineto_scan.build`` gives for one piece it read and reduced: (events, t_min, t_max, platform hint (0 none,
+#: 1 rocm, 2 cuda), index of the event that gave it, skipped events' category ids (int32 bytes) or None, their
+#: :data:`~magpie_core.trace.validity.REASONS` codes (int8 bytes) or None)
+NativePiece = tuple[int, float, float, int, int, bytes | None, bytes | None]
+#: the compiled reduction's row columns in ``_GROUP_COLUMNS`` order (``_kineto_scan.row_columns()``, checked)
+_ROW_NAMES = tuple(f"{g}.{c}" for g, cols in _GROUP_COLUMNS.items() for c, _ in cols)
+_ROW_DTYPES = tuple(dtype for cols in _GROUP_COLUMNS.values() for _, dtype in cols)
+#: categories whose calls' names tell the platform (``hip*``: rocm, ``cu*``: cuda)
+_PLATFORM_CATS = ("cuda_runtime", "cuda_driver")
 
 
-class ScannedEvents(EventSource):
-    """Events as the native scanner's columns: per-event ids into the scanner's lists of distinct values, which it
-    keeps (and extends) for every piece of one file, as ``maps`` keeps their ids in the builder's interners."""
+class _NativeRows:
+    """The rows of one file or part that the compiled reduction holds (``_kineto_scan.build``), not yet exported."""
 
-    def __init__(self, cols: dict[str, Any], maps: _ScanMaps, idx: np.ndarray | None = None) -> None:
-        self.cols = cols
-        self.maps = maps
-        self.idx = idx  # the events of a selection (:meth:`take`), read lazily: most columns are never needed
-        self.n = len(cols["cat"]) if idx is None else len(idx)
-        self.ts = self.col("ts")
-        self.dur = self.col("dur")
+    def __init__(self, mod: Any, state: list[Any]) -> None:
+        self._mod, self._state = mod, state
+        #: rows per row column (``_ROW_NAMES`` order)
+        self.counts: tuple[int, ...] = tuple(mod.row_counts(state))
 
-    def col(self, key: str) -> np.ndarray:
-        a: np.ndarray = self.cols[key]
-        return a if self.idx is None else a[self.idx]
-
-    @classmethod
-    def from_scan(cls, raw: dict[str, Any], maps: _ScanMaps) -> ScannedEvents:
-        cols: dict[str, Any] = {}
-        for key, dtype in (
-            ("cat", np.int32),
-            ("ph", np.int32),
-            ("name", np.int32),
-            ("pid", np.int32),
-            ("tid", np.int32),
-            ("ts", np.float64),
-            ("dur", np.float64),
-            ("id", np.int64),
-            ("ext", np.int64),
-            ("corr", np.int64),
-            ("dev", np.int32),
-            ("dims", np.int32),
-        ):
-            cols[key] = np.frombuffer(raw[key], dtype)
-        cols["idint"] = np.frombuffer(raw["idint"], np.bool_)  # 0 or 1 bytes
-        for values in ("cats", "phs", "names", "pids", "tids", "devs", "dimss"):
-            cols[values] = raw[values]
-        return cls(cols, maps)
-
-    def cat_ids(self, cats: Interner) -> np.ndarray:
-        return self.maps.cat.ids(self.col("cat"), self.cols["cats"], cats)
-
-    def ph_ids(self, phs: Interner) -> np.ndarray:
-        return self.maps.ph.ids(self.col("ph"), self.cols["phs"], phs)
-
-    def take(self, idx: np.ndarray) -> EventSource:
-        return ScannedEvents(self.cols, self.maps, idx if self.idx is None else self.idx[idx])
-
-    def name(self, i: int) -> str:
-        return self.cols["names"][self.col("name")[i]]
-
-    def name_ids(self, names: Interner) -> np.ndarray:
-        return self.maps.name.ids(self.col("name"), self.cols["names"], names)
-
-    def ext_corr(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ext = np.full(self.n, NONE, np.int64)
-        corr = np.full(self.n, NONE, np.int64)
-        ext[idx] = self.col("ext")[idx]
-        corr[idx] = self.col("corr")[idx]
-        return ext, corr
-
-    def dims_ids(self, idx: np.ndarray, dims: Interner) -> np.ndarray:
-        local = self.col("dims")[idx]
-        has = local >= 0
-        out = np.full(len(idx), -1, np.int32)
-        out[has] = self.maps.dims.ids(local[has], self.cols["dimss"], dims)
-        return out
-
-    def tid_ids(self, idx: np.ndarray, tids: Interner) -> np.ndarray:
-        return self.maps.tid.ids(self.col("tid")[idx], self.cols["tids"], tids)
-
-    def device_ids(self, idx: np.ndarray, devices: _DeviceIds) -> np.ndarray:
-        dev, pid = self.col("dev")[idx], self.col("pid")[idx]
-        return self.maps.devices(dev, pid, self.cols["devs"], self.cols["pids"], devices)
-
-    def int_ids(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.col("id")[idx], self.col("idint")[idx]
+    def export(self, outs: list[np.ndarray], remaps: list[np.ndarray | None] | None = None) -> None:
+        """Write the rows into ``outs`` (one array per row column, of ``counts`` items; views of larger columns will
+        do) with the builder's ids, mapped through ``remaps`` where one is given (int32: builder id -> another id);
+        the rows are gone from the reduction's buffers after."""
+        self._mod.export_rows(self._state, outs, remaps)
 
 
 class TableBuilder:
@@ -446,24 +364,29 @@ class TableBuilder:
         self._parts: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in _GROUP_COLUMNS}
         self._x = self.phs["X"]
         self._s = self.phs["s"]
+        # the compiled reduction's module and state (:func:`magpie_core.trace.native.scanner` sets them): its rows
+        # are exported to ``_parts`` before a decoded piece's and at the end
+        self.native: tuple[Any, list[Any]] | None = None
+        self.native_ctx = (self._native_cat, self.names, self.tids, self.dims, self._dev_ids)
 
     def _refresh_cats(self) -> None:
-        codes = []
-        for cat in self.cats.values:
-            if cat == "cpu_op":
-                codes.append(_CPU)
-            elif cat == "python_function":
-                codes.append(_PY)
-            elif cat in RUNTIME_CATS:
-                codes.append(_RT)
-            elif cat in GPU_ACTIVITY_CATS:
-                codes.append(_ACT)
-            elif cat in ANNOTATION_CATS:
-                codes.append(_ANN)
-            else:
-                codes.append(0)
-        self._cat_code = np.array(codes, dtype=np.int8)
-        self._cat_sel = np.array([bool(self._selected(c)) for c in self.cats.values], dtype=np.bool_)
+        """Group code and selection of the categories interned since the last call (both readers share this)."""
+        new = self.cats.values[len(self._cat_code) :]
+        codes = [_category_code(cat) for cat in new]
+        sel = [bool(self._selected(cat)) for cat in new]
+        self._cat_code = np.concatenate((self._cat_code, np.array(codes, dtype=np.int8)))
+        self._cat_sel = np.concatenate((self._cat_sel, np.array(sel, dtype=np.bool_)))
+
+    def _native_cat(self, cat: str) -> tuple[int, int]:
+        """For the compiled reduction (``_kineto_scan.build``), a category met for the first time: its id (interned
+        now, in the order the events have them) and flags (the C side's ``CF_*``: group code, selected, kernel, flow
+        starts, runtime calls naming the platform)."""
+        cid = self.cats[cat]
+        if len(self.cats.values) != len(self._cat_code):
+            self._refresh_cats()
+        flags = int(self._cat_code[cid]) | (8 if self._cat_sel[cid] else 0)
+        flags |= (16 if cat == "kernel" else 0) | (32 if cat == "ac2g" else 0)
+        return cid, flags | (64 if cat in _PLATFORM_CATS else 0)
 
     def _ids(self, interner: Interner, values: Iterable[Any], n: int) -> np.ndarray:
         return np.fromiter(map(interner.__getitem__, values), np.int32, n)
@@ -474,25 +397,54 @@ class TableBuilder:
         n = len(evs)
         if n == 0:
             return
+        self._export_native()  # the compiled reduction's rows of earlier pieces come first
         cid = self._ids(self.cats, map(_CAT, evs), n)
         ph = self._ids(self.phs, map(_PH, evs), n)
         ts, dur = _float_column(evs, _TS, n), np.fromiter(map(_DUR, evs), np.float64, n)
         self._reduce(_DecodedEvents(evs), cid, ph, ts, dur)
 
-    def add_any(self, events: Sequence[Event] | ScannedEvents) -> None:
-        """Reduce one chunk: decoded events or the native scanner's columns."""
-        if isinstance(events, ScannedEvents):
-            self.add_scanned(events)
+    def add_any(self, events: Sequence[Event] | NativePiece) -> None:
+        """Reduce one chunk: decoded events, or take the totals of a piece the compiled reduction read."""
+        if type(events) is tuple:
+            self.add_native(events)
         else:
-            self.add(events)
+            self.add(events)  # type: ignore[arg-type]
 
-    def add_scanned(self, scanned: ScannedEvents) -> None:
-        """Reduce events read into columns by the native scanner (:mod:`magpie_core.trace.native`)."""
-        if scanned.n == 0:
+    def add_native(self, piece: NativePiece) -> None:
+        """The totals of a piece whose rows ``_kineto_scan.build`` appended to its own buffers (and whose new values
+        it interned): what :meth:`_reduce` adds to the builder's counters for decoded events."""
+        n, lo, hi, hint, hint_at, skipped_cats, skipped_codes = piece
+        self.num_events += n
+        if self._scan_left > 0:
+            if hint and self.platform_hint is None:
+                self.platform_hint = "rocm" if hint == 1 else "cuda"
+                self.platform_hint_at = self.num_events - n + hint_at
+            self._scan_left -= min(n, self._scan_left)
+        if skipped_cats is not None:
+            cats = np.frombuffer(skipped_cats, np.int32)
+            count_skipped(self.skipped, self.cats.values, cats, np.frombuffer(skipped_codes, np.int8))
+        self.t_min = min(self.t_min, lo)
+        self.t_max = max(self.t_max, hi)
+
+    def native_scan_left(self) -> int:
+        """How many more events may name the platform (0 once one did): the compiled reduction's ``scan_left``."""
+        return self._scan_left if self.platform_hint is None else 0
+
+    def _export_native(self) -> None:
+        """Move the compiled reduction's rows (with the builder's ids) into ``_parts``."""
+        if self.native is None:
             return
-        cid = scanned.cat_ids(self.cats)
-        ph = scanned.ph_ids(self.phs)
-        self._reduce(scanned, cid, ph, scanned.ts, scanned.dur)
+        mod, state = self.native
+        if not state:
+            return
+        counts = mod.row_counts(state)
+        if not any(counts):
+            return
+        arrays = [np.empty(k, dtype) for k, dtype in zip(counts, _ROW_DTYPES, strict=True)]
+        mod.export_rows(state, arrays)
+        it = iter(arrays)
+        for g, cols in _GROUP_COLUMNS.items():
+            self._parts[g].append({c: next(it) for c, _ in cols})
 
     def _reduce(self, src: EventSource, cid: np.ndarray, ph: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
         """The columns of one chunk of events whose categories, phases, ``ts`` and ``dur`` are read; ``src``
@@ -591,7 +543,7 @@ class TableBuilder:
         self._scan_left -= limit
         if self.platform_hint is not None:
             return
-        rt_ids = [self.cats[c] for c in ("cuda_runtime", "cuda_driver") if c in self.cats]
+        rt_ids = [self.cats[c] for c in _PLATFORM_CATS if c in self.cats]
         if not rt_ids:
             return
         for i in np.flatnonzero(np.isin(cid[:limit], rt_ids)).tolist():
@@ -611,15 +563,23 @@ class TableBuilder:
         device_names: list[str],
         size_bytes: int,
         header_platform: str | None = None,
+        defer_rows: bool = False,
     ) -> EventTable:
+        """The table. ``defer_rows`` (a part of a split read): when every row is still in the compiled reduction's
+        buffers, leave them there (``pending_rows``, for :func:`merge_tables`)."""
+        pending = None
+        if defer_rows and self.native is not None and self.native[1] and not any(self._parts.values()):
+            pending = _NativeRows(*self.native)
+        else:
+            self._export_native()
         groups: dict[str, dict[str, np.ndarray]] = {}
         for g, cols in _GROUP_COLUMNS.items():
             parts = self._parts[g]
-            groups[g] = {
-                c: (np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, dtype)) for c, dtype in cols
-            }
+            if pending is None:
+                groups[g] = {c: _joined([p[c] for p in parts], dtype) for c, dtype in cols}
             parts.clear()
         return EventTable(
+            pending_rows=pending,
             path=path,
             platform=platform,
             rank=rank,
@@ -671,6 +631,11 @@ _WS = b" \t\r\n"
 _NON_WS = re.compile(rb"[^ \t\r\n]")
 #: how many bytes :func:`stream_events` reads (or decompresses) at a time
 BLOCK_BYTES = 4 << 20
+#: whether :func:`stream_table`'s compiled reader reads the pieces of a plain file in place from a read-only mapping of
+#: it (:class:`_MappedPieces`) rather than from a buffer they are copied into (``readinto``: ~0.1 s CPU per 550 MB,
+#: about half of it saved); the tests turn it off to compare both
+MAP_PLAIN_FILES = True
+
 #: what the last piece cut from a full buffer leaves for the next fill to move to its front (a memmove holding the GIL):
 #: the bytes after the first event boundary in its last _TAIL_BYTES, rather than up to a piece (~1/3 of the file)
 _TAIL_BYTES = 64 << 10
@@ -706,7 +671,7 @@ class _Source:
     """Reads a trace's (decompressed) bytes into a caller's buffer."""
 
     def __init__(self, f: Any, block: int) -> None:
-        self._f = f
+        self._f = self.file = f
         self.size = 0
         self._gz: Iterator[bytes] | None = None
         self._pending = memoryview(b"")
@@ -814,7 +779,8 @@ class _PieceBuffer:
         decoder: msgspec.json.Decoder[Any],
         sink: Callable[[Any], None],
         skipper: _PieceSkipper | None,
-        scanner: Callable[[Any], Any] | None = None,
+        scanner: Callable[..., Any] | None = None,
+        work: Any = None,
     ) -> None:
         self.src = src
         self.scanner = scanner
@@ -823,7 +789,7 @@ class _PieceBuffer:
         self.decoder = decoder
         self.sink = sink
         self.skipper = skipper
-        self.work = bytearray(1 + chunk_bytes + block_bytes)
+        self.work = bytearray(1 + chunk_bytes + block_bytes) if work is None else work
         self.wpos = 1
         self.end = 1
         self.base = 0
@@ -935,6 +901,71 @@ class _PieceBuffer:
         return rest
 
 
+class _MappedPieces(_PieceBuffer):
+    """The pieces of a plain file cut from a read-only mapping of it (:func:`~magpie_core.trace.native.guarded_map`):
+    nothing is copied into a buffer. ``work`` is the mapping, so an index is a file offset (``base`` 1, see
+    :class:`_PieceBuffer`), and a piece's items go to the compiled reader without brackets (``bare``): a mapped byte
+    cannot be turned into ``[``. A piece the reader does not handle is copied, bracketed, for msgspec."""
+
+    def __init__(
+        self,
+        mapping: Any,
+        src: _Source,
+        chunk_bytes: int,
+        decoder: msgspec.json.Decoder[Any],
+        sink: Callable[[Any], None],
+        scanner: Callable[..., Any],
+    ) -> None:
+        super().__init__(src, chunk_bytes, 0, decoder, sink, None, scanner, work=mapping)
+        self.view = memoryview(mapping)
+        self.wpos, self.end, self.base = 0, len(mapping), 1
+        self.released = 0  # the mapping's pages below this offset were handed back (release_read)
+
+    def fill(self) -> bool:
+        return False  # the whole file is there
+
+    def find_event_array(self) -> bytes | None:
+        header, self.wpos = _read_header(self.src.file, 1 << 20)
+        return header
+
+    def find_first_event(self, f: Any, start_at: int) -> bytes | None:
+        header, array_at = _read_header(f, 1 << 20)
+        if start_at <= array_at:
+            raise FallBack("part starts before the event array")
+        m = _BOUNDARY.search(self.work, start_at)
+        if m is None:
+            raise FallBack("no event boundary in this part")
+        self.wpos = m.end() - 1
+        return header
+
+    def decode(self, lo: int, hi: int) -> None:
+        piece = self.view[lo:hi]
+        events = self.scanner(piece, True)  # type: ignore[misc]
+        if events is None:
+            try:
+                events = self.decoder.decode(b"".join((b"[", piece, b"]")))
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+                raise FallBack(str(exc)) from None
+        piece.release()
+        self.release_read(hi)
+        self.sink(events)
+
+    def release_read(self, upto: int) -> None:
+        """Hand back the mapping's pages read so far (whole pages below ``upto``). Mapped pages count in the process's
+        resident memory, so without this a 550 MB trace read in place would show ~550 MB more of it than read through a
+        buffer; the page cache keeps them, and a byte read again (a part's end) is simply mapped again."""
+        upto -= upto % mmap.PAGESIZE
+        if upto > self.released:
+            with suppress(OSError, ValueError, AttributeError):  # a hint: without MADV_DONTNEED the pages just stay
+                self.work.madvise(mmap.MADV_DONTNEED, self.released, upto - self.released)
+            self.released = upto
+
+    def rest(self) -> bytes:
+        rest = bytes(self.view[self.wpos : self.end])
+        self.view.release()
+        return rest
+
+
 def _decode_last_piece(
     rest: bytes,
     header: bytes | None,
@@ -991,7 +1022,8 @@ def stream_events(
     chunk_bytes: int = 1 << 20,  # 1-4 MiB decoded fastest here (a chunk's objects stay in cache)
     block_bytes: int = BLOCK_BYTES,
     skip_categories: Iterable[str] = (),
-    scanner: Callable[[Any], Any] | None = None,
+    scanner: Callable[..., Any] | None = None,
+    map_file: bool = False,
 ) -> StreamedFile:
     """Decode the events of ``path`` piece by piece, handing each piece's list to ``sink``; raises
     :class:`FallBack` when it cannot.
@@ -1015,7 +1047,12 @@ def stream_events(
 
     ``scanner`` (:func:`magpie_core.trace.native.scanner`): each piece is first read by it, and what it returns
     (columns) goes to the sink instead of the decoded list; a piece it does not handle (None) is decoded as usual.
+    ``map_file``: the scanner also reads a piece's items without their brackets (``scanner(buf, True)``): with it (and
+    no ``skip_categories``) a plain file's pieces are read in place from a read-only mapping of the file, not copied
+    into a buffer; a file that shrinks meanwhile raises :class:`FallBack` once the read is done.
     """
+    from magpie_core.trace.native import guarded_map
+
     index, count = part
     skipper = _PieceSkipper(skip_categories) if skip_categories else None
     with path.open("rb") as f:
@@ -1023,21 +1060,29 @@ def stream_events(
         src = _Source(f, block_bytes)
         if count > 1 and src.gzipped:
             raise FallBack("a gzip stream cannot be split")
-        buf = _PieceBuffer(src, chunk_bytes, block_bytes, decoder, sink, skipper, scanner)
-        stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
-        start_at = index * size_on_disk // count
-        header = buf.find_event_array() if index == 0 else buf.find_first_event(f, start_at)
-        if buf.decode_pieces(stop_at):  # this part ended before the end of the file
+        mappable = map_file and scanner is not None and skipper is None and not src.gzipped
+        with guarded_map(f, size_on_disk if mappable else 0) as mapping:
+            if mapping is not None:
+                buf: _PieceBuffer = _MappedPieces(mapping, src, chunk_bytes, decoder, sink, scanner)
+            else:
+                buf = _PieceBuffer(src, chunk_bytes, block_bytes, decoder, sink, skipper, scanner)
+            stop_at = (index + 1) * size_on_disk // count if index < count - 1 else None
+            start_at = index * size_on_disk // count
+            header = buf.find_event_array() if index == 0 else buf.find_first_event(f, start_at)
+            ended = buf.decode_pieces(stop_at)  # True: this part ended before the end of the file
+            if not ended:
+                rest = buf.rest()
+            del buf
+        if ended:
             return StreamedFile(size_bytes=size_on_disk, skipped_events=skipper.skipped if skipper else 0)
-        rest = buf.rest()
-        size = src.size if index == 0 else size_on_disk
-        del buf
+        size = src.size if index == 0 and mapping is None else size_on_disk
     obj = _decode_last_piece(rest, header, decoder, sink, scanner)
     return StreamedFile(size_bytes=size, header=obj, skipped_events=skipper.skipped if skipper else 0)
 
 
 #: pieces read by the compiled reader: 2 MiB cut ~5 % of ``stream_table``'s CPU vs 1 MiB on the 150 MB benchmark shapes;
-#: 4 MiB was 2-8 % better before the tokenizer got faster (gaptoken-s6), ~5 % worse after it (a first, cold run)
+#: 4 MiB was 2-8 % better before the tokenizer got faster (gaptoken-s6), ~5 % worse after it (a first, cold run); with
+#: the builder's work in C (gapselect-s7) 1, 2 and 4 MiB were within noise on the 550 MB sglang/vllm shapes
 SCANNER_CHUNK_BYTES = 2 << 20
 
 
@@ -1048,18 +1093,25 @@ def stream_table(
     part: tuple[int, int] = (0, 1),
     chunk_bytes: int | None = None,
     block_bytes: int = BLOCK_BYTES,
+    defer_rows: bool = False,
 ) -> EventTable:
     """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
-    :func:`merge_tables` joins the parts of one file. ``chunk_bytes``: piece size (default: 2 MiB with the compiled
-    reader, whose per-piece cost is all in the builder's per-piece numpy work, 1 MiB for msgspec)."""
+    :func:`merge_tables` joins the parts of one file. ``chunk_bytes``: piece size (default: SCANNER_CHUNK_BYTES with the
+    compiled reader, 1 MiB for msgspec). ``defer_rows``: see :meth:`TableBuilder.finish` (only for merge_tables)."""
     from magpie_core.trace.native import scanner
 
-    scan = scanner()
+    builder = TableBuilder(selected)
+    scan = scanner(builder)
     if chunk_bytes is None:
         chunk_bytes = SCANNER_CHUNK_BYTES if scan is not None else 1 << 20
-    builder = TableBuilder(selected)
     got = stream_events(
-        path, builder.add_any, part=part, chunk_bytes=chunk_bytes, block_bytes=block_bytes, scanner=scan
+        path,
+        builder.add_any,
+        part=part,
+        chunk_bytes=chunk_bytes,
+        block_bytes=block_bytes,
+        scanner=scan,
+        map_file=MAP_PLAIN_FILES,
     )
     obj = got.header
     dist = obj.distributedInfo if obj is not None else None
@@ -1072,36 +1124,65 @@ def stream_table(
         device_names=[str(d.get("name", "")) for d in (obj.deviceProperties or [])] if obj is not None else [],
         size_bytes=got.size_bytes,
         header_platform=header_platform,
+        defer_rows=defer_rows,
     )
 
 
 _ID_COLUMNS = {"name": "names", "tid": "tids", "dev": "devs", "dims": "dims", "cat": "cats"}
+#: the value list each row column's ids index (None: not an id column), ``_ROW_NAMES`` order
+_ROW_KINDS = tuple(_ID_COLUMNS.get(c) for cols in _GROUP_COLUMNS.values() for c, _ in cols)
 
 
-def merge_tables(parts: list[EventTable]) -> EventTable:
-    """One table from the parts of one file, in file order (ids re-interned; values are unchanged)."""
-    if len(parts) == 1:
+def merge_tables(parts: list[EventTable], threads: int = 2) -> EventTable:
+    """One table from the parts of one file, in file order (ids re-interned; values are unchanged).
+
+    The columns are copied into the merged ones by up to ``threads`` threads (this one included): the copies hold no
+    GIL, and most of their cost is the merged table's fresh memory (page faults), which two cores take in half the
+    time. A part whose rows the compiled reduction still holds (``pending_rows``) exports them straight into the merged
+    columns, its ids mapped on the way: one write instead of an export and a copy."""
+    if len(parts) == 1 and parts[0].pending_rows is None:
         return parts[0]
     interners = {k: Interner() for k in set(_ID_COLUMNS.values())}
-    remaps: list[dict[str, np.ndarray]] = []
+    # each part's ids -> merged ids, None where they are the same (the first part's always are: its values' places
+    # in the fresh interners; later parts' often are, having met the same values in the same order)
+    remaps: list[dict[str, np.ndarray | None]] = []
     for p in parts:
-        remaps.append(
-            {
-                kind: np.array([interners[kind][v] for v in getattr(p, kind)] + [-1], dtype=np.int32)
-                for kind in interners
-            }
-        )
+        remap: dict[str, np.ndarray | None] = {}
+        for kind, interner in interners.items():
+            ids = np.array([interner[v] for v in getattr(p, kind)] + [-1], dtype=np.int32)
+            remap[kind] = None if np.array_equal(ids[:-1], np.arange(len(ids) - 1)) else ids
+        remaps.append(remap)
     groups: dict[str, dict[str, np.ndarray]] = {}
+    outs: list[list[np.ndarray]] = [[] for _ in parts]  # each pending part's slices of the merged columns
+    jobs: list[tuple[int, Callable[[], None]]] = []  # (bytes written, the copy or export)
+    j = 0
     for g, cols in _GROUP_COLUMNS.items():
         groups[g] = {}
         for c, _ in cols:
-            arrays = []
-            for k, (p, remap) in enumerate(zip(parts, remaps, strict=True)):
-                a = p.groups[g][c]
-                kind = _ID_COLUMNS.get(c)
-                # the first part's ids are its values' places in the fresh interners: they stay as they are
-                arrays.append(remap[kind][a] if kind is not None and k > 0 else a)  # -1 (no dims) maps to -1
-            groups[g][c] = np.concatenate(arrays)
+            kind = _ID_COLUMNS.get(c)
+            sizes = [len(p.groups[g][c]) if p.pending_rows is None else p.pending_rows.counts[j] for p in parts]
+            dtypes = [p.groups[g][c].dtype if p.pending_rows is None else _ROW_DTYPES[j] for p in parts]
+            dtype = np.result_type(*dtypes) if kind is None else np.result_type(dtypes[0], np.int32)
+            out = groups[g][c] = np.empty(sum(sizes), dtype)
+            copies: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+            at = 0
+            for k, (p, n) in enumerate(zip(parts, sizes, strict=True)):
+                if p.pending_rows is not None:
+                    outs[k].append(out[at : at + n])
+                else:
+                    copies.append((out[at : at + n], p.groups[g][c], remaps[k][kind] if kind is not None else None))
+                at += n
+            if copies:
+                jobs.append((sum(a.nbytes for _, a, _ in copies), partial(_copy_into, copies)))
+            j += 1
+    for k, p in enumerate(parts):
+        if p.pending_rows is not None:
+            row_remaps = [None if kind is None else remaps[k][kind] for kind in _ROW_KINDS]
+            nbytes = sum(o.nbytes for o in outs[k])
+            jobs.append((nbytes, partial(p.pending_rows.export, outs[k], row_remaps)))
+            p.pending_rows = None  # exported once: the part's table is spent
+
+    _on_threads(_run_jobs, jobs, threads, size=lambda job: job[0])
     last = parts[-1]
     hint, hint_at, seen = None, -1, 0
     for p in parts:
@@ -1130,6 +1211,48 @@ def merge_tables(parts: list[EventTable]) -> EventTable:
         platform_hint=hint,
         platform_hint_at=hint_at,
     )
+
+
+def _copy_into(copies: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
+    """Copy each part's column into its slice of the merged one; re-interned ids mapped (-1, no dims, is the remap's
+    last entry: -1 again)."""
+    for out, a, remap in copies:
+        if remap is not None:
+            np.take(remap, a, out=out, mode="wrap")
+        else:
+            out[...] = a
+
+
+def _run_jobs(jobs: list[tuple[int, Callable[[], None]]]) -> None:
+    for _, job in jobs:
+        job()
+
+
+def _on_threads(work: Callable[[list[Any]], None], items: list[Any], threads: int, size: Callable[[Any], int]) -> None:
+    """``work`` over ``items`` split into up to ``threads`` shares of about equal ``size``, each on a thread (this one
+    included); an exception in any share is raised here once all have ended."""
+    shares: list[list[Any]] = [[] for _ in range(max(1, min(threads, len(items))))]
+    loads = [0] * len(shares)
+    for item in sorted(items, key=size, reverse=True):
+        k = loads.index(min(loads))
+        shares[k].append(item)
+        loads[k] += size(item)
+    errors: list[BaseException] = []
+
+    def run(share: list[Any]) -> None:
+        try:
+            work(share)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    others = [threading.Thread(target=run, args=(share,), daemon=True) for share in shares[1:]]
+    for t in others:
+        t.start()
+    run(shares[0])
+    for t in others:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 #: plain-JSON traces at least this large are split across idle workers (smaller ones are not worth a process)
@@ -1229,7 +1352,7 @@ def split_table(
 
     def read(i: int) -> None:
         try:
-            got[i] = stream_table(path, selected, part=(i, parts))
+            got[i] = stream_table(path, selected, part=(i, parts), defer_rows=True)
         except Exception as exc:  # this part's result: the file is then read whole, which reports the error
             got[i] = exc
 

@@ -21,22 +21,27 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 
 @lru_cache(maxsize=1)
-def _libraries() -> tuple[Any, ModuleType | None]:
-    """(cpp_demangle or None, cxxfilt or None), imported on the first mangled name: importing cxxfilt loads
-    libstdc++ through ctypes, which every ``magpie`` command would otherwise pay for at start-up."""
+def _cpp_demangle() -> ModuleType | None:
+    """cpp_demangle, imported on the first mangled name."""
     try:
         import cpp_demangle
     except ImportError:  # pragma: no cover
-        cpp_demangle = None
+        return None
+    return cpp_demangle
+
+
+@lru_cache(maxsize=1)
+def _cxxfilt() -> ModuleType | None:
+    """cxxfilt, imported only for a name cpp_demangle cannot read: importing it loads libstdc++ through ctypes
+    after two ``ldconfig -p`` runs (``ctypes.util.find_library``), ~10 ms a ``magpie gap`` run need not pay."""
     try:
         import cxxfilt
     except ImportError:  # pragma: no cover
-        cxxfilt = None
-    return cpp_demangle, cxxfilt
+        return None
+    return cxxfilt
 
 
 __all__ = ["demangle", "demangle_names", "is_mangled", "leading_names"]
@@ -56,15 +61,16 @@ def demangle(name: str) -> str | None:
     if not is_mangled(name):
         return None
     symbol = name[:-3] if name.endswith(".kd") else name
-    _cpp_demangle, _cxxfilt = _libraries()
-    if _cpp_demangle is not None:
+    cpp_demangle = _cpp_demangle()
+    if cpp_demangle is not None:
         try:
-            return str(_cpp_demangle.demangle(symbol))
+            return str(cpp_demangle.demangle(symbol))
         except Exception:
             pass
-    if _cxxfilt is not None:
+    cxxfilt = _cxxfilt()
+    if cxxfilt is not None:
         try:
-            return str(_cxxfilt.demangle(symbol, external_only=False))
+            return str(cxxfilt.demangle(symbol, external_only=False))
         except Exception:
             pass
     return None

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when a parser plugin loads (every magpie command)
-    from magpie_core.reports import ParsedKernelName
+    from magpie_core.report_base import ParsedKernelName
 
 CATEGORIES = (
     "gemm",
@@ -35,7 +35,7 @@ def installed_parsers() -> list[Any]:
 
 
 def unknown(name: str) -> ParsedKernelName:
-    from magpie_core.reports import ParsedKernelName
+    from magpie_core.report_base import ParsedKernelName
 
     return ParsedKernelName(name=name, family="unknown", category="other", confidence=0.0)
 

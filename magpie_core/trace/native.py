@@ -1,25 +1,28 @@
 """The optional compiled reader of plain-JSON Kineto traces (``_kineto_scan.c``).
 
-:func:`scanner` gives a function that reads one JSON array of events into :class:`~magpie_core.trace.columns.
-ScannedEvents` (columns, no Python object per event), or None for anything it is not sure to read exactly as the
-msgspec decoder does; the caller then decodes those bytes with msgspec, so results and error messages are the
-same with and without it. It is None when the extension was not built (an install without a C compiler:
+:func:`scanner` gives a function that reads one JSON array of events and reduces it into a
+:class:`~magpie_core.trace.columns.TableBuilder` (its rows kept in C, no Python object per event, the GIL released
+for the pass and the reduction both), or gives None for anything it is not sure to read exactly as the msgspec decoder
+does; the caller then decodes those bytes with msgspec, so results and error messages are the same with and without
+it. It is None when the extension was not built (an install without a C compiler:
 ``setup.py`` marks it optional) or when the environment sets ``MAGPIE_TRACE_NATIVE=0``.
 """
 
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
 if TYPE_CHECKING:
-    from magpie_core.trace.columns import ScannedEvents
+    from magpie_core.trace.columns import NativePiece, TableBuilder
 
-__all__ = ["ENV", "available", "scanner"]
+__all__ = ["ENV", "available", "guarded_map", "scanner"]
 
 #: ``0`` turns the compiled reader off (the pure-Python path runs; tests run both)
 ENV = "MAGPIE_TRACE_NATIVE"
@@ -45,24 +48,65 @@ def available() -> bool:
     return _module() is not None
 
 
-def scanner() -> Callable[[Any], ScannedEvents | None] | None:
-    """The compiled reader of the JSON arrays of events of one file (call it again for another file), or None when
-    it is off or not built."""
+def scanner(builder: TableBuilder) -> Callable[..., NativePiece | None] | None:
+    """The compiled reader of the JSON arrays of events of one file (or part), reducing each into ``builder``: what it
+    returns goes to ``builder.add_any``; None when it is off or not built. ``read(buf, bare=False)``: with ``bare``,
+    buf holds the array's items without the brackets (a piece of a read-only mapping, :func:`guarded_map`)."""
     if os.environ.get(ENV, "1").strip() == "0":
         return None
     mod = _module()
     if mod is None:
         return None
-    from magpie_core.trace.columns import ScannedEvents, _ScanMaps
+    from magpie_core.trace.columns import _ROW_NAMES
 
-    scan = mod.scan
-    # one reader per file: the extension keeps its intern tables and buffers in ``state`` from piece to piece (each
-    # distinct name becomes one Python object per file), ``maps`` their ids in the table builder's interners
+    if mod.row_columns() != _ROW_NAMES:  # an extension built from another version of the source
+        return None
+    build = mod.build
+    # one state per file: the extension keeps its intern tables, column buffers and the builder's rows in it from piece
+    # to piece (each distinct name becomes one Python object per file)
     state: list[Any] = []
-    maps = _ScanMaps()
+    builder.native = (mod, state)
+    ctx = builder.native_ctx
 
-    def read(buf: Any) -> ScannedEvents | None:
-        raw = scan(buf, _UNESCAPE, state)
-        return None if raw is None else ScannedEvents.from_scan(raw, maps)
+    def read(buf: Any, bare: bool = False) -> NativePiece | None:
+        got: NativePiece | None = build(buf, _UNESCAPE, state, ctx, builder.native_scan_left(), bare)
+        return got
 
     return read
+
+
+@contextmanager
+def guarded_map(f: BinaryIO, size: int) -> Iterator[mmap.mmap | None]:
+    """A read-only mapping of the first ``size`` bytes of the open plain file ``f``, for pieces read in place (no copy
+    into a buffer), or None where there is none (no compiled reader, an empty or unmappable file, no guard slot).
+
+    A mapped file that shrinks while it is read (its profiler rewrites it) would raise SIGBUS and kill the process: the
+    extension's guard makes such a fault read zeros instead, and this raises
+    :class:`~magpie_core.trace.columns.FallBack` when the body is done, so what was read is dropped and the file is
+    read whole (say, by :func:`~magpie_core.trace.loader.load_trace`, which reports what is wrong with it then)."""
+    mod = _module()
+    if mod is None or size <= 0:
+        yield None
+        return
+    try:
+        mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # not mappable (a pipe, a file shorter than size by now)
+        yield None
+        return
+    slot = mod.guard(mm)
+    if slot < 0:
+        mm.close()
+        yield None
+        return
+    try:
+        yield mm
+    finally:
+        shrank = mod.unguard(slot)
+        try:
+            mm.close()
+        except BufferError:  # a piece's view outlives the read (an exception's traceback): the mapping goes with it
+            pass
+    if shrank:
+        from magpie_core.trace.columns import FallBack
+
+        raise FallBack("the file changed size while it was read")

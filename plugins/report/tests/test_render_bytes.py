@@ -32,3 +32,17 @@ def test_written_page_is_page_html_encoded(tmp_path: Path, monkeypatch: pytest.M
     path = render.write_page(tmp_path / "report.html", "gap — run", "sub", blocks)
     assert path.read_bytes() == render.page_html("gap — run", "sub", blocks).encode("utf-8")
     assert not (tmp_path / "report.html.tmp").exists()
+
+
+@pytest.mark.parametrize("js", ["a\r\nb\rc\n", "", "plain ü\n"], ids=["crlf", "empty", "plain"])
+def test_written_page_is_page_html_encoded_for_any_plotly_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, js: str
+) -> None:
+    """The mapped copy (no ``\\r``), the read one (line ends translated as text mode would) and an empty file."""
+    source = tmp_path / "plotly.min.js"
+    source.write_bytes(js.encode("utf-8"))
+    monkeypatch.setattr(render, "_plotly_js_path", lambda: source)
+    monkeypatch.setattr(render.dt, "datetime", _FixedNow)
+    blocks = [render.RunBlock("run", "sub", [Section("s", [Table(["a"], [[1]])])])]
+    path = render.write_page(tmp_path / "report.html", "t", "sub", blocks)
+    assert path.read_bytes() == render.page_html("t", "sub", blocks).encode("utf-8")

@@ -22,19 +22,15 @@ inner command directly (see tests/test_container_environment.py).
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import ExecutionEnvironment
-from magpie_core.threads import map_in_threads
 
 if TYPE_CHECKING:
     from magpie_core.reports import ToolInfo
@@ -74,6 +70,8 @@ class ContainerEnvironment(ExecutionEnvironment):
         return image, vendor, docker
 
     def command(self, call: Path, result: Path, item: Any, gpu: int | None, vendor: str | None) -> list[str]:
+        import uuid
+
         from magpie_core.serving.docker import container_name, docker_command  # every command loads this module
 
         image, _, docker = self._settings()
@@ -91,6 +89,9 @@ class ContainerEnvironment(ExecutionEnvironment):
         )
 
     def _run_one(self, fn: Callable[[Any], Any], item: Any, gpu: int | None, vendor: str | None) -> Any:
+        import pickle  # here, like the other imports a run needs: every magpie command loads this module
+        import tempfile
+
         exchange = Path(tempfile.mkdtemp(prefix="magpie-container-"))
         try:
             call, result = exchange / "call.pkl", exchange / "result.pkl"
@@ -124,6 +125,8 @@ class ContainerEnvironment(ExecutionEnvironment):
         vendor = vendor or (_detected_vendor() if gpus_per_item else None)
         slots = max(1, min(workers, len(gpus))) if gpus else max(1, workers)
         assigned = [(item, gpus[i % len(gpus)] if gpus else None) for i, item in enumerate(items)]
+        from magpie_core.threads import map_in_threads
+
         return map_in_threads(
             lambda pair: self._run_one(fn, pair[0], pair[1], vendor), assigned, workers=slots, on_result=on_result
         )

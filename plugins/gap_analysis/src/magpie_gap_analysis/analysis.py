@@ -25,6 +25,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -211,17 +212,21 @@ def _format_dims(raw: msgspec.Raw | bytes) -> str:
 def _merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Union of intervals. Returns (merged_starts, merged_ends, index of the interval opening each merged one)."""
     if len(starts) < 2 or bool(np.all(starts[1:] >= starts[:-1])):
-        order, s, e = None, starts, ends  # a device's activity usually comes in start order: no sort, no copies
+        order, s = None, starts  # a device's activity usually comes in start order: no sort, no copies
+        run_end = np.maximum.accumulate(ends)
     else:
         order = np.argsort(starts, kind="stable")
         s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
+        run_end = np.maximum.accumulate(e, out=e)  # e is a copy of our own
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     new[1:] = s[1:] > run_end[:-1]
     first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], run_end[last], first if order is None else order[first]
+    # each run ends where the next one opens, the last one at the end
+    merged_e = np.empty(len(first))
+    np.take(run_end, first[1:] - 1, out=merged_e[:-1], mode="clip")  # indices are in range; "raise" would buffer
+    merged_e[-1] = run_end[-1]
+    return s[first], merged_e, first if order is None else order[first]
 
 
 def _merge_simple(intervals: Intervals) -> Intervals:
@@ -234,59 +239,83 @@ def _merge_simple(intervals: Intervals) -> Intervals:
     return out
 
 
-class _IdNames:
-    """``names[ids[i]]`` as a sequence, so the helpers below can take interned names."""
-
-    def __init__(self, ids: np.ndarray, names: list[str]) -> None:
-        self.ids = ids
-        self.names = names
-
-    def __getitem__(self, i: int) -> str:
-        return self.names[int(self.ids[i])]
-
-
-@dataclass
 class _Ranges:
-    """Named time ranges (CPU ops, annotations, Python frames) relative to the trace start."""
+    """Named time ranges (CPU ops, annotations, Python frames) of one event group, relative to the trace start;
+    ``key`` (a per-row column, e.g. thread or category ids) lets a question look at the rows with one value only.
 
-    starts: np.ndarray
-    ends: np.ndarray
-    names: Any
-    ordered: bool = field(init=False)  # starts never decrease (the usual export order)
+    The relative starts and ends are computed when a question needs them, and only for the rows it needs: with
+    ordered starts (the usual export order) the moments asked about, mostly early in the trace, need a short prefix
+    of a group that may hold a million Python frames."""
 
-    def __post_init__(self) -> None:
-        self.ordered = len(self.starts) < 2 or bool(np.all(self.starts[1:] >= self.starts[:-1]))
+    def __init__(self, ts: np.ndarray, dur: np.ndarray, t_min: float, name_ids: np.ndarray, names: list[str]) -> None:
+        self.ts, self.dur, self.t_min = ts, dur, t_min
+        self.name_ids, self.names = name_ids, names
+        self.starts = np.zeros(0)  # of the first ``len(self.starts)`` rows
+        self.ends = np.zeros(0)
 
-    def containing(self, t: float) -> np.ndarray:
-        """Rows of the ranges that contain ``t``, in row order."""
-        # ordered: the ranges starting after t cannot contain it, so they are not looked at (the moments asked
-        # about are mostly early in the trace)
-        n = int(np.searchsorted(self.starts, t, side="right")) if self.ordered else len(self.starts)
-        return np.flatnonzero((self.starts[:n] <= t) & (self.ends[:n] >= t))
+    @cached_property
+    def ordered(self) -> bool:
+        """Starts never decrease (checked at the first question: a group may never be asked about)."""
+        return len(self.ts) < 2 or bool(np.all(self.ts[1:] >= self.ts[:-1]))
+
+    def _upto(self, t: float) -> int:
+        """Rows [0, n) hold every range that starts at or before ``t``; their starts and ends are computed."""
+        total = len(self.ts)
+        if self.ordered:
+            # every row after the first absolute ts past t + t_min (with a slack far beyond float rounding) has a
+            # relative start past t: ts - t_min is monotone in ts
+            slack = 1e-9 * (abs(t) + abs(self.t_min) + 1.0)
+            need = int(np.searchsorted(self.ts, t + self.t_min + slack, side="right"))
+        else:
+            need = total
+        done = len(self.starts)
+        if need > done:
+            upto = min(total, max(need, 2 * done))  # grow by doubling: later questions mostly need more
+            more = self.ts[done:upto] - self.t_min
+            self.starts = np.concatenate((self.starts, more))
+            self.ends = np.concatenate((self.ends, more + self.dur[done:upto]))
+        if not self.ordered:
+            return total
+        return int(np.searchsorted(self.starts[:need], t, side="right"))
+
+    def containing(self, t: float, key: np.ndarray | None = None, value: int = 0) -> np.ndarray:
+        """Rows of the ranges that contain ``t`` (with ``key == value`` when ``key`` is given), in row order."""
+        n = self._upto(t)
+        hit = (self.starts[:n] <= t) & (self.ends[:n] >= t)
+        if key is not None:
+            hit &= key[:n] == value
+        return np.flatnonzero(hit)
+
+    def name(self, row: int) -> str:
+        return self.names[int(self.name_ids[row])]
+
+    def innermost(self, t: float, key: np.ndarray | None = None, value: int = 0) -> str | None:
+        """The name of the shortest range containing ``t`` (the first such in row order)."""
+        idx = self.containing(t, key, value)
+        if len(idx) == 0:
+            return None
+        return self.name(int(idx[np.argmin(self.ends[idx] - self.starts[idx])]))
+
+    def frames_at(self, t: float, key: np.ndarray | None = None, value: int = 0, n: int = 4) -> list[str]:
+        """The names of the ``n`` shortest ranges containing ``t``, shortest first."""
+        idx = self.containing(t, key, value)
+        if len(idx) == 0:
+            return []
+        idx = idx[np.argsort(self.ends[idx] - self.starts[idx])][:n]
+        return [self.name(int(i)) for i in idx]
 
 
-def _innermost(ranges: _Ranges, t: float) -> str | None:
-    idx = ranges.containing(t)
-    if len(idx) == 0:
-        return None
-    best = idx[np.argmin(ranges.ends[idx] - ranges.starts[idx])]
-    return ranges.names[int(best)]
-
-
-def _frames_at(ranges: _Ranges, t: float, n: int = 4) -> list[str]:
-    idx = ranges.containing(t)
-    if len(idx) == 0:
-        return []
-    idx = idx[np.argsort(ranges.ends[idx] - ranges.starts[idx])][:n]
-    return [ranges.names[int(i)] for i in idx]
-
-
-def _median(x: np.ndarray) -> float:
+def _median(x: np.ndarray, overwrite: bool = False) -> float:
     """``float(np.median(x))`` of a non-empty 1-D float array, the same way (partition, then the middle value or
     the mean of the two middle ones; nan when any is nan) without the ``numpy.ma`` import np.median does (~7 ms
-    once per process)."""
+    once per process). ``overwrite``: ``x`` is the caller's scratch, partitioned in place instead of copied."""
     n, h = len(x), len(x) // 2
-    part = np.partition(x, [h - 1, h, n - 1] if n % 2 == 0 else [h, n - 1])
+    kth = [h - 1, h, n - 1] if n % 2 == 0 else [h, n - 1]
+    if overwrite:
+        x.partition(kth)
+        part = x
+    else:
+        part = np.partition(x, kth)
     if np.isnan(part[-1]):
         return math.nan
     return float(part[h]) if n % 2 else float(np.mean(part[h - 1 : h + 1]))
@@ -308,9 +337,23 @@ def _top_indices(values: np.ndarray, k: int) -> np.ndarray:
     """``np.argsort(-values, kind="stable")[:k]``: the k largest, ties by index, without sorting all of them."""
     if len(values) <= k:
         return np.argsort(-values, kind="stable")
-    kth = np.partition(values, len(values) - k)[len(values) - k]
+    kth = _kth_largest_bound(values, k)
     candidates = np.flatnonzero(values >= kth)  # every value tied with the k-th largest stays in the running
     return candidates[np.argsort(-values[candidates], kind="stable")][:k]
+
+
+def _kth_largest_bound(values: np.ndarray, k: int, chunk: int = 512) -> float:
+    """A value at most the k-th largest of ``values`` (n > k), and usually close to it: the k-th largest of the
+    maxima of ``chunk``-sized slices (k slices hold k values at least that large). Cheaper than partitioning a copy
+    of every value; the exact k-th largest when some value is nan or there are too few slices."""
+    whole = len(values) // chunk * chunk
+    if whole // chunk > k:
+        maxima = values[:whole].reshape(-1, chunk).max(axis=1)
+        if whole < len(values):
+            maxima = np.append(maxima, values[whole:].max())
+        if not np.isnan(maxima).any():
+            return float(np.partition(maxima, len(maxima) - k)[len(maxima) - k])
+    return float(np.partition(values, len(values) - k)[len(values) - k])
 
 
 def _last_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -348,15 +391,33 @@ class _Launches:
 
     def of(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(absolute launch time or nan, row of the runtime call or -1) for each correlation id."""
-        t = np.full(len(corr), np.nan)
-        call = np.full(len(corr), -1, np.int64)
+        # the kernels of one launch (a CUDA/HIP graph's) share its correlation id and come one after another: look up
+        # each run of equal ids once (the binary searches were most of the cost) and repeat the answers
+        if len(corr) > 1:
+            heads = np.flatnonzero(corr[1:] != corr[:-1])
+            if len(heads) < len(corr) // 4:
+                lengths = np.diff(heads, prepend=-1, append=len(corr) - 1)
+                t, call = self._lookup(np.append(corr[heads], corr[-1]))
+                return np.repeat(t, lengths), np.repeat(call, lengths)
+        return self._lookup(corr)
+
+    def _lookup(self, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`of`, one binary search per id."""
+        # gathers written into the result arrays and fixed up in place: a large table's every per-event temporary
+        # is fresh memory (page faults), so fewer of them is most of the cost
         if len(self.fl_keys) and len(corr):
             pos, found = _find(self.fl_keys, corr)
-            t = np.where(found, self.fl_ts[pos], t)
+            t = np.take(self.fl_ts, pos)
+            t[~found] = np.nan
+        else:
+            t = np.full(len(corr), np.nan)
         if len(self.rt_keys) and len(corr):
             pos, found = _find(self.rt_keys, corr)
-            call = np.where(found, self.rt_row[pos], -1)
-            t = np.where(found, self.rt_ts[pos], t)  # the runtime call's time wins over the flow start's
+            call = np.take(self.rt_row, pos)
+            np.copyto(t, np.take(self.rt_ts, pos), where=found)  # the runtime call's time wins over the flow start's
+            call[~found] = -1
+        else:
+            call = np.full(len(corr), -1, np.int64)
         return t, call
 
 
@@ -451,13 +512,14 @@ def _kernel_stats(
     keep = sel["dur"] >= options.min_duration_us
     if not window.full:
         keep &= window.members(sel, launches) >= 0
-    rows = np.flatnonzero(keep)
     stats: dict[str, KernelStat] = {}
     first_row: dict[str, int] = {}
-    if not len(rows):
+    if not keep.any():
         return stats, first_row
-    d = sel["dur"][rows]
-    uniq, inv = _distinct_ids(sel["name"][rows], len(table.names))
+    # every event kept (the usual case): the columns themselves, no gathered copies
+    rows = None if keep.all() else np.flatnonzero(keep)
+    d = sel["dur"] if rows is None else sel["dur"][rows]
+    uniq, inv = _distinct_ids(sel["name"] if rows is None else sel["name"][rows], len(table.names))
     calls = np.bincount(inv, minlength=len(uniq))
     total = np.bincount(inv, weights=d, minlength=len(uniq))  # accumulates in event order, as a loop would
     sumsq = np.bincount(inv, weights=d * d, minlength=len(uniq))
@@ -465,16 +527,16 @@ def _kernel_stats(
     np.minimum.at(lo, inv, d)
     hi = np.zeros(len(uniq))
     np.maximum.at(hi, inv, d)
-    first = np.full(len(uniq), len(rows), np.int64)
-    np.minimum.at(first, inv, np.arange(len(rows)))
+    first = np.full(len(uniq), len(d), np.int64)
+    np.minimum.at(first, inv, np.arange(len(d)))
     slot_stats: list[KernelStat] = [None] * len(uniq)  # type: ignore[list-item]
     for k in np.argsort(first, kind="stable").tolist():
         name = table.names[int(uniq[k])]
         ks = KernelStat(name, int(calls[k]), float(total[k]), float(sumsq[k]), float(lo[k]), float(hi[k]))
         stats[name] = ks
         slot_stats[k] = ks
-        first_row[name] = int(rows[first[k]])
-    _add_shapes(table, sel["ext"][rows], inv, slot_stats)
+        first_row[name] = int(first[k]) if rows is None else int(rows[first[k]])
+    _add_shapes(table, sel["ext"] if rows is None else sel["ext"][rows], inv, slot_stats)
     return stats, first_row
 
 
@@ -508,8 +570,15 @@ def _ops_with_dims(cpu: Columns, ext: np.ndarray, slots: np.ndarray) -> tuple[np
     """Each (kernel slot, CPU-op row) pair where the op has Input Dims and the kernel's event's External id (an
     id may name several ops, and several events an op): a join on the id, by sorting the ops' ids."""
     c_rows = np.flatnonzero((cpu["dims"] >= 0) & (cpu["ext"] != NONE))
-    by_id = np.argsort(cpu["ext"][c_rows], kind="stable")
-    ids = cpu["ext"][c_rows][by_id]
+    ids = cpu["ext"][c_rows]
+    if len(ids) and bool(np.all(ids[1:] > ids[:-1])):
+        # ids in order and distinct (the usual export: one op per id): at most one op per event, one search
+        pos = np.searchsorted(ids, ext)
+        np.minimum(pos, len(ids) - 1, out=pos)
+        event = np.flatnonzero(ids[pos] == ext)
+        return slots[event], c_rows[pos[event]]
+    by_id = np.argsort(ids, kind="stable")
+    ids = ids[by_id]
     lo, hi = np.searchsorted(ids, ext, "left"), np.searchsorted(ids, ext, "right")
     n = hi - lo
     event = np.repeat(np.arange(len(ext)), n)
@@ -522,19 +591,16 @@ class _HostRanges:
 
     def __init__(self, table: EventTable) -> None:
         cpu, ann = table["cpu"], table["ann"]
-        t_min = table.t_min
-        cpu_s = cpu["ts"] - t_min
-        self.cpu = _Ranges(cpu_s, cpu_s + cpu["dur"], _IdNames(cpu["name"], table.names))
-        user_ann = {c: i for i, c in enumerate(table.cats)}.get("user_annotation", -1)
-        ann_rows = np.flatnonzero(ann["cat"] == user_ann)
-        ann_s = ann["ts"][ann_rows] - t_min
-        self.ann = _Ranges(ann_s, ann_s + ann["dur"][ann_rows], _IdNames(ann["name"][ann_rows], table.names))
+        self.cpu = _Ranges(cpu["ts"], cpu["dur"], table.t_min, cpu["name"], table.names)
+        self.ann = _Ranges(ann["ts"], ann["dur"], table.t_min, ann["name"], table.names)
+        self.ann_cat = ann["cat"]
+        self.user_ann = {c: i for i, c in enumerate(table.cats)}.get("user_annotation", -1)
 
     def cpu_op_at(self, t: float) -> str | None:
-        return _innermost(self.cpu, t)
+        return self.cpu.innermost(t)
 
     def annotation_at(self, t: float) -> str | None:
-        return _innermost(self.ann, t)
+        return self.ann.innermost(t, self.ann_cat, self.user_ann)
 
 
 def _launch_contexts(
@@ -546,7 +612,7 @@ def _launch_contexts(
     if not (len(py["ts"]) or len(cpu["ts"])):
         return {name: {"platform": table.platform} for name in first_row}
     names, t_min = table.names, table.t_min
-    py_by_tid: dict[Any, _Ranges] = {}
+    frames = _Ranges(py["ts"], py["dur"], t_min, py["name"], names)
     contexts: dict[str, dict[str, Any]] = {}
     firsts = np.fromiter(first_row.values(), np.int64, len(first_row))
     f_launch, f_call = launches.of(sel["corr"][firsts])
@@ -557,12 +623,9 @@ def _launch_contexts(
         if not math.isnan(t_abs) and _looks_bare(name):
             ts_launch = t_abs - t_min
             ctx["cpu_op"] = host.cpu_op_at(ts_launch)
-            tid = int(rt["tid"][call]) if call >= 0 else None
-            if tid not in py_by_tid:
-                group = np.arange(len(py["ts"])) if tid is None else np.flatnonzero(py["tid"] == tid)
-                ps = py["ts"][group] - t_min
-                py_by_tid[tid] = _Ranges(ps, ps + py["dur"][group], _IdNames(py["name"][group], names))
-            ctx["python_frames"] = _frames_at(py_by_tid[tid], ts_launch)
+            # the frames of the launching thread (all threads' when no runtime call is known)
+            tid = (py["tid"], int(rt["tid"][call])) if call >= 0 else (None, 0)
+            ctx["python_frames"] = frames.frames_at(ts_launch, *tid)
         contexts[name] = ctx
     return contexts
 
@@ -571,7 +634,7 @@ def _launch_contexts(
 class _Activity:
     """One device's GPU activity in the window, relative to the trace start, merged into busy runs."""
 
-    rows: np.ndarray  # rows of the ``act`` columns
+    rows: np.ndarray | None  # rows of the ``act`` columns; None: all of them (one device, all in the window)
     groups: np.ndarray  # window range of each
     starts: np.ndarray
     durs: np.ndarray
@@ -584,13 +647,26 @@ class _Activity:
     opener: np.ndarray  # activity that opens each merged run
     gap_len: np.ndarray  # hole before each merged run after the first (0: not a gap)
 
+    def pick(self, column: np.ndarray) -> np.ndarray:
+        """This device's values of an ``act`` column (the column itself when it has all rows: never write to it)."""
+        return column if self.rows is None else column[self.rows]
+
+    def row(self, i: int) -> int:
+        """The ``act`` row of this device's ``i``-th activity."""
+        return i if self.rows is None else int(self.rows[i])
+
 
 def _device_activity(
-    table: EventTable, rows: np.ndarray, groups: np.ndarray, launch: tuple[np.ndarray, np.ndarray], window: _Window
+    table: EventTable,
+    rows: np.ndarray | None,
+    groups: np.ndarray,
+    launch: tuple[np.ndarray, np.ndarray],
+    window: _Window,
 ) -> _Activity:
     act, t_min = table["act"], table.t_min
-    starts = act["ts"][rows] - t_min
-    durs = act["dur"][rows]
+    # rows None (every row): the columns as they are, no gathered copies
+    starts = (act["ts"] if rows is None else act["ts"][rows]) - t_min
+    durs = act["dur"] if rows is None else act["dur"][rows]
     ends = starts + durs
     if window.by_launch:
         starts_c, ends_c = starts, ends
@@ -601,8 +677,12 @@ def _device_activity(
             rel_lo, rel_hi = rel_lo[0], rel_hi[0]
         else:
             rel_lo, rel_hi = rel_lo[groups], rel_hi[groups]
-        if np.ndim(rel_lo) == 0 and starts.min() >= rel_lo and ends.max() <= rel_hi:
-            starts_c, ends_c = starts, ends  # nothing sticks out (the whole trace): clipping would change nothing
+        if np.ndim(rel_lo) == 0:
+            # each clipped only when some of it sticks out (the whole trace: at most ends, by float rounding)
+            inside = starts.min() >= rel_lo and starts.max() <= rel_hi
+            starts_c = starts if inside else np.clip(starts, rel_lo, rel_hi)
+            inside = ends.min() >= rel_lo and ends.max() <= rel_hi
+            ends_c = ends if inside else np.clip(ends, rel_lo, rel_hi, out=ends)  # ends: a copy of our own
         else:
             starts_c, ends_c = np.clip(starts, rel_lo, rel_hi), np.clip(ends, rel_lo, rel_hi)
     ms, me, opener = _merge_intervals(starts_c, ends_c)
@@ -610,7 +690,8 @@ def _device_activity(
     if len(gap_len) and len(window.intervals) > 1:
         # a hole between two window ranges is not a gap
         gap_len = np.where(groups[opener[1:]] == groups[opener[:-1]], gap_len, 0.0)
-    launch_ts, calls = launch[0][rows] - t_min, launch[1][rows]
+    launch_ts = (launch[0] if rows is None else launch[0][rows]) - t_min
+    calls = launch[1] if rows is None else launch[1][rows]
     return _Activity(rows, groups, starts, durs, starts_c, ends_c, launch_ts, calls, ms, me, opener, gap_len)
 
 
@@ -623,18 +704,25 @@ def _device_stats(table: EventTable, device: str, a: _Activity, wall: float) -> 
         span = float(a.ends_c.max() - a.starts_c.min())
     else:
         span = sum(float(a.ends_c[a.groups == g].max() - a.starts_c[a.groups == g].min()) for g in in_groups)
-    launch_dur = (
-        np.where(a.calls >= 0, rt_dur[np.maximum(a.calls, 0)], np.nan) if len(rt_dur) else np.full(len(a.rows), np.nan)
-    )
+    if len(rt_dur):
+        launch_dur = np.take(rt_dur, a.calls, mode="clip")  # -1 (no call) reads row 0, set to nan below
+        launch_dur[a.calls < 0] = np.nan
+    else:
+        launch_dur = np.full(len(a.starts), np.nan)
     has = ~np.isnan(a.launch_ts)
+    all_have = bool(has.all())
     # host-bound gaps: the activity after the gap was launched after the gap began
     host_bound = a.launch_ts[a.opener[1:]] >= a.merged_e[:-1]
     host_idle = float(np.sum(np.where(host_bound & (a.gap_len > 0), a.gap_len, 0.0)))
-    kinds = table["act"]["kernel"][a.rows]
+    kinds = a.pick(table["act"]["kernel"])
+    all_kernels = bool(kinds.all())
     kl = has & kinds & ~np.isnan(launch_dur)
+    # each median's input is a fresh array (partitioned in place) except the durations of an all-kernel device
+    to_start = a.starts - a.launch_ts if all_have else a.starts[has] - a.launch_ts[has]
+    kernel_durs = a.durs if all_kernels else a.durs[kinds]
     return DeviceStats(
         device=device,
-        activities=len(a.rows),
+        activities=len(a.starts),
         busy_us=busy,
         active_span_us=span,
         idle_us=max(0.0, span - busy),
@@ -642,11 +730,12 @@ def _device_stats(table: EventTable, device: str, a: _Activity, wall: float) -> 
         num_gaps=int(np.count_nonzero(a.gap_len > 0)),
         host_bound_idle_us=host_idle,
         launch_records=int(np.count_nonzero(has)),
-        median_launch_to_start_us=_median(a.starts[has] - a.launch_ts[has]) if has.any() else None,
-        median_launch_call_us=_median(launch_dur[kl]) if kl.any() else None,
-        median_kernel_us=_median(a.durs[kinds]) if kinds.any() else None,
+        median_launch_to_start_us=_median(to_start, overwrite=True) if len(to_start) else None,
+        median_launch_call_us=_median(launch_dur[kl], overwrite=True) if kl.any() else None,
+        median_kernel_us=_median(kernel_durs, overwrite=not all_kernels) if len(kernel_durs) else None,
         kernels_shorter_than_launch_pct=(
-            100.0 * float(np.count_nonzero(a.durs[kl] < launch_dur[kl])) / int(np.count_nonzero(kl))
+            # nan launch durations are outside kl, and a comparison with nan is False anyway
+            100.0 * float(np.count_nonzero((a.durs < launch_dur) & kl)) / int(np.count_nonzero(kl))
             if kl.any()
             else None
         ),
@@ -667,7 +756,7 @@ def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRange
         # the activity before the gap: the one whose end closes the busy run (the run's end is one of its
         # activities' ends and every later activity ends after it); the last such in event order
         ending = np.flatnonzero(a.ends_c == g0)
-        before = names[int(act["name"][a.rows[int(ending[-1])]])] if len(ending) else ""
+        before = names[int(act["name"][a.row(int(ending[-1]))])] if len(ending) else ""
         after = int(after_idx[gi])
         call = int(a.calls[after])
         lt = a.launch_ts[after]
@@ -677,7 +766,7 @@ def _largest_gaps(table: EventTable, device: str, a: _Activity, host: _HostRange
                 start_us=g0,
                 duration_us=float(a.gap_len[gi]),
                 before=before,
-                after=names[int(act["name"][a.rows[after]])],
+                after=names[int(act["name"][a.row(after)])],
                 host_bound=None if math.isnan(lt) else bool(lt >= g0),
                 cpu_op=host.cpu_op_at(g0),
                 annotation=host.annotation_at(g0),
@@ -695,7 +784,9 @@ def busy_timeline(starts: np.ndarray, ends: np.ndarray, bins: int = 240) -> dict
     t0, t1 = float(starts[0]), float(ends[-1])
     width = (t1 - t0) / bins if t1 > t0 else 1.0
     edges = t0 + width * np.arange(bins + 1)
-    before = np.concatenate(([0.0], np.cumsum(ends - starts)))  # busy time before each interval
+    before = np.empty(len(starts) + 1)  # busy time before each interval
+    before[0] = 0.0
+    np.cumsum(ends - starts, out=before[1:])
 
     def busy_until(t: np.ndarray) -> np.ndarray:
         i = np.searchsorted(starts, t, side="right") - 1
@@ -717,12 +808,18 @@ def _devices(
     groups_all = window.members(act, launches)
     launch_all = launches.of(act["corr"])
     out = []
-    for dev_id in sorted(np.flatnonzero(np.bincount(act["dev"])).tolist(), key=lambda i: table.devs[i]):
+    dev_ids = np.flatnonzero(np.bincount(act["dev"])).tolist()
+    # one device with every event in the window (the usual trace): its rows are all rows, taken without copies
+    every_row = len(dev_ids) == 1 and (window.full or bool(np.all(groups_all >= 0)))
+    for dev_id in sorted(dev_ids, key=lambda i: table.devs[i]):
         dev = table.devs[dev_id]
-        rows = np.flatnonzero((act["dev"] == dev_id) & (groups_all >= 0))
-        if not len(rows):
-            continue
-        activity = _device_activity(table, rows, groups_all[rows], launch_all, window)
+        if every_row:
+            activity = _device_activity(table, None, groups_all, launch_all, window)
+        else:
+            rows = np.flatnonzero((act["dev"] == dev_id) & (groups_all >= 0))
+            if not len(rows):
+                continue
+            activity = _device_activity(table, rows, groups_all[rows], launch_all, window)
         stats = _device_stats(table, dev, activity, wall)
         stats.gaps = _largest_gaps(table, dev, activity, host, options.top_gaps)
         stats.timeline = busy_timeline(activity.merged_s, activity.merged_e)

@@ -15,7 +15,8 @@ import typer
 
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, escape, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
-from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, say, write_html
+from magpie_core.cli.plain import plain_stream, plain_table
 from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def _fmt(x: float) -> str:
 
 def _short(name: str, width: int = 72) -> str:
     """Shortened for a terminal; whole when the output goes to a pipe or a file."""
-    if not console.is_terminal or len(name) <= width:
+    if len(name) <= width or plain_stream() is not None or not console.is_terminal:
         return name
     return name[: width - 1] + "…"
 
@@ -58,13 +59,21 @@ def _kernel_rows(result: GapAnalysisResult, top_k: int, full_names: bool) -> lis
     ]
 
 
-def _kernel_table(result: GapAnalysisResult, top_k: int) -> Table:
+def _title(result: GapAnalysisResult, top_k: int) -> str:
+    return f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))"
+
+
+#: the columns printed right-justified (numbers)
+_RIGHT = [col not in ("kernel", "category") for col in KERNEL_COLUMNS]
+
+
+def _kernel_table(result: GapAnalysisResult, top_k: int, rows: list[list[str]]) -> Table:
     from rich.table import Table
 
-    table = Table(title=f"top {min(top_k, len(result.top_kernels))} kernels ({result.num_ranks} rank(s))")
-    for col in KERNEL_COLUMNS:
-        table.add_column(col, justify="left" if col in ("kernel", "category") else "right", no_wrap=True)
-    for row in _kernel_rows(result, top_k, full_names=False):
+    table = Table(title=_title(result, top_k))
+    for col, right in zip(KERNEL_COLUMNS, _RIGHT, strict=True):
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
         table.add_row(*row)
     return table
 
@@ -76,14 +85,14 @@ def _print_devices(result: GapAnalysisResult) -> None:
             continue
         for d in r.devices:
             flag = "  [bold]LAUNCH-BOUND[/bold]" if d.launch_bound else ""
-            console.print(
+            say(
                 f"rank {r.rank} device {d.device}: busy {_fmt(d.busy_us)} us, idle {_fmt(d.idle_us)} us "
                 f"({d.idle_pct:.1f}% of active span, {d.host_bound_idle_pct:.0f}% of it waiting on the host), "
                 f"{d.num_gaps} gaps{flag}"
             )
             if d.largest_gaps:
                 g = d.largest_gaps[0]
-                console.print(
+                say(
                     f"  largest gap {_fmt(g.duration_us)} us at +{_fmt(g.start_us)} us; CPU op: "
                     f"{g.cpu_op or '-'}; next: {_short(g.after, 60)}",
                     markup=False,
@@ -91,12 +100,15 @@ def _print_devices(result: GapAnalysisResult) -> None:
 
 
 def print_summary(result: GapAnalysisResult, top_k: int) -> None:
-    """The top-k kernel table, a line per device, the warnings and where the files are."""
-    console.print(_kernel_table(result, top_k))
+    """The top-k kernel table, a line per device, the warnings and where the files are (drawn without rich when
+    stdout is a pipe or a file and the names are plain: :mod:`magpie_core.cli.plain`, the same bytes)."""
+    rows = _kernel_rows(result, top_k, full_names=False)
+    if not plain_table(KERNEL_COLUMNS, rows, right=_RIGHT, title=_title(result, top_k)):
+        console.print(_kernel_table(result, top_k, rows))
     _print_devices(result)
     for err in [*result.errors, *result.warnings]:
-        console.print(f"[yellow]warning:[/yellow] {escape(err)}", soft_wrap=True)
-    console.print(f"wrote {result.csv_path} and {result.json_path}", markup=False)
+        say(f"[yellow]warning:[/yellow] {escape(err)}", soft_wrap=True)
+    say(f"wrote {result.csv_path} and {result.json_path}", markup=False)
 
 
 def run_gap_analysis(

@@ -10,10 +10,12 @@ import datetime as dt
 import html
 import importlib.util
 import json
+import mmap
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from magpie_report.kit import Figure, Html, Section, Table
 
@@ -95,6 +97,22 @@ def _plotly_js_utf8() -> bytes:
     """The bytes :func:`plotly_js` would encode back: as read, with the line ends text mode would translate."""
     data = _plotly_js_path().read_bytes()
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+
+
+def _write_plotly_js(out: BinaryIO) -> None:
+    """Write the bytes :func:`_plotly_js_utf8` returns, from a memory map of the file when it has no ``\\r``: not
+    read into a 5 MB bytes object first (~2.5 ms of every page written)."""
+    with _plotly_js_path().open("rb") as src:
+        try:
+            mapped = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # an empty file, or a file system that cannot map it
+            mapped = None
+        if mapped is not None:
+            with mapped:
+                if mapped.find(b"\r") == -1:
+                    out.write(mapped)
+                    return
+    out.write(_plotly_js_utf8())
 
 
 def _json(data: object) -> str:
@@ -207,10 +225,14 @@ def write_page(path: Path, title: str, subtitle: str, blocks: Sequence[RunBlock]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     if os.linesep == "\n":
-        # plotly.js (~5 MB, not ASCII) goes from file to file as bytes: decoding it, copying it into the page
-        # string and encoding it again took ~40 ms of a ~0.4 s `magpie gap`; the bytes written are the same
+        # plotly.js (~5 MB, not ASCII) goes from file to file as bytes, written in place between the page's head
+        # and tail: decoding it, copying it into the page string (or joining the three) and encoding it again
+        # cost a `magpie gap` run ~40 ms; the bytes written are the same
         head, tail = _page_around_plotly(title, subtitle, blocks)
-        tmp.write_bytes(b"".join((head.encode(), _plotly_js_utf8(), tail.encode())))
+        with tmp.open("wb") as out:
+            out.write(head.encode())
+            _write_plotly_js(out)
+            out.write(tail.encode())
     else:  # text mode writes other line ends there
         tmp.write_text(page_html(title, subtitle, blocks), encoding="utf-8")
     tmp.replace(path)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +99,8 @@ def _p99(sorted_s: list[float]) -> float:
 
 def metrics(timings: list[float], shape: Shape) -> dict[str, Any]:
     """AMD Magpie's ``raw_result`` of an offline diffusion run."""
+    import statistics  # here: the run_cmd plugin's entry module (loaded by every magpie command) imports this one
+
     mean = statistics.fmean(timings)
     return {
         "timings_s": timings,
