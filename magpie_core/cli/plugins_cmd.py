@@ -32,3 +32,6 @@ def plugins_command(
         return
     if not rows:
         console.print("no plugins installed (entry-point group 'magpie')")
+    from magpie_core.trace.native import reader_status
+
+    console.print(reader_status(), markup=False, soft_wrap=True)

@@ -12,14 +12,13 @@ across pieces. ``MAGPIE_TRACE_NATIVE=0`` turns it off, as :mod:`magpie_core.trac
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from magpie_core.trace.native import ENV, compiled
+from magpie_core.trace.native import compiled, switched_off
 
 __all__ = ["ARG_INT", "ARG_RAW", "ARG_STR", "KeptPiece", "enclosing_chains", "kept_reader"]
 
@@ -70,7 +69,7 @@ def kept_reader(
     piece it cuts whose events all have one of them is only counted, by the same rule, in C (cheaper than the
     bytes searches of the Python rule: ~0.2 s per 555 MB).
     """
-    if os.environ.get(ENV, "1").strip() == "0":
+    if switched_off():
         return None
     mod = _module()
     if mod is None:
@@ -121,7 +120,7 @@ def enclosing_chains(
     in Python). ``order``: the items to sweep, sorted by thread, start, longer first, ops before calls; an op is
     open at ``t`` while its end is after ``t``. The same stack sweep as the Python one, without an object per
     step."""
-    if os.environ.get(ENV, "1").strip() == "0":
+    if switched_off():
         return None
     mod = _module()
     if mod is None:

@@ -22,7 +22,7 @@ import msgspec
 if TYPE_CHECKING:
     from magpie_core.trace.columns import NativePiece, TableBuilder
 
-__all__ = ["ENV", "available", "guarded_map", "scanner"]
+__all__ = ["ENV", "available", "guarded_map", "reader_status", "scanner", "switched_off"]
 
 #: ``0`` turns the compiled reader off (the pure-Python path runs; tests run both)
 ENV = "MAGPIE_TRACE_NATIVE"
@@ -48,11 +48,41 @@ def available() -> bool:
     return _module() is not None
 
 
+def switched_off() -> bool:
+    """Whether the environment turns the compiled readers off (``MAGPIE_TRACE_NATIVE=0``)."""
+    return os.environ.get(ENV, "1").strip() == "0"
+
+
+#: what an install without the compiled readers costs (docs/benchmarks/trace_speed.md, session 8's round: the whole
+#: ``magpie -w 1 gap`` command on the 150 and 550 MB benchmark traces)
+_SLOWER = "`magpie gap` took 1.6-4.6x longer without them on the benchmark traces"
+
+
+def reader_status() -> str:
+    """One line for people (``magpie plugins``): which reader reads plain-JSON traces and, when it is not the compiled
+    one, why and what that costs. An install without a C compiler silently has no compiled reader (``setup.py``
+    marks it optional), so this is where a user finds out."""
+    from magpie_core.trace.columns import _ROW_NAMES
+
+    mod, kept = _module(), compiled("_kineto_kept")
+    if mod is None or kept is None:
+        missing = " and ".join(n for n, m in (("_kineto_scan", mod), ("_kineto_kept", kept)) if m is None)
+        return (
+            f"trace reader: msgspec only: the compiled readers ({missing}) were not built (no C compiler when "
+            f"magpie-core was installed?); {_SLOWER}; reinstall magpie-core where gcc is present"
+        )
+    if mod.row_columns() != _ROW_NAMES:
+        return "trace reader: msgspec only: the compiled reader was built from another magpie-core; reinstall it"
+    if switched_off():
+        return f"trace reader: msgspec only ({ENV}=0 in the environment; the compiled readers are built)"
+    return "trace reader: compiled (magpie_core.trace._kineto_scan, _kineto_kept)"
+
+
 def scanner(builder: TableBuilder) -> Callable[..., NativePiece | None] | None:
     """The compiled reader of the JSON arrays of events of one file (or part), reducing each into ``builder``: what it
     returns goes to ``builder.add_any``; None when it is off or not built. ``read(buf, bare=False)``: with ``bare``,
     buf holds the array's items without the brackets (a piece of a read-only mapping, :func:`guarded_map`)."""
-    if os.environ.get(ENV, "1").strip() == "0":
+    if switched_off():
         return None
     mod = _module()
     if mod is None:
