@@ -15,6 +15,7 @@ import mmap
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
@@ -67,9 +68,11 @@ def reader_status() -> str:
     mod, kept = _module(), compiled("_kineto_kept")
     if mod is None or kept is None:
         missing = " and ".join(n for n, m in (("_kineto_scan", mod), ("_kineto_kept", kept)) if m is None)
+        # where the package was imported from: a source tree run with ``python -m`` is never built, an install is
         return (
-            f"trace reader: msgspec only: the compiled readers ({missing}) were not built (no C compiler when "
-            f"magpie-core was installed?); {_SLOWER}; reinstall magpie-core where gcc is present"
+            f"trace reader: msgspec only: the compiled readers ({missing}) are not built in {Path(__file__).parent} "
+            f"(no C compiler when magpie-core was installed, or a source tree never built?); {_SLOWER}; reinstall "
+            "magpie-core where gcc is present"
         )
     if mod.row_columns() != _ROW_NAMES:
         return "trace reader: msgspec only: the compiled reader was built from another magpie-core; reinstall it"
