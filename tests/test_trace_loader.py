@@ -86,9 +86,12 @@ def test_broken_json_names_line_and_column(tmp_path: Path) -> None:
 
 def test_json_cut_short_says_truncated(tmp_path: Path) -> None:
     p = tmp_path / "cut.json"
-    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "na')
-    with pytest.raises(TraceLoadError, match="truncated"):
+    text = '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2},\n {"ph": "X", "na'
+    p.write_text(text)
+    with pytest.raises(TraceLoadError, match="truncated") as info:
         load_trace(p)
+    message = str(info.value)
+    assert f"truncated JSON: the data ends at byte {len(text)}, line 2," in message and str(p) in message
 
 
 def test_wrong_field_type_names_json_path(tmp_path: Path) -> None:

@@ -164,8 +164,20 @@ def _line_col(buf: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
+#: msgspec's whole message for input that ends inside the JSON (it gives no byte: the end of the data is the place)
+_CUT_SHORT = "Input data was truncated"
+
+
 def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
     text = str(exc)
+    if text == _CUT_SHORT:  # a profiler killed while writing, a copy still in progress: say so, and where it ends
+        line, _ = _line_col(buf, len(buf))
+        return TraceLoadError(
+            path,
+            f"truncated JSON: the data ends at byte {len(buf)}, line {line}, before the trace is complete "
+            "(was the file still being written?)",
+            offset=len(buf),
+        )
     # msgspec reports "... (byte N)" for syntax errors and "... - at `$.path`" for type errors
     marker = "(byte "
     if marker in text:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, escape, handle_errors
+from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, say, write_html
 from magpie_core.cli.plain import plain_stream, plain_table
@@ -100,14 +100,18 @@ def _print_devices(result: GapAnalysisResult) -> None:
 
 
 def print_summary(result: GapAnalysisResult, top_k: int) -> None:
-    """The top-k kernel table, a line per device, the warnings and where the files are (drawn without rich when
+    """The top-k kernel table (none when no trace could be read), a line per device, the errors (on stderr: a rank
+    that could not be read makes the exit code 1), the warnings and where the files are (drawn without rich when
     stdout is a pipe or a file and the names are plain: :mod:`magpie_core.cli.plain`, the same bytes)."""
-    rows = _kernel_rows(result, top_k, full_names=False)
-    if not plain_table(KERNEL_COLUMNS, rows, right=_RIGHT, title=_title(result, top_k)):
-        console.print(_kernel_table(result, top_k, rows))
+    if result.num_ranks:
+        rows = _kernel_rows(result, top_k, full_names=False)
+        if not plain_table(KERNEL_COLUMNS, rows, right=_RIGHT, title=_title(result, top_k)):
+            console.print(_kernel_table(result, top_k, rows))
     _print_devices(result)
-    for err in [*result.errors, *result.warnings]:
-        say(f"[yellow]warning:[/yellow] {escape(err)}", soft_wrap=True)
+    for err in result.errors:
+        err_console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
+    for warning in result.warnings:
+        say(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     say(f"wrote {result.csv_path} and {result.json_path}", markup=False)
 
 
