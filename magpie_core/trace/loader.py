@@ -33,6 +33,7 @@ __all__ = [
     "LoadedTrace",
     "TraceLoadError",
     "TraceObject",
+    "decode_error",
     "load_trace",
     "platform_from_header",
     "read_trace_bytes",
@@ -168,7 +169,9 @@ def _line_col(buf: bytes, offset: int) -> tuple[int, int]:
 _CUT_SHORT = "Input data was truncated"
 
 
-def _decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
+def decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
+    """The error for a failed msgspec decode of the whole trace ``buf`` read from ``path``: where the JSON is broken
+    (byte, line, column), where it ends when it was cut short, or why it is not a trace (a type error's JSON path)."""
     text = str(exc)
     if text == _CUT_SHORT:  # a profiler killed while writing, a copy still in progress: say so, and where it ends
         line, _ = _line_col(buf, len(buf))
@@ -239,13 +242,13 @@ def load_trace(path: Path | str) -> LoadedTrace:
         # a string or null where ``ts``/``dur`` belong: those events are counted and skipped, not fatal
         clean = sanitize_events_json(buf)
         if clean is None:
-            raise _decode_error(path, buf, exc) from None
+            raise decode_error(path, buf, exc) from None
         try:
             obj, events = _decode(clean, 0)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            raise _decode_error(path, buf, exc) from None
+            raise decode_error(path, buf, exc) from None
     except msgspec.DecodeError as exc:
-        raise _decode_error(path, buf, exc) from None
+        raise decode_error(path, buf, exc) from None
     except RecursionError:
         raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     dist = obj.distributedInfo if obj is not None else None

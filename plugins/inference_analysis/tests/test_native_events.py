@@ -388,3 +388,22 @@ def test_tokenizer_fast_paths_same_events(chunk: int, monkeypatch: pytest.Monkey
     for t in bad[:: max(1, len(bad) // 40)]:
         path.write_text('{"traceEvents": [\n' + ",\n".join([base, t, base]) + "\n]}")
         assert_same(path, monkeypatch, chunk=chunk)
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_broken_and_cut_short_json_say_where(on: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The trace library's messages (the same as `magpie gap`'s): broken JSON names byte, line and column; a file cut
+    short says where its data ends, not "not a trace"."""
+    text = json.dumps(
+        {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(50)]}
+    )
+    text = text.replace("}, {", "},\n{")
+    broken, cut = tmp_path / "broken.json", tmp_path / "cut.json"
+    at = text.index('"name": "k20"')
+    broken.write_text(text[:at] + "@" + text[at:])
+    cut.write_text(text[: len(text) // 2])
+    got = _load(broken, monkeypatch, on, 1 << 20, 1, {"native": 0, "msgspec": 0})
+    assert isinstance(got, str) and f"broken JSON at byte {at}, line 21, column " in got and str(broken) in got
+    got = _load(cut, monkeypatch, on, 1 << 20, 1, {"native": 0, "msgspec": 0})
+    line = text[: len(text) // 2].count("\n") + 1
+    assert isinstance(got, str) and f"truncated JSON: the data ends at byte {len(text) // 2}, line {line}," in got

@@ -28,11 +28,10 @@ from msgspec import Struct, field
 
 from magpie_core.trace.columns import RUNTIME_CATS
 from magpie_core.trace.kept_reader import ARG_INT, ARG_RAW, ARG_STR, KeptPiece, kept_reader
-from magpie_core.trace.loader import TraceLoadError, read_trace_bytes
+from magpie_core.trace.loader import TraceLoadError, decode_error, read_trace_bytes
 from magpie_core.trace.validity import (
     NOT_A_TRACE_NESTED,
     SkipCounts,
-    not_a_trace,
     reasons,
     sanitize_events_json,
     valid_durations,
@@ -416,13 +415,16 @@ def _load_whole(path: Path) -> Trace:
     try:
         try:
             events, props, rocm = _decode_whole(buf)
-        except msgspec.ValidationError:  # a string or null where ts/dur belong: counted and skipped
+        except msgspec.ValidationError as exc:  # a string or null where ts/dur belong: counted and skipped
             clean = sanitize_events_json(buf)
             if clean is None:
-                raise
-            events, props, rocm = _decode_whole(clean)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise TraceLoadError(path, not_a_trace(str(exc))) from None
+                raise decode_error(path, buf, exc) from None
+            try:
+                events, props, rocm = _decode_whole(clean)
+            except (msgspec.DecodeError, msgspec.ValidationError):  # the first error is the one about the file
+                raise decode_error(path, buf, exc) from None
+    except msgspec.DecodeError as exc:
+        raise decode_error(path, buf, exc) from None
     except RecursionError:
         raise TraceLoadError(path, NOT_A_TRACE_NESTED) from None
     keep = _Keep()
