@@ -162,3 +162,13 @@ def test_batch_demangling_through_a_cxxfilt_tool_or_the_library(tmp_path: Path) 
     fake.chmod(0o755)
     assert demangle_names(names, tools=("no-such-filt", fake)) == {n: f"<{n}>" for n in names}
     assert demangle_names([], tools=(fake,)) == {}
+
+
+def test_invalid_utf8_names_its_byte(tmp_path: Path) -> None:
+    """msgspec says only "Invalid UTF-8 encoded string": the message adds where the first bad byte is."""
+    p = tmp_path / "bad_utf8.json"
+    head = b'{"traceEvents": [\n{"ph": "X", "name": "k'
+    p.write_bytes(head + b'\xff", "ts": 1, "dur": 2}]}')
+    with pytest.raises(TraceLoadError) as info:
+        load_trace(p)
+    assert f"broken JSON at byte {len(head)}, line 2, column " in str(info.value)

@@ -183,6 +183,11 @@ def decode_error(path: Path, buf: bytes, exc: Exception) -> TraceLoadError:
         )
     # msgspec reports "... (byte N)" for syntax errors and "... - at `$.path`" for type errors
     marker = "(byte "
+    if text.startswith("Invalid UTF-8") and marker not in text:  # msgspec gives no position: find the first bad byte
+        try:
+            bytes(buf).decode("utf-8")
+        except UnicodeDecodeError as bad:
+            text = f"{text} (byte {bad.start})"
     if marker in text:
         try:
             offset = int(text.rsplit(marker, 1)[1].split(")", 1)[0])
