@@ -21,20 +21,15 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _module(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
-trace_gap = _module("trace_gap")
-trace_shapes = _module("trace_shapes")
+# the shapes and their builder; trace_shapes loads trace_gap (baseline, measure) and keeps it as an attribute
+_spec = importlib.util.spec_from_file_location("trace_shapes", ROOT / "benchmarks" / "trace_shapes.py")
+trace_shapes = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(trace_shapes)  # type: ignore[union-attr]
+trace_gap = trace_shapes.trace_gap
 
 #: one process: the steps after the interpreter started, each timed in it (seconds, as JSON)
 STEPS = r"""
