@@ -15,11 +15,11 @@ def __getattr__(name: str) -> Any:
     """``__version__``, read from the installed metadata when first asked for (not by every command at import)."""
     if name != "__version__":
         raise AttributeError(f"module 'magpie_core' has no attribute {name!r}")
-    from magpie_core.distributions import version
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
         value = version("magpie-core")
-    except ImportError:  # importlib.metadata's PackageNotFoundError: a source tree that is not installed
+    except PackageNotFoundError:  # a source tree that is not installed
         value = "0.0.0+unknown"
     globals()["__version__"] = value
     return value

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import os
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import CodeType, FunctionType, MethodType, ModuleType, TracebackType
+from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
 import pluggy
 
-from magpie_core import distributions, hookspecs
+from magpie_core import hookspecs
 from magpie_core.interfaces import component_names
 
 ENTRY_POINT_GROUP = "magpie"
@@ -123,34 +124,12 @@ def _core_version() -> str:
     return __version__
 
 
-#: what pluggy can take as a hook implementation (``pluggy._manager._static_hook_attr``)
-_HOOKABLE = (FunctionType, MethodType, staticmethod, classmethod)
-#: the attribute ``@hookimpl`` sets on a function
-_MARKER = f"{hookspecs.PROJECT}_impl"
-
-
-class _Pluggy(pluggy.PluginManager):
-    """pluggy's manager, skipping a plugin module's names that hold no function before pluggy's own inspection
-    (``inspect.getattr_static`` of each of ~700 names over the entry modules: ~4 ms of every ``magpie`` command)."""
-
-    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
-        # a module's attribute is its __dict__ entry (what getattr_static finds), read without running anything
-        if isinstance(plugin, ModuleType) and not name.startswith("__"):
-            value = plugin.__dict__.get(name)
-            if not isinstance(value, _HOOKABLE):
-                return None
-            if isinstance(value, FunctionType) and not hasattr(value, _MARKER):  # pluggy reads the same attribute
-                return None
-        return super().parse_hookimpl_opts(plugin, name)
-
-
 class PluginManager:
     """Loads plugins, calls hooks through pluggy, and holds every registered component by kind and name.
 
-    ``entry_points``: the entry points to load (default: every one of the ``magpie`` group, found by
-    :mod:`magpie_core.distributions`;
-    ``[]`` for none). ``plugins``: extra ``(name, module_or_object)`` pairs registered in-process,
-    as a test or an embedding application would. ``defaults``: load :data:`DEFAULT_PLUGINS`.
+    ``entry_points``: the entry points to load (default: every one of the ``magpie`` group, as
+    ``importlib.metadata`` finds them; ``[]`` for none). ``plugins``: extra ``(name, module_or_object)`` pairs
+    registered in-process, as a test or an embedding application would. ``defaults``: load :data:`DEFAULT_PLUGINS`.
     ``lazy``: call a kind's registration hook when that kind is first looked up (:meth:`components`,
     :meth:`get`, :meth:`owner`; :attr:`plugins` collects every kind), not all of them at once: a command
     then imports only the plugin modules that register what it uses (``magpie gap`` reads kernel-name
@@ -166,14 +145,14 @@ class PluginManager:
         defaults: bool = True,
         lazy: bool = False,
     ) -> None:
-        self.pm = _Pluggy(hookspecs.PROJECT)
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self._plugins: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, Registered]] = {kind: {} for kind in KIND_HOOKS}
         self._collected: set[str] = set()  # kinds whose registration hooks were called
         if defaults:
             self._load_defaults()
-        found = entry_points if entry_points is not None else distributions.entry_points(ENTRY_POINT_GROUP)
+        found = entry_points if entry_points is not None else importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
         self._load_entry_points(list(found))
         for name, plugin in plugins:
             self._register(plugin, PluginInfo(name, getattr(plugin, "__name__", name), "", ""))

@@ -284,25 +284,3 @@ def test_the_process_wide_manager_imports_no_unused_plugin_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
-
-def test_hook_lookup_shortcut_finds_what_pluggy_finds() -> None:
-    """magpie's pluggy manager skips module names that hold no marked function before pluggy inspects them: every
-    installed plugin module still gets exactly the hook implementations pluggy's own lookup gives it."""
-    import importlib
-
-    import pluggy
-
-    from magpie_core import hookspecs
-    from magpie_core.distributions import entry_points
-    from magpie_core.plugins import DEFAULT_PLUGINS, _Pluggy
-
-    modules = [ep.load() for ep in entry_points("magpie")] + [importlib.import_module(m) for m in DEFAULT_PLUGINS]
-    assert len(modules) >= 20
-    for module in modules:
-        ours, theirs = _Pluggy(hookspecs.PROJECT), pluggy.PluginManager(hookspecs.PROJECT)
-        for pm in (ours, theirs):
-            pm.add_hookspecs(hookspecs)
-            pm.register(module)
-        found = [sorted(c.name for c in pm.get_hookcallers(module) or []) for pm in (ours, theirs)]
-        assert found[0] == found[1], module.__name__

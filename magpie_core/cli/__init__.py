@@ -24,10 +24,8 @@ _WITHOUT_PLUGIN_COMMANDS = frozenset({"analyze", "benchmark", "compare", "gpu-in
 
 def run(argv: list[str] | None = None) -> None:
     from magpie_core.cli.argv import expand_multi_value_options
-    from magpie_core.cli.blas import one_blas_thread
     from magpie_core.cli.commands import add_plugin_commands, command_word, missing_plugin_message
 
-    one_blas_thread()
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         word = command_word(args)

@@ -15,8 +15,6 @@ from typing import Any
 
 import typer
 
-from magpie_core.cli.plain import plain_line, plain_table
-
 FORMATS = ("table", "csv", "json")
 
 
@@ -63,24 +61,19 @@ def print_rows(
             )
         )
         return
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
-    if plain_table(columns, cells, right=[False] * len(columns), title=title):
-        return
-    from rich.table import Table  # here: CSV and JSON output, and plain tables to a pipe, never load rich
+    from rich.table import Table
 
     table = Table(*columns, title=title)
-    for row in cells:
-        table.add_row(*row)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
     console.print(table)
 
 
 def say(text: str, *, markup: bool = True, soft_wrap: bool = False) -> None:
-    """``console.print(text, markup=markup, soft_wrap=soft_wrap)``: the same bytes, written without rich when
-    stdout is not a terminal and the text is plain (:mod:`magpie_core.cli.plain`)."""
-    if not plain_line(text, markup=markup):
-        from magpie_core.cli.app import console
+    """``console.print(text, markup=markup, soft_wrap=soft_wrap)`` on stdout."""
+    from magpie_core.cli.app import console
 
-        console.print(text, markup=markup, soft_wrap=soft_wrap)
+    console.print(text, markup=markup, soft_wrap=soft_wrap)
 
 
 def write_html(kind: str, report: Any, workspace: str | Path | None, *, skip: bool, quiet: bool = False) -> Path | None:

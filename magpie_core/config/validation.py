@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 
 from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
 from magpie_core.config.errors import ConfigError, ConfigErrors, Loc
-from magpie_core.distributions import settle_pydantic_plugins
 
 __all__ = ["model_keys", "validate"]
 
@@ -105,7 +104,6 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
     """Validate ``data`` against ``model``; errors carry file, line and key path."""
     from_file = lines is not None
     lines = lines or {}
-    settle_pydantic_plugins()
     try:
         validated = model.model_validate(data)
     except ValidationError as exc:

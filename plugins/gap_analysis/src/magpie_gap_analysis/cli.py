@@ -16,7 +16,6 @@ import typer
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
 from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, say, write_html
-from magpie_core.cli.plain import plain_stream, plain_table
 from magpie_core.workspace import run_folder
 
 if TYPE_CHECKING:
@@ -34,7 +33,7 @@ def _fmt(x: float) -> str:
 
 def _short(name: str, width: int = 72) -> str:
     """Shortened for a terminal; whole when the output goes to a pipe or a file."""
-    if len(name) <= width or plain_stream() is not None or not console.is_terminal:
+    if len(name) <= width or not console.is_terminal:
         return name
     return name[: width - 1] + "…"
 
@@ -101,12 +100,10 @@ def _print_devices(result: GapAnalysisResult) -> None:
 
 def print_summary(result: GapAnalysisResult, top_k: int) -> None:
     """The top-k kernel table (none when no trace could be read), a line per device, the errors (on stderr: a rank
-    that could not be read makes the exit code 1), the warnings and where the files are (drawn without rich when
-    stdout is a pipe or a file and the names are plain: :mod:`magpie_core.cli.plain`, the same bytes)."""
+    that could not be read makes the exit code 1), the warnings and where the files are (to a pipe or a file:
+    every column and full names)."""
     if result.num_ranks:
-        rows = _kernel_rows(result, top_k, full_names=False)
-        if not plain_table(KERNEL_COLUMNS, rows, right=_RIGHT, title=_title(result, top_k)):
-            console.print(_kernel_table(result, top_k, rows))
+        console.print(_kernel_table(result, top_k, _kernel_rows(result, top_k, full_names=False)))
     _print_devices(result)
     for err in result.errors:
         err_console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
