@@ -11,17 +11,34 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from magpie_core import __version__
 
-# the base model and the parsers' result live apart so that `magpie gap` builds only them; importable from here
-from magpie_core.report_base import Model as Model
-from magpie_core.report_base import ParsedKernelName as ParsedKernelName
-from magpie_core.report_base import empty_dict as empty_dict
-from magpie_core.report_base import empty_list as empty_list
-
 SCHEMA_VERSION = "1.0"
+
+
+class Model(BaseModel):
+    """Base for report models: tolerant of extra keys so newer reports still load."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+
+
+class ParsedKernelName(Model):
+    """What a kernel-name parser says about one kernel name."""
+
+    name: str
+    family: str  # which parser family: cublas, ck_tile, inductor, ...
+    kind: str | None = None  # how it was built: triton_jit, inductor, aten_native, tensile_gemm, hip_cpp, ...
+    category: str = (
+        "other"  # gemm, attention, norm, elementwise, reduce, copy/memset, moe, communication, sampling, other
+    )
+    function: str | None = None
+    dtype: str | None = None
+    tile: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    confidence: float = 1.0
+    parser: str | None = None
 
 
 class ToolInfo(Model):
@@ -61,9 +78,9 @@ class CompileResult(Model):
     status: StageStatus
     command: list[str] | None = None
     log: str = ""
-    artifacts: list[str] = Field(default_factory=empty_list)
+    artifacts: list[str] = Field(default_factory=list)
     duration_s: float | None = None
-    resources: dict[str, Any] = Field(default_factory=empty_dict)  # registers, smem, spills...
+    resources: dict[str, Any] = Field(default_factory=dict)  # registers, smem, spills...
     message: str | None = None
 
 
@@ -72,7 +89,7 @@ class CorrectnessResult(Model):
     method: str | None = None  # "testcase_command" | "harness" | "baseline"
     trials: int = 0
     message: str | None = None
-    details: list[dict[str, Any]] = Field(default_factory=empty_list)
+    details: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class TimingStats(Model):
@@ -108,10 +125,10 @@ class KernelCounters(Model):
     dram_write_bytes: float | None = None
     flops: float | None = None
     arithmetic_intensity: float | None = None
-    pct_of_peak: dict[str, float] = Field(default_factory=empty_dict)
+    pct_of_peak: dict[str, float] = Field(default_factory=dict)
     achieved_occupancy_pct: float | None = None
     source: str | None = None  # which profiler produced the row
-    raw: dict[str, Any] = Field(default_factory=empty_dict)
+    raw: dict[str, Any] = Field(default_factory=dict)
 
 
 class PerformanceResult(Model):
@@ -119,9 +136,9 @@ class PerformanceResult(Model):
     timer: str | None = None
     timing: TimingStats | None = None
     samples_us: list[float] | None = None
-    counters: list[KernelCounters] = Field(default_factory=empty_list)
+    counters: list[KernelCounters] = Field(default_factory=list)
     message: str | None = None
-    notes: list[str] = Field(default_factory=empty_list)
+    notes: list[str] = Field(default_factory=list)
     timing_meaningful: bool = True  # False e.g. under an interpreter: reported, never ranked
     batch_size: int | None = None  # launches between two timestamps
     #: compare: this kernel's median in each interleaved block (paired with the baseline's, block by block)
@@ -135,17 +152,17 @@ class EvaluationTask(Model):
     kernel_type: str
     config_dir: str
     workspace: str
-    build_artifacts: list[str] = Field(default_factory=empty_list)
+    build_artifacts: list[str] = Field(default_factory=list)
     baseline_outputs: str | None = None  # file with the baseline's outputs (compare without reference)
     save_outputs: str | None = None  # where to write this kernel's outputs
     seed: int = 0
-    settings: dict[str, Any] = Field(default_factory=empty_dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvaluationOutcome(Model):
     correctness: CorrectnessResult
     performance: PerformanceResult
-    environment: dict[str, Any] = Field(default_factory=empty_dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
 
 
 class Report(Model):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from magpie_core.report_base import Model, empty_dict, empty_list
+from magpie_core.reports import Model
 
 __all__ = ["DeviceSummary", "GapAnalysisResult", "GapInfo", "RankSummary", "TopKernel"]
 
@@ -70,9 +70,9 @@ class DeviceSummary(Model):
     median_launch_call_us: float | None
     median_kernel_us: float | None
     kernels_shorter_than_launch_pct: float | None
-    largest_gaps: list[GapInfo] = Field(default_factory=empty_list)
+    largest_gaps: list[GapInfo] = Field(default_factory=list)
     #: busy share per time bin (``start_us``, ``bin_us``, ``busy_pct``), for the report's timeline
-    timeline: dict[str, Any] = Field(default_factory=empty_dict)
+    timeline: dict[str, Any] = Field(default_factory=dict)
 
 
 class RankSummary(Model):
@@ -91,10 +91,10 @@ class RankSummary(Model):
     window_us: tuple[float, float] = (0.0, 0.0)
     window_note: str | None = None
     num_kernels: int = 0
-    devices: list[DeviceSummary] = Field(default_factory=empty_list)
+    devices: list[DeviceSummary] = Field(default_factory=list)
     csv_path: str | None = None
     #: complete events skipped for a missing, mistyped, negative or absurd ts/dur, in words
-    skipped_events: list[str] = Field(default_factory=empty_list)
+    skipped_events: list[str] = Field(default_factory=list)
 
 
 class GapAnalysisResult(Model):
@@ -103,16 +103,16 @@ class GapAnalysisResult(Model):
     config: dict[str, Any]
     total_duration_us: float = 0.0
     num_ranks: int = 0
-    top_kernels: list[TopKernel] = Field(default_factory=empty_list)
-    clamped_trace_paths: list[str] = Field(default_factory=empty_list)
-    errors: list[str] = Field(default_factory=empty_list)
+    top_kernels: list[TopKernel] = Field(default_factory=list)
+    clamped_trace_paths: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
     #: what the figures leave out and why ("rank 0 (t.json): 1,204 kernel events without a numeric `dur` skipped")
-    warnings: list[str] = Field(default_factory=empty_list)
+    warnings: list[str] = Field(default_factory=list)
     csv_path: str | None = None
     output_dir: str | None = None
     # magpie's own
     trace_path: str = ""
-    ranks: list[RankSummary] = Field(default_factory=empty_list)
+    ranks: list[RankSummary] = Field(default_factory=list)
     num_kernel_names: int = 0
     gpu_busy_us: float = 0.0
     gpu_idle_us: float = 0.0
@@ -122,6 +122,6 @@ class GapAnalysisResult(Model):
     full_csv_path: str | None = None
     gaps_csv_path: str | None = None
     json_path: str | None = None
-    source_repos: list[dict[str, Any]] = Field(default_factory=empty_list)
+    source_repos: list[dict[str, Any]] = Field(default_factory=list)
     elapsed_s: float = 0.0
     workers: int = 1

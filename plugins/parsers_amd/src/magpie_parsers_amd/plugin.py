@@ -13,11 +13,11 @@ from magpie_core.trace.demangle import demangle, is_mangled, leading_names
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
 
 def _result(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
     return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
 

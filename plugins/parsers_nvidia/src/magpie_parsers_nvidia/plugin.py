@@ -11,7 +11,7 @@ from magpie_core.interfaces import KernelNameParser
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
 _TILE3 = re.compile(r"(\d+x\d+x\d+)")
 _XMMA = re.compile(r"^(sm\d+)_xmma_(\w+?)_((?:[a-z]+\d+)+)_((?:[a-z]+\d+)+)_")
@@ -20,7 +20,7 @@ _NCCL = re.compile(r"^nccl(?:Dev)?Kernel_(\w+)")
 
 
 def _result(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
     return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
 

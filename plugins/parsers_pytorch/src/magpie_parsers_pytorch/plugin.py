@@ -11,7 +11,7 @@ from magpie_core.interfaces import KernelNameParser
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
 _INDUCTOR = re.compile(r"^triton_(poi|red|per|tem|for|mm|bmm|sort|scan|cat|split)_(fused_)?(\w*?)(?:_(\d+))?$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -73,7 +73,7 @@ _ATEN_GENERIC = {
 
 
 def _result(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
     return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
 

@@ -11,7 +11,7 @@ from magpie_core.trace.demangle import demangle, is_mangled, leading_names
 from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
 #: vLLM kernels whose outer name has no vllm:: namespace (ROCm custom paged attention, skinny GEMMs are AMD's)
 VLLM_BARE = {
@@ -72,7 +72,7 @@ def _text(name: str) -> tuple[str, float]:
 
 
 def _make(name: str, family: str, kind: str, category: str, **kw: Any) -> ParsedKernelName:
-    from magpie_core.report_base import ParsedKernelName
+    from magpie_core.reports import ParsedKernelName
 
     return ParsedKernelName(name=name, family=family, kind=kind, category=category, **kw)
 
