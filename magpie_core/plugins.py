@@ -107,7 +107,8 @@ class Registered:
     distribution: str
 
 
-def _allowed_names() -> set[str] | None:
+def allowed_names() -> set[str] | None:
+    """The plugin and distribution names ``MAGPIE_PLUGINS`` allows (None: not set, everything loads)."""
     raw = os.environ.get("MAGPIE_PLUGINS")
     if raw is None:
         return None
@@ -167,14 +168,18 @@ class PluginManager:
             self._ensure(kind)
         return self._plugins
 
-    def loaded_of(self, distribution: str) -> list[str]:
-        """The names of the loaded plugins of ``distribution`` (collects no component, unlike :attr:`plugins`)."""
-        return [i.name for i in self._plugins.values() if i.distribution == distribution and i.status == "loaded"]
+    def of_distribution(self, distribution: str) -> list[PluginInfo]:
+        """The plugins of ``distribution``, whatever became of them (collects no component, unlike :attr:`plugins`)."""
+        return [i for i in self._plugins.values() if i.distribution == distribution]
+
+    def loaded_plugins(self) -> dict[str, PluginInfo]:
+        """The plugins that loaded, by name (collects no component, unlike :attr:`plugins`)."""
+        return {name: i for name, i in self._plugins.items() if i.status == "loaded"}
 
     # -- discovery -----------------------------------------------------------
 
     def _load_defaults(self) -> None:
-        allowed = _allowed_names()
+        allowed = allowed_names()
         for module_name in DEFAULT_PLUGINS:
             info = PluginInfo(module_name.rsplit(".", 1)[-1], module_name, "magpie-core", _core_version())
             if allowed is not None and not {info.name, info.distribution} & allowed:
@@ -185,7 +190,7 @@ class PluginManager:
             self._register(importlib.import_module(module_name), info)
 
     def _load_entry_points(self, entry_points: list[Any]) -> None:
-        allowed = _allowed_names()
+        allowed = allowed_names()
         for ep in sorted(entry_points, key=lambda e: e.name):
             dist = ep.dist.name if ep.dist else "unknown"
             info = PluginInfo(ep.name, ep.value, dist, ep.dist.version if ep.dist else "")

@@ -4,7 +4,8 @@ Timings belong in ``benchmarks/cli_startup.py``; these tests assert the structur
 which holds on a busy machine too: ``magpie gap`` and ``magpie inference`` import the trace library, their
 own plugin and its report writer (``--help`` not even numpy), and none of the other commands' modules (the
 serving stack with httpx, the benchmark and kernel config models, YAML, the other plugins' command modules);
-a run that prints JSON never imports rich. Each case runs the real CLI (:func:`magpie_core.cli.run`) in a
+a run that prints JSON never imports rich. Plugin commands load through the ``magpie.commands`` entry points
+(:mod:`magpie_core.cli.commands`), as a third party's would. Each case runs the real CLI (:func:`magpie_core.cli.run`) in a
 fresh interpreter, with every installed plugin discovered through its entry point as for a user.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from magpie_core.cli.commands import FIRST_PARTY_COMMANDS
+from magpie_core.cli.commands import declared_commands
 from magpie_core.cli.lazy import CORE_COMMANDS
 
 TRACE = Path(__file__).parent / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
@@ -89,32 +90,6 @@ def test_trace_command_help_imports_only_its_own_plugin(tmp_path: Path, command:
     assert own in modules
     other = {"gap": "magpie_inference_analysis.cli", "inference": "magpie_gap_analysis.cli"}[command]
     assert _present(modules, (*NOT_FOR_TRACES, other, "numpy")) == []  # help reads no trace
-
-
-def test_gap_table_run_to_a_pipe_imports_no_rich(tmp_path: Path) -> None:
-    """The table, the device lines and the paths printed to a pipe are drawn without rich (same bytes:
-    tests/test_cli_plain.py); report.html is written too."""
-    # os.environ as the test sees it: the process environment under pytest can hold a COLUMNS that os.environ
-    # does not show (COLUMNS set: rich draws, as it would for a user who exported it)
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
-    code, modules = _imported(tmp_path, "-w", "1", "gap", str(TRACE), "-o", str(tmp_path), env=env)
-    assert code == 0
-    assert "magpie_report.render" in modules  # the page was written
-    assert _present(modules, (*NOT_FOR_TRACES, "rich", "cxxfilt", "magpie_inference_analysis.cli")) == []
-    assert list(tmp_path.glob("gap_*/report.html"))
-
-
-def test_plugin_discovery_reads_metadata_files_itself() -> None:
-    """Plugin discovery and ``__version__`` read the metadata files themselves (magpie_core.distributions):
-    ``importlib.metadata`` (with ``email`` and ``zipfile``) is not imported for them (typer's option parsing may
-    still import it, through pydantic's plugin loader)."""
-    probe = (
-        "import sys; from magpie_core import __version__; from magpie_core.plugins import get_plugin_manager; "
-        "assert get_plugin_manager().loaded_of('magpie-gap-analysis'); "
-        "print(sorted({'importlib.metadata', 'email', 'zipfile'} & set(sys.modules)))"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.strip() == "[]"
 
 
 def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
@@ -188,66 +163,12 @@ def test_root_help_lists_every_command(run_magpie) -> None:
     result = run_magpie(["--help"], env={"COLUMNS": "200"})
     assert result.returncode == 0
     listed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2}
-    assert set(CORE_COMMANDS) | set(FIRST_PARTY_COMMANDS) <= listed
+    declared = {c.name for c in declared_commands()}
+    assert {"gap", "inference", "mcp", "loop", "report", "targeted-trace"} <= declared
+    assert set(CORE_COMMANDS) | declared <= listed
 
 
 def test_unknown_command_still_gets_a_suggestion_from_lazy_commands(run_magpie) -> None:
     result = run_magpie(["anlyze"])
     assert result.returncode == 2
     assert "Did you mean 'analyze'?" in result.stderr
-
-
-def test_models_a_gap_run_builds_have_no_builtin_default_factories() -> None:
-    """pydantic reads the signature of each default factory when it builds a model, and a builtin's (``list``,
-    ``dict``) it parses from text with tokenize (~2 ms of a gap run): the models ``magpie gap`` builds use Python
-    functions (:func:`magpie_core.report_base.empty_list`); the gap run's report models live in
-    :mod:`magpie_core.report_base`, not among the other report models."""
-    import inspect
-
-    from magpie_gap_analysis import models
-
-    from magpie_core import report_base
-    from magpie_core.config.gap import GapAnalysisConfig
-
-    built = [GapAnalysisConfig, report_base.ParsedKernelName]
-    built += [m for m in vars(models).values() if inspect.isclass(m) and issubclass(m, report_base.Model)]
-    assert len(built) >= 7
-    for model in built:
-        for name, field in model.model_fields.items():
-            factory = field.default_factory
-            assert factory is None or inspect.isfunction(factory), f"{model.__name__}.{name}: {factory!r}"
-    assert models.Model is report_base.Model
-
-
-def _parsed_names_trace(path: Path) -> Path:
-    """A small trace whose kernel names every installed parser set recognises (no ``unknown`` result)."""
-    names = [
-        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel",
-        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
-    ]
-    events = [
-        {
-            "ph": "X",
-            "cat": "kernel",
-            "name": names[i % 2],
-            "pid": 0,
-            "tid": 7,
-            "ts": 1000.0 + 30 * i,
-            "dur": 20.0,
-            "args": {"device": 0, "stream": 7},
-        }
-        for i in range(8)
-    ]
-    path.write_text(json.dumps({"traceEvents": events}))
-    return path
-
-
-def test_gap_run_builds_only_the_models_it_needs(tmp_path: Path) -> None:
-    """A gap run validates its flags without the config-file helpers (the compat-key warner) and builds only its own
-    report models and the parsers' (:mod:`magpie_core.report_base`), not the other report models."""
-    trace = _parsed_names_trace(tmp_path / "t.json")
-    code, modules = _imported(tmp_path, "-w", "1", "gap", str(trace), "-o", str(tmp_path), "--json")
-    assert code == 0
-    assert "magpie_core.report_base" in modules and "magpie_gap_analysis.models" in modules
-    assert _present(modules, ("magpie_core.reports", "magpie_core.compat")) == []

@@ -232,7 +232,31 @@ def test_third_party_command_and_analyzer_have_the_builtins_powers(run_magpie, t
 def test_first_party_command_of_a_plugin_that_is_not_loaded(run_magpie, third_party_site):
     result = run_magpie(["-v", "gap", "x.json"], env={"PYTHONPATH": str(third_party_site), "MAGPIE_PLUGINS": "example"})
     assert result.returncode == 2
-    assert "'magpie gap' comes from the plugin distribution magpie-gap-analysis" in result.stderr
+    assert "'magpie gap' comes from the plugin distribution magpie-gap-analysis, which is not loaded" in result.stderr
+
+
+def test_a_plugin_without_declared_commands_adds_them_through_the_hook(monkeypatch):
+    """A plugin whose distribution declares no ``magpie.commands`` entry point still adds commands with
+    ``magpie_register_commands`` (called before the command runs); a taken name is skipped with a warning."""
+    import typer
+
+    from magpie_core.cli.commands import add_plugin_commands
+
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    module = types.ModuleType("magpie_hook_commands")
+
+    @hookimpl
+    def magpie_register_commands(cli):
+        cli.command("hook-only")(lambda: None)
+        cli.command("analyze")(lambda: None)
+
+    module.magpie_register_commands = magpie_register_commands
+    manager = PluginManager(entry_points=[], plugins=[("hooked", module)], defaults=False, lazy=True)
+    cli = typer.Typer()
+    with pytest.warns(PluginWarning, match="'analyze'.*already taken"):
+        added = add_plugin_commands(cli, manager, word="hook-only")
+    assert "hook-only" in added and "analyze" not in added
+    assert [c.name for c in cli.registered_commands] == ["hook-only"]
 
 
 def test_a_lazy_manager_calls_a_kinds_registration_hooks_on_first_use(monkeypatch):
