@@ -6,7 +6,8 @@ own plugin and its report writer (``--help`` not even numpy), and none of the ot
 serving stack with httpx, the benchmark and kernel config models, YAML, the other plugins' command modules);
 a run that prints JSON never imports rich. Plugin commands load through the ``magpie.commands`` entry points
 (:mod:`magpie_core.cli.commands`), as a third party's would. Each case runs the real CLI
-(:func:`magpie_core.cli.run`) in a fresh interpreter, with every installed plugin discovered through its entry point as for a user.
+(:func:`magpie_core.cli.run`) in a fresh interpreter, with every installed plugin discovered through its entry
+point as for a user.
 """
 
 from __future__ import annotations
