@@ -1,9 +1,7 @@
-"""Command-line options of the ``gap_analysis:`` benchmark block.
+"""TRANSITION COPY, to delete: the gap plugin owns these options (:mod:`magpie_gap_analysis.options`).
 
-The block (:class:`~magpie_core.config.benchmark.GapAnalysisConfig`) is core config (AMD Magpie's
-``benchmark: gap_analysis:``); ``magpie benchmark --trace-dir`` takes these options, and so does the
-``magpie gap`` command of the ``magpie-gap-analysis`` plugin, which runs the analysis. Importing this module
-registers no command.
+Only :mod:`magpie_core.cli.benchmark` (``benchmark --trace-dir``) still imports this module, until the benchmark
+stack leaves the core; nothing else may (tests/test_architecture.py).
 """
 
 from __future__ import annotations

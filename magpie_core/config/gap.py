@@ -1,7 +1,9 @@
-"""The ``gap_analysis:`` block of a benchmark file (AMD Magpie's ``benchmark: gap_analysis:``).
+"""TRANSITION COPY, to delete: the gap plugin owns these settings (:mod:`magpie_gap_analysis.config`, registered
+as the ``gap_analysis`` config block of benchmark files).
 
-Apart from :mod:`magpie_core.config.benchmark` (which re-exports it) so that ``magpie gap``, which validates
-only this block from its flags, does not build every benchmark model at start-up.
+Only :mod:`magpie_core.config.benchmark` (its ``gap_analysis`` field) still imports this module, until the
+benchmark stack leaves the core and reads the plugin's block (``config.plugin_block("gap_analysis")``); nothing
+else may (tests/test_architecture.py).
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from magpie_gap_analysis.cli import run_gap_analysis
+from magpie_gap_analysis.config import GapAnalysisConfig
 from magpie_gap_analysis.output import AMD_COLUMNS
 from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.config.benchmark import GapAnalysisConfig
 from tests.conftest import DATA
 
 TRACES = DATA / "traces"

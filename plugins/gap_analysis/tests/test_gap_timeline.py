@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 from magpie_gap_analysis.analysis import busy_timeline
+from magpie_gap_analysis.config import GapAnalysisConfig
 from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.config.benchmark import GapAnalysisConfig
 from tests.conftest import DATA
 
 

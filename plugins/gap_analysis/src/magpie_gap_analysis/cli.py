@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
-from magpie_core.cli.gap_options import GapFlags, gap_config_from_flags
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, say, write_html
 from magpie_core.workspace import run_folder
+from magpie_gap_analysis.options import GapFlags, gap_config_from_flags
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_gap_analysis.config import GapAnalysisConfig
     from magpie_gap_analysis.models import GapAnalysisResult
 
 __all__ = ["gap_command", "print_summary", "register", "run_gap_analysis"]

@@ -1,4 +1,5 @@
-"""Entry point: registers the ``gap`` trace analyzer and the ``magpie gap`` command.
+"""Entry point: registers the ``gap`` trace analyzer, the ``magpie gap`` command and the ``gap_analysis`` block of
+benchmark files.
 
 Imports stay inside the hooks: this module is loaded by every ``magpie`` command.
 """
@@ -26,6 +27,21 @@ def magpie_register_commands(cli: typer.Typer) -> None:
     from magpie_gap_analysis.cli import register
 
     register(cli)
+
+
+@hookimpl
+def magpie_register_config_blocks(register: Callable[[Any], None]) -> None:
+    from magpie_core.interfaces import ConfigBlock
+    from magpie_gap_analysis.config import GapAnalysisConfig
+
+    register(
+        ConfigBlock(
+            "gap_analysis",
+            GapAnalysisConfig,
+            scopes=("benchmark",),
+            description="gap analysis of the run's traces: window, categories, top-k, kernel sources",
+        )
+    )
 
 
 @hookimpl

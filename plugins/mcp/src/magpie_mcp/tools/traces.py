@@ -138,9 +138,9 @@ async def gap_analysis(
     Returns the top_k kernels and headline numbers; the full tables are resources (`files`)."""
     if (trace_path is None) == (trace_dir is None):
         raise ToolFailure("give trace_path (or AMD Magpie's trace_dir), one of them")
-    from magpie_core.config.benchmark import GapAnalysisConfig
-
     component("trace_analyzer", *GAP_ANALYZER, "gap analysis")
+    # the gap plugin's settings model, through the registry (its ``gap_analysis`` config block)
+    settings = component("config_block", "benchmark.gap_analysis", GAP_ANALYZER[1], "gap analysis").model
     trace = tool.check_path(trace_path or trace_dir, "trace_path")  # type: ignore[arg-type]
     if not trace.exists():
         raise ToolFailure(f"trace path not found: {trace}")
@@ -158,7 +158,7 @@ async def gap_analysis(
         data["ignore_categories"] = ignore_categories
     if kernel_source_repos is not None:
         data["kernel_source_repos"] = [str(tool.check_path(r, "kernel source repo")) for r in kernel_source_repos]
-    options = validate(GapAnalysisConfig, data, "tool input").model_dump(mode="json")
+    options = validate(settings, data, "tool input").model_dump(mode="json")
     # never the analyzer's default (next to the trace's folder, which may be outside every root)
     out = tool.out_dir(output_dir) if output_dir else tool.out_dir(None) / fresh_name("gap_analysis")
     args = {"trace_path": str(trace), "options": options, "output_dir": str(out)}
