@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 
-from .conftest import DATA
+from tests.conftest import DATA
 
 FAKE_NCU = f"""#!{sys.executable}
 import subprocess, sys

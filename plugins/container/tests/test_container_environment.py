@@ -15,9 +15,9 @@ from pathlib import Path
 
 from magpie_env_container.plugin import ContainerEnvironment
 
-from .conftest import DATA
+from tests.conftest import DATA, ROOT
 
-FAKE_DOCKER = Path(__file__).parent / "helpers" / "fake_docker.py"
+FAKE_DOCKER = ROOT / "tests" / "helpers" / "fake_docker.py"
 
 
 class Item:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from magpie_kernels_pytorch.native import Launcher, NativeError, NativeKernel, find_launcher, parse_launcher
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def test_prototypes_are_read_from_the_source():

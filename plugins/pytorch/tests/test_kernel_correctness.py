@@ -10,8 +10,7 @@ import pytest
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.kernels import analyze
 from magpie_core.reports import StageStatus
-
-from .conftest import DATA
+from tests.conftest import DATA
 
 KERNELS = DATA / "kernels"
 FAST_PERF = {"enabled": False}

@@ -18,8 +18,7 @@ import pytest
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.compare import compare
 from magpie_core.plugins import get_plugin_manager
-
-from .conftest import DATA
+from tests.conftest import DATA
 
 ray = pytest.importorskip("ray", reason="the ray plugin (plugins/ray, magpie-env-ray) is not installed")
 
