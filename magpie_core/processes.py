@@ -177,14 +177,29 @@ def run_command(
     wait_s = bounded_timeout(timeout_s, "timeout")
     if stopping():
         raise Interrupted(f"magpie is stopping: {argv[0]!r} was not started")
-    full_env = {**os.environ, **(env or {})}
     start = time.perf_counter()
+    proc = _start(argv, cwd, {**os.environ, **(env or {})}, stream_to)
+    if isinstance(proc, CommandOutcome):
+        return proc
+    out, timed_out = _wait(proc, wait_s, streamed=stream_to is not None, grace_s=grace_s)
+    text = out.decode(errors="replace") if stream_to is None else _file_tail(stream_to)
+    if log_path is not None:
+        with log_path.open("a") as fh:
+            fh.write(f"$ {' '.join(argv)}\n{text}\n")
+    return CommandOutcome(argv, proc.returncode, time.perf_counter() - start, timed_out, text)
+
+
+def _start(
+    argv: list[str], cwd: Path, env: dict[str, str], stream_to: Path | None
+) -> subprocess.Popen[bytes] | CommandOutcome:
+    """Start ``argv`` in a new process group, its output piped or appended to ``stream_to``; a program that
+    cannot start gives its outcome (exit 127, the reason, also written to ``stream_to``)."""
     sink = stream_to.open("ab") if stream_to is not None else None
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             argv,
             cwd=cwd,
-            env=full_env,
+            env=env,
             stdin=subprocess.DEVNULL if sink else None,
             stdout=sink or subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -198,29 +213,26 @@ def run_command(
     finally:
         if sink is not None:
             sink.close()  # the child holds its own descriptor
-    timed_out = False
+
+
+def _wait(proc: subprocess.Popen[bytes], wait_s: float | None, *, streamed: bool, grace_s: float) -> tuple[bytes, bool]:
+    """Wait for ``proc`` (its piped output unless ``streamed``); a timeout stops its group after ``grace_s``, any
+    exception stops it at once. Returns the output and whether it timed out."""
     register_started(proc)
     try:
-        if sink is None:
-            out, _ = proc.communicate(timeout=wait_s)
-        else:
-            proc.wait(timeout=wait_s)
-            out = b""
+        if not streamed:
+            return proc.communicate(timeout=wait_s)[0], False
+        proc.wait(timeout=wait_s)
+        return b"", False
     except subprocess.TimeoutExpired:
-        timed_out = True
         stop_group(proc, grace_s=grace_s)
-        out = _rest_of_output(proc) if sink is None else b""
+        return (b"" if streamed else _rest_of_output(proc)), True
     except BaseException:
         stop_group(proc, grace_s=0)
         raise
     finally:
         _kill_leftovers(proc)
         unregister_started(proc)
-    text = out.decode(errors="replace") if stream_to is None else _file_tail(stream_to)
-    if log_path is not None:
-        with log_path.open("a") as fh:
-            fh.write(f"$ {' '.join(argv)}\n{text}\n")
-    return CommandOutcome(argv, proc.returncode, time.perf_counter() - start, timed_out, text)
 
 
 def _rest_of_output(proc: subprocess.Popen[bytes]) -> bytes:
