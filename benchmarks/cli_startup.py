@@ -1,41 +1,27 @@
-"""CPU cost of starting ``magpie`` for the trace commands, against baselines run in the same script.
+"""Wall and CPU time of ``magpie --help`` and ``magpie gap <bundled trace>``, against another install in the same run.
 
-Measures user+sys CPU seconds (best of ``--rounds``, rounds interleaved so load hits every case alike) of:
+Issue 30 removed the core's start-up tricks (its own entry-point discovery, a rich-free table printer, the BLAS
+thread hook, a pluggy override, the report_base split) unless one costs a user more than 100 ms. This script
+measures what a user sees, this install against ``--reference-python``'s (e.g. ``main``'s, which has them):
 
-- floors: ``python -c pass``, ``python -c "import numpy"`` (the trace library needs numpy), the libraries a gap
-  run cannot do without (numpy, pydantic's ``BaseModel`` for the report models, typer) and those ``--help``
-  cannot (no numpy: help reads no trace; pydantic, typer and ``typer.rich_utils``, which typer imports to draw
-  any help: rich, markdown-it);
-- ``magpie gap --help`` and ``magpie -w 1 gap <50 KB trace> --json --no-rank-csv``, each two ways:
-  **lazy** (the real CLI: the command's module and its plugin only) and **eager** (the previous way, kept
-  reachable in this script: every core command module, every plugin's commands and what the plugin entry
-  modules used to import at start-up — the serving stack with httpx, the benchmark and kernel config models,
-  the YAML config loader, rich, numpy (through the trace package) — imported first, then the same CLI run);
-- ``magpie -w 1 gap <250-event trace> -o DIR`` as a user runs it (the table printed, CSV/JSON and report.html
-  written): as installed, and with ``OPENBLAS_NUM_THREADS`` set to the CPU count (numpy's BLAS threads as they
-  were before ``magpie`` loaded numpy with one; see ``magpie_core/cli/blas.py``);
-- with ``--shape TRACE`` (repeatable; e.g. ``/tmp/magpie-shapes/vllm-150mb.pt.trace.json``): ``magpie gap TRACE
-  -o DIR`` as a user runs it on that trace (default workers, the table printed to a pipe, report.html written);
-- with ``--reference-python PY``: the same commands with another install's ``magpie`` (e.g. ``main``'s), and
-  "reference ÷ this" for each.
+- ``magpie --help``;
+- ``magpie -w 1 gap TRACE -o DIR`` (the table printed to a pipe, the CSV/JSON files and report.html written) on
+  the bundled traces ``tests/data/traces/inference/vllm_decode_full`` (33 KiB) and ``tests/data/traces/h100``
+  (a 1.6 MB Qwen trace);
+- ``magpie -w 1 gap TRACE --json --no-rank-csv`` (nothing printed through rich);
+- with ``--exit-variant``: the gap table run through ``python -c "...run(argv)"`` with the interpreter's normal
+  exit, next to the executable (which, before issue 30, skipped the interpreter's teardown).
 
-Wall seconds are listed too (best of the rounds; on a shared machine they move with the load, CPU much less).
+Each case runs once to warm the caches, then ``--rounds`` interleaved rounds; the minimum wall and CPU (user+sys)
+seconds are kept. ``PYTHONDONTWRITEBYTECODE`` is removed for the children (bytecode cached, as for a user).
+Writes ``docs/benchmarks/cli_startup.md``.
 
-Python writes no bytecode cache when ``PYTHONDONTWRITEBYTECODE`` is set (it is in some sandboxes), which
-would add the compile time of every module to every run; the script removes it for its children and warms
-each case once, so the runs measure what a user's installed ``magpie`` costs.
-Also lists the ``-X importtime`` top 15 packages of the lazy gap run. Writes ``docs/benchmarks/cli_startup.md``.
-
-Usage: ``nice -n 10 python benchmarks/cli_startup.py [--rounds 5] [--reference-python /work/main/.venv/bin/python]
-[--shape TRACE ...]``
+Usage: ``python benchmarks/cli_startup.py --reference-python /work/main/.venv/bin/python [--rounds 9]``
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import gzip
-import json
 import os
 import platform
 import resource
@@ -46,197 +32,100 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT / "tests" / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
+TRACES = {
+    "vllm_decode_full (33 KiB)": ROOT / "tests/data/traces/inference/vllm_decode_full/graph_execution.json.gz",
+    "h100 Qwen (1.6 MB)": ROOT / "tests/data/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+}
 OUT = ROOT / "docs" / "benchmarks" / "cli_startup.md"
-#: the tiny trace's source: its first 50 kernel/memcpy events and its first 200 events make a 250-event trace
-TINY_SOURCE = ROOT / "tests" / "data" / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
-
-RUN_LIBS = "python -c 'import numpy, typer; from pydantic import BaseModel' (a gap run's libraries)"
-HELP_LIBS = "python -c 'import typer, typer.rich_utils; from pydantic import BaseModel' (--help's libraries)"
-
-#: the previous start-up: everything every command could need, imported before the CLI runs
-EAGER = """
-import importlib, sys
-import magpie_core.cli as cli
-from magpie_core.cli.commands import add_plugin_commands
-from magpie_core.cli.lazy import CORE_COMMANDS
-for module in dict.fromkeys(CORE_COMMANDS.values()):
-    importlib.import_module(module)
-for module in ("magpie_core.serving.prometheus", "magpie_core.pipelines.offline", "magpie_core.config.kernel",
-               "magpie_core.config.benchmark", "magpie_core.config.loader", "rich.console", "rich.table", "numpy"):
-    importlib.import_module(module)
-add_plugin_commands(cli.app)
-cli.run(sys.argv[1:])
-"""
+#: the CLI run with the interpreter's own exit (no teardown shortcut)
+NORMAL_EXIT = "import sys; from magpie_core.cli import run; run(sys.argv[1:])"
 
 
-#: a case: argv, and variables to set in its environment
-Case = tuple[list[str], dict[str, str]]
-
-
-def tiny_trace(folder: Path) -> Path:
-    """A 250-event trace: the first 50 kernel/memcpy events of TINY_SOURCE, then its first 200 events."""
-    data = json.loads(gzip.decompress(TINY_SOURCE.read_bytes()))
-    events = data["traceEvents"]
-    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy")][:50]
-    path = folder / "tiny.json"
-    path.write_text(json.dumps({**data, "traceEvents": gpu + events[:200]}))
-    return path
-
-
-def child_cost(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """User+sys CPU seconds and wall seconds of one run of ``argv`` (its exit code must be 0)."""
+def cost(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and user+sys CPU seconds of one run (its exit code must be 0)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-1500:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-1500:]!r}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-#: the table run on the 250-event trace (its name in the report)
-TABLE_RUN = "gap table run (tiny trace, report.html)"
-#: a case run with the reference install is named "<case>, reference install"
-REFERENCE = ", reference install"
-
-
-def cases(python: str, reference: str | None, out: Path, tiny: Path, shapes: list[Path]) -> dict[str, Case]:
+def cases(python: str, out: Path, exit_variant: bool) -> dict[str, list[str]]:
     magpie = str(Path(python).with_name("magpie"))
-    gap_help = ["gap", "--help"]
-    gap_run = ["-w", "1", "-o", str(out), "gap", str(TRACE), "--json", "--no-rank-csv"]
-    table_run = ["-w", "1", "gap", str(tiny), "-o", str(out)]
-    blas_before = {"OPENBLAS_NUM_THREADS": str(os.cpu_count() or 1)}
-    argvs = {
-        "python -c pass": [python, "-c", "pass"],
-        "python -c 'import numpy'": [python, "-c", "import numpy"],
-        RUN_LIBS: [python, "-c", "import numpy, typer; from pydantic import BaseModel"],
-        HELP_LIBS: [python, "-c", "import typer, typer.rich_utils; from pydantic import BaseModel"],
-        "gap --help, eager (previous)": [python, "-c", EAGER, *gap_help],
-        "gap --help, lazy": [magpie, *gap_help],
-        "gap run, eager (previous)": [python, "-c", EAGER, *gap_run],
-        "gap run, lazy": [magpie, *gap_run],
-        TABLE_RUN: [magpie, *table_run],
-    }
-    found: dict[str, Case] = {name: (argv, {}) for name, argv in argvs.items()}
-    found["gap table run, BLAS threads as before"] = ([magpie, *table_run], blas_before)
-    shape_runs = {f"gap table run ({s.name.split('.')[0]})": ["gap", str(s), "-o", str(out)] for s in shapes}
-    found.update({name: ([magpie, *argv], {}) for name, argv in shape_runs.items()})
-    if reference:
-        other = str(Path(reference).with_name("magpie"))
-        found["gap --help, lazy" + REFERENCE] = ([other, *gap_help], {})
-        found["gap run, lazy" + REFERENCE] = ([other, *gap_run], {})
-        found[TABLE_RUN + REFERENCE] = ([other, *table_run], {})
-        found.update({name + REFERENCE: ([other, *argv], {}) for name, argv in shape_runs.items()})
+    found = {"python -c pass": [python, "-c", "pass"], "magpie --help": [magpie, "--help"]}
+    for label, trace in TRACES.items():
+        found[f"magpie gap, table ({label})"] = [magpie, "-w", "1", "gap", str(trace), "-o", str(out)]
+        found[f"magpie gap --json ({label})"] = [
+            magpie, "-w", "1", "-o", str(out), "gap", str(trace), "--json", "--no-rank-csv",
+        ]  # fmt: skip
+    if exit_variant:
+        trace = next(iter(TRACES.values()))
+        found["gap table, interpreter's own exit"] = [python, "-c", NORMAL_EXIT, "-w", "1", "gap", str(trace)]
+        found["gap table, interpreter's own exit"] += ["-o", str(out)]
     return found
 
 
-def measure(runs: dict[str, Case], rounds: int, env: dict[str, str], cwd: Path) -> dict[str, tuple[float, float]]:
-    """Best CPU and best wall seconds of each case over ``rounds`` interleaved rounds."""
-    for argv, extra in runs.values():  # warm-up: bytecode caches written, files in the page cache
-        child_cost(argv, {**env, **extra}, cwd)
+def measure(runs: dict[str, list[str]], rounds: int, env: dict[str, str], cwd: Path) -> dict[str, tuple[float, float]]:
+    for argv in runs.values():
+        cost(argv, env, cwd)
     best: dict[str, tuple[float, float]] = {}
     for _ in range(rounds):
-        for name, (argv, extra) in runs.items():
-            cpu, wall = child_cost(argv, {**env, **extra}, cwd)
-            old_cpu, old_wall = best.get(name, (cpu, wall))
-            best[name] = (min(old_cpu, cpu), min(old_wall, wall))
+        for name, argv in runs.items():
+            wall, cpu = cost(argv, env, cwd)
+            old = best.get(name, (wall, cpu))
+            best[name] = (min(old[0], wall), min(old[1], cpu))
     return best
 
 
-def importtime_top(python: str, argv: list[str], env: dict[str, str], cwd: Path, n: int = 15) -> list[tuple[str, int]]:
-    """The ``n`` packages with the most import self time (microseconds, each module's min over 3 runs)."""
-    best: dict[str, int] = {}
-    for _ in range(3):
-        err = subprocess.run(
-            [python, "-X", "importtime", "-m", "magpie_core", *argv], env=env, cwd=cwd, capture_output=True, text=True
-        ).stderr
-        for line in err.splitlines():
-            parts = line.removeprefix("import time:").split("|")
-            if len(parts) != 3 or not parts[0].strip().isdigit():
-                continue
-            name, us = parts[2].strip(), int(parts[0])
-            best[name] = min(best.get(name, us), us)
-    groups: collections.Counter[str] = collections.Counter()
-    for name, us in best.items():
-        top = name.split(".")[0]
-        groups[".".join(name.split(".")[:2]) if top == "magpie_core" else top] += us
-    return groups.most_common(n)
-
-
-def report(
-    costs: dict[str, tuple[float, float]], top: list[tuple[str, int]], rounds: int, reference: str | None
-) -> str:
-    best = {name: cpu for name, (cpu, _) in costs.items()}
-    floor = best["python -c pass"]
-    numpy_floor = best["python -c 'import numpy'"]
+def report(this: dict[str, tuple[float, float]], ref: dict[str, tuple[float, float]], args: argparse.Namespace) -> str:
     lines = [
-        "# `magpie` start-up CPU for the trace commands",
+        "# `magpie` start-up: this install against a reference install, same run",
         "",
-        f"`benchmarks/cli_startup.py --rounds {rounds}`"
-        + (f" `--reference-python {reference}`" if reference else "")
-        + f"; Python {platform.python_version()}, {os.cpu_count()} CPUs, 1-minute load "
-        f"{os.getloadavg()[0]:.1f} at the end. User+sys CPU seconds of the whole process, best of {rounds} "
-        "interleaved rounds after a warm-up run (bytecode cached). Trace: "
-        f"`{TRACE.relative_to(ROOT)}` ({TRACE.stat().st_size / 1024:.0f} KiB). **eager (previous)** imports what "
-        "every `magpie` command imported before the lazy CLI (all core command modules, every plugin's commands, "
-        "the serving stack with httpx, the benchmark/kernel config models, the YAML loader, rich, numpy), then runs "
-        "the same command; **lazy** is the installed `magpie`.",
+        f"`benchmarks/cli_startup.py --rounds {args.rounds} --reference-python {args.reference_python}`"
+        + (" --exit-variant" if args.exit_variant else "")
+        + f"; Python {platform.python_version()}, {os.cpu_count()} CPUs, 1-minute load {os.getloadavg()[0]:.1f} at "
+        f"the end. Minimum over {args.rounds} interleaved rounds after a warm-up run, wall and user+sys CPU seconds "
+        f"of the whole process. {args.label_this} is this install, {args.label_ref} the reference.",
         "",
-        "| case | CPU s | wall s | eager ÷ this | above its libraries | reference ÷ this (CPU, wall) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| case | {args.label_this} wall s | {args.label_ref} wall s | wall: this − reference | "
+        f"{args.label_this} CPU s | {args.label_ref} CPU s | CPU ratio this ÷ reference |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, cpu in best.items():
-        kind = "gap --help" if name.startswith("gap --help") else "gap run" if name.startswith("gap run") else ""
-        eager = best.get(f"{kind}, eager (previous)") if kind else None
-        vs = f"{eager / cpu:.2f}x" if eager and "eager" not in name else ""
-        above = f"{cpu - best[HELP_LIBS if kind == 'gap --help' else RUN_LIBS]:+.3f}" if kind else ""
-        ref = costs.get(name + REFERENCE)
-        vs_ref = f"{ref[0] / cpu:.2f}x, {ref[1] / costs[name][1]:.2f}x" if ref else ""
-        lines.append(f"| {name} | {cpu:.3f} | {costs[name][1]:.3f} | {vs} | {above} | {vs_ref} |")
-    lines += [
-        "",
-        f"Python itself: {floor:.3f} s; `import numpy`: {numpy_floor:.3f} s. What the lazy gap run spends above "
-        f"the libraries it cannot avoid ({best['gap run, lazy'] - best[RUN_LIBS]:.3f} s here) is plugin discovery "
-        "(every installed plugin's entry module is imported and registered with pluggy), the command's own modules, "
-        "and the run itself: pydantic building the report models' schemas on first use, the kernel-name parsers' "
-        "regexes, report.html. `--help` imports no numpy; most of its cost is typer drawing help with rich.",
-        "",
-        "The table run is `magpie -w 1 gap tiny.json -o DIR` as a user types it: it prints the table (to a pipe "
-        "here: drawn without rich, the same bytes) and writes the CSV/JSON files and report.html (with plotly.js, "
-        '~5 MB); a shape run is `magpie gap TRACE -o DIR` on that trace. "BLAS threads as before" '
-        "sets `OPENBLAS_NUM_THREADS` to the CPU count, as numpy's OpenBLAS chose before magpie loaded it with one "
-        "thread: its extra CPU is those threads spinning.",
-        "",
-        "## `-X importtime` top 15 packages, lazy `magpie -w 1 gap ... --json --no-rank-csv`",
-        "",
-        "Import self time summed per package (`magpie_core.<module>` per module), each module's minimum over 3 "
-        "runs, in ms (`-X importtime` itself inflates these; read them as shares).",
-        "",
-        "| package | ms |",
-        "| --- | ---: |",
-        *(f"| {name} | {us / 1000:.1f} |" for name, us in top),
-        "",
-    ]
-    return "\n".join(lines)
+    for name, (wall, cpu) in this.items():
+        if name not in ref:
+            lines.append(f"| {name} | {wall:.3f} | | | {cpu:.3f} | | |")
+            continue
+        rwall, rcpu = ref[name]
+        lines.append(
+            f"| {name} | {wall:.3f} | {rwall:.3f} | {(wall - rwall) * 1000:+.0f} ms | {cpu:.3f} | {rcpu:.3f} | "
+            f"{cpu / rcpu:.2f}x |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--reference-python", help="another install's python (its magpie is measured too)")
+    parser.add_argument("--reference-python", required=True, help="another install's python (its magpie is measured)")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--exit-variant", action="store_true", help="also the gap run with the interpreter's exit")
+    parser.add_argument("--label-this", default="this branch")
+    parser.add_argument("--label-ref", default="reference")
     parser.add_argument("--output", type=Path, default=OUT)
-    parser.add_argument("--shape", type=Path, action="append", default=[], help="a trace for a `magpie gap` run too")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "COLUMNS")}
     with tempfile.TemporaryDirectory(prefix="cli_startup_") as tmp:
         cwd = Path(tmp)
-        runs = cases(sys.executable, args.reference_python, cwd / "out", tiny_trace(cwd), args.shape)
-        best = measure(runs, args.rounds, env, cwd)
-        gap_run = ["-w", "1", "-o", str(cwd / "out"), "gap", str(TRACE), "--json", "--no-rank-csv"]
-        top = importtime_top(sys.executable, gap_run, env, cwd)
-    text = report(best, top, args.rounds, args.reference_python)
+        mine = cases(sys.executable, cwd / "this", args.exit_variant)
+        theirs = cases(args.reference_python, cwd / "ref", args.exit_variant)
+        both = {**{("this", k): v for k, v in mine.items()}, **{("ref", k): v for k, v in theirs.items()}}
+        # interleave: each round runs every case of both installs
+        best = measure({f"{who}|{name}": argv for (who, name), argv in both.items()}, args.rounds, env, cwd)
+    this = {k.split("|", 1)[1]: v for k, v in best.items() if k.startswith("this|")}
+    ref = {k.split("|", 1)[1]: v for k, v in best.items() if k.startswith("ref|")}
+    text = report(this, ref, args)
     args.output.write_text(text)
     print(text)
 

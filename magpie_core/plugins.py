@@ -23,6 +23,7 @@ import difflib
 import importlib
 import importlib.metadata
 import os
+import sys
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -115,6 +116,20 @@ def allowed_names() -> set[str] | None:
     return {part.strip() for part in raw.split(",") if part.strip()}
 
 
+_ENTRY_POINTS: dict[tuple[str, ...], Any] = {}
+
+
+def installed_entry_points(group: str) -> list[Any]:
+    """The entry points of ``group`` of the installed distributions (``importlib.metadata``). Every group is
+    read in one pass over the distributions, kept while ``sys.path`` stays the same: the ``magpie`` plugins
+    and the ``magpie.commands`` of one command line cost one pass."""
+    key = tuple(sys.path)
+    if key not in _ENTRY_POINTS:
+        _ENTRY_POINTS.clear()
+        _ENTRY_POINTS[key] = importlib.metadata.entry_points()
+    return list(_ENTRY_POINTS[key].select(group=group))
+
+
 def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -153,7 +168,7 @@ class PluginManager:
         self._collected: set[str] = set()  # kinds whose registration hooks were called
         if defaults:
             self._load_defaults()
-        found = entry_points if entry_points is not None else importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+        found = entry_points if entry_points is not None else installed_entry_points(ENTRY_POINT_GROUP)
         self._load_entry_points(list(found))
         for name, plugin in plugins:
             self._register(plugin, PluginInfo(name, getattr(plugin, "__name__", name), "", ""))

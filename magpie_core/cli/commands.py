@@ -17,7 +17,6 @@ nothing; a command name that is taken already is skipped with a warning naming b
 
 from __future__ import annotations
 
-import importlib.metadata
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,13 @@ import typer
 from typer.models import CommandInfo
 
 from magpie_core.cli.lazy import CORE_COMMANDS
-from magpie_core.plugins import PluginManager, PluginWarning, allowed_names, get_plugin_manager
+from magpie_core.plugins import (
+    PluginManager,
+    PluginWarning,
+    allowed_names,
+    get_plugin_manager,
+    installed_entry_points,
+)
 
 __all__ = ["COMMANDS_GROUP", "DeclaredCommand", "add_plugin_commands", "command_word", "missing_plugin_message"]
 
@@ -73,7 +78,7 @@ def declared_commands() -> list[DeclaredCommand]:
     """Every entry point of :data:`COMMANDS_GROUP` of the installed distributions."""
     return [
         DeclaredCommand(ep.name, ep.value, ep.dist.name if ep.dist else "", ep)
-        for ep in importlib.metadata.entry_points(group=COMMANDS_GROUP)
+        for ep in installed_entry_points(COMMANDS_GROUP)
     ]
 
 
