@@ -2,17 +2,13 @@
 
 The shell (global options, exit codes: :mod:`magpie_core.cli.app`) and the core's own commands
 (``analyze``, ``compare``, ``benchmark``, ``plugins``, ``gpu-info``) live here, a module each, imported only
-when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin through
-``magpie_register_commands``.
+when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin: declared in the
+``magpie.commands`` entry-point group, or added by ``magpie_register_commands`` (:mod:`magpie_core.cli.commands`).
 """
 
 from __future__ import annotations
 
-import atexit
-import os
 import sys
-import threading
-from typing import NoReturn
 
 from magpie_core.cli.app import EXIT_USAGE, app, err_console
 
@@ -40,35 +36,9 @@ def run(argv: list[str] | None = None) -> None:
         raise SystemExit(_uncaught(exc, args)) from None
 
 
-def main() -> NoReturn:
-    """The ``magpie`` executable: :func:`run`, then :func:`leave` with its exit code."""
-    try:
-        run()
-    except SystemExit as exc:
-        leave(exc.code)
-    leave(0)
-
-
-def leave(code: object) -> NoReturn:
-    """End the process with ``code`` the way ``sys.exit`` would, minus the interpreter's teardown.
-
-    Tearing down the modules a command imported (numpy, pydantic, typer, ...) takes 40-50 ms on this kind of
-    machine, as long as a trace analysis of 150 MB. What a process must do before it ends still happens: the
-    ``atexit`` functions run (they stop the processes magpie started, flush logs, join multiprocessing children)
-    and stdout/stderr are flushed. Whenever skipping the rest could lose something, the normal exit runs instead:
-    another thread is still alive (the interpreter would join it), the code is not an int (``sys.exit`` prints
-    it), or flushing fails (a closed pipe: Python's own exit reports it).
-    """
-    status = 0 if code is None else code
-    if not isinstance(status, int) or threading.active_count() > 1:
-        raise SystemExit(code)
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        raise SystemExit(code) from None
-    os._exit(status & 0xFF)
+def main() -> None:
+    """The ``magpie`` executable: :func:`run` (its ``SystemExit`` carries the exit code)."""
+    run()
 
 
 def _uncaught(exc: Exception, args: list[str]) -> int:
