@@ -119,7 +119,10 @@ def magpie_register_commands(cli: Any) -> None:
     """Add commands to the ``magpie`` command line.
 
     ``cli`` is the root :class:`typer.Typer`; add commands with ``@cli.command()``.
-    Errors raised as :class:`magpie_core.cli.app.UsageError` or ``NotAvailable``
+    Declare each command word in the entry-point group ``magpie.commands`` (``word = "module:function"``,
+    naming this implementation) and the function is imported only when its command runs or ``magpie --help``
+    lists it; the command line calls this hook only for plugins whose distribution declares none
+    (:mod:`magpie_core.cli.commands`). Errors raised as :class:`magpie_core.cli.app.UsageError` or ``NotAvailable``
     become one clear line and exit code 2, as for the built-in commands.
     """
 
