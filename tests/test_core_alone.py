@@ -1,7 +1,9 @@
-"""The core installs and works alone: no first-party plugin, and a third-party one with the built-ins' powers.
+"""The core installs and works alone: no first-party plugin, a third-party one with the built-ins' powers, and the
+PyTorch backend alone.
 
 A fresh venv gets only ``magpie-core`` (dependencies from the package index or pip's cache), then the
-test plugin package; nothing of the repository's other distributions is importable there.
+test plugin package, then ``magpie-kernels-pytorch``; nothing else of the repository's distributions is
+importable there.
 """
 
 from __future__ import annotations
@@ -79,3 +81,31 @@ def test_a_third_party_plugin_adds_a_command_and_an_analyzer(core_only, tmp_path
     assert analyzed.returncode == 0, analyzed.stderr
     assert json.loads(analyzed.stdout)["results"][0]["correctness"]["status"] == "passed"
     assert sys.executable not in str(core_only)  # the test venv is not the one running the tests
+
+
+def test_core_with_the_pytorch_plugin_alone_analyzes_and_compares(core_only, tmp_path):
+    """``magpie-core`` plus ``magpie-kernels-pytorch`` (torch from the constraints), nothing else: ``analyze`` and
+    ``compare`` of two PyTorch kernels work end to end (compile, correctness, timing, verdict)."""
+    _pip(core_only / "python", str(ROOT / "plugins" / "pytorch"))
+    softmax = ROOT / "examples" / "softmax" / "softmax.py"
+    kernels = "".join(
+        f"  - id: {kid}\n    type: pytorch\n    entry: {softmax}:{fn}\n    reference: {softmax}:reference\n"
+        for kid, fn in (("eager", "softmax_eager"), ("eager_manual", "softmax_manual"))
+    )
+    config = tmp_path / "compare.yaml"
+    config.write_text(f"baseline: eager\nperformance:\n  budget_seconds: 1\n  min_samples: 10\nkernels:\n{kernels}")
+    compared = _magpie(core_only, "-o", str(tmp_path / "runs"), "compare", "-k", str(config), "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    results = json.loads(compared.stdout)["results"]["kernel_results"]
+    assert {r["kernel_id"]: r["correctness"]["status"] for r in results} == {
+        "eager": "passed",
+        "eager_manual": "passed",
+    }
+    one = tmp_path / "analyze.yaml"
+    one.write_text(
+        f"performance:\n  budget_seconds: 1\n  min_samples: 10\nkernels:\n{kernels.split('  - id: eager_manual')[0]}"
+    )
+    analyzed = _magpie(core_only, "-o", str(tmp_path / "runs"), "analyze", "-k", str(one), "--json", cwd=tmp_path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    (result,) = json.loads(analyzed.stdout)["results"]
+    assert result["correctness"]["status"] == "passed" and result["performance"]["status"] == "passed"
