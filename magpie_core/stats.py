@@ -6,6 +6,7 @@ here so all devices share one definition of "stable" and "faster".
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -212,6 +213,7 @@ def log_ratio_ci(log_ratios: Sequence[float], *, confidence: float = 0.95) -> tu
     return mean, mean - half, mean + half
 
 
+@functools.lru_cache(maxsize=256)
 def _student_t(q: float, dof: int) -> float:
     """Quantile of Student's t by bisection on its CDF (regularised incomplete beta via math.lgamma)."""
     lo, hi = 0.0, 1000.0
@@ -319,3 +321,93 @@ def desync_reason(stalled: int, blocks: int) -> str:
         "time slices, or another process sharing the device), which, not the kernels, set those times; too noisy "
         "to decide (a quieter machine)"
     )
+
+
+# --- the process as a random effect ----------------------------------------------------------------
+
+
+@dataclass
+class ProcessSpread:
+    """How far apart independent worker processes running the same kernel came out, pooled over kernels.
+
+    ``variance`` is of a process's level (log time), ``df`` its degrees of freedom: the sum over kernels of
+    (processes - 1). Memory layout, allocator history and placement differ from process to process and can
+    move a kernel's time by several per cent (Mytkowicz et al., ASPLOS 2009), so a verdict about the kernel
+    must carry this spread, not only the block-to-block noise inside one process.
+    """
+
+    variance: float
+    df: int
+
+    @property
+    def pct(self) -> float:
+        """One standard deviation of a process's level, in per cent."""
+        return 100 * (math.exp(math.sqrt(self.variance)) - 1) if self.df else math.nan
+
+
+def process_levels(process_blocks: Sequence[Sequence[float]], reference_log: Sequence[float]) -> list[float]:
+    """Each process's level: the median over blocks of its log block time minus the block's reference
+    (log units). Subtracting the reference of the same block cancels load shared by the block."""
+    ref = np.asarray(reference_log, dtype=float)
+    return [float(np.median(np.log(np.asarray(blocks, dtype=float)) - ref)) for blocks in process_blocks]
+
+
+def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]]) -> ProcessSpread:
+    """The between-process variance of levels, pooled over every kernel that ran in two processes or more."""
+    groups = [np.asarray(levels, dtype=float) for levels in levels_per_kernel if len(levels) > 1]
+    df = sum(len(g) - 1 for g in groups)
+    if not df:
+        return ProcessSpread(math.nan, 0)
+    return ProcessSpread(sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / df, df)
+
+
+def hierarchical_speedup(
+    baseline_levels: Sequence[float],
+    candidate_levels: Sequence[float],
+    spread: ProcessSpread,
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    noise_floor: float = 0.0,
+    blocks: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> Speedup:
+    """Speedup of a candidate over the baseline, each timed in several worker processes, with an interval
+    that includes the spread between processes.
+
+    Two-stage model: log time = kernel + process effect + block effect + noise. The block effect cancels in
+    each process's level (:func:`process_levels`); a kernel's estimate is the mean of its processes' levels,
+    whose variance is the process spread over the number of processes. Each side uses its own variance or
+    the pooled one (:func:`pooled_process_spread`), whichever is larger — with two processes a kernel's own
+    variance rests on one degree of freedom — and the interval uses Student's t on the pooled degrees of
+    freedom. An identical copy's interval therefore straddles 1 however the processes landed.
+
+    ``blocks``: the two sides' per-block times; when more than :data:`MAX_DESYNC_SHARE` of them had one side
+    stalled on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE as in :func:`paired_speedup`.
+    """
+    base = np.asarray(baseline_levels, dtype=float)
+    cand = np.asarray(candidate_levels, dtype=float)
+    centre = float(base.mean() - cand.mean())
+    point = math.exp(centre)
+    if spread.df < 1 or not math.isfinite(spread.variance):
+        return Speedup(point, math.nan, math.nan, Verdict.UNSTABLE, "one worker process per kernel: no interval")
+
+    def share(levels: np.ndarray) -> float:
+        own = float(levels.var(ddof=1)) if len(levels) > 1 else 0.0
+        return max(own, spread.variance) / len(levels)
+
+    half = _student_t(1 - (1 - confidence) / 2, spread.df) * math.sqrt(share(base) + share(cand))
+    low, high = math.exp(centre - half), math.exp(centre + half)
+    stalled_share = 0.0
+    if blocks is not None and len(blocks[0]) > 1:
+        stalled = desynchronised_blocks(*blocks)
+        stalled_share = float(stalled.mean())
+        if stalled_share > MAX_DESYNC_SHARE:
+            reason = desync_reason(int(stalled.sum()), len(stalled))
+            return Speedup(point, low, high, Verdict.UNSTABLE, reason, stalled_share)
+    verdict, reason = decide(point, low, high, min_effect, noise_floor)
+    if verdict == Verdict.UNSTABLE and not noise_floor > min_effect:
+        reason = (
+            f"95% CI {low:.3f}-{high:.3f} (processes and blocks) reaches past the {min_effect:.0%} effect of "
+            f"interest: too noisy to decide (more worker processes, a quieter machine, or a larger min_effect)"
+        )
+    return Speedup(point, low, high, verdict, reason, stalled_share)

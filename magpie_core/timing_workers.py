@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
-from magpie_core.reports import EvaluationTask
+from magpie_core.reports import EvaluationOutcome, EvaluationTask
 
 
 class TimingWorkerError(RuntimeError):
@@ -51,6 +51,11 @@ class TimingWorker:
             self._log.close()
             raise
         self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+
+    def check(self, timeout_s: float) -> EvaluationOutcome:
+        """Correctness of the kernel in this worker (the process that is timed later is the one checked)."""
+        self._send({"check": True})
+        return EvaluationOutcome.model_validate(self._read(timeout_s, "checked"))
 
     def prepare(self, timeout_s: float) -> None:
         """Warm up and choose the batch size; call for one worker at a time."""

@@ -7,7 +7,9 @@ fails this kernel; the parent reads the exit status and the log.
 
 ``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per
-command line on stdin: ``{"prepare": true}`` -> ``{"ready": {...}}`` (warmed up, batch chosen);
+command line on stdin: ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this
+process: the worker that checks a kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}``
+(inputs placed, warmed up, batch chosen);
 ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
 It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails.
 Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
@@ -81,6 +83,9 @@ def serve_session(task_path: Path) -> int:
             if command.get("stop"):
                 _say(out, {"info": session.info()})
                 return 0
+            if command.get("check"):
+                _say(out, {"checked": session.check().model_dump(mode="json")})
+                continue
             if command.get("prepare"):
                 session.prepare()
                 _say(out, {"ready": session.info()})
