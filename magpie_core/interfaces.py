@@ -49,6 +49,10 @@ class KernelBackend(Component):
     #: any of which marks a kernel source (an empty tuple: the suffix alone). A named group
     #: ``name`` captures kernel names.
     source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: Modules a timing worker of this backend needs (its heavy imports): imported once into the fork server
+    #: that compare's worker processes are forked from, so each process start costs a fork, not an import.
+    #: They must not start threads or touch a device when imported.
+    worker_preload: ClassVar[tuple[str, ...]] = ()
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         """Build the kernel's sources in the parent process; ``None``: nothing to build.

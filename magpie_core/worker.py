@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import traceback
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
@@ -96,6 +97,24 @@ def serve_session(task_path: Path) -> int:
         _say(out, {"error": f"{type(exc).__name__}: {exc}"})
         return EXIT_EXCEPTION
     return 0  # the parent closed stdin: nothing more to do
+
+
+def forked_session(
+    task_path: str, cwd: str, env: dict[str, str], log_path: str, stdin: Connection, stdout: Connection
+) -> None:
+    """A session worker forked from the fork server: its own session, pipes as stdin/stdout, the log as
+    stderr, the kernel's folder as working directory — then the same session as a started worker."""
+    os.setsid()
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(stdin.fileno(), 0)
+    os.dup2(stdout.fileno(), 1)
+    os.dup2(log, 2)
+    os.close(log)  # the connections keep their own descriptors open until this process ends: harmless
+    sys.stdin = os.fdopen(0, "r")  # multiprocessing gave the child /dev/null
+    os.chdir(cwd)
+    sys.path.insert(0, cwd)  # as ``python -m`` puts the working directory first
+    os.environ.update(env)
+    sys.exit(serve_session(Path(task_path)))
 
 
 if __name__ == "__main__":

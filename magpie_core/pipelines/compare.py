@@ -50,6 +50,7 @@ from magpie_core.pipelines.kernels import (
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, PerformanceResult, StageStatus
 from magpie_core.stats import ProcessSpread, Speedup, Verdict, hierarchical_speedup, paired_speedup, speedup, summarize
+from magpie_core.timing_workers import warm_fork_server
 from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.compare")
@@ -252,6 +253,7 @@ def _check_and_time_in_blocks(
         if i != base_index:
             job.baseline_outputs = jobs[base_index].save_outputs
     instances = Instances()
+    warm_fork_server()
 
     def checked(index: int, result: KernelResult) -> None:
         done[index] = result

@@ -21,7 +21,7 @@ from typing import Any
 from magpie_core.config.kernel import KernelConfig
 from magpie_core.pipelines.blocked import AA, Key
 from magpie_core.pipelines.kernel_reports import KernelResult
-from magpie_core.pipelines.kernels import KernelJob, command_env, evaluate_kernel, evaluation_task
+from magpie_core.pipelines.kernels import BUILD_DIR_VAR, KernelJob, command_env, evaluate_kernel, evaluation_task
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 from magpie_core.threads import map_in_threads
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
@@ -88,7 +88,9 @@ class SessionHarness:
         self, task: EvaluationTask, cwd: Path, workdir: Path, env: dict[str, str], timeout: float
     ) -> EvaluationOutcome:
         try:
-            worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout)
+            # a forked worker cannot honour variables read when a process starts: only magpie's own may be set
+            fork = set(env) <= {BUILD_DIR_VAR}
+            worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
             self.instances.add(self.key, worker)
             if self.wait is not None:  # loaded side by side; checked once the baseline saved its input sets
                 self.wait.wait()
