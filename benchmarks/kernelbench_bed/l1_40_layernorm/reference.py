@@ -1,10 +1,12 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """
     Simple model that performs Layer Normalization.
     """
+
     def __init__(self, normalized_shape: tuple):
         """
         Initializes the LayerNorm layer.
@@ -27,14 +29,17 @@ class Model(nn.Module):
         """
         return self.ln(x)
 
+
 batch_size = 16
 features = 64
 dim1 = 256
 dim2 = 256
 
+
 def get_inputs():
     x = torch.rand(batch_size, features, dim1, dim2)
     return [x]
+
 
 def get_init_inputs():
     return [(features, dim1, dim2)]

@@ -1,10 +1,12 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """
     Simple model that performs Max Pooling 2D.
     """
+
     def __init__(self, kernel_size: int, stride: int, padding: int, dilation: int):
         """
         Initializes the Max Pooling 2D layer.
@@ -30,6 +32,7 @@ class Model(nn.Module):
         """
         return self.maxpool(x)
 
+
 batch_size = 32
 channels = 64
 height = 512
@@ -39,9 +42,11 @@ stride = 1
 padding = 1
 dilation = 1
 
+
 def get_inputs():
     x = torch.rand(batch_size, channels, height, width)
     return [x]
+
 
 def get_init_inputs():
     return [kernel_size, stride, padding, dilation]

@@ -1,10 +1,12 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """
     Simple model that performs Argmax over a specified dimension.
     """
+
     def __init__(self, dim: int):
         """
         Initializes the model with the dimension to perform argmax.
@@ -27,13 +29,16 @@ class Model(nn.Module):
         """
         return torch.argmax(x, dim=self.dim)
 
+
 batch_size = 128
 dim1 = 4096
 dim2 = 4095
 
+
 def get_inputs():
     x = torch.rand(batch_size, dim1, dim2)
     return [x]
+
 
 def get_init_inputs():
     return [1]

@@ -1,10 +1,12 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """
     Simple model that performs a Gemm, multiplies the result, and applies LeakyReLU.
     """
+
     def __init__(self, in_features, out_features, multiplier, negative_slope):
         super(Model, self).__init__()
         self.gemm = nn.Linear(in_features, out_features)
@@ -17,14 +19,17 @@ class Model(nn.Module):
         x = self.leaky_relu(x)
         return x
 
+
 batch_size = 1024
-in_features  = 8192  
+in_features = 8192
 out_features = 8192
 multiplier = 2.0
 negative_slope = 0.1
 
+
 def get_inputs():
     return [torch.rand(batch_size, in_features)]
+
 
 def get_init_inputs():
     return [in_features, out_features, multiplier, negative_slope]
