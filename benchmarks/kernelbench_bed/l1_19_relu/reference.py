@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -23,8 +25,15 @@ class Model(nn.Module):
         return torch.relu(x)
 
 
-batch_size = 4096
-dim = 393216
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench":
+    batch_size = 4096
+    dim = 393216
+else:
+    batch_size = 64
+    dim = 8192
 
 
 def get_inputs():

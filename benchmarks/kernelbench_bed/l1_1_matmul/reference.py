@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -24,7 +26,10 @@ class Model(nn.Module):
         return torch.matmul(A, B)
 
 
-N = 2048 * 2
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+N = 2048 * 2 if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench" else 256
 
 
 def get_inputs():

@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -30,10 +32,19 @@ class Model(nn.Module):
         return self.ln(x)
 
 
-batch_size = 16
-features = 64
-dim1 = 256
-dim2 = 256
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench":
+    batch_size = 16
+    features = 64
+    dim1 = 256
+    dim2 = 256
+else:
+    batch_size = 4
+    features = 16
+    dim1 = 64
+    dim2 = 64
 
 
 def get_inputs():

@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -30,9 +32,17 @@ class Model(nn.Module):
         return torch.argmax(x, dim=self.dim)
 
 
-batch_size = 128
-dim1 = 4096
-dim2 = 4095
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench":
+    batch_size = 128
+    dim1 = 4096
+    dim2 = 4095
+else:
+    batch_size = 8
+    dim1 = 128
+    dim2 = 127
 
 
 def get_inputs():

@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -54,12 +56,22 @@ class Model(nn.Module):
 
 
 # Test code
-batch_size = 16
-in_channels = 16
-out_channels = 128
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench":
+    batch_size = 16
+    in_channels = 16
+    out_channels = 128
+    width = 1024
+    height = 1024
+else:
+    batch_size = 2
+    in_channels = 16
+    out_channels = 32
+    width = 64
+    height = 64
 kernel_size = 3
-width = 1024
-height = 1024
 
 
 def get_inputs():

@@ -1,3 +1,5 @@
+import os
+
 import torch
 import torch.nn as nn
 
@@ -34,9 +36,17 @@ class Model(nn.Module):
         return x
 
 
-batch_size = 16384
-in_features = 4096
-out_features = 4096
+# Sizes: KernelBench's own sizes (GPU scale) take from milliseconds to seconds per call and up to gigabytes of
+# memory on a CPU; the bed's default sizes make one call ~0.1-3 ms on a 2-core CPU, so that a compare there
+# takes seconds. MAGPIE_BED_SIZE=kernelbench restores KernelBench's sizes (e.g. for a GPU run at full scale).
+if os.environ.get("MAGPIE_BED_SIZE") == "kernelbench":
+    batch_size = 16384
+    in_features = 4096
+    out_features = 4096
+else:
+    batch_size = 128
+    in_features = 512
+    out_features = 512
 scaling_factor = 0.5
 
 
