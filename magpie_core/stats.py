@@ -132,8 +132,8 @@ class Speedup:
 def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: float = 0.0) -> tuple[Verdict, str]:
     """The verdict a speedup ``point`` with confidence interval ``[lo, hi]`` supports.
 
-    FASTER (SLOWER): the whole interval above (below) 1 *and* an effect of at least ``min_effect``
-    and of at least the run's ``noise_floor`` (how far apart identical work came out, as a fraction).
+    FASTER (SLOWER): the whole interval beyond ``1 + min_effect`` (below ``1 / (1 + min_effect)``), and
+    beyond the run's ``noise_floor`` (how far apart identical work came out, as a fraction) when larger.
     SAME: the whole interval inside ``[1/(1+min_effect), 1+min_effect]`` — no difference that matters.
     UNSTABLE: anything else — the interval reaches past the effect of interest on a side the data
     cannot rule out, or the effect is within the noise floor, so any other answer could be wrong.
@@ -142,9 +142,9 @@ def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: f
     band_hi, band_lo = 1 + min_effect, 1 / (1 + min_effect)
     if not all(map(math.isfinite, (point, lo, hi))):
         return Verdict.UNSTABLE, "no finite estimate"
-    if lo > 1 and point >= 1 + needed:
+    if lo > 1 + needed:
         return Verdict.FASTER, ""
-    if hi < 1 and point <= 1 / (1 + needed):
+    if hi < 1 / (1 + needed):
         return Verdict.SLOWER, ""
     if lo >= band_lo and hi <= band_hi:
         return Verdict.SAME, ""
@@ -353,12 +353,44 @@ def process_levels(process_blocks: Sequence[Sequence[float]], reference_log: Seq
 
 
 def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]]) -> ProcessSpread:
-    """The between-process variance of levels, pooled over every kernel that ran in two processes or more."""
+    """The between-process variance of levels, pooled over every kernel that ran in two processes or more,
+    leaving out a kernel whose processes landed far further apart than the others' (:func:`_apart`): that
+    kernel keeps its own, larger variance in :func:`hierarchical_speedup`, so only its own verdicts widen,
+    and the others keep the pool and its degrees of freedom."""
     groups = [np.asarray(levels, dtype=float) for levels in levels_per_kernel if len(levels) > 1]
-    df = sum(len(g) - 1 for g in groups)
+    stats = [(float(g.var(ddof=1)), len(g) - 1) for g in groups]
+    kept = [(v, d) for i, (v, d) in enumerate(stats) if not _apart(v, d, stats[:i] + stats[i + 1 :])]
+    df = sum(d for _, d in kept)
     if not df:
         return ProcessSpread(math.nan, 0)
-    return ProcessSpread(sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / df, df)
+    return ProcessSpread(sum(v * d for v, d in kept) / df, df)
+
+
+#: a kernel's processes landed far further apart than the others' when the ratio of its variance to theirs
+#: is beyond this quantile of the F distribution (homogeneous variances cross it once in a thousand)
+APART_QUANTILE = 0.999
+
+
+def _apart(variance: float, dof: int, others: Sequence[tuple[float, int]]) -> bool:
+    """An F test of one kernel's between-process variance against the pooled variance of the others."""
+    df = sum(d for _, d in others)
+    if not df:
+        return False
+    pooled = sum(v * d for v, d in others) / df
+    return variance > pooled * _f_quantile(APART_QUANTILE, dof, df)
+
+
+@functools.lru_cache(maxsize=256)
+def _f_quantile(q: float, dof1: int, dof2: int) -> float:
+    """Quantile of Fisher's F by bisection on its CDF (the regularised incomplete beta)."""
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _betainc(dof1 / 2, dof2 / 2, dof1 * mid / (dof1 * mid + dof2)) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def hierarchical_speedup(
@@ -376,10 +408,10 @@ def hierarchical_speedup(
 
     Two-stage model: log time = kernel + process effect + block effect + noise. The block effect cancels in
     each process's level (:func:`process_levels`); a kernel's estimate is the mean of its processes' levels,
-    whose variance is the process spread over the number of processes. Each side uses its own variance or
-    the pooled one (:func:`pooled_process_spread`), whichever is larger — with two processes a kernel's own
-    variance rests on one degree of freedom — and the interval uses Student's t on the pooled degrees of
-    freedom. An identical copy's interval therefore straddles 1 however the processes landed.
+    whose variance is the process spread over the number of processes. Each side uses the pooled spread
+    (:func:`pooled_process_spread`), or its own when its processes landed unusually far apart; the interval
+    is Student's t with Welch-Satterthwaite degrees of freedom. An identical copy's interval therefore
+    straddles 1 however the processes landed, and a kernel whose processes disagree is undecided alone.
 
     ``blocks``: the two sides' per-block times; when more than :data:`MAX_DESYNC_SHARE` of them had one side
     stalled on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE as in :func:`paired_speedup`.
@@ -390,12 +422,12 @@ def hierarchical_speedup(
     point = math.exp(centre)
     if spread.df < 1 or not math.isfinite(spread.variance):
         return Speedup(point, math.nan, math.nan, Verdict.UNSTABLE, "one worker process per kernel: no interval")
-
-    def share(levels: np.ndarray) -> float:
-        own = float(levels.var(ddof=1)) if len(levels) > 1 else 0.0
-        return max(own, spread.variance) / len(levels)
-
-    half = _student_t(1 - (1 - confidence) / 2, spread.df) * math.sqrt(share(base) + share(cand))
+    (a, df_a), (b, df_b) = _side(base, spread), _side(cand, spread)
+    if df_a == df_b == spread.df:  # both sides rest on the one pooled estimate: its degrees of freedom
+        df = float(spread.df)
+    else:  # one side's own variance, independent of the pool it was left out of: Welch-Satterthwaite
+        df = (a + b) ** 2 / (a * a / df_a + b * b / df_b) if a + b > 0 else float(spread.df)
+    half = _student_t(1 - (1 - confidence) / 2, max(1, math.floor(df))) * math.sqrt(a + b)
     low, high = math.exp(centre - half), math.exp(centre + half)
     stalled_share = 0.0
     if blocks is not None and len(blocks[0]) > 1:
@@ -411,3 +443,11 @@ def hierarchical_speedup(
             f"interest: too noisy to decide (more worker processes, a quieter machine, or a larger min_effect)"
         )
     return Speedup(point, low, high, verdict, reason, stalled_share)
+
+
+def _side(levels: np.ndarray, spread: ProcessSpread) -> tuple[float, int]:
+    """One side's share of the estimate's variance and its degrees of freedom."""
+    n = len(levels)
+    if n > 1 and _apart(own := float(levels.var(ddof=1)), n - 1, [(spread.variance, spread.df)]):
+        return own / n, n - 1
+    return spread.variance / n, spread.df

@@ -24,9 +24,11 @@ SINGLE_AGAIN = [4417, 244, 226, 215, 232, 219, 3798, 40396, 42393, 40539, 37194,
 
 def test_real_time_slice_blocks_gave_a_confident_wrong_verdict_and_now_give_none():
     base = np.sqrt(np.asarray(SINGLE) * np.asarray(AA_SINGLE))
-    # the interval alone (the old rule): confidently SLOWER for identical work
+    # the interval alone, under the oldest rule (interval below 1, point past the floor): confidently SLOWER
     centre, lo, hi = (np.exp(x) for x in log_ratio_ci(np.log(base / np.asarray(SINGLE_AGAIN))))
-    assert decide(centre, lo, hi, 0.25, noise_floor=7.555)[0] == Verdict.SLOWER
+    assert hi < 1 and centre <= 1 / (1 + 7.555)
+    # today's rule wants the whole interval past the effect: not decided even from the interval alone
+    assert decide(centre, lo, hi, 0.25, noise_floor=7.555)[0] == Verdict.UNSTABLE
     s = paired_speedup(base, SINGLE_AGAIN, min_effect=0.25, noise_floor=7.555)
     assert s.verdict == Verdict.UNSTABLE and "stalled on its own" in s.reason and "too noisy" in s.reason
     assert s.desynchronised > MAX_DESYNC_SHARE
