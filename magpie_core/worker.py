@@ -114,10 +114,21 @@ def forked_session(
     os.chdir(cwd)
     sys.path.insert(0, cwd)  # as ``python -m`` puts the working directory first
     os.environ.update(env)
-    sys.exit(serve_session(Path(task_path)))
+    _leave(serve_session(Path(task_path)))
+
+
+def _leave(code: int) -> None:
+    """End a session worker at once: its answers are written, and tearing down the interpreter and a device
+    context (a second or more with CUDA) would only keep the parent waiting."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--session"]:
-        sys.exit(serve_session(Path(sys.argv[2])))
+        _leave(serve_session(Path(sys.argv[2])))
     sys.exit(main(sys.argv[1:]))

@@ -286,7 +286,7 @@ def _check_and_time_in_blocks(
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
         outcome = time_in_blocks(dict(instances.workers), anchor, plan)
-        infos = {key: w.close() for key, w in instances.workers.items()}
+        infos = instances.close_all()
     finally:
         instances.stop_all()
     _mark_failed(results, outcome.failed, timing=True)

@@ -63,6 +63,14 @@ class Instances:
         for worker in dropped:
             worker.stop()
 
+    def close_all(self) -> dict[Key, dict[str, Any]]:
+        """Ask every worker for its final info and let it end, side by side (each exit can take a while)."""
+        with self.lock:
+            workers, self.workers = dict(self.workers), {}
+        keys = list(workers)
+        infos = map_in_threads(lambda key: workers[key].close(), keys, workers=len(keys))
+        return {key: info for key, info in zip(keys, infos, strict=True) if isinstance(info, dict)}
+
     def stop_all(self) -> None:
         with self.lock:
             workers, self.workers = list(self.workers.values()), {}
