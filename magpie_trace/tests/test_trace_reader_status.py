@@ -12,9 +12,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from magpie_trace.columns import _ROW_NAMES
 
-from magpie_core.trace import native
-from magpie_core.trace.columns import _ROW_NAMES
+from magpie_trace import native
 
 
 def test_plugins_names_the_reader_and_the_switch(run_magpie) -> None:
