@@ -20,7 +20,9 @@ from magpie_trace.columns import (
     table_part,
 )
 
-TRACES = Path(__file__).parent / "data" / "traces"
+from tests.conftest import DATA
+
+TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
 

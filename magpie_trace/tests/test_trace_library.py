@@ -12,12 +12,12 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
+import magpie_trace as trace_lib
 import msgspec
 import pytest
-
-import magpie_trace as trace_lib
-from magpie_core.plugins import PluginManager
 from magpie_trace import load_trace
+
+from magpie_core.plugins import PluginManager
 from tests.conftest import DATA, ROOT
 
 DOC = ROOT / "docs" / "trace-library.md"

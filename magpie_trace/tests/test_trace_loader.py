@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 
 import pytest
+from magpie_trace import TraceLoadError, discover, load_trace
 from magpie_trace.demangle import demangle, leading_names
 
-from magpie_trace import TraceLoadError, discover, load_trace
+from tests.conftest import DATA
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = DATA / "traces"
 H100 = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 MI300 = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
 SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"

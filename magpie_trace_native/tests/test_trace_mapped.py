@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from magpie_trace.columns import TableBuilder, category_matcher, merge_tables, stream_table
-from tests.test_trace_native import assert_same_table, needs_native
-from tests.test_trace_native_build import _filler, _trace
-
 from magpie_trace import columns, native
+from magpie_trace.columns import TableBuilder, category_matcher, merge_tables, stream_table
+from test_trace_native import assert_same_table, needs_native
+from test_trace_native_build import _filler, _trace
 
 pytestmark = needs_native
 

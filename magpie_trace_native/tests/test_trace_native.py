@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from magpie_trace import columns, native
 from magpie_trace.columns import EventTable, category_matcher
 from magpie_trace.loader import TraceLoadError
 
-from magpie_trace import columns, native
+from tests.conftest import DATA
 from tests.helpers.corrupt import corrupted
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
 needs_native = pytest.mark.skipif(not native.available(), reason="the compiled trace reader is not built")
@@ -471,9 +472,8 @@ def _normal_file(path: Path, out: Path) -> bytes:
 def test_number_spellings_read_bit_for_bit() -> None:
     """Random number texts (long mantissas, exponents near the double range, subnormals, integers near 2**53 and
     2**63) in ``ts``, ``dur`` and the integer ids: where the reader reads a piece, every value is msgspec's."""
-    from magpie_trace.loader import LIST_DECODER
-
     from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace.loader import LIST_DECODER
 
     rng = random.Random(17)
     read = 0
@@ -526,9 +526,8 @@ def test_timestamp_numbers_read_bit_for_bit() -> None:
     """Kineto's timestamps (13-digit microseconds with 3-6 decimals: 16-19 significant digits, beyond the 2**53 fast
     path), texts right at the midpoint between two doubles, and zeros in every spelling: msgspec's double, bit for
     bit (the reader rounds such mantissas in extended precision and leaves exact midpoints to strtod)."""
-    from magpie_trace.loader import LIST_DECODER
-
     from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace.loader import LIST_DECODER
 
     rng = random.Random(23)
     micros = [rng.randint(10**12, 10**13) for _ in range(3000)]
@@ -608,9 +607,8 @@ def _msgspec_rows(evs: list[Any]) -> list[tuple[Any, ...]]:
 
 def _read_both(piece: Any) -> tuple[Any, Any]:
     """(msgspec's rows or None when it refuses the piece, the reader's rows or None when it hands it back)"""
-    from magpie_trace.loader import LIST_DECODER
-
     from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace.loader import LIST_DECODER
 
     try:
         want = _msgspec_rows(LIST_DECODER.decode(piece))

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from magpie_trace.columns import category_matcher, stream_table
-from tests.test_trace_native import _outcome, assert_same, needs_native
-
 from magpie_trace import columns, native, validity
+from magpie_trace.columns import category_matcher, stream_table
+from test_trace_native import _outcome, assert_same, needs_native
 
 CHUNKS = [256, 700, 4096, 1 << 20]
 

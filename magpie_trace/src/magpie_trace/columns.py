@@ -41,7 +41,6 @@ from typing import Any
 
 import msgspec
 import numpy as np
-
 from magpie_trace.loader import (
     LIST_DECODER,
     OBJECT_DECODER,

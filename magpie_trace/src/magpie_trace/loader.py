@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from msgspec import Struct, field
-
 from magpie_trace.validity import NOT_A_TRACE_NESTED, not_a_trace, sanitize_events_json
+from msgspec import Struct, field
 
 __all__ = [
     "LIST_DECODER",

@@ -388,7 +388,6 @@ def test_parallel_byte_range_decode_gives_the_same_analysis(
     (with the compiled reader one process reads the file), so the reader is switched off here."""
     import magpie_trace.columns as core_columns
     from magpie_inference_analysis import events
-
     from magpie_trace import native
 
     monkeypatch.setenv(native.ENV, "0")

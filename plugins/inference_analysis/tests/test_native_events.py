@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 from magpie_inference_analysis import events, kept_reader
+from magpie_trace import native
 from magpie_trace.loader import TraceLoadError
 
-from magpie_trace import native
 from tests.conftest import DATA
 from tests.helpers.corrupt import corrupted
 
