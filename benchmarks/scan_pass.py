@@ -73,7 +73,7 @@ def measure(path: Path, what: str) -> dict[str, Any]:
             return n
     else:
         from magpie_trace import native
-        from magpie_trace._kineto_scan import scan
+        from magpie_trace_native._kineto_scan import scan
 
         unescape = native._UNESCAPE
 

@@ -402,7 +402,7 @@ def test_one_state_read_by_two_threads_at_once(tmp_path: Path) -> None:
     a mixed table."""
     import threading
 
-    from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     events = _events(_SOURCES[2], 3000)
     piece = json.dumps(events).encode()
@@ -472,8 +472,9 @@ def _normal_file(path: Path, out: Path) -> bytes:
 def test_number_spellings_read_bit_for_bit() -> None:
     """Random number texts (long mantissas, exponents near the double range, subnormals, integers near 2**53 and
     2**63) in ``ts``, ``dur`` and the integer ids: where the reader reads a piece, every value is msgspec's."""
-    from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
     from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     rng = random.Random(17)
     read = 0
@@ -526,8 +527,9 @@ def test_timestamp_numbers_read_bit_for_bit() -> None:
     """Kineto's timestamps (13-digit microseconds with 3-6 decimals: 16-19 significant digits, beyond the 2**53 fast
     path), texts right at the midpoint between two doubles, and zeros in every spelling: msgspec's double, bit for
     bit (the reader rounds such mantissas in extended precision and leaves exact midpoints to strtod)."""
-    from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
     from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     rng = random.Random(23)
     micros = [rng.randint(10**12, 10**13) for _ in range(3000)]
@@ -607,8 +609,9 @@ def _msgspec_rows(evs: list[Any]) -> list[tuple[Any, ...]]:
 
 def _read_both(piece: Any) -> tuple[Any, Any]:
     """(msgspec's rows or None when it refuses the piece, the reader's rows or None when it hands it back)"""
-    from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
     from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     try:
         want = _msgspec_rows(LIST_DECODER.decode(piece))

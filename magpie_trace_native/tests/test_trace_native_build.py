@@ -65,7 +65,7 @@ def _all_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> None:
 
 @needs_native
 def test_extension_agrees_with_python_constants() -> None:
-    from magpie_trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     assert _kineto_scan.MAX_TS_US == validity.MAX_TS_US and _kineto_scan.MAX_DUR_US == validity.MAX_DUR_US
     assert _kineto_scan.row_columns() == columns._ROW_NAMES
