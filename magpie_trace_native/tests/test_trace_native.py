@@ -32,7 +32,9 @@ from tests.helpers.corrupt import corrupted
 TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
-needs_native = pytest.mark.skipif(not native.available(), reason="the compiled trace reader is not built")
+needs_native = pytest.mark.skipif(
+    not native.available(), reason="the compiled trace reader (magpie-trace-native) is not installed or not built"
+)
 
 _FIELDS = [
     "platform",

@@ -26,7 +26,10 @@ from tests.conftest import DATA
 from tests.helpers.corrupt import corrupted
 
 TRACES = sorted((DATA / "traces").rglob("*.json.gz")) + sorted((DATA / "capture_traces").rglob("*.json.gz"))
-needs_native = pytest.mark.skipif(not kept_reader.available(), reason="the compiled kept-event reader is not built")
+needs_native = pytest.mark.skipif(
+    not kept_reader.available(),
+    reason="the compiled kept-event reader (magpie-trace-native) is not installed or not built",
+)
 _RAW_FIELDS = ("input_dims", "input_type", "concrete", "strides")
 
 
