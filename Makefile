@@ -14,8 +14,10 @@ DEMO_OUT ?= magpie_runs/demo
 
 setup: $(STAMP)
 
-# setup.py and the C source: an editable install compiles the trace reader once, so a change to it reinstalls
-$(STAMP): pyproject.toml setup.py magpie_core/trace/_kineto_scan.c magpie_core/trace/_kineto_kept.c constraints.txt $(PLUGIN_PYPROJECTS)
+# the optional compiled trace readers (magpie_trace_native/): an editable install compiles them once, so a change to
+# their setup.py or C sources reinstalls; every other distribution is pure Python
+NATIVE_SOURCES := magpie_trace_native/setup.py $(wildcard magpie_trace_native/src/magpie_trace_native/*.c)
+$(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')

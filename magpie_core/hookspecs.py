@@ -79,7 +79,7 @@ def magpie_register_profilers(register: Register) -> None:
 def magpie_register_trace_analyzers(register: Register) -> None:
     """Register trace analyzers (:class:`~magpie_core.interfaces.TraceAnalyzer`).
 
-    An analyzer reads profiler trace files (with :mod:`magpie_core.trace`, the
+    An analyzer reads profiler trace files (with :mod:`magpie_trace`, the
     public trace-reading library) and writes tables and a summary: ``gap``
     (kernel tables, GPU idle gaps), ``inference`` (stage split, roofline), ...
     """
@@ -210,6 +210,15 @@ def magpie_gpu_hardware_control(vendor: str) -> Any:
 
 
 # --- Reports people look at --------------------------------------------------
+
+
+@hookspec
+def magpie_status_lines() -> list[str] | None:
+    """Lines for people under ``magpie plugins``' table: the state of something a plugin relies on that its
+    components do not show, and what to do about it (the trace analyzers say which trace reader reads plain-JSON
+    traces: the compiled one of ``magpie-trace-native`` or msgspec alone, and why). Lines several plugins give are
+    printed once; ``--json`` and ``--format csv`` print none.
+    """
 
 
 @hookspec

@@ -213,7 +213,7 @@ class Profiler(Component):
 class TraceAnalyzer(Component):
     """Turns profiler trace files into tables and a JSON summary.
 
-    Read traces with the public library :mod:`magpie_core.trace` (streaming
+    Read traces with the public library :mod:`magpie_trace` (streaming
     decode, column tables, split-by-bytes for several processes).
     """
 

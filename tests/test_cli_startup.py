@@ -120,7 +120,7 @@ def test_plugin_discovery_reads_metadata_files_itself() -> None:
 def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
     code, modules = _imported(tmp_path, "-w", "1", "-o", str(tmp_path), "gap", str(TRACE), "--json", "--no-rank-csv")
     assert code == 0
-    assert "magpie_gap_analysis.pipeline" in modules and "magpie_core.trace.columns" in modules
+    assert "magpie_gap_analysis.pipeline" in modules and "magpie_trace.columns" in modules
     assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_inference_analysis.cli")) == []
 
 
@@ -156,7 +156,7 @@ HEAVY_AT_PLUGIN_LOAD = (
     "yaml",
     "httpx",
     "magpie_core.reports",
-    "magpie_core.trace.columns",
+    "magpie_trace.columns",
     "cxxfilt",
     "concurrent.futures",
     "statistics",

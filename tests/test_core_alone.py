@@ -1,7 +1,8 @@
 """The core installs and works alone: no first-party plugin, and a third-party one with the built-ins' powers.
 
 A fresh venv gets only ``magpie-core`` (dependencies from the package index or pip's cache), then the
-test plugin package; nothing of the repository's other distributions is importable there.
+test plugin package and the one distribution it needs, the trace library ``magpie-trace`` (pure Python: no
+``magpie-trace-native``); nothing of the repository's other distributions is importable there.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def test_core_alone_lists_its_one_builtin_and_names_missing_plugins(core_only, t
 
 
 def test_a_third_party_plugin_adds_a_command_and_an_analyzer(core_only, tmp_path):
-    _pip(core_only / "python", "--no-deps", str(TEST_PLUGINS / "example_plugin"))
+    _pip(core_only / "python", "--no-deps", str(ROOT / "magpie_trace"), str(TEST_PLUGINS / "example_plugin"))
     result = _magpie(core_only, "kernel-count", str(TRACE), "--top", "2", "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)

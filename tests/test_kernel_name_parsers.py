@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from magpie_core.kernel_names import CATEGORIES, parse_kernel_name
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.trace.kernel_names import CATEGORIES, parse_kernel_name
 
 TABLE = json.loads((Path(__file__).parent / "data" / "kernel_name_table.json").read_text())
 

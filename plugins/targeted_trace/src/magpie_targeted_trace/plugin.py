@@ -22,8 +22,9 @@ class TargetedTrace(TraceAnalyzer):
     def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path | None) -> dict[str, Any]:
         """``options``: the ``profiler.targeted_trace`` block, plus ``run_id`` and ``framework``.
         Adapts every trace under ``traces`` into ``out_dir`` (new), then postprocesses it."""
+        from magpie_trace import find_trace_files
+
         from magpie_core.config.benchmark import TargetedTraceConfig
-        from magpie_core.trace import find_trace_files
         from magpie_targeted_trace.adapt import adapt_torch
         from magpie_targeted_trace.postprocess import postprocess
 

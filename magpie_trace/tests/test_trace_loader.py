@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 
 import pytest
+from magpie_trace import TraceLoadError, discover, load_trace
+from magpie_trace.demangle import demangle, leading_names
 
-from magpie_core.trace import TraceLoadError, discover, load_trace
-from magpie_core.trace.demangle import demangle, leading_names
+from tests.conftest import DATA
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = DATA / "traces"
 H100 = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 MI300 = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
 SGLANG = TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz"
@@ -151,7 +152,7 @@ def test_demangling_uses_a_library() -> None:
 def test_batch_demangling_through_a_cxxfilt_tool_or_the_library(tmp_path: Path) -> None:
     """``demangle_names``, the demangler kernel backends call for compile reports: a c++filt-style program
     when one is found (by name or path, in the given order), else the library; unreadable names stay."""
-    from magpie_core.trace.demangle import demangle_names
+    from magpie_trace.demangle import demangle_names
 
     names = ["_Z6matmulPKfS0_Pfi", "plain_kernel", "_Zbroken"]
     by_library = demangle_names(names, tools=())

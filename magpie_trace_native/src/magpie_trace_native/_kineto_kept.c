@@ -423,7 +423,7 @@ static Py_ssize_t count_of(const unsigned char *a, const unsigned char *z, const
 }
 
 /* How many events a piece holds when every one of them has a skipped category, else 0: the rule of
- * columns._PieceSkipper (so both paths skip the same pieces undecoded): the piece's first '"cat":' key is one of
+ * columns.PieceSkipper (so both paths skip the same pieces undecoded): the piece's first '"cat":' key is one of
  * the skip keys ('"cat": "<c>"' or '"cat":"<c>"') and that key occurs as often as '"ph":' keys do. */
 static Py_ssize_t skipped_piece(Reader *r, const unsigned char *a, const unsigned char *z) {
     const unsigned char *first = memmem(a, z - a, "\"cat\":", 6);
@@ -585,7 +585,7 @@ static PyMethodDef reader_methods[] = {
 };
 
 static PyTypeObject ReaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "magpie_core.trace._kineto_kept.Reader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "magpie_trace_native._kineto_kept.Reader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

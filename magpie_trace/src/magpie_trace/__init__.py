@@ -4,12 +4,12 @@ A public API: magpie's own analyzers (``gap``, ``inference``) read traces with i
 third-party trace analyzer (a plugin implementing ``magpie_register_trace_analyzers``; see
 ``docs/trace-library.md``). The pieces:
 
-* :mod:`~magpie_core.trace.loader`: a whole file in one decode. :func:`load_trace` gives a
+* :mod:`~magpie_trace.loader`: a whole file in one decode. :func:`load_trace` gives a
   :class:`LoadedTrace` (a list of :class:`Event` structs holding the fields magpie reads, plus the
   platform, rank and device names from the header); broken input is a :class:`TraceLoadError` that
   names the file and the line and column. :func:`read_trace_bytes` gives the decompressed bytes
   (``.json`` or ``.json.gz``), with the same errors.
-* :mod:`~magpie_core.trace.columns`: streaming. :func:`stream_events` decodes a file piece by piece
+* :mod:`~magpie_trace.columns`: streaming. :func:`stream_events` decodes a file piece by piece
   (about 1 MiB each, from one reused buffer) with any msgspec decoder, so a plugin decodes exactly
   the fields it needs and keeps only the events it wants; :func:`stream_table` and :func:`load_table`
   reduce the events to numpy columns (:class:`EventTable`, names interned by :class:`Interner`),
@@ -20,12 +20,12 @@ third-party trace analyzer (a plugin implementing ``magpie_register_trace_analyz
   compiled reader runs without the GIL), :func:`table_part` is the task for worker processes
   (:func:`magpie_core.fanout.run_tasks`), selecting events with :func:`category_matcher`.
   :class:`FallBack` says the fast path cannot handle a file: decode it whole instead.
-* :mod:`~magpie_core.trace.discover`: the trace files of a run and the rank of each
+* :mod:`~magpie_trace.discover`: the trace files of a run and the rank of each
   (:func:`discover`, :func:`find_trace_files`, :class:`TraceFile`).
-* :mod:`~magpie_core.trace.kernel_names` (kernel names through the installed kernel-name parsers)
-  and :mod:`~magpie_core.trace.demangle` (C++ symbol demangling) for what a kernel name means.
+* :mod:`~magpie_trace.kernel_names` (kernel names through the installed kernel-name parsers)
+  and :mod:`~magpie_trace.demangle` (C++ symbol demangling) for what a kernel name means.
 
-Names from :mod:`~magpie_core.trace.columns` are imported on first use, so importing this package
+Names from :mod:`~magpie_trace.columns` are imported on first use, so importing this package
 does not import numpy.
 """
 
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from magpie_core.trace.discover import TraceFile, discover, find_trace_files
-from magpie_core.trace.loader import (
+from magpie_trace.discover import TraceFile, discover, find_trace_files
+from magpie_trace.loader import (
     LIST_DECODER,
     NO_ID,
     OBJECT_DECODER,
@@ -48,7 +48,7 @@ from magpie_core.trace.loader import (
 )
 
 if TYPE_CHECKING:
-    from magpie_core.trace.columns import (
+    from magpie_trace.columns import (
         ANNOTATION_CATS,
         GPU_ACTIVITY_CATS,
         NONE,
@@ -125,9 +125,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The :mod:`~magpie_core.trace.columns` names, imported on first use."""
+    """The :mod:`~magpie_trace.columns` names, imported on first use."""
     if name in _COLUMNS:
-        from magpie_core.trace import columns
+        from magpie_trace import columns
 
         return getattr(columns, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,16 +1,21 @@
-"""The optional compiled reader of plain-JSON Kineto traces (``_kineto_scan.c``).
+"""The optional compiled reader of plain-JSON Kineto traces, from the distribution ``magpie-trace-native``.
 
 :func:`scanner` gives a function that reads one JSON array of events and reduces it into a
-:class:`~magpie_core.trace.columns.TableBuilder` (its rows kept in C, no Python object per event, the GIL released
+:class:`~magpie_trace.columns.TableBuilder` (its rows kept in C, no Python object per event, the GIL released
 for the pass and the reduction both), or gives None for anything it is not sure to read exactly as the msgspec decoder
 does; the caller then decodes those bytes with msgspec, so results and error messages are the same with and without
-it. It is None when the extension was not built (an install without a C compiler:
-``setup.py`` marks it optional) or when the environment sets ``MAGPIE_TRACE_NATIVE=0``.
+it. It is None when ``magpie-trace-native`` is not installed, when it was installed without a C compiler (its
+``setup.py`` marks the extensions optional), or when the environment sets ``MAGPIE_TRACE_NATIVE=0``.
+
+The lookup: the compiled modules are ``magpie_trace_native._kineto_scan`` and ``magpie_trace_native._kineto_kept``
+(:data:`PACKAGE`), imported on first use; :func:`compiled` gives either (or another extension of that package) to an
+analyzer with a compiled reader of its own, as the inference analyzer's kept-events reader.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -21,23 +26,33 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import msgspec
 
 if TYPE_CHECKING:
-    from magpie_core.trace.columns import NativePiece, TableBuilder
+    from magpie_trace.columns import NativePiece, TableBuilder
 
-__all__ = ["ENV", "available", "guarded_map", "reader_status", "scanner", "switched_off"]
+__all__ = ["ENV", "PACKAGE", "available", "compiled", "guarded_map", "reader_status", "scanner", "switched_off"]
 
 #: ``0`` turns the compiled reader off (the pure-Python path runs; tests run both)
 ENV = "MAGPIE_TRACE_NATIVE"
+#: the package of the compiled modules (distribution ``magpie-trace-native``)
+PACKAGE = "magpie_trace_native"
+#: the distribution that builds them
+DIST = "magpie-trace-native"
 
 #: a JSON string literal (with escapes) -> str, exactly as msgspec decodes it
 _UNESCAPE = msgspec.json.Decoder(str).decode
 
 
 def compiled(name: str) -> Any:
-    """The optional compiled module ``magpie_core.trace.<name>``, or None where it was not built."""
+    """The optional compiled module ``magpie_trace_native.<name>``, or None where it is not installed or not built."""
     try:
-        return importlib.import_module(f"magpie_core.trace.{name}")
+        return importlib.import_module(f"{PACKAGE}.{name}")
     except ImportError:
         return None
+
+
+def _package_dir() -> Path | None:
+    """Where ``magpie_trace_native`` is installed, or None where it is not."""
+    spec = importlib.util.find_spec(PACKAGE)
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
 
 
 def _module() -> Any:
@@ -60,25 +75,30 @@ _SLOWER = "`magpie gap` took 1.6-4.6x longer without them on the benchmark trace
 
 
 def reader_status() -> str:
-    """One line for people (``magpie plugins``): which reader reads plain-JSON traces and, when it is not the compiled
-    one, why and what that costs. An install without a C compiler silently has no compiled reader (``setup.py``
-    marks it optional), so this is where a user finds out."""
-    from magpie_core.trace.columns import _ROW_NAMES
+    """One line for people (``magpie plugins`` prints it through the trace analyzers): which reader reads plain-JSON
+    traces and, when it is not the compiled one, why and what that costs. An install without a C compiler silently has
+    no compiled reader (``setup.py`` of magpie-trace-native marks it optional), so this is where a user finds out."""
+    from magpie_trace.columns import _ROW_NAMES
 
+    where = _package_dir()
+    if where is None:
+        return (
+            f"trace reader: msgspec only: the compiled readers ({DIST}) are not installed; {_SLOWER}; "
+            f"install {DIST} where gcc is present"
+        )
     mod, kept = _module(), compiled("_kineto_kept")
     if mod is None or kept is None:
         missing = " and ".join(n for n, m in (("_kineto_scan", mod), ("_kineto_kept", kept)) if m is None)
-        # where the package was imported from: a source tree run with ``python -m`` is never built, an install is
         return (
-            f"trace reader: msgspec only: the compiled readers ({missing}) are not built in {Path(__file__).parent} "
-            f"(no C compiler when magpie-core was installed, or a source tree never built?); {_SLOWER}; reinstall "
-            "magpie-core where gcc is present"
+            f"trace reader: msgspec only: the compiled readers ({missing}) are not built in {where} "
+            f"(no C compiler when {DIST} was installed?); {_SLOWER}; reinstall {DIST} where gcc "
+            "is present"
         )
     if mod.row_columns() != _ROW_NAMES:
-        return "trace reader: msgspec only: the compiled reader was built from another magpie-core; reinstall it"
+        return f"trace reader: msgspec only: the compiled reader was built for another magpie-trace; reinstall {DIST}"
     if switched_off():
         return f"trace reader: msgspec only ({ENV}=0 in the environment; the compiled readers are built)"
-    return "trace reader: compiled (magpie_core.trace._kineto_scan, _kineto_kept)"
+    return f"trace reader: compiled ({PACKAGE}._kineto_scan, _kineto_kept)"
 
 
 def scanner(builder: TableBuilder) -> Callable[..., NativePiece | None] | None:
@@ -90,7 +110,7 @@ def scanner(builder: TableBuilder) -> Callable[..., NativePiece | None] | None:
     mod = _module()
     if mod is None:
         return None
-    from magpie_core.trace.columns import _ROW_NAMES
+    from magpie_trace.columns import _ROW_NAMES
 
     if mod.row_columns() != _ROW_NAMES:  # an extension built from another version of the source
         return None
@@ -115,8 +135,8 @@ def guarded_map(f: BinaryIO, size: int) -> Iterator[mmap.mmap | None]:
 
     A mapped file that shrinks while it is read (its profiler rewrites it) would raise SIGBUS and kill the process: the
     extension's guard makes such a fault read zeros instead, and this raises
-    :class:`~magpie_core.trace.columns.FallBack` when the body is done, so what was read is dropped and the file is
-    read whole (say, by :func:`~magpie_core.trace.loader.load_trace`, which reports what is wrong with it then)."""
+    :class:`~magpie_trace.columns.FallBack` when the body is done, so what was read is dropped and the file is
+    read whole (say, by :func:`~magpie_trace.loader.load_trace`, which reports what is wrong with it then)."""
     mod = _module()
     if mod is None or size <= 0:
         yield None
@@ -140,6 +160,6 @@ def guarded_map(f: BinaryIO, size: int) -> Iterator[mmap.mmap | None]:
         except BufferError:  # a piece's view outlives the read (an exception's traceback): the mapping goes with it
             pass
     if shrank:
-        from magpie_core.trace.columns import FallBack
+        from magpie_trace.columns import FallBack
 
         raise FallBack("the file changed size while it was read")

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from magpie_core.trace.columns import (
+from magpie_trace.columns import (
     EventTable,
     category_matcher,
     merge_tables,
@@ -21,7 +20,9 @@ from magpie_core.trace.columns import (
     table_part,
 )
 
-TRACES = Path(__file__).parent / "data" / "traces"
+from tests.conftest import DATA
+
+TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
 
@@ -29,7 +30,7 @@ def test_every_cut_count_yields_each_event_once(tmp_path: Path) -> None:
     """Parts meet exactly at event boundaries whatever the cut points (a regression: later parts were
     offset by the two bytes read ahead for the gzip check, which lost an event when a boundary lay
     within two bytes of a cut)."""
-    from magpie_core.trace.columns import stream_events
+    from magpie_trace.columns import stream_events
 
     plain = tmp_path / "sglang.json"
     with gzip.open(TRACES / "inference" / "sglang_decode" / "sglang_Qwen3-8B_decode.json.gz", "rb") as f:
@@ -54,7 +55,7 @@ def test_pieces_made_only_of_skipped_categories_are_counted_not_decoded(tmp_path
     """``skip_categories``: a piece whose every event has a skipped category is counted, not decoded; any
     other event (a kept category, one spelled compactly inside a run, one without a category) still reaches
     the sink, whole or in parts."""
-    from magpie_core.trace.columns import stream_events
+    from magpie_trace.columns import stream_events
 
     events = [_kineto_event("python_function", i) for i in range(3000)]
     events[1500] = _kineto_event("cpu_op", 1500, compact=True)  # another spelling inside the run
@@ -83,7 +84,7 @@ def test_pieces_made_only_of_skipped_categories_are_counted_not_decoded(tmp_path
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.parent.name)
 def test_skipping_runs_keeps_every_other_event_of_real_traces(path: Path) -> None:
-    from magpie_core.trace.columns import stream_events
+    from magpie_trace.columns import stream_events
 
     skip = ("python_function", "cpu_instant_event")
     whole: list[object] = []

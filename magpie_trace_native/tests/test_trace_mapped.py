@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from magpie_core.trace import columns, native
-from magpie_core.trace.columns import TableBuilder, category_matcher, merge_tables, stream_table
-from tests.test_trace_native import assert_same_table, needs_native
-from tests.test_trace_native_build import _filler, _trace
+from magpie_trace import columns, native
+from magpie_trace.columns import TableBuilder, category_matcher, merge_tables, stream_table
+from test_trace_native import assert_same_table, needs_native
+from test_trace_native_build import _filler, _trace
 
 pytestmark = needs_native
 
@@ -85,8 +84,8 @@ def test_mapped_and_buffered_reads_agree_on_parts(tmp_path: Path, monkeypatch: p
 _CHANGE = r"""
 import os, sys
 from pathlib import Path
-from magpie_core.trace import columns, native
-from magpie_core.trace.columns import FallBack, category_matcher, stream_table
+from magpie_trace import columns, native
+from magpie_trace.columns import FallBack, category_matcher, stream_table
 
 path, how, parts = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 size = path.stat().st_size
@@ -145,8 +144,8 @@ def test_file_growing_while_mapped_reads_what_was_there(tmp_path: Path) -> None:
 _PEAK_PROBE = """
 import re, sys
 from pathlib import Path
-from magpie_core.trace import columns
-from magpie_core.trace.columns import category_matcher, stream_table
+from magpie_trace import columns
+from magpie_trace.columns import category_matcher, stream_table
 def peak():
     return int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1))
 columns.MAP_PLAIN_FILES = sys.argv[2] == "mapped"

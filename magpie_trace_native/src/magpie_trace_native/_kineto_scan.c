@@ -997,7 +997,7 @@ static int events(Scan *s, Out *o) { return array_items(s, event_item, o); }
 static PyObject *col_bytes(Col *c) { return PyBytes_FromStringAndSize(c->data ? c->data : "", c->len * c->item); }
 
 /* ---- scan state: the columns' buffers and the intern tables, kept from piece to piece of one file ---- */
-static const char STATE_NAME[] = "magpie_core.trace._kineto_scan.state";
+static const char STATE_NAME[] = "magpie_trace_native._kineto_scan.state";
 
 static void red_free(struct Red *r);
 

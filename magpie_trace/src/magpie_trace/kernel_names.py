@@ -1,70 +1,16 @@
-"""Kernel-name parsing: iterate the installed ``kernel_name_parser`` plugins by priority.
+"""Helpers for reading kernel names: generic C++ and naming conventions that kernel-name parsers share.
 
-The core knows no kernel family; every family lives in a parser plugin. A
-name no parser recognises is reported as family ``unknown`` with confidence 0.
+:func:`outer_function` (the outermost function of a demangled C++ name, via :mod:`magpie_trace.cxx_names`),
+:func:`dtype_in` (the data type a name spells), :func:`category_from_words` (a category from the words in a name:
+one of magpie-core's ``magpie_core.kernel_names.CATEGORIES``) and :func:`strip_code_object_suffix`. They know no
+kernel family: magpie's parsers live in plugins, and magpie-core's ``magpie_core.kernel_names.parse_kernel_name``
+asks them in priority order.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # report models (pydantic): not imported when a parser plugin loads (every magpie command)
-    from magpie_core.report_base import ParsedKernelName
-
-CATEGORIES = (
-    "gemm",
-    "attention",
-    "norm",
-    "elementwise",
-    "reduce",
-    "copy/memset",
-    "moe",
-    "communication",
-    "sampling",
-    "other",
-)
-
-
-def installed_parsers() -> list[Any]:
-    from magpie_core.plugins import get_plugin_manager
-
-    parsers = list(get_plugin_manager().components("kernel_name_parser").values())
-    return sorted(parsers, key=lambda p: (getattr(p, "priority", 100), p.name))
-
-
-def unknown(name: str) -> ParsedKernelName:
-    from magpie_core.report_base import ParsedKernelName
-
-    return ParsedKernelName(name=name, family="unknown", category="other", confidence=0.0)
-
-
-def parse_kernel_name(
-    name: str, context: dict[str, Any] | None = None, parsers: list[Any] | None = None
-) -> ParsedKernelName:
-    """What the first parser (lowest priority number) that recognises ``name`` says about it."""
-    for parser in installed_parsers() if parsers is None else parsers:
-        try:
-            parsed = parser.parse(name, context)
-        except Exception as exc:  # one broken parser must not hide the others
-            parsed = None
-            context = dict(context or {})
-            context.setdefault("parser_errors", []).append(f"{parser.name}: {type(exc).__name__}: {exc}")
-        if parsed is not None:
-            if parsed.parser is None:
-                parsed.parser = parser.name
-            if parsed.category not in CATEGORIES:
-                parsed.category = "other"
-            return parsed
-    return unknown(name)
-
-
-def parse_many(names: list[str], contexts: dict[str, dict[str, Any]] | None = None) -> dict[str, ParsedKernelName]:
-    parsers = installed_parsers()
-    contexts = contexts or {}
-    return {n: parse_kernel_name(n, contexts.get(n), parsers) for n in names}
-
 
 # -- small helpers parser plugins share (generic C++ / naming conventions) ----
 
@@ -218,9 +164,9 @@ _OUTER = re.compile(r"^(?:void\s+)?((?:[A-Za-z_]\w*::|\(anonymous namespace\)::)
 @lru_cache(maxsize=4096)  # every parser plugin asks for the same names' outer function: parse each once
 def outer_function(text: str) -> tuple[str, str]:
     """(namespace path, function) of the outermost function of a demangled C++ name, read with the bracket-
-    matching parser of :mod:`magpie_core.trace.cxx_names` (return types such as ``std::enable_if<...>::type``,
+    matching parser of :mod:`magpie_trace.cxx_names` (return types such as ``std::enable_if<...>::type``,
     ``(anonymous namespace)``, function-pointer template arguments); plain identifiers give ``("", name)``."""
-    from magpie_core.trace.cxx_names import parse_cxx_name
+    from magpie_trace.cxx_names import parse_cxx_name
 
     parsed = parse_cxx_name(text)
     if parsed is not None and re.fullmatch(r"[A-Za-z_~]\w*", parsed.function):

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from magpie_trace.validity import NOT_A_TRACE_NESTED, not_a_trace, sanitize_events_json
 from msgspec import Struct, field
-
-from magpie_core.trace.validity import NOT_A_TRACE_NESTED, not_a_trace, sanitize_events_json
 
 __all__ = [
     "LIST_DECODER",
@@ -62,7 +61,7 @@ NO_ARGS = Args()
 
 class Event(Struct, gc=False):
     """One trace event (``ph`` X, s, f, i, M ...); ``ts`` and ``dur`` are NaN when the event has none
-    (:mod:`magpie_core.trace.validity` says which complete events hold a measurement)."""
+    (:mod:`magpie_trace.validity` says which complete events hold a measurement)."""
 
     ph: str = ""
     cat: str = ""

@@ -10,7 +10,7 @@ is read with bracket matching, not with one regular expression: the return type 
 ``(anonymous namespace)``, ``{lambda(int)#1}``, function scopes such as ``f(int)::``), the template
 arguments of each component (function pointers, enum casts ``(ns::E)0``, nested templates) and the call
 parameters. :func:`parse_symbol` also takes a mangled symbol (``_Z...``, optionally ``.kd``): it is
-demangled with :mod:`magpie_core.trace.demangle` first; when no library can read it, the leading names of
+demangled with :mod:`magpie_trace.demangle` first; when no library can read it, the leading names of
 the mangled nested name are used (``exact=False``).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from magpie_core.trace.demangle import demangle, is_mangled, leading_names
+from magpie_trace.demangle import demangle, is_mangled, leading_names
 
 __all__ = ["CxxComponent", "CxxName", "parse_cxx_name", "parse_symbol", "split_top_level"]
 

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from magpie_core.trace import columns, native, validity
-from magpie_core.trace.columns import category_matcher, stream_table
-from tests.test_trace_native import _outcome, assert_same, needs_native
+from magpie_trace import columns, native, validity
+from magpie_trace.columns import category_matcher, stream_table
+from test_trace_native import _outcome, assert_same, needs_native
 
 CHUNKS = [256, 700, 4096, 1 << 20]
 
@@ -66,7 +65,7 @@ def _all_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> None:
 
 @needs_native
 def test_extension_agrees_with_python_constants() -> None:
-    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     assert _kineto_scan.MAX_TS_US == validity.MAX_TS_US and _kineto_scan.MAX_DUR_US == validity.MAX_DUR_US
     assert _kineto_scan.row_columns() == columns._ROW_NAMES

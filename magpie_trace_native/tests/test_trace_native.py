@@ -1,4 +1,4 @@
-"""The compiled trace reader (``magpie_core/trace/_kineto_scan.c``) against the msgspec path: the same table or the
+"""The compiled trace reader (``_kineto_scan.c`` of magpie-trace-native) against the msgspec path: the same table or the
 same error on every bundled trace and on randomized and hostile variants of them.
 
 Each test runs :func:`load_table` twice in this process, once with ``MAGPIE_TRACE_NATIVE=0`` (the pure-Python path
@@ -22,16 +22,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from magpie_trace import columns, native
+from magpie_trace.columns import EventTable, category_matcher
+from magpie_trace.loader import TraceLoadError
 
-from magpie_core.trace import columns, native
-from magpie_core.trace.columns import EventTable, category_matcher
-from magpie_core.trace.loader import TraceLoadError
+from tests.conftest import DATA
 from tests.helpers.corrupt import corrupted
 
-TRACES = Path(__file__).parent / "data" / "traces"
+TRACES = DATA / "traces"
 ALL = sorted(TRACES.rglob("*.json.gz"))
 
-needs_native = pytest.mark.skipif(not native.available(), reason="the compiled trace reader is not built")
+needs_native = pytest.mark.skipif(
+    not native.available(), reason="the compiled trace reader (magpie-trace-native) is not installed or not built"
+)
 
 _FIELDS = [
     "platform",
@@ -401,7 +404,7 @@ def test_one_state_read_by_two_threads_at_once(tmp_path: Path) -> None:
     a mixed table."""
     import threading
 
-    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     events = _events(_SOURCES[2], 3000)
     piece = json.dumps(events).encode()
@@ -471,8 +474,9 @@ def _normal_file(path: Path, out: Path) -> bytes:
 def test_number_spellings_read_bit_for_bit() -> None:
     """Random number texts (long mantissas, exponents near the double range, subnormals, integers near 2**53 and
     2**63) in ``ts``, ``dur`` and the integer ids: where the reader reads a piece, every value is msgspec's."""
-    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
-    from magpie_core.trace.loader import LIST_DECODER
+    from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     rng = random.Random(17)
     read = 0
@@ -525,8 +529,9 @@ def test_timestamp_numbers_read_bit_for_bit() -> None:
     """Kineto's timestamps (13-digit microseconds with 3-6 decimals: 16-19 significant digits, beyond the 2**53 fast
     path), texts right at the midpoint between two doubles, and zeros in every spelling: msgspec's double, bit for
     bit (the reader rounds such mantissas in extended precision and leaves exact midpoints to strtod)."""
-    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
-    from magpie_core.trace.loader import LIST_DECODER
+    from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     rng = random.Random(23)
     micros = [rng.randint(10**12, 10**13) for _ in range(3000)]
@@ -587,7 +592,7 @@ def _scan_rows(raw: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 
 def _msgspec_rows(evs: list[Any]) -> list[tuple[Any, ...]]:
-    from magpie_core.trace.loader import NO_ID
+    from magpie_trace.loader import NO_ID
 
     def f64(v: float | None) -> bytes:
         return np.float64(math.nan if v is None else v).tobytes()
@@ -606,8 +611,9 @@ def _msgspec_rows(evs: list[Any]) -> list[tuple[Any, ...]]:
 
 def _read_both(piece: Any) -> tuple[Any, Any]:
     """(msgspec's rows or None when it refuses the piece, the reader's rows or None when it hands it back)"""
-    from magpie_core.trace import _kineto_scan  # type: ignore[attr-defined]
-    from magpie_core.trace.loader import LIST_DECODER
+    from magpie_trace.loader import LIST_DECODER
+
+    from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     try:
         want = _msgspec_rows(LIST_DECODER.decode(piece))

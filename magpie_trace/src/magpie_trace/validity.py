@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-if TYPE_CHECKING:  # numpy is imported where the columns are checked: `magpie_core.trace` loads without it
+if TYPE_CHECKING:  # numpy is imported where the columns are checked: `magpie_trace` loads without it
     import numpy as np
 
 __all__ = [

@@ -1,13 +1,12 @@
-"""The core's demangled C++ name parser (magpie_core.trace.cxx_names): return types, nested namespaces,
+"""The core's demangled C++ name parser (magpie_trace.cxx_names): return types, nested namespaces,
 template arguments with function pointers, enum casts and comparisons, ``(anonymous namespace)``, lambdas,
 parameter lists with qualified types, and mangled symbols (demangled first; leading names when no library can)."""
 
 from __future__ import annotations
 
 import pytest
-
-from magpie_core.trace.cxx_names import find_component, parse_cxx_name, parse_symbol
-from magpie_core.trace.kernel_names import outer_function
+from magpie_trace.cxx_names import find_component, parse_cxx_name, parse_symbol
+from magpie_trace.kernel_names import outer_function
 
 QUANT = (
     "void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, "

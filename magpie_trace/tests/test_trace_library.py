@@ -1,4 +1,4 @@
-"""The trace library as a public API (``magpie_core.trace``, docs/trace-library.md): every exported name
+"""The trace library as a public API (``magpie_trace``, docs/trace-library.md): every exported name
 resolves, and the code on that page (a streaming decoder of one's own, a split decode, and the example trace
 analyzer plugin) runs as written against the traces in tests/data/traces."""
 
@@ -12,12 +12,12 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
+import magpie_trace as trace_lib
 import msgspec
 import pytest
+from magpie_trace import load_trace
 
-import magpie_core.trace as trace_lib
 from magpie_core.plugins import PluginManager
-from magpie_core.trace import load_trace
 from tests.conftest import DATA, ROOT
 
 DOC = ROOT / "docs" / "trace-library.md"
@@ -102,7 +102,7 @@ def test_the_documented_streaming_decoder(
 
 
 def test_the_documented_split_decode(doc: types.ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import magpie_core.trace.columns as columns
+    import magpie_trace.columns as columns
 
     plain = tmp_path / "h100.json"
     with gzip.open(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "rb") as f:

@@ -2,11 +2,11 @@
 
 :func:`stream_table` decodes a trace chunk by chunk: the ``traceEvents`` array is
 cut at event boundaries into pieces of about ``chunk_bytes``, each piece is
-decoded with msgspec into :class:`~magpie_core.trace.loader.Event` structs,
+decoded with msgspec into :class:`~magpie_trace.loader.Event` structs,
 reduced at once to numpy columns and dropped. Peak memory is therefore the
 columns plus one chunk, never the whole file buffer or one Python object per
 event. Names, categories, thread ids, devices and ``Input Dims`` texts are
-interned to small integer ids. With the compiled reader (:mod:`magpie_core.trace.native`)
+interned to small integer ids. With the compiled reader (:mod:`magpie_trace.native`)
 a piece is read and reduced in C instead, by the same rules, into rows that are
 exported to numpy columns at the end (``_kineto_scan.build``); a piece it does
 not read is decoded by msgspec and reduced by :class:`TableBuilder` as above.
@@ -18,7 +18,7 @@ the same as a pass over the decoded event list.
 
 Whenever the fast path meets something it does not expect (a piece that does
 not decode, no ``traceEvents`` key, a broken gzip stream), it gives up and the
-caller decodes the whole file with :func:`~magpie_core.trace.loader.load_trace`,
+caller decodes the whole file with :func:`~magpie_trace.loader.load_trace`,
 whose errors name the file and position.
 """
 
@@ -41,8 +41,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
-
-from magpie_core.trace.loader import (
+from magpie_trace.loader import (
     LIST_DECODER,
     OBJECT_DECODER,
     Event,
@@ -50,7 +49,7 @@ from magpie_core.trace.loader import (
     TraceObject,
     platform_from_header,
 )
-from magpie_core.trace.validity import SkipCounts, count_skipped, reasons, valid_durations, valid_times
+from magpie_trace.validity import SkipCounts, count_skipped, reasons, valid_durations, valid_times
 
 __all__ = [
     "ANNOTATION_CATS",
@@ -63,6 +62,7 @@ __all__ = [
     "EventTable",
     "FallBack",
     "Interner",
+    "PieceSkipper",
     "StreamedFile",
     "TableBuilder",
     "category_matcher",
@@ -183,7 +183,7 @@ class EventTable:
     dims: list[bytes]
     groups: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     #: complete events skipped for a missing or unbelievable ``ts``/``dur``: (category, reason code) -> count
-    #: (:func:`magpie_core.trace.validity.skipped_messages` says them in words)
+    #: (:func:`magpie_trace.validity.skipped_messages` says them in words)
     skipped: dict[tuple[str, int], int] = field(default_factory=dict)
     # where ``platform`` came from, to settle it when parts of one file are merged
     header_platform: str | None = None
@@ -315,7 +315,7 @@ def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
 
 #: what ``_kineto_scan.build`` gives for one piece it read and reduced: (events, t_min, t_max, platform hint (0 none,
 #: 1 rocm, 2 cuda), index of the event that gave it, skipped events' category ids (int32 bytes) or None, their
-#: :data:`~magpie_core.trace.validity.REASONS` codes (int8 bytes) or None)
+#: :data:`~magpie_trace.validity.REASONS` codes (int8 bytes) or None)
 NativePiece = tuple[int, float, float, int, int, bytes | None, bytes | None]
 #: the compiled reduction's row columns in ``_GROUP_COLUMNS`` order (``_kineto_scan.row_columns()``, checked)
 _ROW_NAMES = tuple(f"{g}.{c}" for g, cols in _GROUP_COLUMNS.items() for c, _ in cols)
@@ -364,7 +364,7 @@ class TableBuilder:
         self._parts: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in _GROUP_COLUMNS}
         self._x = self.phs["X"]
         self._s = self.phs["s"]
-        # the compiled reduction's module and state (:func:`magpie_core.trace.native.scanner` sets them): its rows
+        # the compiled reduction's module and state (:func:`magpie_trace.native.scanner` sets them): its rows
         # are exported to ``_parts`` before a decoded piece's and at the end
         self.native: tuple[Any, list[Any]] | None = None
         self.native_ctx = (self._native_cat, self.names, self.tids, self.dims, self._dev_ids)
@@ -478,7 +478,7 @@ class TableBuilder:
             self._add_kept(src.take(keep), code[keep], sel[keep], cid[keep], ts[keep], dur[keep])
 
     def _skip(self, bad: np.ndarray, cid: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
-        """Count the events of mask ``bad`` by category and reason (:mod:`magpie_core.trace.validity`)."""
+        """Count the events of mask ``bad`` by category and reason (:mod:`magpie_trace.validity`)."""
         if bad.any():
             count_skipped(self.skipped, self.cats.values, cid[bad], reasons(ts[bad], dur[bad]))
 
@@ -737,7 +737,7 @@ class StreamedFile:
     skipped_events: int = 0
 
 
-class _PieceSkipper:
+class PieceSkipper:
     """Tells whether a piece holds only events of one skipped category, from byte counts alone.
 
     Profilers write such events in long runs (a Kineto trace's Python frames and CPU instant events: over
@@ -778,7 +778,7 @@ class _PieceBuffer:
         block_bytes: int,
         decoder: msgspec.json.Decoder[Any],
         sink: Callable[[Any], None],
-        skipper: _PieceSkipper | None,
+        skipper: PieceSkipper | None,
         scanner: Callable[..., Any] | None = None,
         work: Any = None,
     ) -> None:
@@ -902,7 +902,7 @@ class _PieceBuffer:
 
 
 class _MappedPieces(_PieceBuffer):
-    """The pieces of a plain file cut from a read-only mapping of it (:func:`~magpie_core.trace.native.guarded_map`):
+    """The pieces of a plain file cut from a read-only mapping of it (:func:`~magpie_trace.native.guarded_map`):
     nothing is copied into a buffer. ``work`` is the mapping, so an index is a file offset (``base`` 1, see
     :class:`_PieceBuffer`), and a piece's items go to the compiled reader without brackets (``bare``): a mapped byte
     cannot be turned into ``[``. A piece the reader does not handle is copied, bracketed, for msgspec."""
@@ -1045,16 +1045,16 @@ def stream_events(
     not decoded at all (only counted, in :attr:`StreamedFile.skipped_events`); the sink may still get such
     events in pieces that also hold others.
 
-    ``scanner`` (:func:`magpie_core.trace.native.scanner`): each piece is first read by it, and what it returns
+    ``scanner`` (:func:`magpie_trace.native.scanner`): each piece is first read by it, and what it returns
     (columns) goes to the sink instead of the decoded list; a piece it does not handle (None) is decoded as usual.
     ``map_file``: the scanner also reads a piece's items without their brackets (``scanner(buf, True)``): with it (and
     no ``skip_categories``) a plain file's pieces are read in place from a read-only mapping of the file, not copied
     into a buffer; a file that shrinks meanwhile raises :class:`FallBack` once the read is done.
     """
-    from magpie_core.trace.native import guarded_map
+    from magpie_trace.native import guarded_map
 
     index, count = part
-    skipper = _PieceSkipper(skip_categories) if skip_categories else None
+    skipper = PieceSkipper(skip_categories) if skip_categories else None
     with path.open("rb") as f:
         size_on_disk = os.fstat(f.fileno()).st_size
         src = _Source(f, block_bytes)
@@ -1098,7 +1098,7 @@ def stream_table(
     """Decode ``path`` (or one part of it, see :func:`stream_events`) into an :class:`EventTable`;
     :func:`merge_tables` joins the parts of one file. ``chunk_bytes``: piece size (default: SCANNER_CHUNK_BYTES with the
     compiled reader, 1 MiB for msgspec). ``defer_rows``: see :meth:`TableBuilder.finish` (only for merge_tables)."""
-    from magpie_core.trace.native import scanner
+    from magpie_trace.native import scanner
 
     builder = TableBuilder(selected)
     scan = scanner(builder)
@@ -1370,9 +1370,9 @@ def split_table(
 
 def load_table(path: Path | str, selected: Mapping[str, bool] | Callable[[str], bool], parts: int = 1) -> EventTable:
     """The columns of one trace file: streamed when possible (in ``parts`` byte ranges on threads: :func:`split_table`),
-    else from :func:`load_trace` (which raises :class:`~magpie_core.trace.loader.TraceLoadError` naming the file and
+    else from :func:`load_trace` (which raises :class:`~magpie_trace.loader.TraceLoadError` naming the file and
     position for broken input)."""
-    from magpie_core.trace.loader import load_trace
+    from magpie_trace.loader import load_trace
 
     path = Path(path)
     if parts > 1 and (table := split_table(path, selected, parts)) is not None:

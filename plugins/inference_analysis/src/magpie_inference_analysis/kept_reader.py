@@ -1,13 +1,17 @@
-"""The optional compiled reader of the events a sink keeps (``_kineto_kept.c``), as the sink's own struct objects.
+"""The optional compiled reader of the events a sink keeps, as the sink's own struct objects.
+
+The extension is ``magpie_trace_native._kineto_kept`` (``_kineto_kept.c`` of the optional distribution
+``magpie-trace-native``, built next to the trace reader whose tokenizer it shares), found through
+:func:`magpie_trace.native.compiled`; without it every function here gives None and the caller decodes with msgspec.
 
 Analyses that keep a few categories of complete (``"X"``) events as msgspec structs and drop the rest (a
 plugin's own ``Ev``/``Args`` types, with the fields its decoder reads) give :func:`kept_reader` their types and
 categories; the function it returns reads one JSON array of events (a piece cut by
-:func:`~magpie_core.trace.columns.stream_events`) into :class:`KeptPiece`: per bucket the kept events in file
+:func:`~magpie_trace.columns.stream_events`) into :class:`KeptPiece`: per bucket the kept events in file
 order and their ``ts``/``dur``/``tid`` as columns, or None for anything it is not sure to read exactly as
 msgspec decodes it (the caller then decodes those bytes with msgspec). Every event is type-checked as msgspec
 would check it; only kept events become objects, with strings, thread ids and raw argument texts interned
-across pieces. ``MAGPIE_TRACE_NATIVE=0`` turns it off, as :mod:`magpie_core.trace.native`.
+across pieces. ``MAGPIE_TRACE_NATIVE=0`` turns it off, as :mod:`magpie_trace.native`.
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from magpie_core.trace.native import compiled, switched_off
+from magpie_trace.native import compiled, switched_off
 
 __all__ = ["ARG_INT", "ARG_RAW", "ARG_STR", "KeptPiece", "enclosing_chains", "kept_reader"]
 
@@ -65,7 +68,7 @@ def kept_reader(
     ``args_type``'s fields are ``arg_fields`` in order (JSON key, kind; an absent raw field is ``raw_default``,
     other absent fields None). ``buckets[i]``: the categories kept in bucket i; ``need_arg[i]``: the index of an
     argument that must be present and not null for an event to be kept in bucket i (None: no condition).
-    ``skip_categories``: as :func:`~magpie_core.trace.columns.stream_events`'s (the caller passes none there): a
+    ``skip_categories``: as :func:`~magpie_trace.columns.stream_events`'s (the caller passes none there): a
     piece it cuts whose events all have one of them is only counted, by the same rule, in C (cheaper than the
     bytes searches of the Python rule: ~0.2 s per 555 MB).
     """
@@ -81,9 +84,9 @@ def kept_reader(
     cats: Mapping[str, int] = {cat: i for i, names in enumerate(buckets) for cat in names}
     need = [-1 if n is None else n for n in (need_arg or [None] * len(buckets))]
     keys = [(key.encode(), kind) for key, kind in arg_fields]
-    from magpie_core.trace.columns import _PieceSkipper  # its keys: both paths skip by the same rule
+    from magpie_trace.columns import PieceSkipper  # its keys: both paths skip by the same rule
 
-    skip = list(_PieceSkipper(skip_categories).keys) if skip_categories else []
+    skip = list(PieceSkipper(skip_categories).keys) if skip_categories else []
     read = mod.Reader(ev_type, args_type, dict(cats), len(buckets), keys, raw_default, need, skip).read
     nothing = tuple(() for _ in buckets)
     no_numbers = tuple(np.zeros(0) for _ in buckets)
