@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from magpie_core.config.benchmark import BenchmarkConfig
     from magpie_core.config.kernel import KernelConfig
     from magpie_core.reports import (
         CompileResult,
@@ -28,6 +27,10 @@ if TYPE_CHECKING:
         ToolInfo,
     )
     from magpie_core.timing import TimingSession
+
+    #: the ``benchmark:`` block: ``magpie_benchmark.config.BenchmarkConfig`` of the magpie-benchmark
+    #: distribution, which the core does not import
+    BenchmarkConfig = Any
 
 
 class Component(ABC):

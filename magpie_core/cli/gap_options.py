@@ -1,6 +1,6 @@
 """Command-line options of the ``gap_analysis:`` benchmark block.
 
-The block (:class:`~magpie_core.config.benchmark.GapAnalysisConfig`) is core config (AMD Magpie's
+The block (:class:`~magpie_core.config.gap.GapAnalysisConfig`) is core config (AMD Magpie's
 ``benchmark: gap_analysis:``); ``magpie benchmark --trace-dir`` takes these options, and so does the
 ``magpie gap`` command of the ``magpie-gap-analysis`` plugin, which runs the analysis. Importing this module
 registers no command.

@@ -13,7 +13,7 @@ from magpie_gap_analysis import analysis
 from magpie_gap_analysis.analysis import AnalysisOptions, WindowSpec, analyze_file, analyze_table
 from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from magpie_core.trace import columns
 from magpie_core.trace.columns import FallBack, category_matcher, merge_tables, stream_table, table_from_loaded
 from magpie_core.trace.loader import load_trace
