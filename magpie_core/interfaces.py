@@ -331,8 +331,8 @@ class ConfigBlock:
     """A top-level config key owned by a plugin, validated by the plugin's own model.
 
     ``scopes`` says which files may hold it: ``framework`` (``config.yaml``),
-    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``) and
-    ``benchmark`` (the ``benchmark:`` block).
+    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``),
+    ``benchmark`` (the ``benchmark:`` block) and ``benchmark.profiler`` (its ``profiler:``).
     """
 
     name: str

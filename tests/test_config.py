@@ -106,7 +106,8 @@ def test_plugin_blocks_are_validated_by_their_plugin_with_located_errors(tmp_pat
     bad.write_text("kernel:\n  id: a\n  type: pytorch\nray_config:\n  cluster_adress: auto\n")
     with pytest.raises(ConfigError) as err:
         load_config(KernelConfigFile, bad)
-    assert str(err.value) == f"{bad}:5: ray_config.cluster_adress: unknown key 'cluster_adress'"
+    hint = "(did you mean 'cluster_address'?)"  # the plugin model's keys, as for the core's own
+    assert str(err.value) == f"{bad}:5: ray_config.cluster_adress: unknown key 'cluster_adress' {hint}"
     typo = tmp_path / "k2.yaml"
     typo.write_text("kernel:\n  id: a\nray_confg:\n  cluster_address: auto\n")
     with pytest.raises(ConfigError) as err:

@@ -77,7 +77,7 @@ def test_targeted_trace_is_the_plugins_block_and_refused_by_a_measurement_run(tm
     with pytest.raises(ConfigError) as info:
         load_config(BenchmarkConfigFile, path)
     assert info.value.path[:3] == ("benchmark", "profiler", "targeted_trace")
-    assert "at least one entry" in str(info.value)
+    assert info.value.problem == "enabled targeted_trace needs at least one entry in targets"
 
 
 def test_a_block_without_its_plugin_is_an_unknown_key(tmp_path, monkeypatch):
