@@ -62,8 +62,8 @@ from magpie_core.cli.commands import add_plugin_commands
 from magpie_core.cli.lazy import CORE_COMMANDS
 for module in dict.fromkeys(CORE_COMMANDS.values()):
     importlib.import_module(module)
-for module in ("magpie_core.serving.prometheus", "magpie_core.pipelines.offline", "magpie_core.config.kernel",
-               "magpie_core.config.benchmark", "magpie_core.config.loader", "rich.console", "rich.table", "numpy"):
+for module in ("magpie_benchmark.serving.prometheus", "magpie_benchmark.offline", "magpie_core.config.kernel",
+               "magpie_benchmark.config", "magpie_core.config.loader", "rich.console", "rich.table", "numpy"):
     importlib.import_module(module)
 add_plugin_commands(cli.app)
 cli.run(sys.argv[1:])

@@ -51,7 +51,7 @@ trace_shapes = _load("trace_shapes")
 PROBE = r"""
 import gc, json, sys, time
 from pathlib import Path
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from magpie_trace.columns import category_matcher, stream_table
 from magpie_gap_analysis.analysis import analyze_table
 from magpie_gap_analysis.pipeline import _options
@@ -76,7 +76,7 @@ print(json.dumps(best))
 SPLIT_PROBE = r"""
 import gc, json, sys, time
 from pathlib import Path
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from magpie_trace.columns import category_matcher, split_table
 from magpie_gap_analysis.pipeline import _options
 

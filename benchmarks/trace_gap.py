@@ -52,7 +52,7 @@ print(json.dumps({"total": sum(v[1] for v in by_name.values()), "names": len(by_
 PIPELINE = r"""
 import json, resource, sys
 from pathlib import Path
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from magpie_gap_analysis.pipeline import gap_analysis
 r = gap_analysis(Path(sys.argv[1]), GapAnalysisConfig(no_rank_csv=True), Path(sys.argv[2]), workers=int(sys.argv[3]))
 assert not r.errors, r.errors

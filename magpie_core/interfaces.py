@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from magpie_core.config.benchmark import BenchmarkConfig
     from magpie_core.config.kernel import KernelConfig
     from magpie_core.reports import (
         CompileResult,
@@ -28,6 +27,10 @@ if TYPE_CHECKING:
         ToolInfo,
     )
     from magpie_core.timing import TimingSession
+
+    #: the ``benchmark:`` block: ``magpie_benchmark.config.BenchmarkConfig`` of the magpie-benchmark
+    #: distribution, which the core does not import
+    BenchmarkConfig = Any
 
 
 class Component(ABC):
@@ -332,8 +335,8 @@ class ConfigBlock:
     """A top-level config key owned by a plugin, validated by the plugin's own model.
 
     ``scopes`` says which files may hold it: ``framework`` (``config.yaml``),
-    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``) and
-    ``benchmark`` (the ``benchmark:`` block).
+    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``),
+    ``benchmark`` (the ``benchmark:`` block) and ``benchmark.profiler`` (its ``profiler:``).
     """
 
     name: str

@@ -60,7 +60,12 @@ def test_core_alone_lists_its_one_builtin_and_names_missing_plugins(core_only, t
     listed = _magpie(core_only, "plugins", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert [(p["name"], p["distribution"]) for p in json.loads(listed.stdout)] == [("local", "magpie-core")]
-    for command, distribution in (("gap", "magpie-gap-analysis"), ("inference", "magpie-inference-analysis")):
+    missing = (
+        ("gap", "magpie-gap-analysis"),
+        ("inference", "magpie-inference-analysis"),
+        ("benchmark", "magpie-benchmark"),
+    )
+    for command, distribution in missing:
         result = _magpie(core_only, command, str(TRACE), cwd=tmp_path)
         assert result.returncode == 2
         assert f"'magpie {command}' comes from the plugin distribution {distribution}" in result.stderr

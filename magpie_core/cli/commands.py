@@ -23,6 +23,7 @@ from magpie_core.plugins import PluginManager, PluginWarning, get_plugin_manager
 #: Commands that come from magpie's own plugin distributions -> (distribution, its folder here): that plugin
 #: alone is asked when its command runs, and a clear message says what to install when it is missing.
 FIRST_PARTY_COMMANDS = {
+    "benchmark": ("magpie-benchmark", "magpie_benchmark"),
     "gap": ("magpie-gap-analysis", "plugins/gap_analysis"),
     "inference": ("magpie-inference-analysis", "plugins/inference_analysis"),
     "mcp": ("magpie-mcp", "plugins/mcp"),

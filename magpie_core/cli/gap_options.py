@@ -1,9 +1,9 @@
 """Command-line options of the ``gap_analysis:`` benchmark block.
 
-The block (:class:`~magpie_core.config.benchmark.GapAnalysisConfig`) is core config (AMD Magpie's
-``benchmark: gap_analysis:``); ``magpie benchmark --trace-dir`` takes these options, and so does the
-``magpie gap`` command of the ``magpie-gap-analysis`` plugin, which runs the analysis. Importing this module
-registers no command.
+The block (:class:`~magpie_core.config.gap.GapAnalysisConfig`, AMD Magpie's ``benchmark: gap_analysis:``) is
+registered by the gap analysis plugin as its config block; ``magpie benchmark --trace-dir`` takes these options,
+and so does the ``magpie gap`` command of the ``magpie-gap-analysis`` plugin, which runs the analysis. Importing
+this module registers no command.
 """
 
 from __future__ import annotations

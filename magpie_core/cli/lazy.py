@@ -1,7 +1,7 @@
 """The root command group, which imports a core command's module only when that command runs.
 
-Each core command (``benchmark``, ``analyze``, ...) lives in a module that pulls in what it needs (config
-models, the load generator, the kernel pipelines); importing all of them cost every ``magpie`` run ~0.3 s CPU
+Each core command (``analyze``, ``compare``, ...) lives in a module that pulls in what it needs (config
+models, the kernel pipelines); importing all of them cost every ``magpie`` run ~0.3 s CPU
 before it did anything. :data:`CORE_COMMANDS` names the module of each; :class:`LazyGroup` imports it when
 click asks for that command (to run it, to show its help, or to list it in ``magpie --help``). Plugin commands
 are added to the group as before (:mod:`magpie_core.cli.commands`).
@@ -18,7 +18,6 @@ __all__ = ["CORE_COMMANDS", "LazyGroup"]
 
 #: core command -> the module that registers it on the root app, in the order ``magpie --help`` lists them
 CORE_COMMANDS: dict[str, str] = {
-    "benchmark": "magpie_core.cli.benchmark",
     "gpu-info": "magpie_core.cli.gpu_info",
     "analyze": "magpie_core.cli.kernels",
     "compare": "magpie_core.cli.kernels",

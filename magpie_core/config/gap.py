@@ -1,7 +1,7 @@
 """The ``gap_analysis:`` block of a benchmark file (AMD Magpie's ``benchmark: gap_analysis:``).
 
-Apart from :mod:`magpie_core.config.benchmark` (which re-exports it) so that ``magpie gap``, which validates
-only this block from its flags, does not build every benchmark model at start-up.
+Owned by the gap analysis: the benchmark file's ``gap_analysis:`` block is this model, registered by the gap
+plugin (``magpie_register_config_blocks``); ``magpie gap`` validates it from its flags.
 """
 
 from __future__ import annotations

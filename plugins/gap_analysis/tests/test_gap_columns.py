@@ -16,7 +16,7 @@ from magpie_trace import columns
 from magpie_trace.columns import FallBack, category_matcher, merge_tables, stream_table, table_from_loaded
 from magpie_trace.loader import load_trace
 
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from tests.conftest import DATA
 
 TRACES = DATA / "traces"

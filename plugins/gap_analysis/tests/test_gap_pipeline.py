@@ -16,7 +16,7 @@ from magpie_gap_analysis.cli import run_gap_analysis
 from magpie_gap_analysis.output import AMD_COLUMNS
 from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from tests.conftest import DATA
 
 TRACES = DATA / "traces"

@@ -8,7 +8,7 @@ import numpy as np
 from magpie_gap_analysis.analysis import busy_timeline
 from magpie_gap_analysis.pipeline import gap_analysis
 
-from magpie_core.config.benchmark import GapAnalysisConfig
+from magpie_core.config.gap import GapAnalysisConfig
 from tests.conftest import DATA
 
 

@@ -14,7 +14,7 @@ class GapAnalyzer(TraceAnalyzer):
     """Kernel tables, GPU idle gaps and launch-bound indicators of PyTorch profiler traces.
 
     ``options``: the keys of the ``gap_analysis:`` benchmark block
-    (:class:`magpie_core.config.benchmark.GapAnalysisConfig`), all optional, unknown keys an error.
+    (:class:`magpie_core.config.gap.GapAnalysisConfig`), all optional, unknown keys an error.
     ``out_dir`` None: ``gap_analysis/`` next to the trace folder (``<workspace>/gap_analysis`` for a
     benchmark workspace). Returns the JSON summary (``gap_analysis.json``); a rank that could not be read
     is in its ``errors``, the others are still analyzed. Nothing to analyze (no such path, no trace in it)
@@ -25,7 +25,7 @@ class GapAnalyzer(TraceAnalyzer):
     description: ClassVar[str] = "kernel time tables, GPU idle gaps and launch-bound indicators (magpie gap)"
 
     def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path | None) -> dict[str, Any]:
-        from magpie_core.config.benchmark import GapAnalysisConfig
+        from magpie_core.config.gap import GapAnalysisConfig
         from magpie_core.config.loader import validate
         from magpie_gap_analysis.pipeline import gap_analysis
 

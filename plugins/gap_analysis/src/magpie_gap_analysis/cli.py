@@ -22,7 +22,7 @@ from magpie_core.workspace import run_folder
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_core.config.gap import GapAnalysisConfig
     from magpie_gap_analysis.models import GapAnalysisResult
 
 __all__ = ["gap_command", "print_summary", "register", "run_gap_analysis"]

@@ -38,7 +38,7 @@ from magpie_gap_analysis.models import DeviceSummary, GapAnalysisResult, GapInfo
 from magpie_gap_analysis.output import write_gaps, write_table
 
 if TYPE_CHECKING:
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_core.config.gap import GapAnalysisConfig
     from magpie_core.report_base import ParsedKernelName
 
 __all__ = ["SOURCE_FINDER", "default_output_dir", "gap_analysis"]

@@ -1,4 +1,5 @@
-"""Entry point: registers the ``gap`` trace analyzer and the ``magpie gap`` command.
+"""Entry point: registers the ``gap`` trace analyzer, the ``magpie gap`` command and the benchmark file's
+``gap_analysis:`` block (AMD Magpie's settings of the diagnostic run's gap analysis).
 
 Imports stay inside the hooks: this module is loaded by every ``magpie`` command.
 """
@@ -19,6 +20,21 @@ def magpie_register_trace_analyzers(register: Callable[[Any], None]) -> None:
     from magpie_gap_analysis.analyzer import GapAnalyzer
 
     register(GapAnalyzer())
+
+
+@hookimpl
+def magpie_register_config_blocks(register: Callable[[Any], None]) -> None:
+    from magpie_core.config.gap import GapAnalysisConfig
+    from magpie_core.interfaces import ConfigBlock
+
+    register(
+        ConfigBlock(
+            name="gap_analysis",
+            model=GapAnalysisConfig,
+            scopes=("benchmark",),
+            description="gap analysis of a benchmark's diagnostic traces (AMD Magpie's gap_analysis)",
+        )
+    )
 
 
 @hookimpl

@@ -138,7 +138,7 @@ async def gap_analysis(
     Returns the top_k kernels and headline numbers; the full tables are resources (`files`)."""
     if (trace_path is None) == (trace_dir is None):
         raise ToolFailure("give trace_path (or AMD Magpie's trace_dir), one of them")
-    from magpie_core.config.benchmark import GapAnalysisConfig
+    from magpie_core.config.gap import GapAnalysisConfig
 
     component("trace_analyzer", *GAP_ANALYZER, "gap analysis")
     trace = tool.check_path(trace_path or trace_dir, "trace_path")  # type: ignore[arg-type]
