@@ -7,6 +7,8 @@ PLUGIN_PYPROJECTS := $(sort $(wildcard magpie_*/pyproject.toml plugins/*/pyproje
 PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
 # optional extras a plugin's tests need (EXTRAS_<folder name>); lm-eval for the quality gate (~1 min, no torch change)
 EXTRAS_quality_gate := [lm-eval]
+# transformers for exact-length random prompts (magpie-benchmark's tokenizer extra)
+EXTRAS_magpie_benchmark := [tokenizer]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
@@ -14,11 +16,13 @@ DEMO_OUT ?= magpie_runs/demo
 
 setup: $(STAMP)
 
-# setup.py and the C source: an editable install compiles the trace reader once, so a change to it reinstalls
-$(STAMP): pyproject.toml setup.py magpie_core/trace/_kineto_scan.c magpie_core/trace/_kineto_kept.c constraints.txt $(PLUGIN_PYPROJECTS)
+# the optional compiled trace readers (magpie_trace_native/): an editable install compiles them once, so a change to
+# their setup.py or C sources reinstalls; every other distribution is pure Python
+NATIVE_SOURCES := magpie_trace_native/setup.py $(wildcard magpie_trace_native/src/magpie_trace_native/*.c)
+$(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,tokenizer]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
 	touch $(STAMP)
 
 demo: setup

@@ -71,7 +71,7 @@ def third_party_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fake_stream_server():
     """A local fake OpenAI streaming server (TTFT 5 ms, 1 ms between tokens); yields its base URL."""
-    from magpie_core.loadgen.fake_server import running
+    from magpie_benchmark.loadgen.fake_server import running
 
     with running(ttft_ms=5, itl_ms=1) as url:
         yield url

@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "hostile_inputs.md")
     args = ap.parse_args()
-    from magpie_core.loadgen.fake_server import running
+    from magpie_benchmark.loadgen.fake_server import running
 
     outcomes: list[Outcome] = []
     seeds: list[int] = []

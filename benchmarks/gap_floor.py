@@ -37,7 +37,7 @@ import json, sys, time
 t0 = time.perf_counter()
 import numpy
 t1 = time.perf_counter()
-from magpie_core.trace.columns import category_matcher, split_table
+from magpie_trace.columns import category_matcher, split_table
 t2 = time.perf_counter()
 table = split_table(sys.argv[1], category_matcher(["kernel", "gpu"], ["gpu_user_annotation", "user_annotation"]), 2)
 t3 = time.perf_counter()

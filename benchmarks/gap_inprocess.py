@@ -52,7 +52,7 @@ PROBE = r"""
 import gc, json, sys, time
 from pathlib import Path
 from magpie_gap_analysis.config import GapAnalysisConfig
-from magpie_core.trace.columns import category_matcher, stream_table
+from magpie_trace.columns import category_matcher, stream_table
 from magpie_gap_analysis.analysis import analyze_table
 from magpie_gap_analysis.pipeline import _options
 
@@ -77,7 +77,7 @@ SPLIT_PROBE = r"""
 import gc, json, sys, time
 from pathlib import Path
 from magpie_gap_analysis.config import GapAnalysisConfig
-from magpie_core.trace.columns import category_matcher, split_table
+from magpie_trace.columns import category_matcher, split_table
 from magpie_gap_analysis.pipeline import _options
 
 path, parts, repeat = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])

@@ -4,7 +4,7 @@ On a machine where the server under test shares the CPU with the client, every m
 work per chunk is taken from the server. This script runs the same streaming workload against magpie's
 fake server (its own process; known TTFT/ITL, so both clients see identical streams) with:
 
-- magpie: ``magpie_core.loadgen.run_load`` (the lean HTTP client, kernel receive timestamps);
+- magpie: ``magpie_benchmark.loadgen.run_load`` (the lean HTTP client, kernel receive timestamps);
 - baseline: vLLM's own ``async_request_openai_completions`` (aiohttp), imported from ``.venv-vllm``,
   driven with vllm bench's connector settings and a semaphore for the concurrency.
 
@@ -31,7 +31,7 @@ VLLM_PYTHON = Path(os.environ.get("MAGPIE_VLLM_PYTHON") or ROOT / ".venv-vllm" /
 
 MAGPIE = r"""
 import json, resource, sys
-from magpie_core.loadgen import LoadSpec, SampleRequest, run_load
+from magpie_benchmark.loadgen import LoadSpec, SampleRequest, run_load
 url, n, conc, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 reqs = [SampleRequest(prompt=f"request {i} " + "x" * 200, prompt_len=50, expected_output_len=tokens) for i in range(n)]
 spec = LoadSpec(base_url=url, model="fake-model", requests=reqs, max_concurrency=conc, progress=False)
@@ -90,7 +90,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    from magpie_core.loadgen.fake_server import running
+    from magpie_benchmark.loadgen.fake_server import running
 
     with running(a.ttft_ms, a.itl_ms) as url:
         args = [url, str(a.requests), str(a.concurrency), str(a.tokens)]

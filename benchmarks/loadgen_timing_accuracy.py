@@ -1,6 +1,6 @@
 """Accuracy of magpie's TTFT and ITL against a streaming server whose send times are known.
 
-A fake OpenAI-style server (magpie_core.loadgen.fake_server, in its own
+A fake OpenAI-style server (magpie_benchmark.loadgen.fake_server, in its own
 process) streams every request with a fixed TTFT and inter-token delay and
 records when it wrote each chunk, on the machine's monotonic clock (the
 clock time.perf_counter reads in every process). magpie drives it with
@@ -23,9 +23,8 @@ import json
 import urllib.request
 
 import numpy as np
-
-from magpie_core.loadgen import LoadSpec, SampleRequest, run_load
-from magpie_core.loadgen.fake_server import running
+from magpie_benchmark.loadgen import LoadSpec, SampleRequest, run_load
+from magpie_benchmark.loadgen.fake_server import running
 
 
 def run(streams: int, ttft_ms: float, itl_ms: float, tokens: int, rate: float, warmup: int) -> dict:

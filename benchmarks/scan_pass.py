@@ -72,9 +72,8 @@ def measure(path: Path, what: str) -> dict[str, Any]:
                 n += len(json.loads(p))
             return n
     else:
-        from magpie_core.trace._kineto_scan import scan
-
-        from magpie_core.trace import native
+        from magpie_trace import native
+        from magpie_trace_native._kineto_scan import scan
 
         unescape = native._UNESCAPE
 

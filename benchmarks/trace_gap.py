@@ -245,7 +245,7 @@ def main() -> int:
         "",
         "- Streaming: the event array is cut at event boundaries into 1 MiB pieces, each decoded by msgspec into",
         "  structs holding only the fields the analysis reads, reduced at once to numpy columns (one C-level pass",
-        "  per field) and dropped (`magpie_core/trace/columns.py`).",
+        "  per field) and dropped (`magpie_trace/src/magpie_trace/columns.py`).",
         "- Parallel: with 2 workers the file is cut into 2 byte ranges; the calling process decodes one and a",
         "  forked child the other (`magpie_core/fanout.py`: no process start-up or re-import, no idle parent),",
         "  then the parent merges the columns and analyzes them.",

@@ -1,12 +1,12 @@
 """Benchmark: what checking every event's ``ts``/``dur`` costs the trace readers (same-run A/B).
 
 The readers now skip and count complete events without a believable ``ts``/``dur``
-(:mod:`magpie_core.trace.validity`). This times, in alternating subprocesses, this checkout and a
+(:mod:`magpie_trace.validity`). This times, in alternating subprocesses, this checkout and a
 reference checkout without the checks (``--ref-python``: the python of that checkout's venv) on the
 same trace (tests/data/traces/mi300 replicated to ``--target-mb``, as ``benchmarks/trace_gap.py``
 builds it):
 
-* ``gap``: :func:`magpie_core.trace.columns.load_table` (the gap analyzer's reader), one process;
+* ``gap``: :func:`magpie_trace.columns.load_table` (the gap analyzer's reader), one process;
 * ``inference``: the inference analyzer's ``events.load`` (its own streaming sink), one process.
 
 Writes the medians and the ratio this/reference to ``--out`` (a section of
@@ -36,7 +36,7 @@ _TIMED = (
 )
 READERS = {
     "gap": _TIMED.format(
-        setup="from magpie_core.trace.columns import load_table, category_matcher",
+        setup="from magpie_trace.columns import load_table, category_matcher",
         load="load_table(sys.argv[1], category_matcher(['kernel', 'gpu'], [])).num_events",
         loads=LOADS,
     ),

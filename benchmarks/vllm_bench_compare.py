@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from magpie_core.serving.server import ServerProcess, free_port
+from magpie_benchmark.serving.server import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = Path(os.environ.get("MAGPIE_VLLM_PYTHON") or ROOT / ".venv-vllm" / "bin" / "python")

@@ -3,7 +3,7 @@
 Analyzing a trace is mostly Python work that threads cannot share, so tasks
 (one file each, say) run in worker processes. (Reading one large file is the
 exception: the compiled reader runs without the GIL, so its byte ranges are read
-on threads of one process, :func:`magpie_core.trace.columns.split_table`, with
+on threads of one process, :func:`magpie_trace.columns.split_table`, with
 no table to send back.) Two choices keep the fan-out cheap enough to pay off on
 a 2-core machine:
 

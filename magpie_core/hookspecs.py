@@ -79,7 +79,7 @@ def magpie_register_profilers(register: Register) -> None:
 def magpie_register_trace_analyzers(register: Register) -> None:
     """Register trace analyzers (:class:`~magpie_core.interfaces.TraceAnalyzer`).
 
-    An analyzer reads profiler trace files (with :mod:`magpie_core.trace`, the
+    An analyzer reads profiler trace files (with :mod:`magpie_trace`, the
     public trace-reading library) and writes tables and a summary: ``gap``
     (kernel tables, GPU idle gaps), ``inference`` (stage split, roofline), ...
     """
@@ -132,8 +132,9 @@ def magpie_register_config_blocks(register: Register) -> None:
     """Register config blocks (:class:`~magpie_core.interfaces.ConfigBlock`) that a plugin owns.
 
     A block is a top-level key of a config file (``mcp:`` in ``config.yaml``,
-    ``ray_config:`` in a kernel or benchmark file) with the plugin's own pydantic
-    model. The core validates it with that model, with the same file:line
+    ``ray_config:`` in a kernel or benchmark file, ``gap_analysis:`` in a benchmark file) or of a
+    nested section that allows blocks (``profiler.targeted_trace:`` of a benchmark file) with the
+    plugin's own pydantic model. The core validates it with that model, with the same file:line
     errors as its own keys; without the plugin the key is an unknown key.
     """
 
@@ -213,6 +214,15 @@ def magpie_gpu_hardware_control(vendor: str) -> Any:
 
 
 # --- Reports people look at --------------------------------------------------
+
+
+@hookspec
+def magpie_status_lines() -> list[str] | None:
+    """Lines for people under ``magpie plugins``' table: the state of something a plugin relies on that its
+    components do not show, and what to do about it (the trace analyzers say which trace reader reads plain-JSON
+    traces: the compiled one of ``magpie-trace-native`` or msgspec alone, and why). Lines several plugins give are
+    printed once; ``--json`` and ``--format csv`` print none.
+    """
 
 
 @hookspec

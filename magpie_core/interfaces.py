@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from magpie_core.config.benchmark import BenchmarkConfig
     from magpie_core.config.kernel import KernelConfig
     from magpie_core.reports import (
         CompileResult,
@@ -28,6 +27,10 @@ if TYPE_CHECKING:
         ToolInfo,
     )
     from magpie_core.timing import TimingSession
+
+    #: the ``benchmark:`` block: ``magpie_benchmark.config.BenchmarkConfig`` of the magpie-benchmark
+    #: distribution, which the core does not import
+    BenchmarkConfig = Any
 
 
 class Component(ABC):
@@ -49,6 +52,10 @@ class KernelBackend(Component):
     #: any of which marks a kernel source (an empty tuple: the suffix alone). A named group
     #: ``name`` captures kernel names.
     source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: Modules a timing worker of this backend needs (its heavy imports): imported once into the fork server
+    #: that compare's worker processes are forked from, so each process start costs a fork, not an import.
+    #: They must not start threads or touch a device when imported.
+    worker_preload: ClassVar[tuple[str, ...]] = ()
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         """Build the kernel's sources in the parent process; ``None``: nothing to build.
@@ -209,7 +216,7 @@ class Profiler(Component):
 class TraceAnalyzer(Component):
     """Turns profiler trace files into tables and a JSON summary.
 
-    Read traces with the public library :mod:`magpie_core.trace` (streaming
+    Read traces with the public library :mod:`magpie_trace` (streaming
     decode, column tables, split-by-bytes for several processes).
     """
 
@@ -328,8 +335,8 @@ class ConfigBlock:
     """A top-level config key owned by a plugin, validated by the plugin's own model.
 
     ``scopes`` says which files may hold it: ``framework`` (``config.yaml``),
-    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``) and
-    ``benchmark`` (the ``benchmark:`` block).
+    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``),
+    ``benchmark`` (the ``benchmark:`` block) and ``benchmark.profiler`` (its ``profiler:``).
     """
 
     name: str

@@ -143,6 +143,9 @@ class PerformanceResult(Model):
     batch_size: int | None = None  # launches between two timestamps
     #: compare: this kernel's median in each interleaved block (paired with the baseline's, block by block)
     block_medians_us: list[float] | None = None
+    #: compare: the level of each worker process that timed this kernel (the median over blocks of its log
+    #: block time minus the baseline's of the same block); their spread is the between-process variance
+    process_levels: list[float] | None = None
 
 
 class EvaluationTask(Model):

@@ -6,6 +6,7 @@ here so all devices share one definition of "stable" and "faster".
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -131,8 +132,8 @@ class Speedup:
 def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: float = 0.0) -> tuple[Verdict, str]:
     """The verdict a speedup ``point`` with confidence interval ``[lo, hi]`` supports.
 
-    FASTER (SLOWER): the whole interval above (below) 1 *and* an effect of at least ``min_effect``
-    and of at least the run's ``noise_floor`` (how far apart identical work came out, as a fraction).
+    FASTER (SLOWER): the whole interval beyond ``1 + min_effect`` (below ``1 / (1 + min_effect)``), and
+    beyond the run's ``noise_floor`` (how far apart identical work came out, as a fraction) when larger.
     SAME: the whole interval inside ``[1/(1+min_effect), 1+min_effect]`` — no difference that matters.
     UNSTABLE: anything else — the interval reaches past the effect of interest on a side the data
     cannot rule out, or the effect is within the noise floor, so any other answer could be wrong.
@@ -141,9 +142,9 @@ def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: f
     band_hi, band_lo = 1 + min_effect, 1 / (1 + min_effect)
     if not all(map(math.isfinite, (point, lo, hi))):
         return Verdict.UNSTABLE, "no finite estimate"
-    if lo > 1 and point >= 1 + needed:
+    if lo > 1 + needed:
         return Verdict.FASTER, ""
-    if hi < 1 and point <= 1 / (1 + needed):
+    if hi < 1 / (1 + needed):
         return Verdict.SLOWER, ""
     if lo >= band_lo and hi <= band_hi:
         return Verdict.SAME, ""
@@ -212,6 +213,7 @@ def log_ratio_ci(log_ratios: Sequence[float], *, confidence: float = 0.95) -> tu
     return mean, mean - half, mean + half
 
 
+@functools.lru_cache(maxsize=256)
 def _student_t(q: float, dof: int) -> float:
     """Quantile of Student's t by bisection on its CDF (regularised incomplete beta via math.lgamma)."""
     lo, hi = 0.0, 1000.0
@@ -319,3 +321,133 @@ def desync_reason(stalled: int, blocks: int) -> str:
         "time slices, or another process sharing the device), which, not the kernels, set those times; too noisy "
         "to decide (a quieter machine)"
     )
+
+
+# --- the process as a random effect ----------------------------------------------------------------
+
+
+@dataclass
+class ProcessSpread:
+    """How far apart independent worker processes running the same kernel came out, pooled over kernels.
+
+    ``variance`` is of a process's level (log time), ``df`` its degrees of freedom: the sum over kernels of
+    (processes - 1). Memory layout, allocator history and placement differ from process to process and can
+    move a kernel's time by several per cent (Mytkowicz et al., ASPLOS 2009), so a verdict about the kernel
+    must carry this spread, not only the block-to-block noise inside one process.
+    """
+
+    variance: float
+    df: int
+
+    @property
+    def pct(self) -> float:
+        """One standard deviation of a process's level, in per cent."""
+        return 100 * (math.exp(math.sqrt(self.variance)) - 1) if self.df else math.nan
+
+
+def process_levels(process_blocks: Sequence[Sequence[float]], reference_log: Sequence[float]) -> list[float]:
+    """Each process's level: the median over blocks of its log block time minus the block's reference
+    (log units). Subtracting the reference of the same block cancels load shared by the block."""
+    ref = np.asarray(reference_log, dtype=float)
+    return [float(np.median(np.log(np.asarray(blocks, dtype=float)) - ref)) for blocks in process_blocks]
+
+
+def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]]) -> ProcessSpread:
+    """The between-process variance of levels, pooled over every kernel that ran in two processes or more,
+    leaving out a kernel whose processes landed far further apart than the others' (:func:`_apart`): that
+    kernel keeps its own, larger variance in :func:`hierarchical_speedup`, so only its own verdicts widen,
+    and the others keep the pool and its degrees of freedom."""
+    groups = [np.asarray(levels, dtype=float) for levels in levels_per_kernel if len(levels) > 1]
+    stats = [(float(g.var(ddof=1)), len(g) - 1) for g in groups]
+    kept = [(v, d) for i, (v, d) in enumerate(stats) if not _apart(v, d, stats[:i] + stats[i + 1 :])]
+    df = sum(d for _, d in kept)
+    if not df:
+        return ProcessSpread(math.nan, 0)
+    return ProcessSpread(sum(v * d for v, d in kept) / df, df)
+
+
+#: a kernel's processes landed far further apart than the others' when the ratio of its variance to theirs
+#: is beyond this quantile of the F distribution (homogeneous variances cross it once in a thousand)
+APART_QUANTILE = 0.999
+
+
+def _apart(variance: float, dof: int, others: Sequence[tuple[float, int]]) -> bool:
+    """An F test of one kernel's between-process variance against the pooled variance of the others."""
+    df = sum(d for _, d in others)
+    if not df:
+        return False
+    pooled = sum(v * d for v, d in others) / df
+    return variance > pooled * _f_quantile(APART_QUANTILE, dof, df)
+
+
+@functools.lru_cache(maxsize=256)
+def _f_quantile(q: float, dof1: int, dof2: int) -> float:
+    """Quantile of Fisher's F by bisection on its CDF (the regularised incomplete beta)."""
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _betainc(dof1 / 2, dof2 / 2, dof1 * mid / (dof1 * mid + dof2)) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def hierarchical_speedup(
+    baseline_levels: Sequence[float],
+    candidate_levels: Sequence[float],
+    spread: ProcessSpread,
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    noise_floor: float = 0.0,
+    blocks: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> Speedup:
+    """Speedup of a candidate over the baseline, each timed in several worker processes, with an interval
+    that includes the spread between processes.
+
+    Two-stage model: log time = kernel + process effect + block effect + noise. The block effect cancels in
+    each process's level (:func:`process_levels`); a kernel's estimate is the mean of its processes' levels,
+    whose variance is the process spread over the number of processes. Each side uses the pooled spread
+    (:func:`pooled_process_spread`), or its own when its processes landed unusually far apart; the interval
+    is Student's t with Welch-Satterthwaite degrees of freedom. An identical copy's interval therefore
+    straddles 1 however the processes landed, and a kernel whose processes disagree is undecided alone.
+
+    ``blocks``: the two sides' per-block times; when more than :data:`MAX_DESYNC_SHARE` of them had one side
+    stalled on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE as in :func:`paired_speedup`.
+    """
+    base = np.asarray(baseline_levels, dtype=float)
+    cand = np.asarray(candidate_levels, dtype=float)
+    centre = float(base.mean() - cand.mean())
+    point = math.exp(centre)
+    if spread.df < 1 or not math.isfinite(spread.variance):
+        return Speedup(point, math.nan, math.nan, Verdict.UNSTABLE, "one worker process per kernel: no interval")
+    (a, df_a), (b, df_b) = _side(base, spread), _side(cand, spread)
+    if df_a == df_b == spread.df:  # both sides rest on the one pooled estimate: its degrees of freedom
+        df = float(spread.df)
+    else:  # one side's own variance, independent of the pool it was left out of: Welch-Satterthwaite
+        df = (a + b) ** 2 / (a * a / df_a + b * b / df_b) if a + b > 0 else float(spread.df)
+    half = _student_t(1 - (1 - confidence) / 2, max(1, math.floor(df))) * math.sqrt(a + b)
+    low, high = math.exp(centre - half), math.exp(centre + half)
+    stalled_share = 0.0
+    if blocks is not None and len(blocks[0]) > 1:
+        stalled = desynchronised_blocks(*blocks)
+        stalled_share = float(stalled.mean())
+        if stalled_share > MAX_DESYNC_SHARE:
+            reason = desync_reason(int(stalled.sum()), len(stalled))
+            return Speedup(point, low, high, Verdict.UNSTABLE, reason, stalled_share)
+    verdict, reason = decide(point, low, high, min_effect, noise_floor)
+    if verdict == Verdict.UNSTABLE and not noise_floor > min_effect:
+        reason = (
+            f"95% CI {low:.3f}-{high:.3f} (processes and blocks) reaches past the {min_effect:.0%} effect of "
+            f"interest: too noisy to decide (more worker processes, a quieter machine, or a larger min_effect)"
+        )
+    return Speedup(point, low, high, verdict, reason, stalled_share)
+
+
+def _side(levels: np.ndarray, spread: ProcessSpread) -> tuple[float, int]:
+    """One side's share of the estimate's variance and its degrees of freedom."""
+    n = len(levels)
+    if n > 1 and _apart(own := float(levels.var(ddof=1)), n - 1, [(spread.variance, spread.df)]):
+        return own / n, n - 1
+    return spread.variance / n, spread.df

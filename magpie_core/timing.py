@@ -22,9 +22,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from magpie_core.stats import SamplingSettings, sample_until_stable
+
+if TYPE_CHECKING:
+    from magpie_core.reports import EvaluationOutcome
 
 MAX_BATCH = 100_000
 #: launch(i): run the kernel on rotating input copy ``i mod k``
@@ -134,9 +137,14 @@ class BatchSampler:
 class TimingSession(Protocol):
     """A kernel kept ready for timing in its worker process, sampled a block at a time.
 
-    Opening it loads the kernel and its inputs (workers open side by side); :meth:`prepare` then
-    warms it up and picks its batch size, one worker at a time, so warm-ups never compete.
+    Opening it loads the kernel (workers open side by side); :meth:`check` proves it correct in this same
+    process; :meth:`prepare` then places its inputs, warms it up and picks its batch size, one worker at a
+    time, so warm-ups never compete.
     """
+
+    def check(self) -> EvaluationOutcome:
+        """Correctness of the kernel, in this process (performance: skipped, timed in blocks)."""
+        ...
 
     def prepare(self) -> None:
         """Warm up and choose the batch size (called once, while no other candidate runs)."""

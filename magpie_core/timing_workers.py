@@ -1,24 +1,34 @@
-"""Long-lived timing workers: one isolated process per compare candidate, sampled on command.
+"""Long-lived timing workers: isolated processes of a compare's candidates, checked and sampled on command.
 
-Each worker is ``python -m magpie_core.worker --session TASK.json`` in its own process group
-(see :mod:`magpie_core.worker` for the line protocol). A worker that crashes, hangs past its
-timeout or answers nonsense is stopped and fails its candidate alone; the others go on. Any other
-exception while the parent waits on a worker (an interrupt included) stops the worker first.
+Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see
+:mod:`magpie_core.worker` for the line protocol). It is forked from magpie's fork server, which
+imported the kernel backends' heavy modules once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`),
+so starting a worker costs a fork instead of a Python start and a framework import; the fork server
+stays up for the life of this process, so a later compare (an MCP server, a loop session) starts warm.
+A worker whose environment needs variables of its own (read when a process starts) is a fresh
+``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with
+``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers nonsense is
+stopped and fails its candidate alone; the others go on. Any other exception while the parent waits
+on a worker (an interrupt included) stops the worker first.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.forkserver
 import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
-from magpie_core.reports import EvaluationTask
+from magpie_core.reports import EvaluationOutcome, EvaluationTask
 
 
 class TimingWorkerError(RuntimeError):
@@ -29,28 +39,45 @@ class TimingWorker:
     """The parent's handle on one timing worker."""
 
     def __init__(
-        self, task: EvaluationTask, *, cwd: Path, workdir: Path, env: dict[str, str], start_timeout_s: float
+        self,
+        task: EvaluationTask,
+        *,
+        cwd: Path,
+        workdir: Path,
+        env: dict[str, str],
+        start_timeout_s: float,
+        fork: bool = True,
     ) -> None:
+        """``fork``: the worker may be forked from the fork server (False: ``env`` must be there at start-up)."""
         workdir.mkdir(parents=True, exist_ok=True)
         task_path = workdir / "timing_task.json"
         task_path.write_text(task.model_dump_json(indent=2))
         self.log_path = workdir / "timing_worker.log"
         self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "magpie_core.worker", "--session", str(task_path)],
-            cwd=cwd,
-            env={**os.environ, **env},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            start_new_session=True,
-        )
+        self.proc: subprocess.Popen[bytes] | ForkedWorker
+        if fork and fork_server_usable():
+            self.proc = ForkedWorker(task_path, cwd, env, self.log_path)
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "magpie_core.worker", "--session", str(task_path)],
+                cwd=cwd,
+                env={**os.environ, **env},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                start_new_session=True,
+            )
         try:
-            register_started(self.proc)
+            register_started(self.proc)  # type: ignore[arg-type]  # ForkedWorker has Popen's interface
         except BaseException:
             self._log.close()
             raise
         self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+
+    def check(self, timeout_s: float) -> EvaluationOutcome:
+        """Correctness of the kernel in this worker (the process that is timed later is the one checked)."""
+        self._send({"check": True})
+        return EvaluationOutcome.model_validate(self._read(timeout_s, "checked"))
 
     def prepare(self, timeout_s: float) -> None:
         """Warm up and choose the batch size; call for one worker at a time."""
@@ -148,3 +175,82 @@ def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
             buffer += chunk
             if buffer.endswith(b"\n"):  # the worker writes one whole line per answer and then waits
                 return buffer.decode(errors="replace").strip()
+
+
+# --- the fork server ---------------------------------------------------------------------------------
+
+FORK_SWITCH = "MAGPIE_FORK_WORKERS"
+_context: multiprocessing.context.ForkServerContext | None = None
+_context_lock = threading.Lock()
+
+
+def fork_server_usable() -> bool:
+    return FORK_SWITCH not in os.environ or os.environ[FORK_SWITCH] != "0"
+
+
+def _fork_context() -> multiprocessing.context.ForkServerContext:
+    """The fork server's context, its preload set from every kernel backend (before it first starts)."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            from magpie_core.plugins import get_plugin_manager
+
+            modules = {"magpie_core.worker"}
+            for backend in get_plugin_manager().components("kernel_backend").values():
+                modules.update(getattr(backend, "worker_preload", ()))
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(sorted(modules))
+            _context = context
+        return _context
+
+
+def warm_fork_server() -> None:
+    """Start the fork server now (it imports the preloaded modules in the background), so the first worker
+    does not wait for it."""
+    if fork_server_usable():
+        _fork_context()
+        multiprocessing.forkserver.ensure_running()
+
+
+class ForkedWorker:
+    """A session worker forked from the fork server, with the part of ``Popen``'s interface magpie uses.
+
+    Its stdin and stdout are plain pipes to this process and its stderr is the worker log, exactly as for a
+    worker started with ``Popen``; it leads its own session, so its group is signalled like any other.
+    """
+
+    def __init__(self, task_path: Path, cwd: Path, env: dict[str, str], log_path: Path) -> None:
+        context = _fork_context()
+        child_in, parent_in = context.Pipe(duplex=False)
+        parent_out, child_out = context.Pipe(duplex=False)
+        from magpie_core.worker import forked_session
+
+        self._process = context.Process(
+            target=forked_session,
+            args=(str(task_path), str(cwd), env, str(log_path), child_in, child_out),
+            name=f"magpie worker {task_path.parent.name}",
+        )
+        try:
+            self._process.start()
+        finally:
+            child_in.close()
+            child_out.close()
+        assert self._process.pid is not None
+        self.pid: int = self._process.pid
+        self.stdin: IO[bytes] = os.fdopen(os.dup(parent_in.fileno()), "wb")
+        self.stdout: IO[bytes] = os.fdopen(os.dup(parent_out.fileno()), "rb")
+        parent_in.close()
+        parent_out.close()
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not self._process.is_alive():
+            self.returncode = self._process.exitcode
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._process.join(timeout)
+        code = self.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(f"magpie worker {self.pid}", timeout or 0)
+        return code

@@ -7,7 +7,9 @@ fails this kernel; the parent reads the exit status and the log.
 
 ``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per
-command line on stdin: ``{"prepare": true}`` -> ``{"ready": {...}}`` (warmed up, batch chosen);
+command line on stdin: ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this
+process: the worker that checks a kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}``
+(inputs placed, warmed up, batch chosen);
 ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
 It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails.
 Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
@@ -19,6 +21,7 @@ import json
 import os
 import sys
 import traceback
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,6 +84,9 @@ def serve_session(task_path: Path) -> int:
             if command.get("stop"):
                 _say(out, {"info": session.info()})
                 return 0
+            if command.get("check"):
+                _say(out, {"checked": session.check().model_dump(mode="json")})
+                continue
             if command.get("prepare"):
                 session.prepare()
                 _say(out, {"ready": session.info()})
@@ -93,7 +99,36 @@ def serve_session(task_path: Path) -> int:
     return 0  # the parent closed stdin: nothing more to do
 
 
+def forked_session(
+    task_path: str, cwd: str, env: dict[str, str], log_path: str, stdin: Connection, stdout: Connection
+) -> None:
+    """A session worker forked from the fork server: its own session, pipes as stdin/stdout, the log as
+    stderr, the kernel's folder as working directory — then the same session as a started worker."""
+    os.setsid()
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(stdin.fileno(), 0)
+    os.dup2(stdout.fileno(), 1)
+    os.dup2(log, 2)
+    os.close(log)  # the connections keep their own descriptors open until this process ends: harmless
+    sys.stdin = os.fdopen(0, "r")  # multiprocessing gave the child /dev/null
+    os.chdir(cwd)
+    sys.path.insert(0, cwd)  # as ``python -m`` puts the working directory first
+    os.environ.update(env)
+    _leave(serve_session(Path(task_path)))
+
+
+def _leave(code: int) -> None:
+    """End a session worker at once: its answers are written, and tearing down the interpreter and a device
+    context (a second or more with CUDA) would only keep the parent waiting."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--session"]:
-        sys.exit(serve_session(Path(sys.argv[2])))
+        _leave(serve_session(Path(sys.argv[2])))
     sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,6 @@
 # ruff: noqa: E501 (markdown tables)
-"""Render docs/compatibility.md from magpie_core.compat_keys (``python scripts/compat_doc.py``).
+"""Render docs/compatibility.md from magpie_core.compat_keys and magpie_benchmark.compat_keys
+(``python scripts/compat_doc.py``).
 
 tests/test_magpie_corpus.py fails when the page and the table disagree.
 """
@@ -13,8 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from magpie_benchmark.compat import CONSUMED, REFUSED_KEYS, UNSUPPORTED_PREFIXES  # noqa: E402
+
+from magpie_benchmark import compat_keys as benchmark_keys  # noqa: E402
 from magpie_core import compat_keys  # noqa: E402
-from magpie_core.compat_benchmark import CONSUMED, REFUSED_KEYS, UNSUPPORTED_PREFIXES  # noqa: E402
 
 INTRO = """# AMD Magpie compatibility
 
@@ -25,7 +28,8 @@ implemented by magpie (ignored); <what magpie does instead>`; **refused**: a fil
 stops with exit 2 and a message naming the key. A key that is switched off (`enabled: false`, `null`,
 `false`) is never warned about. Nothing is silently ignored.
 
-This page is generated from `magpie_core/compat_keys.py` (`python scripts/compat_doc.py`);
+This page is generated from `magpie_core/compat_keys.py` and `magpie_benchmark/src/magpie_benchmark/compat_keys.py`
+(`python scripts/compat_doc.py`);
 `tests/test_magpie_corpus.py` loads AMD Magpie's own example configs (`tests/data/magpie_configs/`,
 upstream commits in its MANIFEST.md) and checks every key against this table and against what the
 loaders actually do.
@@ -71,10 +75,14 @@ MCP = """## MCP tools
 def _rows(kind: str, table: dict[str, str]) -> list[str]:
     out = ["| key | magpie | what it does |", "|---|---|---|"]
     for key, what in table.items():
-        verdict = what.split(":")[0] if what.startswith(("warned", "refused")) else compat_keys.status(kind, key)
+        verdict = what.split(":")[0] if what.startswith(("warned", "refused")) else _status(kind, key)
         verdict = "warned" if verdict.startswith("warned") else verdict
         out.append(f"| `{key}` | {verdict} | {what.replace('|', '/')} |")
     return out
+
+
+def _status(kind: str, key: str) -> str:
+    return benchmark_keys.status(key) if kind == "benchmark" else compat_keys.status(kind, key)
 
 
 def _envs() -> list[str]:
@@ -89,7 +97,7 @@ def _envs() -> list[str]:
 
 
 def render() -> str:
-    parts = [INTRO, CLI, MCP, "## Benchmark YAML (`benchmark:`)\n", *_rows("benchmark", compat_keys.BENCHMARK)]
+    parts = [INTRO, CLI, MCP, "## Benchmark YAML (`benchmark:`)\n", *_rows("benchmark", benchmark_keys.BENCHMARK)]
     parts += ["", "Refused keys:", ""] + [f"- `{k}`: {v}" for k, v in REFUSED_KEYS.items()]
     parts += ["", "### `envs`", "", *_envs()]
     parts += ["", "## Kernel YAML", "", *_rows("kernel", compat_keys.KERNEL)]

@@ -41,16 +41,16 @@ with open(sys.argv[1], "w") as out:
 NOT_FOR_TRACES = (
     "httpx",
     "yaml",
-    "magpie_core.serving.prometheus",
-    "magpie_core.loadgen",
-    "magpie_core.pipelines.offline",
-    "magpie_core.pipelines.benchmark",
+    "magpie_benchmark.serving.prometheus",
+    "magpie_benchmark.loadgen",
+    "magpie_benchmark.offline",
+    "magpie_benchmark.pipeline",
     "magpie_core.pipelines.kernels",
-    "magpie_core.config.benchmark",
+    "magpie_benchmark.config",
     "magpie_core.config.kernel",
     "magpie_core.config.framework",
     "magpie_core.config.loader",
-    "magpie_core.cli.benchmark",
+    "magpie_benchmark.cli",
     "magpie_core.cli.kernels",
     "magpie_core.cli.gpu_info",
     "magpie_core.cli.plugins_cmd",
@@ -95,7 +95,7 @@ def test_trace_command_help_imports_only_its_own_plugin(tmp_path: Path, command:
 def test_gap_json_run_imports_no_rich_and_nothing_of_other_commands(tmp_path: Path) -> None:
     code, modules = _imported(tmp_path, "-w", "1", "-o", str(tmp_path), "gap", str(TRACE), "--json", "--no-rank-csv")
     assert code == 0
-    assert "magpie_gap_analysis.pipeline" in modules and "magpie_core.trace.columns" in modules
+    assert "magpie_gap_analysis.pipeline" in modules and "magpie_trace.columns" in modules
     assert _present(modules, (*NOT_FOR_TRACES, "rich", "magpie_inference_analysis.cli")) == []
 
 
@@ -131,7 +131,7 @@ HEAVY_AT_PLUGIN_LOAD = (
     "yaml",
     "httpx",
     "magpie_core.reports",
-    "magpie_core.trace.columns",
+    "magpie_trace.columns",
     "cxxfilt",
     "concurrent.futures",
     "statistics",
@@ -156,7 +156,7 @@ def test_core_command_imports_no_plugin_command_module(tmp_path: Path) -> None:
     assert code == 0
     assert "magpie_core.cli.kernels" in modules
     plugin_commands = ("magpie_gap_analysis.cli", "magpie_inference_analysis.cli", *NOT_FOR_TRACES[-4:])
-    assert _present(modules, (*plugin_commands, "httpx", "magpie_core.cli.benchmark")) == []
+    assert _present(modules, (*plugin_commands, "httpx", "magpie_benchmark.cli")) == []
 
 
 def test_root_help_lists_every_command(run_magpie) -> None:

@@ -2,7 +2,8 @@
 PyTorch backend alone.
 
 A fresh venv gets only ``magpie-core`` (dependencies from the package index or pip's cache), then the
-test plugin package, then ``magpie-kernels-pytorch``; nothing else of the repository's distributions is
+test plugin package and the one distribution it needs, the trace library ``magpie-trace`` (pure Python: no
+``magpie-trace-native``), then ``magpie-kernels-pytorch``; nothing else of the repository's distributions is
 importable there.
 """
 
@@ -61,7 +62,8 @@ def test_core_alone_lists_its_one_builtin_and_has_no_plugin_commands(core_only, 
     listed = _magpie(core_only, "plugins", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert [(p["name"], p["distribution"]) for p in json.loads(listed.stdout)] == [("local", "magpie-core")]
-    for command in ("gap", "inference"):  # the core names no plugin: a command nothing installed declares is unknown
+    # the core names no plugin: a command nothing installed declares is unknown
+    for command in ("gap", "inference", "benchmark"):
         result = _magpie(core_only, command, str(TRACE), cwd=tmp_path)
         assert result.returncode == 2
         assert f"No such command '{command}'" in result.stderr
@@ -70,7 +72,7 @@ def test_core_alone_lists_its_one_builtin_and_has_no_plugin_commands(core_only, 
 
 
 def test_a_third_party_plugin_adds_a_command_and_an_analyzer(core_only, tmp_path):
-    _pip(core_only / "python", "--no-deps", str(TEST_PLUGINS / "example_plugin"))
+    _pip(core_only / "python", "--no-deps", str(ROOT / "magpie_trace"), str(TEST_PLUGINS / "example_plugin"))
     result = _magpie(core_only, "kernel-count", str(TRACE), "--top", "2", "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)

@@ -4,8 +4,8 @@ installed, and the parsers are plugins of four distributions."""
 
 from __future__ import annotations
 
+from magpie_core.kernel_names import parse_kernel_name
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.trace.kernel_names import parse_kernel_name
 from tests.helpers.kernel_names import EXTRA, FAMILIES, TABLE
 
 

@@ -1,7 +1,8 @@
 """AMD Magpie's own example configs (tests/data/magpie_configs, see its MANIFEST.md): every key of
 every file is implemented with AMD Magpie's meaning, or warned about by name, or refused by name.
 
-The verdict per key comes from the documented table (magpie_core.compat_keys, rendered into
+The verdict per key comes from the documented tables (magpie_core.compat_keys and, for benchmark files,
+magpie_benchmark.compat_keys, rendered into
 docs/compatibility.md); this test checks the table against what the loaders really do.
 """
 
@@ -14,12 +15,14 @@ from typing import Any
 
 import pytest
 import yaml
+from magpie_benchmark.compat import UNIMPLEMENTED as BENCHMARK_UNIMPLEMENTED
+from magpie_benchmark.compat import truthy
+from magpie_benchmark.pipeline import load_benchmark_config
 
+from magpie_benchmark import compat_keys as benchmark_keys
 from magpie_core import compat_keys
 from magpie_core.compat import UNIMPLEMENTED
-from magpie_core.compat_benchmark import truthy
 from magpie_core.config import ConfigError, FrameworkConfig, load_config
-from magpie_core.pipelines.benchmark import load_benchmark_config
 from magpie_core.pipelines.kernels import load_kernel_file
 
 from .conftest import DATA, ROOT
@@ -63,10 +66,18 @@ def _warned_as(kind: str, key: str) -> str:
     """The key (or ancestor) a warning names."""
     if key.startswith("envs."):
         return key[5:]
-    table = UNIMPLEMENTED[MODEL[kind]]
+    table = BENCHMARK_UNIMPLEMENTED if kind == "benchmark" else UNIMPLEMENTED[MODEL[kind]]
     parts = key.split(".")
     name = next(".".join(parts[: i + 1]) for i in range(len(parts)) if ".".join(parts[: i + 1]) in table)
     return f"benchmark.{name}" if kind == "benchmark" else name
+
+
+def describe(kind: str, key: str) -> str | None:
+    return benchmark_keys.describe(key) if kind == "benchmark" else compat_keys.describe(kind, key)
+
+
+def status(kind: str, key: str) -> str:
+    return benchmark_keys.status(key) if kind == "benchmark" else compat_keys.status(kind, key)
 
 
 def test_corpus_is_there() -> None:
@@ -77,9 +88,9 @@ def test_corpus_is_there() -> None:
 def test_every_key_implemented_warned_or_refused(path: Path, caplog: pytest.LogCaptureFixture) -> None:
     kind = KIND[path.relative_to(CORPUS).parts[0]]
     keys = _keys(kind, path)
-    unknown = [k for k, _, _ in keys if compat_keys.describe(kind, k) is None]
-    assert not unknown, f"{path.name}: keys missing from magpie_core.compat_keys: {unknown}"
-    refused = [k for k, v, on in keys if compat_keys.status(kind, k) == "refused" and on and truthy_on(k, v)]
+    unknown = [k for k, _, _ in keys if describe(kind, k) is None]
+    assert not unknown, f"{path.name}: keys missing from the compat_keys tables: {unknown}"
+    refused = [k for k, v, on in keys if status(kind, k) == "refused" and on and truthy_on(k, v)]
     with caplog.at_level(logging.WARNING):
         if refused:
             with pytest.raises(ConfigError) as err:
@@ -89,7 +100,7 @@ def test_every_key_implemented_warned_or_refused(path: Path, caplog: pytest.LogC
         _load(kind, path)
     said = "\n".join(r.getMessage() for r in caplog.records)
     for key, _, on in keys:
-        verdict = compat_keys.status(kind, key)
+        verdict = status(kind, key)
         if verdict == "warned" and on:
             assert _warned_as(kind, key) in said, f"{path.name}: {key} is not warned about"
         if verdict == "implemented":

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import yaml
+from magpie_benchmark.pipeline import load_benchmark_config
 
-from magpie_core.pipelines.benchmark import load_benchmark_config
 from tests.conftest import DATA
 
 TRACE = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"

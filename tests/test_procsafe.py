@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from magpie_benchmark.loadgen.datasets import SampleRequest
+from magpie_benchmark.loadgen.runner import LoadSpec, run_load
+from magpie_benchmark.pipeline import served_model
 
-from magpie_core.loadgen.datasets import SampleRequest
-from magpie_core.loadgen.runner import LoadSpec, run_load
-from magpie_core.pipelines.benchmark import served_model
 from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
 from magpie_core.workspace import create_run_folder
 from tests.conftest import DATA, ROOT
@@ -245,8 +245,8 @@ LOCAL_BENCHMARK = """
 import sys
 from pathlib import Path
 from magpie_core.interrupts import RunInterrupted, exit_now, handling_interrupts
-from magpie_core.pipelines.benchmark import run_benchmark
-from tests.test_benchmark_pipeline import FakeFramework, config
+from magpie_benchmark.pipeline import run_benchmark
+from tests.helpers.fake_framework import FakeFramework, config
 envs = {"CONC": 2, "ISL": 8, "OSL": 1000, "NUM_PROMPTS": 100}
 cfg = config(run_kind="measurement", envs=envs, load={"progress": False}, stop_grace_s=30)
 with handling_interrupts():

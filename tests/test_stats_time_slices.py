@@ -24,15 +24,20 @@ SINGLE_AGAIN = [4417, 244, 226, 215, 232, 219, 3798, 40396, 42393, 40539, 37194,
 
 def test_real_time_slice_blocks_gave_a_confident_wrong_verdict_and_now_give_none():
     base = np.sqrt(np.asarray(SINGLE) * np.asarray(AA_SINGLE))
-    # the interval alone (the old rule): confidently SLOWER for identical work
+    # the interval alone, under the oldest rule (interval below 1, point past the floor): confidently SLOWER
     centre, lo, hi = (np.exp(x) for x in log_ratio_ci(np.log(base / np.asarray(SINGLE_AGAIN))))
-    assert decide(centre, lo, hi, 0.25, noise_floor=7.555)[0] == Verdict.SLOWER
+    assert hi < 1 and centre <= 1 / (1 + 7.555)
+    # today's rule wants the whole interval past the effect: not decided even from the interval alone
+    assert decide(centre, lo, hi, 0.25, noise_floor=7.555)[0] == Verdict.UNSTABLE
     s = paired_speedup(base, SINGLE_AGAIN, min_effect=0.25, noise_floor=7.555)
     assert s.verdict == Verdict.UNSTABLE and "stalled on its own" in s.reason and "too noisy" in s.reason
     assert s.desynchronised > MAX_DESYNC_SHARE
     # and the run as a whole says so: every verdict of it is UNSTABLE
-    info = stability(BlockedTiming(baseline=0, blocks={0: SINGLE, AA: AA_SINGLE, 1: SINGLE_AGAIN}), 0.25)
+    timing = BlockedTiming(baseline=0, blocks={(0, 0): SINGLE, (0, 1): AA_SINGLE, (1, 0): SINGLE_AGAIN})
+    info = stability(timing, 0.25)
     assert info["unstable"] and info["message"].startswith("UNSTABLE") and "time slices" in info["message"]
+    # and the candidate on its own, over its processes and blocks: the same stalls leave it undecided
+    assert timing.speedup(1, 0.25).verdict == Verdict.UNSTABLE
 
 
 def test_a_stall_is_one_side_leaving_the_ratio_of_the_fastest_blocks():
@@ -53,15 +58,25 @@ def _persistent_modes(rng: np.random.Generator, n: int, enter: float, stay: floa
     return np.array(out)
 
 
+def _timing(blocks: dict[tuple[int, int], np.ndarray]) -> BlockedTiming:
+    return BlockedTiming(baseline=0, blocks={key: list(values) for key, values in blocks.items()})
+
+
 def _verdict(rng: np.random.Generator, cost: float, enter: float, stay: float = 0.8, n: int = 20) -> Verdict:
+    """Baseline, its identical copy and a candidate, two processes each, every process with its own stalls."""
     load = rng.choice([1.0, 1.5, 2.5], size=n)  # shared by every process of a block: cancels in the ratios
-    s, a, c = (
-        180 * k * load * _persistent_modes(rng, n, enter, stay) * rng.lognormal(0, 0.05, n) for k in (1, 1, cost)
+    costs = {0: 1.0, AA: 1.0, 1: cost}
+    timing = _timing(
+        {
+            (i, p): 180 * k * load * _persistent_modes(rng, n, enter, stay) * rng.lognormal(0, 0.05, n)
+            for i, k in costs.items()
+            for p in range(2)
+        }
     )
-    info = stability(BlockedTiming(baseline=0, blocks={0: list(s), AA: list(a), 1: list(c)}), 0.25)
+    info = stability(timing, 0.25)
     if info["unstable"]:
         return Verdict.UNSTABLE
-    return paired_speedup(np.sqrt(s * a), c, min_effect=0.25, noise_floor=noise_floor(info)).verdict
+    return timing.speedup(1, 0.25, noise_floor(info)).verdict
 
 
 def test_persistent_per_process_stalls_never_give_identical_work_a_verdict():
@@ -83,9 +98,11 @@ def test_a_few_stalled_blocks_or_shared_load_keep_a_large_difference_decided():
     aa = 100 * load * rng.lognormal(0, 0.03, 40)
     triple = 300 * load * rng.lognormal(0, 0.03, 40)
     triple[[5, 6, 20]] *= 9  # three blocks (7.5 %) with the candidate stalled on its own
-    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(triple)}), 0.05)
+    triple2 = 300 * load * rng.lognormal(0, 0.03, 40)
+    timing = _timing({(0, 0): base, (0, 1): aa, (1, 0): triple, (1, 1): triple2})
+    info = stability(timing, 0.05)
     assert not info["unstable"] and info["slow_blocks_drift_pct"] < MAX_DRIFT_PCT
-    s = paired_speedup(np.sqrt(base * aa), triple, min_effect=0.05, noise_floor=noise_floor(info))
+    s = timing.speedup(1, 0.05, noise_floor(info))
     assert s.verdict == Verdict.SLOWER and 0.31 < s.value < 0.35 and 0 < s.desynchronised <= MAX_DESYNC_SHARE
 
 
@@ -94,13 +111,13 @@ def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_basel
     stalled in 8 % of blocks (p95 drift 800 %, as a busy machine gives): still decided."""
     rng = np.random.default_rng(9)
     stalls = np.where(rng.random(30) < 0.3, 9.0, 1.0)
-    base, aa, cand = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(3))
-    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(cand)}), 0.25)
+    base, aa, cand, cand2 = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(4))
+    info = stability(_timing({(0, 0): base, (0, 1): aa, (AA, 0): cand, (AA, 1): cand2}), 0.25)
     assert info["aa_verdict"] == "SAME" and info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT
     assert info["unstable"] and "CPU time slices" in info["message"]
     rare = np.where(np.arange(50) % 12 == 0, 9.0, 1.0)  # 5 of 50 blocks stalled, in both instances
-    base, aa, double = (180 * k * rare * rng.lognormal(0, 0.03, 50) for k in (1, 1, 2))
-    info = stability(BlockedTiming(baseline=0, blocks={0: list(base), AA: list(aa), 1: list(double)}), 0.25)
+    base, aa, double, double2 = (180 * k * rare * rng.lognormal(0, 0.03, 50) for k in (1, 1, 2, 2))
+    timing = _timing({(0, 0): base, (0, 1): aa, (1, 0): double, (1, 1): double2})
+    info = stability(timing, 0.25)
     assert info["drift_pct"] > MAX_DRIFT_PCT and not info["unstable"]
-    s = paired_speedup(np.sqrt(base * aa), double, min_effect=0.25, noise_floor=noise_floor(info))
-    assert s.verdict == Verdict.SLOWER
+    assert timing.speedup(1, 0.25, noise_floor(info)).verdict == Verdict.SLOWER

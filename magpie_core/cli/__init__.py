@@ -1,7 +1,7 @@
 """The ``magpie`` command line.
 
 The shell (global options, exit codes: :mod:`magpie_core.cli.app`) and the core's own commands
-(``analyze``, ``compare``, ``benchmark``, ``plugins``, ``gpu-info``) live here, a module each, imported only
+(``analyze``, ``compare``, ``plugins``, ``gpu-info``) live here, a module each, imported only
 when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin: declared in the
 ``magpie.commands`` entry-point group, or added by ``magpie_register_commands`` (:mod:`magpie_core.cli.commands`).
 """
@@ -15,7 +15,7 @@ from magpie_core.cli.app import EXIT_USAGE, app, err_console
 __all__ = ["app", "main", "run"]
 
 #: core commands that need no plugin command registered (``plugins`` lists the commands each plugin adds)
-_WITHOUT_PLUGIN_COMMANDS = frozenset({"analyze", "benchmark", "compare", "gpu-info"})
+_WITHOUT_PLUGIN_COMMANDS = frozenset({"analyze", "compare", "gpu-info"})
 
 
 def run(argv: list[str] | None = None) -> None:

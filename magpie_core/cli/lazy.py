@@ -19,7 +19,6 @@ __all__ = ["CORE_COMMANDS", "LazyGroup"]
 
 #: core command -> the module that registers it on the root app, in the order ``magpie --help`` lists them
 CORE_COMMANDS: dict[str, str] = {
-    "benchmark": "magpie_core.cli.benchmark",
     "gpu-info": "magpie_core.cli.gpu_info",
     "analyze": "magpie_core.cli.kernels",
     "compare": "magpie_core.cli.kernels",

@@ -8,7 +8,7 @@ import typer
 
 from magpie_core.cli.app import app, console, handle_errors
 from magpie_core.cli.output import check_format, format_option, print_rows
-from magpie_core.plugins import get_plugin_manager
+from magpie_core.plugins import PluginManager, get_plugin_manager
 
 
 @app.command("plugins")
@@ -32,6 +32,11 @@ def plugins_command(
         return
     if not rows:
         console.print("no plugins installed (entry-point group 'magpie')")
-    from magpie_core.trace.native import reader_status
+    for line in status_lines(manager):
+        console.print(line, markup=False, soft_wrap=True)
 
-    console.print(reader_status(), markup=False, soft_wrap=True)
+
+def status_lines(manager: PluginManager) -> list[str]:
+    """What the plugins say under the table (:func:`~magpie_core.hookspecs.magpie_status_lines`), each line once."""
+    answers = manager.call("magpie_status_lines", dict, fatal=False) or []
+    return list(dict.fromkeys(line for lines in answers for line in lines or []))

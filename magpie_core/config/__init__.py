@@ -1,4 +1,4 @@
-"""Typed configs: framework ``config.yaml``, kernel files, benchmark files.
+"""Typed configs: framework ``config.yaml`` and kernel files (benchmark files: ``magpie_benchmark.config``).
 
 The names below are imported on first use (PEP 562), so a command that needs one kind of
 config does not pay for building the models of the others at start-up."""
@@ -9,7 +9,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from magpie_core.config.benchmark import BenchmarkConfig, BenchmarkConfigFile
     from magpie_core.config.errors import ConfigError, ConfigErrors
     from magpie_core.config.framework import FrameworkConfig
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
@@ -17,8 +16,6 @@ if TYPE_CHECKING:
     from magpie_core.config.validation import validate
 
 _WHERE = {
-    "BenchmarkConfig": "benchmark",
-    "BenchmarkConfigFile": "benchmark",
     "FrameworkConfig": "framework",
     "KernelConfig": "kernel",
     "KernelConfigFile": "kernel",
@@ -30,8 +27,6 @@ _WHERE = {
 }
 
 __all__ = [
-    "BenchmarkConfig",
-    "BenchmarkConfigFile",
     "ConfigError",
     "ConfigErrors",
     "FrameworkConfig",

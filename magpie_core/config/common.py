@@ -130,9 +130,11 @@ def _validate_block(block: Any, key: str, value: Any) -> Any:
         return block.model.model_validate(value)
     except ValidationError as exc:
         first = exc.errors()[0]
-        problem = str(first["msg"])
+        problem = str(first["msg"]).removeprefix("Value error, ")  # a validator's ValueError, as for core keys
         if first["type"] == "extra_forbidden":
-            problem = f"unknown key {first['loc'][-1]!r}"
+            from magpie_core.config.validation import unknown_key_problem
+
+            problem = unknown_key_problem(block.model, tuple(first["loc"]))
         raise PydanticCustomError(
             BLOCK_ERROR, "{problem}", {"key": key, "inner": list(first["loc"]), "problem": problem}
         ) from None

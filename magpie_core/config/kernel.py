@@ -94,6 +94,12 @@ class PerformanceConfig(StrictModel):
         description="compare: timing is split into rounds run in turn over all candidates (A B C, B C A, ...), "
         "so drift and background load hit every candidate alike; each round gets budget_seconds / rounds",
     )
+    processes: PositiveInt | None = Field(
+        None,
+        description="compare: independent worker processes per kernel, each with its own random memory layout; "
+        "the spread between them is part of every speedup's interval (default: 2, or 3 on hosts with 8+ CPUs)",
+        le=16,
+    )
     enabled: bool = True
 
     @model_validator(mode="after")

@@ -87,17 +87,22 @@ def _problem(model: type[BaseModel], error: dict[str, Any]) -> str:
     if error["type"] in (UNKNOWN_KEY, BLOCK_ERROR):
         return str(error["msg"])
     if error["type"] == "extra_forbidden":
-        owner = _model_at(model, loc)
-        key = str(loc[-1])
-        msg = f"unknown key {key!r}"
-        if owner is not None:
-            import difflib
-
-            match = difflib.get_close_matches(key, model_keys(owner), n=1, cutoff=0.6)
-            if match:
-                msg += f" (did you mean {match[0]!r}?)"
-        return msg
+        return unknown_key_problem(model, loc)
     return str(error["msg"]).removeprefix("Value error, ")
+
+
+def unknown_key_problem(model: type[BaseModel], loc: Loc) -> str:
+    """``unknown key 'x'``, with the nearest key of the model at ``loc`` when one is close."""
+    owner = _model_at(model, loc)
+    key = str(loc[-1])
+    msg = f"unknown key {key!r}"
+    if owner is not None:
+        import difflib
+
+        match = difflib.get_close_matches(key, model_keys(owner), n=1, cutoff=0.6)
+        if match:
+            msg += f" (did you mean {match[0]!r}?)"
+    return msg
 
 
 def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] | None = None) -> M:
@@ -116,9 +121,9 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
             raise next(iter(unique.values())) from None
         raise ConfigErrors(list(unique.values())) from None
     if from_file:
-        from magpie_core.compat import warn_unimplemented
+        from magpie_core.compat import unimplemented_table, warn_unimplemented
 
-        warn_unimplemented(model.__name__, data, file, lines)
+        warn_unimplemented(model.__name__, data, file, lines, unimplemented_table(model))
     return validated
 
 

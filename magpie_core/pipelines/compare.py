@@ -26,26 +26,31 @@ import numpy as np
 from magpie_core.config.common import dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.interfaces import KernelBackend
-from magpie_core.pipelines.blocked import AA, MIN_BLOCKS, BlockedTiming, BlockPlan, stability, time_in_blocks
+from magpie_core.pipelines.blocked import AA, MIN_BLOCKS, BlockedTiming, BlockPlan, Key, stability, time_in_blocks
+from magpie_core.pipelines.instances import (
+    Instances,
+    check_first_processes,
+    check_more_processes,
+    prepare_all,
+    processes_per_instance,
+)
 from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
 from magpie_core.pipelines.kernels import (
     KernelJob,
     Progress,
     check_backends,
-    command_env,
     environment_options,
-    evaluation_task,
     interrupted,
     interrupted_result,
     kernel_jobs,
+    one_line,
     run_jobs,
     summary_row,
 )
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.reports import PerformanceResult, StageStatus
-from magpie_core.stats import Speedup, Verdict, paired_speedup, speedup, summarize
-from magpie_core.threads import map_in_threads
-from magpie_core.timing_workers import TimingWorker, TimingWorkerError
+from magpie_core.reports import CorrectnessResult, PerformanceResult, StageStatus
+from magpie_core.stats import ProcessSpread, Speedup, Verdict, hierarchical_speedup, paired_speedup, speedup, summarize
+from magpie_core.timing_workers import warm_fork_server
 from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.compare")
@@ -100,11 +105,12 @@ def compare(
             "min_effect": min_effect,
             "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
         }
-        results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options, done)
         if blocked:
-            stable = _time_in_blocks(jobs, results, base_index, min_effect, progress)
-        elif measure_performance and rounds > 1:
-            _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)
+            results, stable = _check_and_time_in_blocks(jobs, base_index, ws.path, min_effect, progress, done)
+        else:
+            results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options, done)
+            if measure_performance and rounds > 1:
+                _more_timing_rounds(jobs, results, rounds, environment, workers, progress, options)
         if stable is not None and stable.get("interrupted"):
             raise KeyboardInterrupt  # the blocks stopped early: the interrupted report ranks what they measured
         report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
@@ -230,42 +236,105 @@ def _split_budget(performance: dict[str, Any], rounds: int) -> dict[str, Any]:
 # --- timing in interleaved blocks --------------------------------------------------------------------
 
 
-def _time_in_blocks(
-    jobs: list[KernelJob], results: list[KernelResult], base_index: int, min_effect: float, progress: Progress | None
-) -> dict[str, Any] | None:
-    """Start a timing worker per correct candidate, time them in blocks, and fill in their performance."""
-    timed = [i for i, r in enumerate(results) if r.passed and r.compile.status != StageStatus.FAILED]
-    if not timed:
-        return None
-    if progress:
-        progress(f"timing {len(timed)} candidate(s) in interleaved blocks")
-    workers = _start_workers(jobs, results, timed, base_index if base_index in timed else None)
+def _check_and_time_in_blocks(
+    jobs: list[KernelJob],
+    base_index: int,
+    workspace: Path,
+    min_effect: float,
+    progress: Progress | None,
+    done: list[KernelResult | None],
+) -> tuple[list[KernelResult], dict[str, Any] | None]:
+    """Check every candidate in the worker processes that then time it, in interleaved blocks.
+
+    Returns the results and the run's stability; ``done`` is filled in as candidates are checked.
+    """
+    jobs[base_index].save_outputs = str(workspace / "baseline_outputs")
+    for i, job in enumerate(jobs):
+        if i != base_index:
+            job.baseline_outputs = jobs[base_index].save_outputs
+    instances = Instances()
+    warm_fork_server()
+
+    def checked(index: int, result: KernelResult) -> None:
+        done[index] = result
+        if progress:
+            progress(f"{result.kernel_id}: {one_line(result)}")
+
     try:
-        live = {i: w for i, w in workers.items() if isinstance(w, TimingWorker)}
-        anchor = base_index if base_index in live else next((i for i in live if i != AA), None)
-        if anchor != base_index and AA in live:  # the A/A worker is a copy of a baseline that cannot run
-            live.pop(AA).stop()
+        if progress:
+            progress(f"checking {len(jobs)} kernel(s), each in the worker process that will time it")
+        results = check_first_processes(jobs, base_index, instances, checked)
+        timed = _timed_candidates(results, instances)
+        if not timed:
+            return results, None
+        anchor = base_index if base_index in timed else timed[0]
+        count = processes_per_instance(jobs[base_index].performance)
+        if progress:
+            copy = f" and {count} for an identical copy of the baseline" if anchor == base_index else ""
+            progress(f"starting {count - 1} more worker process(es) per timed kernel{copy}")
+        copy_failed = _mark_failed(results, check_more_processes(jobs, results, timed, base_index, instances))
+        copy_failed = _mark_failed(results, prepare_all(instances, jobs, base_index), timing=True) or copy_failed
+        if not any(k[0] == anchor for k in instances.workers):
+            return results, None
         perf = jobs[base_index].performance
         plan = BlockPlan(
-            budget_s=float(perf.get("budget_seconds", 10)) * max(1, len(live)),
+            budget_s=float(perf.get("budget_seconds", 10)) * max(1, len({k[0] for k in instances.workers})),
             min_effect=min_effect,
             target_rse=float(perf.get("target_rse", 0.01)),
             timeout_s=float(perf.get("timeout_seconds", 300)),
         )
-        if progress and anchor is not None:
-            progress(f"{len(live)} timing worker(s) ready; running blocks for up to {plan.budget_s:g} s")
-        outcome = time_in_blocks(live, anchor, plan) if anchor is not None else None
-        infos = {i: w.close() for i, w in live.items()}
+        if progress:
+            progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
+        outcome = time_in_blocks(dict(instances.workers), anchor, plan)
+        infos = instances.close_all()
     finally:
-        for w in workers.values():
-            if isinstance(w, TimingWorker):
-                w.stop()
-    for i, failure in workers.items():
-        if i != AA and not isinstance(failure, TimingWorker):
-            _timing_failed(results[i], str(failure))
-    if outcome is None:
-        return None
+        instances.stop_all()
+    _mark_failed(results, outcome.failed, timing=True)
     _fill_performance(results, outcome, infos)
+    stable = _stability_of(outcome, min_effect)
+    if stable is not None and copy_failed:
+        stable["copy_failed"] = copy_failed
+    return results, stable
+
+
+def _timed_candidates(results: list[KernelResult], instances: Instances) -> list[int]:
+    """Candidates that passed in a live worker; those whose timings mean nothing here are not timed."""
+    timed = []
+    for i, r in enumerate(results):
+        if not (r.passed and (i, 0) in instances.workers):
+            continue
+        if instances.meaningful(i):
+            timed.append(i)
+            continue
+        notes = instances.workers[(i, 0)].info.get("notes", [])
+        r.performance = PerformanceResult(
+            status=StageStatus.SKIPPED,
+            message=f"not timed: {'; '.join(n for n in notes if not n.startswith('timer: ')) or 'not meaningful here'}",
+            timing_meaningful=False,
+        )
+        instances.drop(i)
+    return timed
+
+
+def _mark_failed(results: list[KernelResult], failures: dict[int, str], timing: bool = False) -> str | None:
+    """A process of a candidate that failed its check (or, ``timing``, its timing) fails the candidate; returns
+    what happened to the baseline's identical copy, if anything."""
+    for i, why in failures.items():
+        if i == AA:
+            continue
+        result = results[i]
+        if timing:
+            _timing_failed(result, why)
+            continue
+        message = f"{why} (its first process passed: its results depend on the process or its memory layout)"
+        method = result.correctness.method
+        result.correctness = CorrectnessResult(status=StageStatus.FAILED, method=method, message=message)
+        result.performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: correctness failed")
+        result.errors.append(message.splitlines()[0])
+    return failures.get(AA)
+
+
+def _stability_of(outcome: BlockedTiming, min_effect: float) -> dict[str, Any] | None:
     if outcome.interrupted:
         if outcome.block_count > 1:
             return {**stability(outcome, min_effect), "interrupted": True}
@@ -273,64 +342,37 @@ def _time_in_blocks(
     return stability(outcome, min_effect) if outcome.block_count else None
 
 
-def _start_workers(
-    jobs: list[KernelJob], results: list[KernelResult], timed: list[int], aa_of: int | None
-) -> dict[int, Any]:
-    """A timing worker per candidate (and :data:`AA`, a second instance of candidate ``aa_of``), started
-    side by side; a failure to start is that candidate's alone."""
-
-    def index_of(key: int) -> int:
-        return aa_of if key == AA and aa_of is not None else key
-
-    def start(key: int) -> TimingWorker:
-        job, result = jobs[index_of(key)], results[index_of(key)]
-        kernel = KernelConfig.model_validate(job.kernel)
-        workdir = Path(job.workdir) / "aa" if key == AA else Path(job.workdir)
-        task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed=True)
-        return TimingWorker(
-            task,
-            cwd=kernel.resolved_working_dir(Path(job.config_dir)),
-            workdir=workdir,
-            env={**command_env(kernel, workdir), **job.extra_env},
-            start_timeout_s=float(job.performance.get("timeout_seconds", 300)),
-        )
-
-    keys = [*timed, AA] if aa_of is not None else list(timed)
-    started = dict(zip(keys, map_in_threads(start, keys, workers=len(keys)), strict=True))
-    for key, worker in started.items():  # warm-ups one at a time: side by side they would slow each other down
-        if isinstance(worker, TimingWorker):
-            try:
-                worker.prepare(float(jobs[index_of(key)].performance.get("timeout_seconds", 300)))
-            except TimingWorkerError as exc:
-                started[key] = exc
-    return started
-
-
 def _timing_failed(result: KernelResult, why: str) -> None:
     result.performance = PerformanceResult(status=StageStatus.ERROR, message=f"timing worker failed: {why}")
     result.errors.append(f"timing worker failed: {why.splitlines()[0] if why else ''}")
 
 
-def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos: dict[int, dict[str, Any]]) -> None:
-    for i, why in outcome.failed.items():
-        if i != AA:
-            _timing_failed(results[i], why)
-    for i, blocks in outcome.blocks.items():
+def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos: dict[Key, dict[str, Any]]) -> None:
+    if not outcome.block_count:
+        return
+    spread = outcome.spread()
+    for i in outcome.indices():
         if i == AA or i in outcome.failed:
             continue
-        info = infos.get(i, {})
-        samples = outcome.samples[i]
-        medians = outcome.baseline_blocks() if i == outcome.baseline else blocks
+        keys = outcome.processes(i)
+        info = infos.get(keys[0], {})
+        samples = [x for k in keys for x in outcome.samples[k]]
+        earlier = results[i].performance  # profiler counters from the check, if a profiler was asked for
+        seeds = ", ".join(str((infos.get(k, {}).get("layout") or {}).get("seed")) for k in keys)
         results[i].performance = PerformanceResult(
             status=StageStatus.PASSED,
             timer=next((n.split(": ", 1)[1] for n in info.get("notes", []) if n.startswith("timer: ")), None),
-            timing=summarize(samples, f"{outcome.block_count} interleaved blocks"),
+            timing=summarize(samples, f"{outcome.block_count} interleaved blocks x {len(keys)} processes"),
             samples_us=samples,
-            block_medians_us=medians,
+            block_medians_us=outcome.instance_blocks(i),
+            process_levels=outcome.levels(i),
+            counters=earlier.counters,
             notes=[
                 *(n for n in info.get("notes", []) if not n.startswith("timer: ")),
-                f"timed in {outcome.block_count} interleaved blocks with every candidate; "
-                "speedups are paired block by block",
+                *earlier.notes,
+                f"timed in {outcome.block_count} interleaved blocks with every candidate, in {len(keys)} worker "
+                f"processes with random memory layouts (pad seeds {seeds}); "
+                f"the spread between processes ({spread.pct:.1f} % pooled) is in the speedup's interval",
             ],
             timing_meaningful=bool(info.get("timing_meaningful", True)),
             batch_size=info.get("batch_size"),
@@ -413,12 +455,11 @@ def rank(
     timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
     base_ok = any(i == base_index for i, _ in timed)
     distrust = bool(stability and stability.get("unstable"))
-    floor = noise_floor(stability)
     entries = [
         _entry(position, i, r, base, base_index, base_ok, min_effect, stability)
         for position, (i, r) in enumerate(timed, start=1)
     ]
-    winner_index, verdict = _winner(timed, min_effect, distrust, floor)
+    winner_index, verdict = _winner(timed, min_effect, distrust, stability)
     unranked = [
         {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
         for i, r in enumerate(results)
@@ -483,7 +524,7 @@ def _entry(
     if i == base_index:
         entry.speedup, entry.speedup_ci95, entry.verdict = 1.0, (1.0, 1.0), "BASELINE"
     elif base_ok:
-        s = versus(base, r, min_effect, noise_floor(stability))
+        s = versus(base, r, min_effect, stability)
         if stability and stability.get("unstable"):
             s.verdict, s.reason = Verdict.UNSTABLE, stability["message"]
         entry.speedup, entry.speedup_ci95, entry.verdict = s.value, (s.ci_low, s.ci_high), s.verdict.value
@@ -491,13 +532,35 @@ def _entry(
     return entry
 
 
-def versus(reference: KernelResult, other: KernelResult, min_effect: float, floor: float = 0.0) -> Speedup:
-    """How much faster ``other`` is than ``reference``: paired block by block when both were timed in
-    the same blocks (or rounds), else from the two sample sets. ``floor``: the run's noise floor."""
+def versus(
+    reference: KernelResult, other: KernelResult, min_effect: float, stability: dict[str, Any] | None = None
+) -> Speedup:
+    """How much faster ``other`` is than ``reference``: over processes and blocks when both were timed in
+    several processes of the same blocks, paired block by block when timed in the same blocks (or rounds),
+    else from the two sample sets. ``stability``: the run's (its process spread and noise floor)."""
     a, b = reference.performance, other.performance
+    floor = noise_floor(stability)
+    spread = process_spread(stability)
+    if a.process_levels and b.process_levels and spread is not None and a.block_medians_us and b.block_medians_us:
+        return hierarchical_speedup(
+            a.process_levels,
+            b.process_levels,
+            spread,
+            min_effect=min_effect,
+            noise_floor=floor,
+            blocks=(a.block_medians_us, b.block_medians_us),
+        )
     if a.block_medians_us and b.block_medians_us and len(a.block_medians_us) == len(b.block_medians_us):
         return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect, noise_floor=floor)
     return speedup(a.samples_us or [], b.samples_us or [], min_effect=min_effect)
+
+
+def process_spread(stability: dict[str, Any] | None) -> ProcessSpread | None:
+    """The run's pooled between-process spread (None when the run did not measure one)."""
+    pct, df = (stability or {}).get("process_spread_pct"), (stability or {}).get("process_spread_df")
+    if not isinstance(pct, (int, float)) or not df or not math.isfinite(pct):
+        return None
+    return ProcessSpread(math.log1p(pct / 100) ** 2, int(df))
 
 
 def noise_floor(stability: dict[str, Any] | None) -> float:
@@ -512,7 +575,7 @@ def _rankable(result: KernelResult) -> bool:
 
 
 def _winner(
-    timed: list[tuple[int, KernelResult]], min_effect: float, distrust: bool, floor: float = 0.0
+    timed: list[tuple[int, KernelResult]], min_effect: float, distrust: bool, stability: dict[str, Any] | None
 ) -> tuple[int | None, str]:
     if not timed:
         return None, "No winner: no candidate is both correct and timed"
@@ -520,7 +583,7 @@ def _winner(
         i, r = timed[0]
         return i, f"Winner: Kernel {i} ({r.kernel_id}), the only correct and timed candidate"
     (i1, first), (_, second) = timed[0], timed[1]
-    s = versus(second, first, min_effect, floor)
+    s = versus(second, first, min_effect, stability)
     interval = f"{s.value:.3f}x, 95% CI {s.ci_low:.3f}-{s.ci_high:.3f}"
     if s.verdict == Verdict.FASTER and not distrust:
         return i1, (

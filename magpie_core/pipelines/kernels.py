@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +170,24 @@ def _run_worker(
     )
 
 
-def evaluate_kernel(job: KernelJob) -> KernelResult:
-    """Compile, check and time one kernel. Never raises for a kernel's own failure."""
+#: how a kernel's harness runs: (task, cwd, workdir, env, timeout) -> its outcome (an isolated worker by default)
+HarnessRun = Callable[[EvaluationTask, Path, Path, dict[str, str], float], EvaluationOutcome]
+
+
+@dataclass
+class BuiltKernel:
+    """A kernel after its build step, with what checking it needs; ``ready`` False: ``result`` is final."""
+
+    kernel: KernelConfig
+    result: KernelResult
+    cwd: Path
+    workdir: Path
+    timeout: float
+    ready: bool
+
+
+def build_kernel(job: KernelJob) -> BuiltKernel:
+    """Preflight and compile one kernel, and ask its backend whether it can run here."""
     kernel = KernelConfig.model_validate(job.kernel)
     workdir = Path(job.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +205,7 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
         performance=PerformanceResult(status=StageStatus.SKIPPED, message="not measured"),
         workdir=str(workdir),
     )
+    built = BuiltKernel(kernel, result, cwd, workdir, timeout, ready=False)
     problem = None if job.timing_only else preflight_problem(kernel, cwd, Path(job.config_dir))
     if job.timing_only:
         result.compile = CompileResult(
@@ -200,14 +218,27 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
     if result.compile.status == StageStatus.FAILED:
         result.errors.append(result.compile.message or "compile failed")
         result.correctness.message = "compile failed"
-        return result
+        return built
     blocker = backend.cannot_run(kernel) if result.compile.status == StageStatus.PASSED else None
     if blocker:
         result.correctness = CorrectnessResult(status=StageStatus.NOT_RUN, message=blocker)
         result.performance = PerformanceResult(status=StageStatus.NOT_RUN, message=blocker)
         result.no_device = True
-        return result
-    _check_and_time(kernel, job, result, cwd, workdir, timeout)
+        return built
+    built.ready = True
+    return built
+
+
+def evaluate_kernel(job: KernelJob, harness: HarnessRun | None = None) -> KernelResult:
+    """Compile, check and time one kernel. Never raises for a kernel's own failure.
+
+    ``harness``: where the backend's harness runs (default: an isolated worker that exits when done).
+    """
+    built = build_kernel(job)
+    if not built.ready:
+        return built.result
+    result = built.result
+    _check_and_time(built.kernel, job, result, built.cwd, built.workdir, built.timeout, harness or _run_worker)
     for stage in (result.correctness, result.performance):
         if stage.status in (StageStatus.FAILED, StageStatus.ERROR) and stage.message:
             result.errors.append(stage.message.splitlines()[0])
@@ -215,7 +246,13 @@ def evaluate_kernel(job: KernelJob) -> KernelResult:
 
 
 def _check_and_time(
-    kernel: KernelConfig, job: KernelJob, result: KernelResult, cwd: Path, workdir: Path, timeout: float
+    kernel: KernelConfig,
+    job: KernelJob,
+    result: KernelResult,
+    cwd: Path,
+    workdir: Path,
+    timeout: float,
+    harness: HarnessRun,
 ) -> None:
     """The correctness gates (testcase commands, the backend's harness) and timing of a compiled kernel."""
     correctness: CorrectnessResult | None = None
@@ -224,7 +261,7 @@ def _check_and_time(
     if run_testcases and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
         correctness, output = _run_testcases(kernel, cwd, workdir, timeout, job.latency)
     if kernel.uses_harness:
-        correctness = _run_harness(kernel, job, result, correctness, cwd, workdir, timeout)
+        correctness = _run_harness(kernel, job, result, correctness, cwd, workdir, timeout, harness)
     elif correctness is None:
         correctness = CorrectnessResult(
             status=StageStatus.NOT_RUN,
@@ -266,15 +303,16 @@ def _run_harness(
     cwd: Path,
     workdir: Path,
     timeout: float,
+    harness: HarnessRun,
 ) -> CorrectnessResult:
-    """The backend's harness in an isolated worker: correctness, then timing (and counters, once).
+    """The backend's harness (in an isolated worker by default): correctness, then timing (and counters, once).
 
     Returns the correctness verdict: the harness's, unless a testcase command already failed.
     """
     timed_here = job.measure_performance and not job.timing_elsewhere
     task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed_here)
     worker_env = {**command_env(kernel, workdir), **job.extra_env}
-    outcome = _run_worker(task, cwd, workdir, worker_env, timeout)
+    outcome = harness(task, cwd, workdir, worker_env, timeout)
     result.environment = outcome.environment
     result.performance = performance = outcome.performance
     profiler_name = str(job.performance.get("backend", "events"))
@@ -461,7 +499,7 @@ def run_jobs(
         if on_done is not None:
             on_done(index, result if isinstance(result, KernelResult) else _failed_job(jobs[index], result))
         if progress is not None:
-            progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {_one_line(result)}")
+            progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {one_line(result)}")
 
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
@@ -469,7 +507,7 @@ def run_jobs(
     return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
 
 
-def _one_line(result: Any) -> str:
+def one_line(result: Any) -> str:
     if not isinstance(result, KernelResult):
         return f"could not run ({type(result).__name__})"
     text = f"compile {result.compile.status.value}, correctness {result.correctness.status.value}"

@@ -599,7 +599,7 @@ def flag_cases(rng: random.Random, trace: str) -> Iterator[Case]:
 
 
 def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
-    """Benchmarks against the fake streaming server told to misbehave (``magpie_core.loadgen.fake_server``)."""
+    """Benchmarks against the fake streaming server told to misbehave (``magpie_benchmark.loadgen.fake_server``)."""
     import socket
 
     with socket.socket() as sock:  # a port nothing listens on

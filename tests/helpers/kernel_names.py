@@ -2,7 +2,7 @@
 
 ``tests/data/kernel_name_table.json``: every distinct kernel name of the real traces with the expected parse;
 :data:`EXTRA`: families absent from those traces. A name is parsed through the registry with every installed
-parser (:func:`magpie_core.trace.kernel_names.parse_kernel_name`), as a trace analysis parses it.
+parser (:func:`magpie_core.kernel_names.parse_kernel_name`), as a trace analysis parses it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from magpie_core.trace.kernel_names import CATEGORIES, parse_kernel_name
+from magpie_core.kernel_names import CATEGORIES, parse_kernel_name
 from tests.conftest import DATA
 
 __all__ = ["EXTRA", "FAMILIES", "TABLE", "check_extra", "check_row", "extra_of", "rows_of"]

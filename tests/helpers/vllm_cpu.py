@@ -58,9 +58,10 @@ def running_vllm(
 ) -> Iterator[str]:
     """A vLLM CPU server for the ``with`` block; yields its base URL. With ``trace_dir``: the torch profiler
     is configured (idle until ``POST /start_profile``) and writes there, as a profiled magpie run sets it up."""
-    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.serving.server import ServerProcess, free_port
+
     from magpie_core.plugins import get_plugin_manager
-    from magpie_core.serving.server import ServerProcess, free_port
 
     block = benchmark_block(model, server_args=[*SERVER_ARGS, *(extra_args or [])])
     block["framework_options"] = {**block["framework_options"], "profiler_config": LEAN_PROFILER}

@@ -85,7 +85,7 @@ def parse_resource_remarks(output: str) -> dict[str, Any]:
             current[_KEYS[key]] = int(value)
     if not kernels:
         return {}
-    from magpie_core.trace.demangle import demangle_names
+    from magpie_trace.demangle import demangle_names
 
     names = demangle_names(list(kernels))
     named = {}

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from magpie_benchmark.serving.framework import FrameworkBase
+
 from magpie_core import hookimpl
-from magpie_core.serving.framework import FrameworkBase
 
 IMAGES = {
     "nvidia": "lmsysorg/sglang:v0.5.18",

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from magpie_benchmark.serving.framework import FrameworkBase
+
 from magpie_core import hookimpl
-from magpie_core.serving.framework import FrameworkBase
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
     from magpie_core.reports import ToolInfo
@@ -53,7 +54,8 @@ class Vllm(FrameworkBase):
 
     def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
         """vLLM's counters of prompt tokens looked up in / found in the prefix cache (V1 engine)."""
-        from magpie_core.serving.prometheus import counter_sum  # here: it imports httpx, and this module loads always
+        # imported here: it imports httpx, and this module loads with every command
+        from magpie_benchmark.serving.prometheus import counter_sum
 
         hits = counter_sum(metrics_text, "vllm:prefix_cache_hits")
         queries = counter_sum(metrics_text, "vllm:prefix_cache_queries")

@@ -13,10 +13,10 @@ from magpie_gap_analysis import analysis
 from magpie_gap_analysis.analysis import AnalysisOptions, WindowSpec, analyze_file, analyze_table
 from magpie_gap_analysis.config import GapAnalysisConfig
 from magpie_gap_analysis.pipeline import gap_analysis
+from magpie_trace import columns
+from magpie_trace.columns import FallBack, category_matcher, merge_tables, stream_table, table_from_loaded
+from magpie_trace.loader import load_trace
 
-from magpie_core.trace import columns
-from magpie_core.trace.columns import FallBack, category_matcher, merge_tables, stream_table, table_from_loaded
-from magpie_core.trace.loader import load_trace
 from tests.conftest import DATA
 
 TRACES = DATA / "traces"

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from magpie_gap_analysis.analysis import _find, _last_index, _Launches, _ops_with_dims, _Ranges, _top_indices
-
-from magpie_core.trace.columns import NONE
+from magpie_trace.columns import NONE
 
 
 def _launches(rng: np.random.Generator) -> _Launches:

@@ -386,10 +386,9 @@ def test_parallel_byte_range_decode_gives_the_same_analysis(
     """A large plain-JSON trace is decoded in byte ranges by several processes (real forked workers here,
     the size threshold lowered): same events, same tables as one process. Byte ranges are the msgspec path's
     (with the compiled reader one process reads the file), so the reader is switched off here."""
+    import magpie_trace.columns as core_columns
     from magpie_inference_analysis import events
-
-    import magpie_core.trace.columns as core_columns
-    from magpie_core.trace import native
+    from magpie_trace import native
 
     monkeypatch.setenv(native.ENV, "0")
 

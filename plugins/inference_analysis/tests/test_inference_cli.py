@@ -54,8 +54,9 @@ def test_default_output_dir(tmp_path: Path) -> None:
 
 
 def test_benchmark_writes_tracelens_outputs(tmp_path: Path) -> None:
-    from magpie_core.pipelines.benchmark import run_benchmark
-    from tests.test_benchmark_pipeline import FakeFramework, config
+    from magpie_benchmark.pipeline import run_benchmark
+
+    from tests.helpers.fake_framework import FakeFramework, config
 
     cfg = config(
         run_kind="diagnostic",

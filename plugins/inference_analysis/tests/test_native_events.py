@@ -1,4 +1,4 @@
-"""The compiled reader of kept events (``magpie_core/trace/_kineto_kept.c``) against msgspec: the same
+"""The compiled reader of kept events (``_kineto_kept.c`` of magpie-trace-native) against msgspec: the same
 :class:`~magpie_inference_analysis.events.Trace` (every kept event's every field, columns bit for bit, counts,
 skipped events) or the same error, on every bundled trace and on odd and hostile variants of them.
 
@@ -18,15 +18,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from magpie_inference_analysis import events
+from magpie_inference_analysis import events, kept_reader
+from magpie_trace import native
+from magpie_trace.loader import TraceLoadError
 
-from magpie_core.trace import kept_reader, native
-from magpie_core.trace.loader import TraceLoadError
 from tests.conftest import DATA
 from tests.helpers.corrupt import corrupted
 
 TRACES = sorted((DATA / "traces").rglob("*.json.gz")) + sorted((DATA / "capture_traces").rglob("*.json.gz"))
-needs_native = pytest.mark.skipif(not kept_reader.available(), reason="the compiled kept-event reader is not built")
+needs_native = pytest.mark.skipif(
+    not kept_reader.available(),
+    reason="the compiled kept-event reader (magpie-trace-native) is not installed or not built",
+)
 _RAW_FIELDS = ("input_dims", "input_type", "concrete", "strides")
 
 
@@ -319,9 +322,9 @@ def test_skipped_runs_and_the_last_piece(chunk: int, monkeypatch: pytest.MonkeyP
 
 @needs_native
 def test_skip_rule_same_as_the_python_one() -> None:
-    """The reader skips a piece (and counts its events) exactly when ``columns._PieceSkipper`` would: random
+    """The reader skips a piece (and counts its events) exactly when ``columns.PieceSkipper`` would: random
     texts with the needles planted, overlapping, nested in args and split across each other."""
-    from magpie_core.trace.columns import _PieceSkipper
+    from magpie_trace.columns import PieceSkipper
 
     read = events._native_reader()
     assert read is not None
@@ -340,7 +343,7 @@ def test_skip_rule_same_as_the_python_one() -> None:
             for _ in range(rng.randint(1, 30))
         ]
         buf = bytearray(("[" + ",".join(parts) + "]").encode())
-        skipper = _PieceSkipper(events.SKIPPED_CATS)
+        skipper = PieceSkipper(events.SKIPPED_CATS)
         skipped = skipper.skips(buf, 1, len(buf) - 1)
         got = read(memoryview(buf))
         by_rule = got is not None and all(isinstance(e, tuple) for e in got.events)  # the reader's "skipped whole"

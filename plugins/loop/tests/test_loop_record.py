@@ -52,15 +52,16 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Any:
 
 def _fake_run(out: Path, itl_ms: float) -> Path:
     """A benchmark of magpie's fake server (started and stopped by magpie), 3 repeats, each on a fresh server."""
-    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.pipeline import run_benchmark
+
     from magpie_core.interfaces import ServingFramework
-    from magpie_core.pipelines.benchmark import run_benchmark
 
     class Fake(ServingFramework):
         name = "fake"
 
         def server_command(self, config: Any, host: str, port: int) -> list[str]:
-            argv = [sys.executable, "-m", "magpie_core.loadgen.fake_server", "--host", host, "--port", str(port)]
+            argv = [sys.executable, "-m", "magpie_benchmark.loadgen.fake_server", "--host", host, "--port", str(port)]
             return [*argv, "--ttft-ms", "5", "--itl-ms", str(itl_ms)]
 
     config = BenchmarkConfig.model_validate(

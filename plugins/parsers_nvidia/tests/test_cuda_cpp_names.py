@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from magpie_core.trace.kernel_names import parse_kernel_name
+from magpie_core.kernel_names import parse_kernel_name
 
 KP = "moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 2, true>"
 

@@ -23,7 +23,7 @@ def test_other_families(name: str, platform: str | None, family: str, category: 
 
 
 def test_triton_confidence_uses_launch_context() -> None:
-    from magpie_core.trace.kernel_names import parse_kernel_name
+    from magpie_core.kernel_names import parse_kernel_name
 
     bare = parse_kernel_name("_my_fused_kernel")
     ctx = parse_kernel_name(

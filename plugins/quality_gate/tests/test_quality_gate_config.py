@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 import yaml
+from magpie_benchmark.pipeline import load_benchmark_config
 from magpie_quality_gate import config as cfg
 from magpie_quality_gate.gate import LmEvalGate, command
 
 from magpie_core.config.loader import ConfigError
 from magpie_core.interfaces import CheckUnavailable
-from magpie_core.pipelines.benchmark import load_benchmark_config
 
 DATA = Path(__file__).parent / "data"
 
@@ -102,6 +102,8 @@ def test_lm_eval_missing_is_a_clear_error_naming_the_key_and_the_install(
 
 def test_run_eval_without_the_plugin_is_refused_naming_the_install(tmp_path: Path, run_magpie: Any) -> None:
     path = _bench(tmp_path, {"RUN_EVAL": "true"})
-    done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out")], env={"MAGPIE_PLUGINS": "vllm,local"})
+    done = run_magpie(
+        ["benchmark", "-b", str(path), "-o", str(tmp_path / "out")], env={"MAGPIE_PLUGINS": "benchmark,vllm,local"}
+    )
     assert done.returncode == 2 and "RUN_EVAL" in done.stderr and "bench.yaml" in done.stderr
     assert "magpie-quality-gate[lm-eval]" in done.stderr.replace("\n", "")

@@ -160,8 +160,8 @@ kernels:
 def test_benchmark_config_runs_as_a_ray_task_with_its_gpus(cluster, tmp_path, fake_stream_server):
     """run_mode: ray — the benchmark (here against a fake streaming server, external mode inside
     the task) runs as one Ray task asking for TP GPUs; the report comes back as a local run's."""
-    from magpie_core.config.benchmark import BenchmarkConfig
-    from magpie_core.pipelines.benchmark import run_benchmark_on_environment
+    from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.pipeline import run_benchmark_on_environment
 
     def cfg(tp: int) -> BenchmarkConfig:
         return BenchmarkConfig.model_validate(

@@ -92,7 +92,7 @@ def _workspace(out: Path, mode: str) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Workspaces of every mode, each with the report.html the CLI wrote by default."""
-    from magpie_core.loadgen.fake_server import running
+    from magpie_benchmark.loadgen.fake_server import running
 
     base = tmp_path_factory.mktemp("report_runs")
     ranks = base / "traces"

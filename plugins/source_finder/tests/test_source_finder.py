@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from magpie_source_finder.finder import clone_upstreams, find_sources, load_checkout
 
-from magpie_core.trace.kernel_names import parse_kernel_name
+from magpie_core.kernel_names import parse_kernel_name
 from tests.conftest import DATA
 
 TREE = DATA / "kernel_sources"

@@ -1,16 +1,15 @@
 """Benchmark reports side by side: throughput, latency and GPU idle, change vs the first, kernel shares,
-and the end-to-end verdict of each report against the first (:mod:`magpie_core.benchstats`)."""
+and the end-to-end verdict of each report against the first (:mod:`magpie_benchmark.stats`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from magpie_benchmark.stats import E2EComparison, compare_reports
 from magpie_mcp.models import ToolModel
 from magpie_mcp.reports import BenchmarkRun, benchmark_run, number
 from pydantic import Field
-
-from magpie_core.benchstats import E2EComparison, compare_reports
 
 #: metric -> (path in the report, higher is better)
 COMPARED_METRICS: dict[str, tuple[tuple[str, ...], bool]] = {

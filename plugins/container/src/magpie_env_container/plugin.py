@@ -72,7 +72,7 @@ class ContainerEnvironment(ExecutionEnvironment):
     def command(self, call: Path, result: Path, item: Any, gpu: int | None, vendor: str | None) -> list[str]:
         import uuid
 
-        from magpie_core.serving.docker import container_name, docker_command  # every command loads this module
+        from magpie_benchmark.serving.docker import container_name, docker_command  # every command loads this module
 
         image, _, docker = self._settings()
         inner = ["python", "-m", "magpie_env_container.call", str(call), str(result)]

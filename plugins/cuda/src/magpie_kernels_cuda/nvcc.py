@@ -83,7 +83,7 @@ _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 
 def demangle(names: list[str]) -> dict[str, str]:
     """Kernel names as ptxas reports them -> demangled (core demangler; ``cu++filt`` first, also beside nvcc)."""
-    from magpie_core.trace.demangle import demangle_names
+    from magpie_trace.demangle import demangle_names
 
     nvcc = find_nvcc()
     return demangle_names(names, ("cu++filt", "c++filt", *([Path(nvcc).parent / "cu++filt"] if nvcc else [])))

@@ -31,9 +31,8 @@ from typing import Any
 
 import msgspec
 import numpy as np
-
-from magpie_core.trace.columns import NONE, EventTable, category_matcher, collector_paused, load_table, merge_tables
-from magpie_core.trace.validity import skipped_messages
+from magpie_trace.columns import NONE, EventTable, category_matcher, collector_paused, load_table, merge_tables
+from magpie_trace.validity import skipped_messages
 
 __all__ = [
     "AnalysisOptions",
@@ -870,10 +869,10 @@ def _unusable(table: EventTable) -> str:
 def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> RankAnalysis:
     """Load and analyze one rank; a broken file gives a result with ``error`` set, never an exception.
 
-    The file is decoded chunk by chunk into compact columns (:mod:`magpie_core.trace.columns`),
+    The file is decoded chunk by chunk into compact columns (:mod:`magpie_trace.columns`),
     so memory stays well below the file's size.
     """
-    from magpie_core.trace.loader import TraceLoadError
+    from magpie_trace.loader import TraceLoadError
 
     try:
         with collector_paused():
@@ -888,7 +887,7 @@ def analyze_file(path: str, rank: int, label: str, options: AnalysisOptions) -> 
 def analyze_parts(
     path: str, rank: int, label: str, options: AnalysisOptions, parts: list[EventTable | None]
 ) -> RankAnalysis:
-    """The analysis of one file from its parts (:func:`magpie_core.trace.columns.table_part`); any missing part
+    """The analysis of one file from its parts (:func:`magpie_trace.columns.table_part`); any missing part
     means the whole file is analyzed again by :func:`analyze_file`, which also reports what is wrong with it."""
     if not parts or any(p is None for p in parts):
         return analyze_file(path, rank, label, options)

@@ -1,6 +1,7 @@
 """Command-line options of the gap analysis settings (:class:`~magpie_gap_analysis.config.GapAnalysisConfig`).
 
-``magpie gap`` takes them; so may any command that runs a gap analysis (AMD Magpie's ``benchmark --trace-dir``).
+``magpie gap`` takes them. Other distributions do not import this module: ``magpie benchmark --trace-dir`` spells
+its few flags itself and validates them with this plugin's model, looked up as the ``gap_analysis`` config block.
 Importing this module registers no command.
 """
 

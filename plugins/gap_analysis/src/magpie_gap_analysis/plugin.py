@@ -1,5 +1,5 @@
-"""Entry point: registers the ``gap`` trace analyzer, the ``magpie gap`` command and the ``gap_analysis`` block of
-benchmark files.
+"""Entry point: registers the ``gap`` trace analyzer, the ``magpie gap`` command and the benchmark file's
+``gap_analysis:`` block (AMD Magpie's settings of the diagnostic run's gap analysis).
 
 Imports stay inside the hooks: this module is loaded by every ``magpie`` command.
 """
@@ -52,3 +52,11 @@ def magpie_report_sections(page: Any) -> list[Any] | None:
     from magpie_gap_analysis.report_sections import sections
 
     return sections(page)
+
+
+@hookimpl
+def magpie_status_lines() -> list[str]:
+    """Under ``magpie plugins``: which reader reads plain-JSON traces (compiled or msgspec alone), and why."""
+    from magpie_trace.native import reader_status
+
+    return [reader_status()]

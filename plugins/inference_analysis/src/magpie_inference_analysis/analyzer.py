@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from magpie_trace.columns import Interner, collector_paused
+from magpie_trace.validity import skipped_messages
 
 from magpie_core.interfaces import TraceAnalyzer
-from magpie_core.trace.columns import Interner, collector_paused
-from magpie_core.trace.validity import skipped_messages
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import DECODE, MIXED, PREFILL, StepInfo, parse_step
 from magpie_inference_analysis.graphs import CapturedGraph, align, is_graph_launch, load_captures
@@ -124,7 +124,7 @@ def _dec(raw: Any) -> list[Any]:
 
 def _kernel_categories(names: list[str]) -> dict[str, str]:
     try:
-        from magpie_core.trace.kernel_names import parse_many
+        from magpie_core.kernel_names import parse_many
 
         return {n: p.category for n, p in parse_many(names).items()}
     except Exception:  # no parser plugins installed: categories stay unknown
@@ -1062,7 +1062,7 @@ def _most_common_op(name_inv: np.ndarray, inst_sel: np.ndarray, kernel_ops: Kern
 
 
 def _trace_files(target: Path) -> list[Path]:
-    from magpie_core.trace.discover import find_trace_files
+    from magpie_trace.discover import find_trace_files
 
     files = find_trace_files(target)
     return [p for p in files if "capture_traces" not in p.parts[len(target.parts) - 1 :]]

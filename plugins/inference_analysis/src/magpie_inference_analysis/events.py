@@ -1,14 +1,14 @@
 """Lean, parallel decoding of the trace fields and events this analyzer needs.
 
-The core loader (:func:`magpie_core.trace.loader.load_trace`) decodes only what
+The core loader (:func:`magpie_trace.loader.load_trace`) decodes only what
 gap analysis reads; the roofline also needs ``Input type``, ``Concrete Inputs``
 and the kernel name a runtime launch call carries (``args.kernel``, how graph
 captures name their nodes). So the file is streamed piece by piece through the
-core's :func:`~magpie_core.trace.columns.stream_events` (same gzip handling; in
+core's :func:`~magpie_trace.columns.stream_events` (same gzip handling; in
 byte ranges over several processes for a large plain-JSON file), decoded with
 msgspec into a struct holding exactly these fields, and only the events the
 analyses read are kept. Broken files are decoded whole by the core's
-:func:`~magpie_core.trace.loader.read_trace_bytes` path, whose errors say where.
+:func:`~magpie_trace.loader.read_trace_bytes` path, whose errors say where.
 """
 
 from __future__ import annotations
@@ -24,12 +24,9 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from msgspec import Struct, field
-
-from magpie_core.trace.columns import RUNTIME_CATS
-from magpie_core.trace.kept_reader import ARG_INT, ARG_RAW, ARG_STR, KeptPiece, kept_reader
-from magpie_core.trace.loader import TraceLoadError, decode_error, read_trace_bytes
-from magpie_core.trace.validity import (
+from magpie_trace.columns import RUNTIME_CATS
+from magpie_trace.loader import TraceLoadError, decode_error, read_trace_bytes
+from magpie_trace.validity import (
     NOT_A_TRACE_NESTED,
     SkipCounts,
     reasons,
@@ -37,6 +34,9 @@ from magpie_core.trace.validity import (
     valid_durations,
     valid_times,
 )
+from msgspec import Struct, field
+
+from magpie_inference_analysis.kept_reader import ARG_INT, ARG_RAW, ARG_STR, KeptPiece, kept_reader
 
 #: an absent ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` as decoded: an empty list, as valid JSON
 EMPTY = msgspec.Raw(b"[]")
@@ -62,7 +62,7 @@ class Ev(Struct, gc=False):
     name: str = ""
     tid: int | str = 0
     ts: float | None = None
-    dur: float = math.nan  # absent: not a measurement (counted and skipped, see magpie_core.trace.validity)
+    dur: float = math.nan  # absent: not a measurement (counted and skipped, see magpie_trace.validity)
     args: Args | None = None
 
 
@@ -92,7 +92,7 @@ _LIST = msgspec.json.Decoder(list[Ev])
 
 GPU_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_kernel"})
 #: categories no analysis reads that profilers write in long runs: pieces made only of them are not decoded
-#: (:func:`magpie_core.trace.columns.stream_events`); on the 555 MB benchmark trace that is 53 % of the bytes
+#: (:func:`magpie_trace.columns.stream_events`); on the 555 MB benchmark trace that is 53 % of the bytes
 SKIPPED_CATS = ("python_function", "cpu_instant_event")
 _ENCODE = msgspec.msgpack.Encoder().encode
 _BUCKETS = msgspec.msgpack.Decoder(tuple[list[_KeptEv], list[_KeptEv], list[_KeptEv], list[_KeptEv]])
@@ -148,7 +148,7 @@ class Trace:
 
 
 class _Keep:
-    """A sink for :func:`magpie_core.trace.columns.stream_events`: sorts each piece's events into the kinds
+    """A sink for :func:`magpie_trace.columns.stream_events`: sorts each piece's events into the kinds
     the analyses read (:class:`Trace`) and drops the rest.
 
     The pieces are decoded in place from a reused buffer, so the ``Raw`` fields of a kept CPU op (views of
@@ -304,7 +304,7 @@ _ARG_FIELDS = (
 
 
 def _native_reader() -> Callable[[Any], KeptPiece | None] | None:
-    """The compiled reader of the kept events (:mod:`magpie_core.trace.kept_reader`): the events of
+    """The compiled reader of the kept events (:mod:`magpie_inference_analysis.kept_reader`): the events of
     :class:`Trace` as :class:`Ev` / :class:`_KeptArgs` objects, exactly as msgspec decodes them and :class:`_Keep`
     sorts them (a runtime call needs a correlation id); None when it is off or not built (msgspec decodes)."""
     return kept_reader(
@@ -315,7 +315,7 @@ def _native_reader() -> Callable[[Any], KeptPiece | None] | None:
 def _stream(path: Path, keep: _Keep, part: tuple[int, int] = (0, 1)) -> Any:
     """Stream the file's events (or a byte range of it) into ``keep``: through the compiled reader when it is
     built (it also skips the pieces of :data:`SKIPPED_CATS` alone, by the same rule), else decoded by msgspec."""
-    from magpie_core.trace.columns import stream_events
+    from magpie_trace.columns import stream_events
 
     reader = _native_reader()
     return stream_events(
@@ -349,8 +349,9 @@ def load(path: Path | str, workers: int = 1) -> Trace:
     parallel (:mod:`magpie_core.fanout`); anything the streaming decoder cannot handle is decoded whole instead."""
     import gc
 
+    from magpie_trace.columns import FallBack, part_count
+
     from magpie_core.fanout import run_tasks
-    from magpie_core.trace.columns import FallBack, part_count
 
     path = Path(path)
     gc_was = gc.isenabled()

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from magpie_trace.columns import Interner
 
-from magpie_core.trace.columns import Interner
-from magpie_core.trace.kept_reader import enclosing_chains
 from magpie_inference_analysis import events as ev_mod
 from magpie_inference_analysis.annotations import parse_capture
+from magpie_inference_analysis.kept_reader import enclosing_chains
 
 LAUNCH_WORDS = ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunchKernel")
 
@@ -69,7 +69,7 @@ def op_chains(
     kind = (swept >= n_ops).astype(np.int8)
     order = swept[np.lexsort((kind, -dur[swept], ts[swept], tid[swept]))]
     native = enclosing_chains(order, ts, ts + dur, tid, n_ops, len(calls))
-    if native is not None:  # the compiled sweep (magpie_core.trace.kept_reader): the same stack, in C
+    if native is not None:  # the compiled sweep (magpie_inference_analysis.kept_reader): the same stack, in C
         return native
     out: list[tuple[int, ...]] = [()] * len(calls)
     ends_all = (ts + dur).tolist()

@@ -29,3 +29,11 @@ def magpie_report_sections(page: Any) -> list[Any] | None:
     from magpie_inference_analysis.report_sections import sections
 
     return sections(page)
+
+
+@hookimpl
+def magpie_status_lines() -> list[str]:
+    """Under ``magpie plugins``: which reader reads plain-JSON traces (compiled or msgspec alone), and why."""
+    from magpie_trace.native import reader_status
+
+    return [reader_status()]

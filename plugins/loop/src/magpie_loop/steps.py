@@ -93,7 +93,7 @@ def _add_baseline(state: LoopState, path: Path) -> str:
 
 
 def _add_final(state: LoopState, path: Path, loop_dir: Path, allow_different_workload: bool) -> str:
-    from magpie_core.benchstats import compare_reports
+    from magpie_benchmark.stats import compare_reports
 
     if state.baseline is None:
         raise LoopError("final: record the baseline first (magpie loop add DIR baseline REPORT)")

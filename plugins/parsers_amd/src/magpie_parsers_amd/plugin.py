@@ -1,5 +1,5 @@
 """Kernel-name parsers for AMD libraries. ROCm traces often carry mangled names:
-they are demangled with a library (:mod:`magpie_core.trace.demangle`) first."""
+they are demangled with a library (:mod:`magpie_trace.demangle`) first."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from magpie_trace.demangle import demangle, is_mangled, leading_names
+from magpie_trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
+
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
-from magpie_core.trace.demangle import demangle, is_mangled, leading_names
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
     from magpie_core.reports import ParsedKernelName

@@ -6,9 +6,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from magpie_trace.kernel_names import category_from_words, dtype_in, outer_function
+
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
     from magpie_core.reports import ParsedKernelName
@@ -328,7 +329,7 @@ class CudaCppParser(KernelNameParser):
     priority = 810
 
     def parse(self, name: str, context: dict[str, Any] | None = None) -> ParsedKernelName | None:
-        from magpie_core.trace.cxx_names import parse_symbol
+        from magpie_trace.cxx_names import parse_symbol
 
         parsed = parse_symbol(name)
         if parsed is None or not (parsed.scope or parsed.template_args is not None or parsed.params is not None):

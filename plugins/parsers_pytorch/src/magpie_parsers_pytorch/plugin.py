@@ -6,9 +6,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from magpie_trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
+
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelNameParser
-from magpie_core.trace.kernel_names import category_from_words, dtype_in, outer_function, strip_code_object_suffix
 
 if TYPE_CHECKING:  # report models (pydantic): not imported when the plugin loads
     from magpie_core.reports import ParsedKernelName

@@ -12,6 +12,7 @@ say how to prepare the callable and what to add to the report.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import platform
 import random
@@ -36,6 +37,7 @@ from magpie_core.reports import (
 from magpie_core.stats import sample_until_stable, summarize
 from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
+from magpie_kernels_pytorch.layout import Layout
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
 
@@ -213,54 +215,91 @@ def _library_file(filename: str) -> bool:
     return filename.startswith("<") or any(part in filename for part in _LIBRARY_PARTS)
 
 
-def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
-    kernel = KernelConfig.model_validate(task.kernel)
-    corr = CorrectnessConfig.model_validate(task.settings.get("correctness", {}))
-    perf = PerformanceConfig.model_validate(task.settings.get("performance", {}))
-    device = torch.device(kernel.device or options.default_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    env = environment_info(device) | options.environment
-    search_dirs = [Path.cwd(), Path(task.config_dir)]
-    tol = Tolerance(
-        atol=corr.atol if corr.atol is not None else (corr.accordo.atol if corr.accordo else None),
-        rtol=corr.rtol if corr.rtol is not None else (corr.accordo.rtol if corr.accordo else None),
-        equal_nan=corr.equal_nan,
-    )
+@dataclass
+class _Loaded:
+    """One kernel loaded in this worker process, with the settings it is checked and timed under."""
 
-    with torch.inference_mode():
+    task: EvaluationTask
+    kernel: KernelConfig
+    corr: CorrectnessConfig
+    perf: PerformanceConfig
+    device: torch.device
+    env: dict[str, Any]
+    tol: Tolerance
+    prepared: _Prepared | None = None
+    fn: Callable[..., Any] | None = None
+    error: str | None = None  # why the kernel could not be loaded
+
+    @classmethod
+    def load(cls, task: EvaluationTask, options: HarnessOptions) -> _Loaded:
+        """Parse the settings and load the kernel; a kernel that cannot load is kept as ``error``."""
+        kernel = KernelConfig.model_validate(task.kernel)
+        corr = CorrectnessConfig.model_validate(task.settings.get("correctness", {}))
+        device = torch.device(
+            kernel.device or options.default_device or ("cuda" if torch.cuda.is_available() else "cpu")
+        )
+        loaded = cls(
+            task=task,
+            kernel=kernel,
+            corr=corr,
+            perf=PerformanceConfig.model_validate(task.settings.get("performance", {})),
+            device=device,
+            env=environment_info(device) | options.environment,
+            tol=Tolerance(
+                atol=corr.atol if corr.atol is not None else (corr.accordo.atol if corr.accordo else None),
+                rtol=corr.rtol if corr.rtol is not None else (corr.accordo.rtol if corr.accordo else None),
+                equal_nan=corr.equal_nan,
+            ),
+        )
         try:
             load_entry = options.load_entry
             native = (lambda: load_entry(kernel, task)) if load_entry else None
-            prepared = _Prepared(kernel, search_dirs, device, task.seed, native)
-            fn = options.wrap(prepared.fn, kernel) if options.wrap else prepared.fn
+            loaded.prepared = _Prepared(kernel, [Path.cwd(), Path(task.config_dir)], device, task.seed, native)
+            loaded.fn = options.wrap(loaded.prepared.fn, kernel) if options.wrap else loaded.prepared.fn
         except Exception as exc:
-            return _failed(f"could not load the kernel: {_error_text(exc)}", env)
+            loaded.error = f"could not load the kernel: {_error_text(exc)}"
+        return loaded
+
+    def stored(self) -> dict[str, Any] | None:
+        """The baseline's saved inputs and expected outputs (compare), if this kernel is checked on them."""
+        path = self.task.baseline_outputs
+        return torch.load(path, weights_only=False) if path and Path(path).exists() else None
+
+    def check(self) -> tuple[CorrectnessResult, Any]:
+        """Correctness on every input set (saving them when asked); the first input set."""
+        assert self.prepared is not None and self.fn is not None
+        baseline = self.stored()
+        if self.task.baseline_outputs and baseline is None and self.prepared.reference is None:
+            return CorrectnessResult(
+                status=StageStatus.NOT_RUN,
+                method="baseline",
+                message="the baseline produced no expected outputs, so this candidate cannot be checked",
+            ), None
+        correctness, first_inputs, saved = _check(
+            self.task, self.corr, self.prepared, self.fn, self.device, self.tol, baseline
+        )
+        if self.task.save_outputs and saved:
+            torch.save({"trials": saved}, self.task.save_outputs)
+        return correctness, first_inputs
+
+
+def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
+    with torch.inference_mode():
+        loaded = _Loaded.load(task, options)
+        if loaded.error is not None:
+            return _failed(loaded.error, loaded.env)
+        assert loaded.prepared is not None and loaded.fn is not None
+        prepared, fn, device, perf = loaded.prepared, loaded.fn, loaded.device, loaded.perf
 
         if task.settings.get("profile"):
-            return _profile_only(task, prepared, fn, device, env)
-
-        baseline: dict[str, Any] | None = None
-        if task.baseline_outputs and prepared.reference is None:
-            path = Path(task.baseline_outputs)
-            if not path.exists():
-                return EvaluationOutcome(
-                    correctness=CorrectnessResult(
-                        status=StageStatus.NOT_RUN,
-                        method="baseline",
-                        message="the baseline produced no expected outputs, so this candidate cannot be checked",
-                    ),
-                    performance=PerformanceResult(status=StageStatus.SKIPPED, message="correctness not established"),
-                    environment=env,
-                )
-            baseline = torch.load(path, weights_only=False)
+            return _profile_only(task, prepared, fn, device, loaded.env)
 
         if task.settings.get("timing_only"):
             # A later timing round of compare: correctness was established in round 1.
             correctness = CorrectnessResult(status=StageStatus.PASSED, method="established in round 1")
-            first_inputs = _timing_inputs(prepared, corr, device, baseline)
+            first_inputs = _timing_inputs(prepared, loaded.corr, device, loaded.stored())
         else:
-            correctness, first_inputs, saved = _check(task, corr, prepared, fn, device, tol, baseline)
-            if task.save_outputs and saved:
-                torch.save({"trials": saved}, task.save_outputs)
+            correctness, first_inputs = loaded.check()
 
         if not perf.enabled:
             performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
@@ -268,7 +307,7 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
             performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: correctness did not pass")
         else:
             performance = _time(prepared, fn, first_inputs, device, perf, options)
-    env.update(clock_info(device))  # read after timing, so the clocks are those under load
+    env = loaded.env | clock_info(device)  # read after timing, so the clocks are those under load
     return EvaluationOutcome(correctness=correctness, performance=performance, environment=env)
 
 
@@ -322,7 +361,7 @@ def _check(
     tol: Tolerance,
     baseline: dict[str, Any] | None,
 ) -> tuple[CorrectnessResult, Any, list[dict[str, Any]]]:
-    trials = baseline["trials"] if baseline else [None] * corr.trials
+    trials = baseline["trials"] if baseline else [None] * corr.trials  # the baseline's own inputs when saved
     if prepared.reference is not None:
         method = "reference"
     elif baseline is not None:
@@ -442,27 +481,55 @@ def _time(
     )
 
 
-def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> SamplerSession:
-    """A compare candidate kept ready for timing: loaded, on the inputs its correctness was checked on.
+class HarnessSession(SamplerSession):
+    """A compare instance in its own long-lived worker process: loaded once, checked, then timed in blocks.
 
-    Runs in the long-lived timing worker; raises (the worker reports it) when the kernel cannot load.
+    Every instance — the baseline's included — is built the same way: the kernel is loaded, checked on
+    the baseline's saved input sets, its reference dropped, and its timing inputs are loaded afresh from
+    that same file behind random-size pad allocations (:mod:`magpie_kernels_pytorch.layout`). Nothing
+    about the baseline is special except its place in the ratio.
     """
-    kernel = KernelConfig.model_validate(task.kernel)
-    corr = CorrectnessConfig.model_validate(task.settings.get("correctness", {}))
-    perf = PerformanceConfig.model_validate(task.settings.get("performance", {}))
-    device = torch.device(kernel.device or options.default_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    torch.inference_mode().__enter__()  # for the life of this worker process, as evaluate's block does
-    load_entry = options.load_entry
-    native = (lambda: load_entry(kernel, task)) if load_entry else None
-    prepared = _Prepared(kernel, [Path.cwd(), Path(task.config_dir)], device, task.seed, native)
-    fn = options.wrap(prepared.fn, kernel) if options.wrap else prepared.fn
-    baseline = None
-    if task.baseline_outputs and prepared.reference is None and Path(task.baseline_outputs).exists():
-        baseline = torch.load(task.baseline_outputs, weights_only=False)
-    inputs = _timing_inputs(prepared, corr, device, baseline)
-    timer_name = get_plugin_manager().get("timer", device.type).name
-    notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(device, perf)]
-    return SamplerSession(lambda: _sampler(fn, inputs, device, perf)[0], notes, meaningful=options.timing_meaningful)
+
+    def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
+        torch.inference_mode().__enter__()  # for the life of this worker process, as evaluate's block does
+        self.loaded = _Loaded.load(task, options)
+        self.layout: Layout | None = None
+        timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
+        notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(self.loaded.device, self.loaded.perf)]
+        super().__init__(self._make_sampler, notes, meaningful=options.timing_meaningful)
+
+    def check(self) -> EvaluationOutcome:
+        loaded = self.loaded
+        if loaded.error is not None:
+            return _failed(loaded.error, loaded.env)
+        correctness, _ = loaded.check()
+        performance = PerformanceResult(status=StageStatus.SKIPPED, message="timed in interleaved blocks")
+        return EvaluationOutcome(correctness=correctness, performance=performance, environment=loaded.env)
+
+    def _make_sampler(self) -> BatchSampler:
+        loaded = self.loaded
+        if loaded.error is not None:
+            raise LoadError(loaded.error)
+        assert loaded.prepared is not None and loaded.fn is not None
+        loaded.prepared.reference = None  # the check's: not part of any timed instance
+        gc.collect()
+        self.layout = Layout(loaded.device)  # random pads before the inputs ...
+        file = loaded.task.baseline_outputs or loaded.task.save_outputs
+        stored = torch.load(file, weights_only=False) if file and Path(file).exists() else None
+        inputs = _timing_inputs(loaded.prepared, loaded.corr, loaded.device, stored)
+        self.layout.pad()  # ... and between the inputs and what the kernel allocates
+        return _sampler(loaded.fn, inputs, loaded.device, loaded.perf)[0]
+
+    def info(self) -> dict[str, Any]:
+        info = super().info()
+        if self.layout is not None:
+            info["layout"] = self.layout.describe()
+        return info
+
+
+def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> HarnessSession:
+    """A compare candidate kept ready in the long-lived worker: checked on command, then timed."""
+    return HarnessSession(task, options)
 
 
 def _failed(message: str, env: dict[str, Any]) -> EvaluationOutcome:

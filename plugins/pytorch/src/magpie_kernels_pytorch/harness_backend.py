@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 
 class HarnessBackend(KernelBackend):
+    #: torch and the harness, imported once into the fork server compare's workers are forked from
+    worker_preload = ("magpie_kernels_pytorch.harness",)
+
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         """How this backend loads and describes a kernel (runs in the worker process)."""
         raise NotImplementedError

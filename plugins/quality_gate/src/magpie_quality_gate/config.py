@@ -7,9 +7,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from magpie_benchmark.compat import truthy
 from pydantic import Field, field_validator
 
-from magpie_core.compat_benchmark import truthy
 from magpie_core.config.common import NonNegativeInt, PositiveInt, Seconds, StrictModel
 from magpie_core.interfaces import CheckUnavailable
 

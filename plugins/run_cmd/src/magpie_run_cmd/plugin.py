@@ -96,7 +96,7 @@ class Xdit(OfflineFramework):
             argv = build_argv(config.run_cmd, extra, out_dir, profile=profile)
         except CommandError as exc:
             return OfflineRun([], None, 0.0, log_path, errors=[str(exc)])
-        from magpie_core.pipelines.offline import redact_argv  # here: this module loads with every command
+        from magpie_benchmark.offline import redact_argv  # here: this module loads with every command
 
         out_dir.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"$ {shlex.join(redact_argv(argv))}\n")

@@ -67,7 +67,7 @@ class Figures:
 
 
 def _parsed(name: str, platform: str) -> dict[str, Any]:
-    from magpie_core.trace.kernel_names import parse_kernel_name
+    from magpie_core.kernel_names import parse_kernel_name
 
     return parse_kernel_name(name, {"platform": platform}).model_dump()
 

@@ -15,7 +15,7 @@ def _as_dicts(kernels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     missing = [k["name"] for k in kernels if k.get("parsed") is None]
     parsed_here: dict[str, Any] = {}
     if missing:
-        from magpie_core.trace.kernel_names import parse_many
+        from magpie_core.kernel_names import parse_many
 
         parsed_here = parse_many(missing)
     out = []

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from magpie_core.trace.cxx_names import CxxName, find_component, parse_symbol
+from magpie_trace.cxx_names import CxxName, find_component, parse_symbol
+
 from magpie_source_finder.finder import Checkout, Symbol
 from magpie_source_finder.test_search import command, entries_for, find_test
 

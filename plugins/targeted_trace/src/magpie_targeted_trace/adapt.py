@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from magpie_trace import FallBack, read_trace_bytes, stream_events
+from magpie_trace.columns import GPU_ACTIVITY_CATS
+from magpie_trace.loader import TraceLoadError
 
-from magpie_core.config.benchmark import TargetedTraceConfig, TargetSpec
-from magpie_core.trace import FallBack, read_trace_bytes, stream_events
-from magpie_core.trace.columns import GPU_ACTIVITY_CATS
-from magpie_core.trace.loader import TraceLoadError
+from magpie_targeted_trace.config import TargetedTraceConfig, TargetSpec
 from magpie_targeted_trace.contract import ShardWriter, manifest, shard_path, stable_key, write_manifest
 
 RANK_RE = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)", re.IGNORECASE)

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from magpie_core.cli.app import UsageError, handle_errors
-from magpie_core.config.benchmark import TargetedTraceConfig
 from magpie_core.config.loader import ConfigError, load_yaml, validate
+from magpie_targeted_trace.config import TargetedTraceConfig
 
 app = typer.Typer(
     help="Adapt PyTorch profiler traces into targeted-kernel-trace shards, and validate them.", no_args_is_help=True

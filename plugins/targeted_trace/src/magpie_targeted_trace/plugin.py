@@ -1,5 +1,6 @@
-"""Hooks: the ``targeted-trace`` command group, and the ``targeted-trace`` trace analyzer that
-``magpie benchmark`` runs on a diagnostic capture's traces when ``profiler.targeted_trace.enabled``."""
+"""Hooks: the ``targeted-trace`` command group, the ``targeted-trace`` trace analyzer that
+``magpie benchmark`` runs on a diagnostic capture's traces when ``profiler.targeted_trace.enabled``, and
+that block itself (config block ``targeted_trace`` of the benchmark file's ``profiler:``)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ class TargetedTrace(TraceAnalyzer):
     def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path | None) -> dict[str, Any]:
         """``options``: the ``profiler.targeted_trace`` block, plus ``run_id`` and ``framework``.
         Adapts every trace under ``traces`` into ``out_dir`` (new), then postprocesses it."""
-        from magpie_core.config.benchmark import TargetedTraceConfig
-        from magpie_core.trace import find_trace_files
+        from magpie_trace import find_trace_files
+
         from magpie_targeted_trace.adapt import adapt_torch
+        from magpie_targeted_trace.config import TargetedTraceConfig
         from magpie_targeted_trace.postprocess import postprocess
 
         out = out_dir or Path("targeted_trace")
@@ -47,6 +49,21 @@ class TargetedTrace(TraceAnalyzer):
 @hookimpl
 def magpie_register_trace_analyzers(register: Any) -> None:
     register(TargetedTrace())
+
+
+@hookimpl
+def magpie_register_config_blocks(register: Any) -> None:
+    from magpie_core.interfaces import ConfigBlock
+    from magpie_targeted_trace.config import TargetedTraceConfig
+
+    register(
+        ConfigBlock(
+            name="targeted_trace",
+            model=TargetedTraceConfig,
+            scopes=("benchmark.profiler",),
+            description="AMD Magpie's TargetedKernelTrace: the diagnostic run's matching kernels as evidence shards",
+        )
+    )
 
 
 @hookimpl

@@ -20,7 +20,7 @@ from magpie_mcp.reports import BenchmarkRun, benchmark_run, find_benchmark_repor
 from magpie_mcp.trust import check_benchmark_config
 
 if TYPE_CHECKING:
-    from magpie_core.config.benchmark import BenchmarkConfig
+    from magpie_benchmark.config import BenchmarkConfig
 
 log = logging.getLogger("magpie.mcp")
 
@@ -47,8 +47,8 @@ class BenchmarkDetail(ToolModel):
 
 def run_benchmark_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     """Job runner (in the job process): the benchmark pipeline."""
-    from magpie_core.config.benchmark import BenchmarkConfig
-    from magpie_core.pipelines.benchmark import run_benchmark
+    from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.pipeline import run_benchmark
 
     config = BenchmarkConfig.model_validate(args["config"])
     emit(f"benchmark {config.framework} {config.model} ({config.run_mode})")
@@ -62,8 +62,8 @@ def benchmark_config_for(
 ) -> BenchmarkConfig:
     """The benchmark config of a tool call: the YAML it names (checked), with the call's overrides."""
     try:
-        from magpie_core.config.benchmark import BenchmarkConfig
-        from magpie_core.pipelines.benchmark import apply_overrides, load_benchmark_config
+        from magpie_benchmark.config import BenchmarkConfig
+        from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config
     except ImportError as exc:  # magpie-core, another distribution
         raise ToolFailure(f"not available: benchmark mode is not part of this magpie build ({exc})") from exc
     if framework is None and benchmark_config is None:

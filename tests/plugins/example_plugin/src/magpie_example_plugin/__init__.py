@@ -106,7 +106,7 @@ class KernelCount(TraceAnalyzer):
     description = "count kernel events per name"
 
     def analyze(self, traces, options, out_dir):
-        from magpie_core.trace import load_trace
+        from magpie_trace import load_trace
 
         counts = Counter(e.name for e in load_trace(traces).events if e.cat == "kernel")
         top = dict(counts.most_common(int(options.get("top", 5))))
@@ -133,7 +133,7 @@ def magpie_register_commands(cli):
 
 def example_kernel_count(trace: str, top: int = 5) -> dict[str, int]:
     """Count kernel events per name in a trace file (a third-party MCP tool)."""
-    from magpie_core.trace import load_trace
+    from magpie_trace import load_trace
 
     counts = Counter(e.name for e in load_trace(Path(trace)).events if e.cat == "kernel")
     return dict(counts.most_common(top))

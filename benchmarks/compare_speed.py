@@ -1,0 +1,103 @@
+"""How long `magpie compare` makes its users wait: the README demo compare, and seconds per extra candidate.
+
+    python benchmarks/compare_speed.py --out docs/benchmarks/compare_speed_cpu          # 2-core CPU box
+    python benchmarks/compare_speed.py --gpu --out docs/benchmarks/compare_speed_h200   # on the H200
+
+Measures, in one run, wall seconds of:
+- `magpie compare -k examples/softmax/compare.yaml` (CPU; the README's demo), or
+  `examples/softmax/compare_gpu.yaml` with --gpu, through the real command line;
+- compares of a KernelBench bed problem with 1 and with 9 candidates (a mix of identical copies, the
+  correct alternative and the slow variant), in-process, with the time of each phase from the progress
+  messages; the marginal cost of a candidate is (t9 - t1) / 8.
+Goals (issue 28): demo <= 25 s on a quiet 2-core machine; 9 candidates <= 30 s on the H200; <= 1 s (CPU) /
+<= 2 s (H200) per candidate after the first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from magpie_core.pipelines.compare import compare
+from magpie_core.pipelines.kernels import load_kernel_file
+
+ROOT = Path(__file__).resolve().parent.parent
+BED = ROOT / "benchmarks" / "kernelbench_bed"
+
+
+def demo_compare(gpu: bool, out: Path) -> dict:
+    config = "examples/softmax/compare_gpu.yaml" if gpu else "examples/softmax/compare.yaml"
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "magpie_core", "-o", str(out), "compare", "-k", config],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    tail = (done.stdout + done.stderr).splitlines()[-20:]
+    return {"config": config, "wall_s": round(time.perf_counter() - start, 2), "exit": done.returncode, "tail": tail}
+
+
+def candidates_compare(problem: str, count: int, out: Path) -> dict:
+    """The problem's reference against ``count`` candidates, with the phases' start times."""
+    file = load_kernel_file(BED / problem / "compare.yaml")
+    by_id = {k.id: k for k in file.kernels}
+    pool = ["alternative", "slow", "identical"]
+    kernels = [by_id["reference"]]
+    for i in range(count):
+        kernel = by_id[pool[i % len(pool)]]
+        kernels.append(kernel.model_copy(update={"id": f"{kernel.id}_{i}"}))
+    file = file.model_copy(update={"kernels": kernels})
+    marks: list[tuple[float, str]] = []
+    start = time.perf_counter()
+    report = compare(
+        file,
+        config_dir=BED / problem,
+        output_dir=out,
+        progress=lambda message: marks.append((round(time.perf_counter() - start, 2), message)),
+    )
+    wall = time.perf_counter() - start
+    return {
+        "problem": problem,
+        "candidates": count,
+        "wall_s": round(wall, 2),
+        "phases": marks,
+        "verdicts": {e.kernel_id: e.verdict for e in report.ranking},
+        "blocks": (report.stability or {}).get("blocks"),
+        "message": (report.stability or {}).get("message"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpu", action="store_true")
+    parser.add_argument("--problem", default="l1_19_relu")
+    parser.add_argument("--out", type=Path, required=True, help="output path without suffix (.json)")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    results: dict = {"meta": {"cpus": os.cpu_count(), "load_before": load_before, "gpu": args.gpu}}
+    with tempfile.TemporaryDirectory() as tmp:
+        results["demo"] = demo_compare(args.gpu, Path(tmp) / "demo")
+        print(json.dumps(results["demo"]), flush=True)
+        # a first compare warms the fork server; the second of each pair is what a loop or server sees
+        for count in (1, 9, 1, 9):
+            run = candidates_compare(args.problem, count, Path(tmp) / f"c{count}")
+            results.setdefault("candidates", []).append(run)
+            print(json.dumps({k: run[k] for k in ("candidates", "wall_s", "blocks")}), flush=True)
+    warm = {r["candidates"]: r["wall_s"] for r in results["candidates"][2:]}
+    results["per_extra_candidate_s"] = round((warm[9] - warm[1]) / 8, 2)
+    results["meta"]["load_after"] = os.getloadavg()[0]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    print(json.dumps({"demo_s": results["demo"]["wall_s"], "per_extra_candidate_s": results["per_extra_candidate_s"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""magpie's serving benchmark (the ``magpie-benchmark`` distribution).
+
+``magpie benchmark`` drives an OpenAI-compatible LLM server with a streaming load and reports what it
+measured. The pieces, each usable on its own:
+
+- :mod:`magpie_benchmark.pipeline`: the run (server, load points, repeats, diagnostic capture, checks, report)
+- :mod:`magpie_benchmark.config`: the ``benchmark:`` block (AMD Magpie's benchmark YAML loads unchanged)
+- :mod:`magpie_benchmark.loadgen`: the load generator (datasets, arrival process, streaming client, metrics)
+- :mod:`magpie_benchmark.serving`: the engine-neutral server lifecycle (processes, containers, GPU leases)
+- :mod:`magpie_benchmark.stats`: repeat statistics and the verdict of two runs (``--compare``)
+- :mod:`magpie_benchmark.compat`: the AMD Magpie benchmark mappings
+
+Serving engines are plugins of kind ``serving_framework`` (:class:`magpie_core.interfaces.ServingFramework`);
+the command arrives on the ``magpie`` command line through ``magpie_register_commands``, as any plugin's would.
+"""

@@ -1,0 +1,393 @@
+"""``magpie benchmark``: drive an LLM server with a streaming load and report.
+
+Declared in this distribution's ``magpie.commands`` entry-point group (its plugin's ``magpie_register_commands``),
+as any plugin command is: imported only when it runs or ``magpie --help`` lists it.
+``--trace-dir`` keeps AMD Magpie's standalone gap analysis of an existing trace folder: it is forwarded
+to the installed ``gap`` trace analyzer, and its flags are validated by the gap plugin's own settings model, its
+``gap_analysis`` config block; both are looked up in the registry, as every plugin reaches another. Only the
+spelling of those flags (:class:`TraceDirFlags`) is declared here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from magpie_benchmark.load_flags import LoadFlags, load_patch
+from magpie_core.cli.app import (
+    STATE,
+    NotAvailable,
+    UsageError,
+    check_output_dir,
+    console,
+    forwards_interrupts,
+    gpu_hardware,
+    handle_errors,
+)
+from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.workspace import run_folder
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+#: the trace analyzer that ``--trace-dir`` runs, its settings (a config block of benchmark files), and the
+#: distribution that provides both
+GAP_ANALYZER = "gap"
+GAP_BLOCK = "benchmark.gap_analysis"
+GAP_DISTRIBUTION = "magpie-gap-analysis"
+
+
+class TraceDirFlags:
+    """The ``--trace-dir`` analysis flags (AMD Magpie's spelling): each sets a key of the gap plugin's
+    ``gap_analysis`` block (:func:`trace_dir_settings`), whose model checks the values."""
+
+    top_k = typer.Option(20, "--top-k", min=1, help="kernels to show")
+    start_pct = typer.Option(0.0, "--start-pct", min=0, max=100, help="window start, % of trace")
+    end_pct = typer.Option(100.0, "--end-pct", min=0, max=100, help="window end, % of trace")
+    min_duration_us = typer.Option(0.0, "--min-duration-us", min=0, help="ignore shorter events")
+    categories = typer.Option(None, "--categories", help="event categories to keep (default: kernel gpu)")
+    ignore_categories = typer.Option(None, "--ignore-categories", help="event categories to drop")
+    no_rank_csv = typer.Option(False, "--no-rank-csv", help="skip per-rank CSVs")
+    find_kernel_sources = typer.Option(False, "--find-kernel-sources", help="map kernels to source files")
+    kernel_source_repos = typer.Option(None, "--kernel-source-repos", help="local checkouts to search")
+
+
+def _gap_component(kind: str, name: str, what: str) -> Any:
+    """The gap plugin's ``kind``/``name`` from the registry; not installed: exit 2 naming the distribution."""
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
+    try:
+        return get_plugin_manager().get(kind, name)
+    except UnknownComponentError as exc:
+        raise NotAvailable(f"--trace-dir needs {what}, from the plugin distribution {GAP_DISTRIBUTION}: {exc}") from exc
+
+
+def trace_dir_settings(flags: dict[str, Any]) -> BaseModel:
+    """The ``gap_analysis:`` block the ``--trace-dir`` flags describe (list flags may hold comma lists), validated
+    by the model the gap plugin registers for that block."""
+    from magpie_core.cli.argv import split_list
+    from magpie_core.config.validation import validate
+
+    model = _gap_component("config_block", GAP_BLOCK, "the gap analysis settings").model
+    data: dict[str, Any] = {
+        "enabled": True,
+        "top_k": flags["top_k"],
+        "trace_start_pct": flags["start_pct"],
+        "trace_end_pct": flags["end_pct"],
+        "min_duration_us": flags["min_duration_us"],
+        "no_rank_csv": flags["no_rank_csv"],
+        "find_kernel_sources": flags["find_kernel_sources"],
+    }
+    for key in ("categories", "ignore_categories", "kernel_source_repos"):
+        if flags[key] is not None:
+            data[key] = split_list(flags[key])
+    return validate(model, data, "command line")
+
+
+@contextlib.contextmanager
+def _gap_folder(output_dir: Path) -> Iterator[Path]:
+    """AMD Magpie's ``<output dir>/gap_analysis/``; when that holds an earlier analysis, a new
+    ``gap_analysis_<time>/`` beside it (analyzers write fixed file names: nothing is overwritten)."""
+    target = output_dir / "gap_analysis"
+    try:
+        target.mkdir(parents=True)
+    except FileExistsError:
+        with run_folder(output_dir, "gap_analysis") as fresh:
+            yield fresh
+        return
+    try:
+        yield target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            target.rmdir()  # only while it is still empty
+        raise
+
+
+def run_trace_dir_analysis(trace_dir: Path, config: BaseModel, output_dir: Path, no_html: bool = False) -> int:
+    """``--trace-dir``: the ``gap`` analyzer's tables and summary; exit 0 ok, 1 a rank could not be read.
+
+    ``config``: the gap plugin's ``gap_analysis`` block (:func:`trace_dir_settings`). Prints the warnings and
+    where the files are (``magpie gap`` prints the kernel table too).
+    """
+    if not trace_dir.exists():
+        raise UsageError(f"trace path not found: {trace_dir}")
+    analyzer = _gap_component("trace_analyzer", GAP_ANALYZER, "gap analysis")
+    try:
+        with _gap_folder(output_dir) as run_dir:
+            summary: dict[str, Any] = analyzer.analyze(trace_dir, config.model_dump(), run_dir)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    for err in [*(summary.get("errors") or []), *(summary.get("warnings") or [])]:
+        console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
+    console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
+    write_html("gap", summary, summary.get("output_dir"), skip=no_html)
+    failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
+    return 1 if failed or not summary.get("num_ranks") else 0
+
+
+def check_benchmark_flags(base_url: str | None, run_mode: str | None) -> None:
+    """Flags that contradict each other or are not what they claim: a usage error naming the flag."""
+    from magpie_benchmark.config import SERVER_STARTING_MODES
+    from magpie_core.config.common import check_http_url
+
+    if base_url is None:
+        return
+    try:
+        check_http_url(base_url)
+    except ValueError as exc:
+        raise UsageError(f"--base-url: {exc}") from None
+    if run_mode in SERVER_STARTING_MODES:
+        raise UsageError(
+            f"--base-url benchmarks a server that is already running; --run-mode {run_mode} starts one: "
+            "give one of them"
+        )
+
+
+def run_benchmark_cli(
+    *,
+    framework: str | None,
+    benchmark_config: Path | None,
+    overrides: dict[str, Any],
+    output_dir: Path,
+    fmt: str = "table",
+    no_html: bool = False,
+) -> int:
+    """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
+    from magpie_benchmark.config import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_benchmark.pipeline import (
+        apply_overrides,
+        load_benchmark_config,
+        preflight_checks,
+        run_benchmark,
+        run_benchmark_on_environment,
+        serving_framework,
+        trace_problem,
+    )
+    from magpie_core.interfaces import CheckUnavailable
+
+    if benchmark_config is None and framework is None:
+        raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
+    config = load_benchmark_config(benchmark_config) if benchmark_config else BenchmarkConfig()
+    config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
+    if config.run_mode != "external" and not config.model and not config.base_url and not config.run_cmd:
+        raise UsageError("no model: set benchmark.model or --model")
+    if config.run_mode != "external" or config.run_kind == "diagnostic":
+        serving_framework(config.framework)  # unknown framework: exit 2 with the installed list
+    problem = trace_problem(config)  # before any server starts: a missing or malformed trace file
+    if problem:
+        raise UsageError(problem)
+    try:
+        preflight_checks(config)  # a check that cannot run here: exit 2 before any server starts
+    except CheckUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    with gpu_hardware():
+        if config.run_mode in CORE_RUN_MODES:
+            report = run_benchmark(config, output_dir)
+        else:
+            try:
+                report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+            except LookupError as exc:
+                raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
+    if fmt != "table":
+        print_points(report.points, fmt)
+        return 0 if report.success else 1
+    t = report.throughput
+    if report.raw_result:
+        print_offline(report.framework, report.raw_result)
+    elif t:
+        console.print(
+            f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
+            f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
+            f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
+        )
+        print_percentiles(report.latency, config.load.percentile_metrics, config.load.metric_percentiles)
+        if t.get("request_goodput") is not None:
+            console.print(f"goodput: {t['request_goodput']:.2f} req/s meeting every --goodput SLO")
+    for err in report.errors:
+        console.print(f"[red]error:[/red] {err}")
+    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+    if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
+        console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
+    return 0 if report.success else 1
+
+
+def print_offline(framework: str, raw: dict[str, Any]) -> None:
+    """An offline workload's line (AMD Magpie's diffusion metrics)."""
+    console.print(
+        f"{framework}: {raw['iterations']} iteration(s) of batch {raw['batch_size']}, "
+        f"{raw['images_per_sec']:.3f} images/s, {raw['latency_per_image_s']:.3f} s per image, "
+        f"median iteration {raw['median_iteration_s'] * 1000:.1f} ms"
+    )
+
+
+def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: list[float]) -> None:
+    """``--percentile-metrics`` x ``--metric-percentiles``, as the common serving benchmark prints them."""
+    for metric in metrics:
+        stats = latency.get(metric) or {}
+        cells = [f"P{p:g} {stats[f'p{p:g}_ms']:.2f}" for p in percentiles if f"p{p:g}_ms" in stats]
+        if cells:
+            console.print(f"{metric.upper()} ms: median {stats.get('median_ms', 0):.2f}, " + ", ".join(cells))
+
+
+def print_points(points: list[dict[str, Any]], fmt: str) -> None:
+    """One row per load point (``--format csv|json``)."""
+    columns = ["concurrency", "request_rate", "completed", "failed", "request_throughput", "output_throughput"]
+    columns += [f"{k}_{s}" for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+    rows = []
+    for p in points:
+        m = p["metrics"]
+        row = [p.get("concurrency"), p.get("request_rate"), m["completed"], m["failed"]]
+        row += [m["request_throughput"], m["output_throughput"]]
+        row += [m[k][s] for k in ("ttft", "tpot", "itl", "e2el") for s in ("mean_ms", "median_ms", "p99_ms")]
+        rows.append(row)
+    print_rows(columns, rows, fmt)
+
+
+@forwards_interrupts
+@handle_errors
+def benchmark_command(
+    framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
+    benchmark_config: Path | None = typer.Option(None, "--benchmark-config", "-b", help="benchmark YAML"),
+    model: str | None = typer.Option(None, "--model", "-m"),
+    precision: str | None = typer.Option(None, "--precision", "-p"),
+    tp: int | None = typer.Option(None, "--tp", min=1),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    input_len: int | None = typer.Option(None, "--input-len", min=1),
+    output_len: int | None = typer.Option(None, "--output-len", min=1),
+    torch_profiler: bool | None = typer.Option(
+        None, "--torch-profiler/--no-torch-profiler", help="profiled diagnostic run (default: off; a YAML's own)"
+    ),
+    run_mode: str | None = typer.Option(None, "--run-mode", help="docker | local | external | an environment"),
+    run_kind: str | None = typer.Option(None, "--run-kind", help="measurement | diagnostic"),
+    base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
+    docker_image: str | None = typer.Option(None, "--docker-image"),
+    timeout: float | None = typer.Option(None, "--timeout", min=1),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=check_output_dir),
+    trace_dir: Path | None = typer.Option(None, "--trace-dir", help="gap analysis of existing traces only"),
+    top_k: int = TraceDirFlags.top_k,
+    start_pct: float = TraceDirFlags.start_pct,
+    end_pct: float = TraceDirFlags.end_pct,
+    min_duration_us: float = TraceDirFlags.min_duration_us,
+    categories: list[str] | None = TraceDirFlags.categories,
+    ignore_categories: list[str] | None = TraceDirFlags.ignore_categories,
+    no_rank_csv: bool = TraceDirFlags.no_rank_csv,
+    find_kernel_sources: bool = TraceDirFlags.find_kernel_sources,
+    kernel_source_repos: list[str] | None = TraceDirFlags.kernel_source_repos,
+    repeats: int | None = typer.Option(None, "--repeats", min=1, max=100, help="measure N times, report the spread"),
+    restart_between_repeats: bool | None = typer.Option(
+        None, "--restart-between-repeats/--no-restart-between-repeats", help="a fresh server for every repeat"
+    ),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None, "--compare", help="end-to-end verdict of two benchmark reports: --compare BASE NEW"
+    ),
+    allow_different_workload: bool = typer.Option(
+        False, "--allow-different-workload", help="--compare reports of different workloads anyway (labelled)"
+    ),
+    min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="--compare: smallest change called (0.02=2%)"),
+    noise_floor: float | None = typer.Option(
+        None, "--noise-floor", min=0, help="--compare: run-to-run noise floor for every metric (default: measured)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="--compare: print the comparison JSON"),
+    num_prompts: int | None = LoadFlags.num_prompts,
+    request_rate: str | None = LoadFlags.request_rate,
+    burstiness: float | None = LoadFlags.burstiness,
+    dataset_name: str | None = LoadFlags.dataset_name,
+    dataset_path: str | None = LoadFlags.dataset_path,
+    seed: int | None = LoadFlags.seed,
+    endpoint: str | None = LoadFlags.endpoint,
+    tokenizer: str | None = LoadFlags.tokenizer,
+    percentile_metrics: str | None = LoadFlags.percentile_metrics,
+    metric_percentiles: str | None = LoadFlags.metric_percentiles,
+    goodput: list[str] | None = LoadFlags.goodput,
+    trace_time_scale: float | None = LoadFlags.trace_time_scale,
+    fmt: str = format_option(),
+    no_html: bool = no_html_option(),
+) -> None:
+    """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
+    check_benchmark_flags(base_url, run_mode)
+    check_format(fmt)
+    if compare is not None:
+        from magpie_benchmark.cli_compare import run_compare_cli
+
+        code = run_compare_cli(
+            list(compare),
+            allow_different_workload=allow_different_workload,
+            min_effect=min_effect,
+            noise_floor=noise_floor,
+            as_json=as_json or fmt == "json",
+        )
+        raise typer.Exit(code)
+    if trace_dir is not None:
+        run_flags = {
+            "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
+            "--run-mode": run_mode, "--concurrency": concurrency, "--input-len": input_len, "--output-len": output_len,
+        }  # fmt: skip
+        given = [flag for flag, value in run_flags.items() if value is not None]
+        if given:  # they would be silently ignored: --trace-dir runs no benchmark
+            raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
+        config = trace_dir_settings(
+            {
+                "top_k": top_k,
+                "start_pct": start_pct,
+                "end_pct": end_pct,
+                "min_duration_us": min_duration_us,
+                "categories": categories,
+                "ignore_categories": ignore_categories,
+                "no_rank_csv": no_rank_csv,
+                "find_kernel_sources": find_kernel_sources,
+                "kernel_source_repos": kernel_source_repos,
+            }
+        )
+        # AMD Magpie: <-o, default ./results>/gap_analysis/
+        out = STATE.resolve_output_dir(output_dir)
+        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, out, no_html=no_html))
+    patch = load_patch(
+        num_prompts=num_prompts,
+        request_rate=request_rate,
+        burstiness=burstiness,
+        dataset_name=dataset_name,
+        dataset_path=dataset_path,
+        seed=seed,
+        endpoint=endpoint,
+        tokenizer=tokenizer,
+        percentile_metrics=percentile_metrics,
+        metric_percentiles=metric_percentiles,
+        goodput=goodput,
+        trace_time_scale=trace_time_scale,
+    )
+    raise typer.Exit(
+        run_benchmark_cli(
+            framework=framework,
+            benchmark_config=benchmark_config,
+            overrides={
+                "model": model,
+                "precision": precision,
+                "tp": tp,
+                "concurrency": concurrency,
+                "input_len": input_len,
+                "output_len": output_len,
+                "torch_profiler": torch_profiler,
+                "run_mode": run_mode,
+                "run_kind": run_kind,
+                "base_url": base_url,
+                "docker_image": docker_image or STATE.docker_image,
+                "timeout": timeout,
+                "repeats": repeats,
+                "restart_between_repeats": restart_between_repeats,
+                "patch": patch,
+            },
+            output_dir=STATE.resolve_output_dir(output_dir),
+            fmt=fmt,
+            no_html=no_html,
+        )
+    )
+
+
+def register(cli: typer.Typer) -> None:
+    """Add ``benchmark`` to the command line ``cli``."""
+    cli.command("benchmark")(benchmark_command)

@@ -1,0 +1,202 @@
+"""The timed instances of a compare: each candidate in several long-lived worker processes, checked where timed.
+
+One process start per instance: the worker that proves a kernel correct is the one that times it
+(:class:`SessionHarness`). Every candidate's first process goes through the usual build and checks
+(:func:`magpie_core.pipelines.kernels.evaluate_kernel`); once the baseline's first process has saved its
+input sets and expected outputs, every other process — the baseline's own further processes and an
+identical copy of the baseline (:data:`~magpie_core.pipelines.blocked.AA`) included — is checked on exactly
+that file and later loads its timing inputs from it, so no instance is built differently from another.
+Processes start side by side, as many at a time as the machine has CPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magpie_core.config.kernel import KernelConfig
+from magpie_core.pipelines.blocked import AA, Key
+from magpie_core.pipelines.kernel_reports import KernelResult
+from magpie_core.pipelines.kernels import BUILD_DIR_VAR, KernelJob, command_env, evaluate_kernel, evaluation_task
+from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
+from magpie_core.threads import map_in_threads
+from magpie_core.timing_workers import TimingWorker, TimingWorkerError
+
+#: worker processes per instance when the config does not say: two is the fewest that measure a spread
+DEFAULT_PROCESSES = 2
+#: hosts with this many CPUs start their processes side by side cheaply: one more process per instance
+MANY_CPUS = 8
+
+
+def processes_per_instance(performance: dict[str, Any]) -> int:
+    configured = performance.get("processes")
+    if configured:
+        return int(configured)
+    return DEFAULT_PROCESSES + (1 if (os.cpu_count() or 1) >= MANY_CPUS else 0)
+
+
+def parallel_starts(count: int) -> int:
+    """How many worker processes start at once: every CPU busy, none waiting (imports are CPU-bound)."""
+    return max(1, min(count, os.cpu_count() or 1))
+
+
+@dataclass
+class Instances:
+    """The live workers of a compare, by process key, and the candidates that cannot be timed, with why."""
+
+    workers: dict[Key, TimingWorker] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, key: Key, worker: TimingWorker) -> None:
+        with self.lock:
+            self.workers[key] = worker
+
+    def drop(self, index: int) -> None:
+        """Stop every process of candidate ``index``."""
+        with self.lock:
+            keys = [k for k in self.workers if k[0] == index]
+            dropped = [self.workers.pop(k) for k in keys]
+        for worker in dropped:
+            worker.stop()
+
+    def close_all(self) -> dict[Key, dict[str, Any]]:
+        """Ask every worker for its final info and let it end, side by side (each exit can take a while)."""
+        with self.lock:
+            workers, self.workers = dict(self.workers), {}
+        keys = list(workers)
+        infos = map_in_threads(lambda key: workers[key].close(), keys, workers=len(keys))
+        return {key: info for key, info in zip(keys, infos, strict=True) if isinstance(info, dict)}
+
+    def stop_all(self) -> None:
+        with self.lock:
+            workers, self.workers = list(self.workers.values()), {}
+        for worker in workers:
+            worker.stop()
+
+    def meaningful(self, index: int) -> bool:
+        worker = self.workers.get((index, 0))
+        return worker is not None and bool(worker.info.get("timing_meaningful", True))
+
+
+class SessionHarness:
+    """Runs a kernel's harness in a long-lived session worker: started (after ``wait``), checked, kept.
+
+    Used as :data:`magpie_core.pipelines.kernels.HarnessRun`; a worker that fails to start or crashes
+    while checking gives a correctness error for its kernel alone.
+    """
+
+    def __init__(self, key: Key, instances: Instances, wait: threading.Event | None = None) -> None:
+        self.key, self.instances, self.wait = key, instances, wait
+
+    def __call__(
+        self, task: EvaluationTask, cwd: Path, workdir: Path, env: dict[str, str], timeout: float
+    ) -> EvaluationOutcome:
+        try:
+            # a forked worker cannot honour variables read when a process starts: only magpie's own may be set
+            fork = set(env) <= {BUILD_DIR_VAR}
+            worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
+            self.instances.add(self.key, worker)
+            if self.wait is not None:  # loaded side by side; checked once the baseline saved its input sets
+                self.wait.wait()
+            outcome = worker.check(float(task.settings.get("correctness", {}).get("timeout_seconds", 300)))
+        except TimingWorkerError as exc:
+            return _crashed(str(exc))
+        if outcome.correctness.status != StageStatus.PASSED:
+            self.instances.drop(self.key[0])
+        return outcome
+
+
+def _crashed(why: str) -> EvaluationOutcome:
+    return EvaluationOutcome(
+        correctness=CorrectnessResult(status=StageStatus.ERROR, message=f"worker failed: {why}"),
+        performance=PerformanceResult(status=StageStatus.SKIPPED, message="worker did not finish"),
+    )
+
+
+def check_first_processes(
+    jobs: list[KernelJob],
+    base_index: int,
+    instances: Instances,
+    on_done: Callable[[int, KernelResult], None],
+) -> list[KernelResult]:
+    """Every candidate's first process: built, started side by side, checked (the baseline first, saving
+    the input sets every other process is checked and timed on)."""
+    baseline_saved = threading.Event()
+
+    def first(index: int) -> KernelResult:
+        wait = None if index == base_index else baseline_saved
+        try:
+            return evaluate_kernel(jobs[index], harness=SessionHarness((index, 0), instances, wait))
+        finally:
+            if index == base_index:
+                baseline_saved.set()
+
+    order = [base_index, *(i for i in range(len(jobs)) if i != base_index)]
+    results = map_in_threads(
+        first, order, workers=parallel_starts(len(order)), on_result=lambda n, r: on_done(order[n], r)
+    )
+    by_index = dict(zip(order, results, strict=True))
+    return [by_index[i] for i in range(len(jobs))]
+
+
+def check_more_processes(
+    jobs: list[KernelJob],
+    results: list[KernelResult],
+    timed: list[int],
+    base_index: int,
+    instances: Instances,
+) -> dict[int, str]:
+    """The further processes of every timed candidate and the baseline's identical copy (:data:`AA`), each
+    checked on the baseline's input sets; what went wrong, per candidate index (a failed check or a crash
+    fails that candidate alone)."""
+    count = processes_per_instance(jobs[base_index].performance)
+    keys = [(i, p) for i in timed for p in range(1, count)]
+    if base_index in timed:
+        keys += [(AA, p) for p in range(count)]
+    saved = {"save_outputs": None, "baseline_outputs": jobs[base_index].save_outputs}
+
+    def start(key: Key) -> EvaluationOutcome:
+        index, process = key
+        job = jobs[base_index if index == AA else index].model_copy(update=saved)
+        kernel = KernelConfig.model_validate(job.kernel)
+        base = Path(job.workdir) / "copy" if index == AA else Path(job.workdir)
+        workdir = base / f"process{process}"
+        artifacts = results[base_index if index == AA else index].compile.artifacts
+        task = evaluation_task(job, kernel.type, artifacts, workdir, timed=True)
+        env = {**command_env(kernel, workdir), **job.extra_env}
+        return SessionHarness(key, instances)(
+            task, kernel.resolved_working_dir(Path(job.config_dir)), workdir, env, float(job_timeout(job))
+        )
+
+    outcomes = map_in_threads(start, keys, workers=parallel_starts(len(keys)))
+    failures: dict[int, str] = {}
+    for (index, process), outcome in zip(keys, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            failures.setdefault(index, f"process {process + 1}: {type(outcome).__name__}: {outcome}")
+            instances.drop(index)
+        elif outcome.correctness.status != StageStatus.PASSED:
+            failures.setdefault(index, f"process {process + 1}: {outcome.correctness.message}")
+    return failures
+
+
+def job_timeout(job: KernelJob) -> float:
+    return float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
+
+
+def prepare_all(instances: Instances, jobs: list[KernelJob], base_index: int) -> dict[int, str]:
+    """Warm every process up, one at a time (side by side, warm-ups slow each other down); failures per index."""
+    failures: dict[int, str] = {}
+    for key, worker in sorted(instances.workers.items()):
+        if key[0] in failures:
+            continue
+        job = jobs[base_index if key[0] == AA else key[0]]
+        try:
+            worker.prepare(float(job.performance.get("timeout_seconds", 300)))
+        except TimingWorkerError as exc:
+            failures[key[0]] = f"process {key[1] + 1}: {exc}"
+            instances.drop(key[0])
+    return failures
