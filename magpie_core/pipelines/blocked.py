@@ -164,11 +164,15 @@ def _samples_per_slot(live: dict[Key, TimingWorker], plan: BlockPlan, result: Bl
         if key not in live:  # dropped with another process of its candidate
             continue
         try:
+            start = time.perf_counter()
             probe = worker.sample(2, plan.timeout_s)
+            wall_us = (time.perf_counter() - start) * 1e6 / 2
         except TimingWorkerError as exc:
             _drop(live, key[0], str(exc), result)
             continue
-        per_sample_us = max(float(np.median(probe)) * _batch(worker), 1.0)
+        # a sample costs its wall time, not its device time: a guard kernel, the host enqueueing a batch of
+        # launches and the answer's round trip can make it several times longer
+        per_sample_us = max(float(np.median(probe)) * _batch(worker), wall_us, 1.0)
         counts[key] = int(min(200, max(2, round(plan.slot_ms * 1000 / per_sample_us))))
     return counts
 
