@@ -26,9 +26,7 @@ OUTSIDE = {"magpie_trace", "magpie_benchmark"} | {
     if (package / "__init__.py").is_file()
 }
 #: (file, function) -> why it may be longer than MAX_LINES for now
-KNOWN_LONG = {
-    ("magpie_core/pipelines/compare.py", "compare"): "split by the kernel-pipeline change (issue 30)",
-}
+KNOWN_LONG = {}
 
 
 def _modules() -> list[Path]:

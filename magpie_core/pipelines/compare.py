@@ -89,22 +89,11 @@ def compare(
     jobs = kernel_jobs(file, config_dir, ws, measure_performance)
     done: list[KernelResult | None] = [None] * len(jobs)  # filled as candidates finish (kept if interrupted)
     stable: dict[str, Any] | None = None
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = {"environment": environment, "workers": workers, "min_effect": min_effect}
     try:
         ws.snapshot_config(dump(file))
         blocked = _use_blocks(timing, measure_performance, environment, kernels, jobs)
-        rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
-        for job in jobs:
-            job.timing_elsewhere = blocked
-            job.performance = _split_budget(job.performance, rounds)
-        settings |= {
-            "environment": environment,
-            "workers": workers,
-            "correctness": jobs[base_index].correctness,
-            "performance": jobs[base_index].performance,
-            "min_effect": min_effect,
-            "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
-        }
+        rounds = _plan_timing(jobs, base_index, blocked, settings)
         if blocked:
             results, stable = _check_and_time_in_blocks(jobs, base_index, ws.path, min_effect, progress, done)
         else:
@@ -127,6 +116,20 @@ def compare(
 
 
 TIMING_DESIGNS = ("auto", "blocks", "rounds")
+
+
+def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings: dict[str, Any]) -> int:
+    """Tell every job how it is timed and split its budget over rounds; the settings the report shows."""
+    rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
+    for job in jobs:
+        job.timing_elsewhere = blocked
+        job.performance = _split_budget(job.performance, rounds)
+    settings |= {
+        "correctness": jobs[base_index].correctness,
+        "performance": jobs[base_index].performance,
+        "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
+    }
+    return rounds
 
 
 def _write_interrupted(
