@@ -9,7 +9,8 @@ sum reduction), under load injected on every core while they run:
 - the wrong variant is rejected by correctness and never ranked.
 
 Without injected load the slow variant must be called SLOWER, unless the run itself reports the machine
-busy or overloaded (CI machines are shared: that report is the honest answer, a FASTER never is).
+busy or overloaded, or its processes far apart (CI machines are shared: that report is the honest answer, a
+FASTER never is).
 Repeated runs and the H200 are in benchmarks/kernelbench_verdicts.py (docs/benchmarks/kernelbench_bed.md).
 """
 
@@ -62,6 +63,6 @@ def test_slow_variant_is_slower_unless_the_machine_says_it_was_busy(tmp_path):
     )
     verdicts = _verdicts(report)
     message = report.stability["message"]
-    if not (message.startswith("UNSTABLE") or "busy" in message):
+    if not (message.startswith("UNSTABLE") or "busy" in message or "processes disagree" in message):
         assert verdicts["slow"] == "SLOWER", (report.ranking, message)
     assert verdicts["slow"] != "FASTER" and verdicts["identical"] in ("SAME", "UNSTABLE")

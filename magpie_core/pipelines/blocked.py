@@ -377,6 +377,12 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
             f"noise this run did not model, so no candidate is called faster or slower by less than "
             f"{info['noise_floor_pct']:.1f} %"
         )
+    if spread is not None and spread > 100 * min_effect:
+        return (
+            f"processes disagree ({facts}, {info['blocks']} blocks): identical work lands ~{spread:.0f} % apart "
+            f"from process to process here, so differences of that size stay UNSTABLE at min_effect "
+            f"{min_effect:.0%}; more worker processes (performance.processes) narrow the intervals"
+        )
     others = info["others_cpus"] or {}
     if sum(others.values()) >= BUSY_CPUS:
         return f"the machine was busy ({facts}, {info['blocks']} blocks); intervals include that noise"
