@@ -73,9 +73,14 @@ def test_loop_on_cpu_names_what_is_not_proven(
     ):
         done = magpie("loop", "add", str(loop), *args)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
-    # the linear layers' matmul: _C::onednn_mm, or _C::weight_packed_linear where vLLM's CPU build uses AMX
-    added = [magpie("loop", "add", str(loop), "kernel", name) for name in MATMUL_OPS]
-    assert any(done.returncode == 0 for done in added), [done.stderr for done in added]
+    # the linear layers' matmul: _C::onednn_mm, or _C::weight_packed_linear where vLLM's CPU build uses AMX;
+    # if neither made this profile's top ten, the top op (the loop's record does not depend on which op it is)
+    analysis = json.loads(next((tmp_path / "gap").glob("gap_*/gap_analysis.json")).read_text())
+    for name in (*MATMUL_OPS, analysis["top_kernels"][0]["name"]):
+        if magpie("loop", "add", str(loop), "kernel", name).returncode == 0:
+            break
+    else:
+        pytest.fail(f"no kernel of the analysis was accepted: {[k['name'] for k in analysis['top_kernels']]}")
     state = json.loads((loop / "loop.json").read_text())
     op = state["kernels"][0]["name"]
     for args in (("compare", str(compare_report), "--kernel", op), ("final", str(vllm_aa_reports[1]))):
