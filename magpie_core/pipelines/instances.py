@@ -21,7 +21,14 @@ from typing import Any
 from magpie_core.config.kernel import KernelConfig
 from magpie_core.pipelines.blocked import AA, Key
 from magpie_core.pipelines.kernel_reports import KernelResult
-from magpie_core.pipelines.kernels import BUILD_DIR_VAR, KernelJob, command_env, evaluate_kernel, evaluation_task
+from magpie_core.pipelines.kernels import (
+    BUILD_DIR_VAR,
+    KernelJob,
+    command_env,
+    evaluate_kernel,
+    evaluation_task,
+    kernel_timeout,
+)
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 from magpie_core.threads import map_in_threads
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
@@ -169,7 +176,7 @@ def check_more_processes(
         task = evaluation_task(job, kernel.type, artifacts, workdir, timed=True)
         env = {**command_env(kernel, workdir), **job.extra_env}
         return SessionHarness(key, instances)(
-            task, kernel.resolved_working_dir(Path(job.config_dir)), workdir, env, float(job_timeout(job))
+            task, kernel.resolved_working_dir(Path(job.config_dir)), workdir, env, kernel_timeout(job)
         )
 
     outcomes = map_in_threads(start, keys, workers=parallel_starts(len(keys)))
@@ -181,10 +188,6 @@ def check_more_processes(
         elif outcome.correctness.status != StageStatus.PASSED:
             failures.setdefault(index, f"process {process + 1}: {outcome.correctness.message}")
     return failures
-
-
-def job_timeout(job: KernelJob) -> float:
-    return float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300))
 
 
 def prepare_all(instances: Instances, jobs: list[KernelJob], base_index: int) -> dict[int, str]:

@@ -186,6 +186,14 @@ class BuiltKernel:
     ready: bool
 
 
+def kernel_timeout(job: KernelJob) -> float:
+    """How long one kernel's worker may take: the two stages' budgets, within what magpie waits for anything."""
+    return min(
+        MAX_WAIT_S,
+        float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300)),
+    )
+
+
 def build_kernel(job: KernelJob) -> BuiltKernel:
     """Preflight and compile one kernel, and ask its backend whether it can run here."""
     kernel = KernelConfig.model_validate(job.kernel)
@@ -193,10 +201,7 @@ def build_kernel(job: KernelJob) -> BuiltKernel:
     workdir.mkdir(parents=True, exist_ok=True)
     backend = get_plugin_manager().get("kernel_backend", kernel.type)
     cwd = kernel.resolved_working_dir(Path(job.config_dir))
-    timeout = min(  # the two stages' budgets, within what magpie waits for anything
-        MAX_WAIT_S,
-        float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300)),
-    )
+    timeout = kernel_timeout(job)
     result = KernelResult(
         kernel_id=kernel.id,
         kernel_type=kernel.type,
