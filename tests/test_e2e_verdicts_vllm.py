@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.vllm_cpu import benchmark_block, run_benchmark_cli, run_benchmarks_together, running_vllm
+from tests.helpers.vllm_cpu import benchmark_block, run_benchmark_cli, run_interleaved_cli, running_vllm
 
 pytestmark = pytest.mark.slow
 
@@ -36,30 +36,34 @@ def _verdicts(result: dict) -> dict[str, str]:
 def test_aa_is_within_noise(vllm_aa_reports: list[Path]) -> None:
     a, a2 = vllm_aa_reports
     data = json.loads(a.read_text())
-    assert data["repeats"] == 3 and len(data["points"][0]["repeats"]) == 3
-    assert data["repeat_stats"]["output_throughput"]["n"] == 3
+    assert data["repeats"] == 5 and len(data["points"][0]["repeats"]) == 5
+    assert data["repeat_stats"]["output_throughput"]["n"] == 5
+    assert [r["round"] for r in data["points"][0]["repeats"]] == [0, 1, 2, 3, 4]
     fp = data["fingerprint"]
     assert fp["system"]["engine_version"] not in (None, "unknown")  # from the server's /version
     assert fp["workload"]["tokenizer"]["loaded"] is True
     code, result = _compare(a, a2)
     assert code == 0 and result["comparable"] and not result["workload_differences"]
+    # the noise was measured by the interleaved rounds, not assumed
+    assert result["noise"] == "interleaved" and result["rounds"] == 5
     verdicts = _verdicts(result)
     assert {"request_throughput", "output_throughput", "mean_ttft_ms", "mean_tpot_ms", "mean_e2el_ms"} <= set(verdicts)
     assert set(verdicts.values()) == {"WITHIN NOISE"}, result["metrics"]
 
 
 def test_max_num_seqs_1_regresses_throughput(vllm_server, tiny_llama_model: Path, tmp_path: Path) -> None:
-    # concurrency 32: batching is what --max-num-seqs 1 takes away (about 3-5x throughput here); 64 requests
-    # and 5 repeats, because on 2 shared cores one repeat's throughput moves by ~45% (CV) with other load
+    # concurrency 32: batching is what --max-num-seqs 1 takes away (about 3-5x throughput here); 64 requests.
+    # Interleaved rounds, each side against its own server: the machine's load moving between rounds hits both
+    # sides of a round alike, and the rounds' spread is the noise the verdict's interval is built on
     block = benchmark_block(tiny_llama_model, run_mode="external")
     block["envs"] = {**block["envs"], "CONC": 32, "NUM_PROMPTS": 64}
     with running_vllm(tiny_llama_model, tmp_path, ["--max-num-seqs", "1"]) as one_seq_url:
-        # both runs at the same time, each against its own server: the machine's load hits both alike
-        runs = [({**block, "base_url": vllm_server.url}, tmp_path / "default")]
-        runs.append(({**block, "base_url": one_seq_url}, tmp_path / "one_seq"))
-        default, one_seq = run_benchmarks_together(runs, "--repeats", "5")
+        default, one_seq = run_interleaved_cli(
+            {**block, "base_url": vllm_server.url}, {**block, "base_url": one_seq_url}, tmp_path, "--repeats", "6"
+        )
     code, result = _compare(default, one_seq)
     assert code == 0 and result["comparable"], result["reasons"]
+    assert result["noise"] == "interleaved" and result["rounds"] == 6
     verdicts = _verdicts(result)
     assert verdicts["request_throughput"] == "REGRESSED" and verdicts["output_throughput"] == "REGRESSED", result
     assert result["verdict"] == "REGRESSED"

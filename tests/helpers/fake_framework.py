@@ -34,7 +34,8 @@ class FakeFramework(ServingFramework):
             "--itl-ms",
             "2",
         ]
-        return argv + (["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else [])
+        argv += ["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else []
+        return argv + list(config.server_args or [])  # e.g. ["--ttft-ms", "60"]: a change of the system under test
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         return ["--profile-dir", str(profile_dir)]

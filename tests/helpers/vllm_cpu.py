@@ -113,3 +113,24 @@ def run_benchmarks_together(runs: list[tuple[dict[str, Any], Path]], *args: str)
         assert json.loads(found[-1].read_text())["success"], found[-1]
         reports.append(found[-1])
     return reports
+
+
+def run_interleaved_cli(base: dict[str, Any], new: dict[str, Any], out_dir: Path, *args: str) -> list[Path]:
+    """``magpie benchmark --interleave BASE.yaml NEW.yaml -o out_dir ARGS``: the two sides' merged reports
+    (asserts both measured; the comparison is in the run folder's comparison.json)."""
+    import sys
+
+    import yaml
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    configs = []
+    for name, block in (("base", base), ("new", new)):
+        configs.append(out_dir / f"{name}.yaml")
+        configs[-1].write_text(yaml.safe_dump({"benchmark": block}))
+    argv = [sys.executable, "-m", "magpie_core", "benchmark", "--interleave", *map(str, configs), "-o", str(out_dir)]
+    done = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=1200)
+    folders = sorted(out_dir.glob("interleave_*"))
+    assert done.returncode in (0, 1) and folders, done.stdout[-3000:] + done.stderr[-3000:]
+    reports = [folders[-1] / side / "benchmark_report.json" for side in ("base", "new")]
+    assert all(r.is_file() for r in reports), done.stdout[-3000:] + done.stderr[-3000:]
+    return reports

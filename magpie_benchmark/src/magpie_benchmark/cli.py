@@ -285,6 +285,12 @@ def benchmark_command(
     compare: tuple[Path, Path] | None = typer.Option(
         None, "--compare", help="end-to-end verdict of two benchmark reports: --compare BASE NEW"
     ),
+    interleave: tuple[Path, Path] | None = typer.Option(
+        None,
+        "--interleave",
+        help="measure two benchmark YAMLs in alternating rounds (--repeats N rounds, default 3) and judge "
+        "the change on the noise the rounds measured: --interleave BASE.yaml NEW.yaml",
+    ),
     allow_different_workload: bool = typer.Option(
         False, "--allow-different-workload", help="--compare reports of different workloads anyway (labelled)"
     ),
@@ -319,6 +325,41 @@ def benchmark_command(
             allow_different_workload=allow_different_workload,
             min_effect=min_effect,
             noise_floor=noise_floor,
+            as_json=as_json or fmt == "json",
+        )
+        raise typer.Exit(code)
+    overrides = {
+        "model": model,
+        "precision": precision,
+        "tp": tp,
+        "concurrency": concurrency,
+        "input_len": input_len,
+        "output_len": output_len,
+        "torch_profiler": torch_profiler,
+        "run_mode": run_mode,
+        "run_kind": run_kind,
+        "base_url": base_url,
+        "docker_image": docker_image or STATE.docker_image,
+        "timeout": timeout,
+        "repeats": repeats,
+        "restart_between_repeats": restart_between_repeats,
+    }
+    if interleave is not None:
+        from magpie_benchmark.cli_compare import run_interleave_cli
+
+        if framework is not None or benchmark_config is not None:
+            raise UsageError("--interleave takes its two benchmark YAMLs: drop FRAMEWORK and --benchmark-config")
+        overrides["patch"] = load_patch(
+            num_prompts=num_prompts, request_rate=request_rate, burstiness=burstiness, dataset_name=dataset_name,
+            dataset_path=dataset_path, seed=seed, endpoint=endpoint, tokenizer=tokenizer,
+            percentile_metrics=percentile_metrics, metric_percentiles=metric_percentiles, goodput=goodput,
+            trace_time_scale=trace_time_scale,
+        )  # fmt: skip
+        code = run_interleave_cli(
+            list(interleave),
+            overrides,
+            STATE.resolve_output_dir(output_dir),
+            min_effect=min_effect,
             as_json=as_json or fmt == "json",
         )
         raise typer.Exit(code)
@@ -364,23 +405,7 @@ def benchmark_command(
         run_benchmark_cli(
             framework=framework,
             benchmark_config=benchmark_config,
-            overrides={
-                "model": model,
-                "precision": precision,
-                "tp": tp,
-                "concurrency": concurrency,
-                "input_len": input_len,
-                "output_len": output_len,
-                "torch_profiler": torch_profiler,
-                "run_mode": run_mode,
-                "run_kind": run_kind,
-                "base_url": base_url,
-                "docker_image": docker_image or STATE.docker_image,
-                "timeout": timeout,
-                "repeats": repeats,
-                "restart_between_repeats": restart_between_repeats,
-                "patch": patch,
-            },
+            overrides={**overrides, "patch": patch},
             output_dir=STATE.resolve_output_dir(output_dir),
             fmt=fmt,
             no_html=no_html,

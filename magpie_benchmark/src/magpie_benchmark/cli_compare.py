@@ -1,7 +1,8 @@
-"""``magpie benchmark --compare BASE NEW``: the end-to-end verdict of two benchmark reports.
+"""``magpie benchmark --compare BASE NEW`` and ``--interleave BASE.yaml NEW.yaml``: end-to-end verdicts.
 
 Exit 0 with a verdict (IMPROVED, REGRESSED or WITHIN NOISE per metric); 1 when the runs are NOT
-COMPARABLE; 2 when a report cannot be read. The statistics live in :mod:`magpie_benchmark.stats`.
+COMPARABLE (or, interleaved, a side measured nothing); 2 when a report or config cannot be read. The
+statistics live in :mod:`magpie_benchmark.stats`, the rounds in :mod:`magpie_benchmark.interleave`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from rich.table import Table
 from magpie_core.cli.app import EXIT_CHECKS_FAILED, EXIT_OK, UsageError, console
 
 REPORT_NAME = "benchmark_report.json"
+#: how the output names where the verdict's noise came from (``E2EComparison.noise``)
+NOISE_SOURCE = {
+    "interleaved": "measured: the spread of the interleaved rounds' differences",
+    "restarted": "measured: every repeat had its own server lifetime",
+    "assumed": "assumed (fixed floors): see the reasons",
+}
 VERDICT_STYLE = {"IMPROVED": "green", "REGRESSED": "red", "WITHIN NOISE": "yellow", "NOT COMPARABLE": "magenta"}
 
 
@@ -62,6 +69,43 @@ def run_compare_cli(
     return EXIT_OK if result.comparable else EXIT_CHECKS_FAILED
 
 
+#: rounds of ``--interleave`` when ``--repeats`` is not given. The metrics' intervals hold jointly, so with 3
+#: rounds the t quantile for nine metrics is 13.4 and only huge changes are called; with 5 it is 5.4 (a 15%
+#: change at 2% noise per run is called; 10% needs about 8 rounds, docs/optimization-loop.md "Measured noise")
+DEFAULT_ROUNDS = 5
+
+
+def run_interleave_cli(
+    configs: list[Path], overrides: dict[str, Any], output_dir: Path, *, min_effect: float, as_json: bool
+) -> int:
+    """``--interleave BASE.yaml NEW.yaml``: both configs with the same command-line overrides, ``--repeats``
+    alternating rounds (one repeat per run inside a round), then the paired verdict."""
+    from magpie_benchmark.interleave import run_interleaved
+    from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config
+
+    rounds = overrides.get("repeats") or DEFAULT_ROUNDS
+    per_run = {**overrides, "repeats": None, "restart_between_repeats": None}
+    loaded = {}
+    for side, path in zip(("base", "new"), configs, strict=True):
+        config = apply_overrides(load_benchmark_config(path), None, per_run, from_file=True)
+        if config.repeats != 1 or config.restart_between_repeats:
+            console.print(
+                f"note: {path}: benchmark.repeats / restart_between_repeats apply inside each round's run; "
+                f"--repeats {rounds} sets the rounds",
+                markup=False,
+                soft_wrap=True,
+            )
+        loaded[side] = config
+    folder, result = run_interleaved(loaded, rounds, output_dir, min_effect=min_effect)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        print_comparison(result)
+        console.print(f"reports: {folder / 'base'} and {folder / 'new'}; verdict: {folder / 'comparison.json'}")
+    measured = all(result.repeats) and result.rounds
+    return EXIT_OK if result.comparable and measured else EXIT_CHECKS_FAILED
+
+
 def print_comparison(result: Any) -> None:
     """The verdict table, then the reasons, the workload and system differences."""
     table = Table(title=f"end-to-end: new vs base (repeats {result.repeats[0]} and {result.repeats[1]})")
@@ -74,6 +118,7 @@ def print_comparison(result: Any) -> None:
         table.add_row(m.label, _mean_sd(m.base), _mean_sd(m.new), change, ci, f"[{style}]{m.verdict.value}[/{style}]")
     console.print(table)
     console.print(f"verdict: {result.verdict.value}", markup=False)
+    console.print(f"noise: {NOISE_SOURCE.get(result.noise, result.noise)}", markup=False, soft_wrap=True)
     for reason in result.reasons:
         console.print(f"  {reason}", markup=False, soft_wrap=True)
     for m in result.metrics:

@@ -887,7 +887,7 @@ def run_benchmark(
             report.server["stopped"] = True
         if lease is not None:
             lease.release()
-        _summarize(report)
+        summarize_report(report)
         report.execution_time = time.monotonic() - t0
         report.write(ws.report_path)
         logging.getLogger("magpie").removeHandler(handler)
@@ -1095,7 +1095,7 @@ def _analyze_capture(
         report.tracelens_analysis = report.tracelens_analysis or lens
 
 
-def _summarize(report: BenchmarkReport) -> None:
+def summarize_report(report: BenchmarkReport) -> None:
     """Top-level AMD fields from the last measured point (the heaviest load of a sweep)."""
     wanted_measurement = report.run_kind in ("measurement", "auto")
     if report.offline is not None:  # the command's own result file filled the AMD fields

@@ -11,6 +11,9 @@ A serving benchmark's numbers move from run to run far more than its per-request
   ``min_effect``; WITHIN NOISE otherwise. A run with a single repeat has no spread of its own: the
   change is called only when it dwarfs the metric's default noise floor (:data:`NOISE_FLOOR`),
   and the reason says how many repeats would settle it.
+* the two sides of one interleaved run (``--interleave``, :mod:`magpie_benchmark.interleave`) are judged on
+  their paired rounds instead (:func:`compare_paired_metric`): the noise between server lifetimes is measured
+  by the rounds' spread, no floor is assumed, and the metrics' intervals hold jointly at 95%;
 * NOT COMPARABLE when the two runs measured different workloads (:func:`fingerprint_differences`).
 * no IMPROVED / REGRESSED (WITHIN NOISE, with the reason) when the measurement itself is confounded:
   both runs loaded one server at the same time (:func:`shared_server_reason`), or they ran at
@@ -302,6 +305,125 @@ def _settle_hint(needed: int | None, change: float, cv: float, floor: float) -> 
     return f"; about {needed} repeats per run ({how}, both runs) would settle {change:+.1%} at CV {cv:.1%}"
 
 
+# --- interleaved rounds: the noise measured, not assumed -----------------------------------------------
+
+
+def paired_log_interval(
+    base: Sequence[float], new: Sequence[float], family: int = 1
+) -> tuple[float, float, float, float]:
+    """Mean log(new/base) over paired rounds with its t interval and the rounds' sd: (est, lo, hi, sd).
+
+    Each round measured both sides back to back (order alternating), each in its own server lifetime where
+    magpie starts the servers: the pair's difference carries everything that moves between lifetimes and
+    cancels what drifts slowly (the machine's load, a warming cache), and the t interval on n-1 degrees of
+    freedom includes that between-lifetime variance instead of assuming a floor for it. ``family``: the
+    interval is one of that many judged together, at 95% for all of them (Bonferroni)."""
+    d = np.log(np.asarray(new, dtype=float)) - np.log(np.asarray(base, dtype=float))
+    n = len(d)
+    est = float(d.mean())
+    sd = float(d.std(ddof=1)) if n > 1 else math.nan
+    if n < 2:
+        return est, math.nan, math.nan, sd
+    half = _t_family(n - 1, family) * sd / math.sqrt(n)
+    return est, est - half, est + half, sd
+
+
+@functools.lru_cache(maxsize=256)
+def _t_family(dof: int, family: int) -> float:
+    """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family)."""
+    return _student_t(1 - 0.025 / max(family, 1), dof)
+
+
+def rounds_needed(sd: float, change: float, min_effect: float, at_least: int, family: int = 1) -> int | None:
+    """Interleaved rounds for the interval of ``change`` to clear ``min_effect`` at a between-round sd."""
+    room = abs(math.log1p(change)) - math.log1p(min_effect) if change > -1 else math.inf
+    if not sd or sd != sd or room <= 0:
+        return None
+    for n in range(max(at_least, 2), MAX_SUGGESTED_REPEATS + 1):
+        if _t_family(n - 1, family) * sd / math.sqrt(n) < room:
+            return n
+    return None
+
+
+def compare_paired_metric(
+    metric: E2EMetric, base: Sequence[float], new: Sequence[float], *, min_effect: float = 0.02, family: int = 1
+) -> MetricVerdict:
+    """The verdict on one metric from interleaved rounds (``base[i]`` and ``new[i]`` measured in round i).
+
+    IMPROVED / REGRESSED only when the whole interval lies beyond ``min_effect`` in one direction: an
+    interval that reaches below the effect of interest does not prove one (the kernel verdicts' rule).
+    ``family``: how many metrics are judged together; their intervals hold at 95% jointly, so an A/A pair has
+    at most a 5% chance of any metric being called, not 5% per metric."""
+    b, c = spread(base), spread(new)
+    if len(base) != len(new) or not base or min(base) <= 0 or min(new) <= 0:
+        return _verdict(metric, b, c, None, None, E2EVerdict.NOT_COMPARABLE, "no positive value in some round")
+    est, lo, hi, sd = paired_log_interval(base, new, family)
+    change = math.expm1(est)
+    if len(base) < 2:
+        reason = f"one interleaved round: no between-round spread to judge {change:+.1%} against (--repeats 3 or more)"
+        return _verdict(metric, b, c, 100 * change, None, E2EVerdict.WITHIN_NOISE, reason)
+    ci = [100 * math.expm1(lo), 100 * math.expm1(hi)]
+    bar = math.log1p(min_effect)
+    joint = f", 95% jointly over {family} metrics" if family > 1 else ""
+    measured = f"{len(base)} interleaved rounds, between-round sd {sd:.1%}{joint}"
+    if lo > bar or hi < -bar:
+        verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
+        reason = f"the whole CI ({ci[0]:+.1f}% to {ci[1]:+.1f}%) is beyond ±{min_effect:.0%} ({measured})"
+        return _verdict(metric, b, c, 100 * change, ci, verdict, reason)
+    reason = f"CI {ci[0]:+.1f}% to {ci[1]:+.1f}% reaches within ±{min_effect:.0%} ({measured})"
+    needed = rounds_needed(sd, change, min_effect, len(base) + 1, family)
+    if needed is not None:
+        reason += f"; about {needed} rounds (--repeats {needed}) would settle {change:+.1%}"
+    return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason, needed)
+
+
+def report_rounds(report: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    """An interleaved side's summary-point repeats by round: ``{round: [metrics, ...]}`` (measured ones only)."""
+    points = report.get("points") or []
+    idx = report.get("summary_point")
+    if not isinstance(idx, int) or not 0 <= idx < len(points):
+        return {}
+    rounds: dict[int, list[dict[str, Any]]] = {}
+    for entry in points[idx].get("repeats") or []:
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        if isinstance(metrics, dict) and metrics.get("completed") and isinstance(entry.get("round"), int):
+            rounds.setdefault(entry["round"], []).append(metrics)
+    return rounds
+
+
+def interleaved_pair(base: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two reports are the two sides of one interleaved run (``magpie benchmark --interleave``)."""
+    a, b = base.get("interleave") or {}, new.get("interleave") or {}
+    return bool(a.get("id")) and a.get("id") == b.get("id") and a.get("side") != b.get("side")
+
+
+def _compare_paired_metrics(
+    base: dict[str, Any], new: dict[str, Any], min_effect: float
+) -> tuple[list[MetricVerdict], int]:
+    """Per-metric paired verdicts over the rounds both sides measured; a round's value is the geometric mean
+    of its repeats (one per round unless the configs ask for more)."""
+    a, b = report_rounds(base), report_rounds(new)
+    shared = sorted(a.keys() & b.keys())
+    columns = {}
+    for metric in E2E_METRICS:
+        pairs = [(_round_value(a[r], metric), _round_value(b[r], metric)) for r in shared]
+        kept = [(x, y) for x, y in pairs if x is not None and y is not None]
+        if kept:
+            columns[metric] = kept
+    out = [
+        compare_paired_metric(m, [x for x, _ in kept], [y for _, y in kept], min_effect=min_effect, family=len(columns))
+        for m, kept in columns.items()
+    ]
+    return out, len(shared)
+
+
+def _round_value(repeats: list[dict[str, Any]], metric: E2EMetric) -> float | None:
+    values = [metric_value(m, metric.keys) for m in repeats]
+    if not values or any(v is None or v <= 0 for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
+
+
 # --- workload identity --------------------------------------------------------------------------------
 
 
@@ -351,6 +473,11 @@ class E2EComparison(Model):
     min_effect: float
     #: the run-to-run floor used (None: each metric's default, :data:`NOISE_FLOOR`)
     noise_floor: float | None = None
+    #: where the run-to-run noise came from: ``interleaved`` (paired rounds, :func:`compare_paired_metric`),
+    #: ``restarted`` (every repeat its own server), ``assumed`` (fixed floors: the runs could not measure it)
+    noise: str = "assumed"
+    #: interleaved: the rounds paired (both sides measured in each)
+    rounds: int | None = None
 
 
 def report_repeats(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -393,17 +520,26 @@ def compare_reports(
     elif workload:
         reasons.append("different workloads: " + ", ".join(d["field"] for d in workload))
     comparable = not reasons or (allow_different_workload and bool(base_runs) and bool(new_runs))
-    if noise_floor is None and _restarted(base) and _restarted(new):
-        noise_floor = 0.0  # every repeat had its own server: the spread already carries the run-to-run noise
-    metrics = _compare_metrics(base_runs, new_runs, min_effect, noise_floor) if base_runs and new_runs else []
+    noise, rounds = _noise_source(base, new, noise_floor), None
+    if noise == "interleaved":
+        metrics, rounds = _compare_paired_metrics(base, new, min_effect)
+    else:
+        if noise == "restarted":
+            noise_floor = 0.0  # every repeat had its own server: the spread already carries the run-to-run noise
+        metrics = _compare_metrics(base_runs, new_runs, min_effect, noise_floor) if base_runs and new_runs else []
     if not comparable:
         metrics = [m.model_copy(update={"verdict": E2EVerdict.NOT_COMPARABLE, "reason": reasons[0]}) for m in metrics]
     elif reasons:
         reasons = [f"compared anyway (--allow-different-workload): {r}" for r in reasons]
+    # interleaved rounds ran one after the other, and what the machine's load did to them is in their spread
     confounded = (shared_server_reason(base, new) or busy_host_reason(base, new)) if comparable else None
-    if confounded:
+    if confounded and noise != "interleaved":
         metrics = [_cap(m, confounded) for m in metrics]
         reasons.append(confounded)
+    if noise == "assumed" and comparable:
+        reasons.append(
+            ASSUMED_NOISE if noise_floor is None else f"run-to-run noise floor {noise_floor:.0%} (--noise-floor)"
+        )
     return E2EComparison(
         base=base_name,
         new=new_name,
@@ -417,6 +553,8 @@ def compare_reports(
         reasons=reasons,
         min_effect=min_effect,
         noise_floor=noise_floor,
+        noise=noise,
+        rounds=rounds,
     )
 
 
@@ -476,6 +614,23 @@ def _cap(m: MetricVerdict, reason: str) -> MetricVerdict:
     return m.model_copy(
         update={"verdict": E2EVerdict.WITHIN_NOISE, "reason": f"{m.change_pct:+.1f}% not called: {reason}"}
     )
+
+
+#: what a comparison of two separate runs says about its noise: the floors are a guess, not a measurement
+ASSUMED_NOISE = (
+    "noise assumed, not measured: the runs' repeats shared one server lifetime each, so the change between "
+    "lifetimes is each metric's default floor (magpie_benchmark.stats.NOISE_FLOOR); measure it with "
+    "--interleave BASE.yaml NEW.yaml (rounds over server lifetimes), or --restart-between-repeats for both runs"
+)
+
+
+def _noise_source(base: dict[str, Any], new: dict[str, Any], noise_floor: float | None) -> str:
+    """``interleaved``, ``restarted`` or ``assumed`` (an explicit ``--noise-floor`` is a floor the user chose)."""
+    if interleaved_pair(base, new):
+        return "interleaved"
+    if noise_floor is None and _restarted(base) and _restarted(new):
+        return "restarted"
+    return "assumed"
 
 
 def _restarted(report: dict[str, Any]) -> bool:

@@ -52,6 +52,8 @@ class RequestResult:
     trace_prompt_len: int | None = None
     #: the prompt tokens the server counted (its usage chunk); None: it sent none (``prompt_len`` is then ours)
     server_prompt_len: int | None = None
+    #: the output tokens the metrics counted (``token_count_method`` says how): what pooling runs needs back
+    counted_output_tokens: int | None = None
 
     def as_dict(self, keep_text: bool = False) -> dict[str, Any]:
         out = {
@@ -68,6 +70,7 @@ class RequestResult:
             "chunks": self.chunks,
             "error": self.error,
             "error_kind": self.error_kind,
+            "counted_output_tokens": self.counted_output_tokens,
         }
         if self.session_id is not None:
             out["session_id"], out["turn"] = self.session_id, self.turn
@@ -75,6 +78,25 @@ class RequestResult:
         if keep_text:
             out["generated_text"] = self.generated_text
         return out
+
+    @classmethod
+    def from_sample(cls, line: dict[str, Any]) -> RequestResult:
+        """A request back from its samples line (:meth:`as_dict`): what pooling the metrics of several runs
+        needs (times, lengths and the output tokens as first counted; not the text)."""
+        return cls(
+            success=bool(line.get("success")),
+            prompt_len=int(line.get("prompt_len") or 0),
+            expected_output_len=int(line.get("expected_output_len") or 0),
+            output_tokens=line.get("counted_output_tokens") or line.get("output_tokens"),
+            token_count_method=line.get("token_count_method"),
+            ttft=float(line.get("ttft_ms") or 0.0) / 1000,
+            itl=[float(x) / 1000 for x in line.get("itl_ms") or []],
+            latency=float(line.get("e2el_ms") or 0.0) / 1000,
+            start_time=float(line.get("start_time_s") or 0.0),
+            chunks=int(line.get("chunks") or 0),
+            error=line.get("error"),
+            error_kind=line.get("error_kind"),
+        )
 
 
 class SseParser:

@@ -80,7 +80,7 @@ def compute_metrics(
             error_examples.setdefault(kind, (r.error or "")[:300])
             continue
         n_out, method = output_tokens(r, tokenizer)
-        r.token_count_method = method
+        r.token_count_method, r.counted_output_tokens = method, n_out
         methods[method] += 1
         completed += 1
         total_input += r.prompt_len
