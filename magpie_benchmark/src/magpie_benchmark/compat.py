@@ -95,11 +95,11 @@ CONSUMED: dict[str, str] = {
     "MAGPIE_EVAL_PYTHON": "quality gate: the python that runs lm-eval (default: magpie's own)",
     "EVAL_CONCURRENT_REQUESTS": "quality gate: requests lm-eval keeps in flight (default CONC)",
     "EVAL_TASKS_DIR": "quality gate: folder (or task file) of custom lm-eval task YAMLs (--include_path)",
-    "EXTRA_VLLM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
-    "EXTRA_SGLANG_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
-    "EXTRA_ATOM_ARGS": "extra server arguments (shell-split), read by the framework plugin of that name",
-    "EXTRA_SERVER_ARGS": "extra server arguments (shell-split) for any framework plugin",
-    "EXTRA_XDIT_ARGS": "extra arguments (shell-split) appended to run_cmd by the offline xdit framework plugin",
+    "EXTRA_VLLM_ARGS": "extra server arguments (whitespace-split, quotes kept) for the framework plugin of that name",
+    "EXTRA_SGLANG_ARGS": "extra server arguments (whitespace-split, quotes kept) for the framework plugin of that name",
+    "EXTRA_ATOM_ARGS": "extra server arguments (whitespace-split, quotes kept) for the framework plugin of that name",
+    "EXTRA_SERVER_ARGS": "extra server arguments (whitespace-split, quotes kept) for any framework plugin",
+    "EXTRA_XDIT_ARGS": "extra arguments (whitespace-split, quotes kept) appended to run_cmd by the xdit plugin",
 }
 
 #: envs key prefixes of features magpie does not implement -> what to do instead

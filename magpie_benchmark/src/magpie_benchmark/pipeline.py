@@ -342,16 +342,22 @@ def served_model(base_url: str, fallback: str, timeout_s: float = 10.0) -> str:
         return fallback
 
 
+def server_argv(config: BenchmarkConfig, framework: Any, host: str, port: int, profile_dir: Path | None) -> list[str]:
+    """The engine's command line: the plugin's, its profiler flags when profiling, then ``server_args``."""
+    argv = list(framework.server_command(config, host, port))
+    if profile_dir is not None:
+        argv += framework.profiler_args(config, profile_dir)
+    return argv + list(config.server_args)
+
+
 def start_server(
     config: BenchmarkConfig, framework: Any, ws: Workspace, lease: GpuLease, profile_dir: Path | None
 ) -> ServerHandle:
     host = config.host
     port = config.port or free_port(host)
-    argv = list(framework.server_command(config, host, port))
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
-        argv += framework.profiler_args(config, profile_dir)
-    argv += list(config.server_args)
+    argv = server_argv(config, framework, host, port, profile_dir)
     server_env = {**server_envs(config.envs), **framework.server_env(config, profile_dir), **config.server_env}
     server_env.update(lease.env())
     stop_argv = None

@@ -1,7 +1,8 @@
 """Helpers shared by serving-framework plugins: AMD Magpie's ``envs`` read one way everywhere.
 
 ``TP`` tensor parallel size, ``MAX_MODEL_LEN``, ``GPU_MEM_UTIL`` (or ``GPU_MEMORY_UTILIZATION``), ``EXTRA_<X>_ARGS``
-(shell-split extra server arguments) and the server's python: ``server_python``
+(extra server arguments, split on whitespace as AMD Magpie's scripts split them: see
+:mod:`magpie_benchmark.serving.cli_args`) and the server's python: ``server_python``
 in the config, else the plugin's environment variable, else this python
 (``python3`` inside a container).
 """
@@ -9,11 +10,12 @@ in the config, else the plugin's environment variable, else this python
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from typing import Any
 
 from magpie_core.interfaces import ServingFramework
+
+from .cli_args import drop_overridden, split_extra_args
 
 DTYPES = {
     "bf16": "bfloat16",
@@ -32,7 +34,8 @@ class FrameworkBase(ServingFramework):
 
     :meth:`server_command` builds ``python -m <module> <model> <host> <port> <tp>``
     plus the optional flags below (a ``None`` flag is not supported by that
-    engine and never passed), then :meth:`framework_args`, then ``EXTRA_*_ARGS``.
+    engine and never passed), then :meth:`framework_args`, then ``EXTRA_*_ARGS``. A flag the extra
+    arguments set is not passed by magpie as well (the extra arguments' value wins).
     """
 
     #: environment variable naming the python that runs a local server
@@ -55,10 +58,19 @@ class FrameworkBase(ServingFramework):
     version_path: str | None = None
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
-        argv = [self.python(config), "-m", self.module, self.model_flag, config.model, "--host", host]
-        argv += [self.port_flag, str(port), self.tp_flag, str(self.tp(config))]
+        argv = [self.python(config), "-m", self.module]
+        extra = self.extra_args(config)
+        argv += drop_overridden(self.own_options(config, host, port), extra, self.extra_args_env)
+        return argv + self.framework_args(config) + extra
+
+    def own_options(self, config: Any, host: str, port: int) -> list[list[str]]:
+        """The flags magpie sets, each with its value (or a lone switch), before any extra arguments."""
         dtype, quant = self.dtype_and_quantization(config)
-        optional = [
+        candidates = [
+            (self.model_flag, config.model),
+            ("--host", host),
+            (self.port_flag, port),
+            (self.tp_flag, self.tp(config)),
             (self.served_name_flag, config.served_model_name),
             (self.dtype_flag, dtype),
             (self.quantization_flag, quant),
@@ -66,12 +78,10 @@ class FrameworkBase(ServingFramework):
             (self.mem_fraction_flag, self.gpu_mem_util(config)),
             (self.kv_cache_dtype_flag, self.kv_cache_dtype(config)),
         ]
-        for flag, value in optional:
-            if flag and value is not None and value != "":
-                argv += [flag, str(value)]
+        options = [[flag, str(value)] for flag, value in candidates if flag and value is not None and value != ""]
         if self.enforce_eager_flag and config.framework_options.get("enforce_eager"):
-            argv.append(self.enforce_eager_flag)
-        return argv + self.framework_args(config) + self.extra_args(config)
+            options.append([self.enforce_eager_flag])
+        return options
 
     def framework_args(self, config: Any) -> list[str]:
         """Engine-specific arguments beyond the shared ones."""
@@ -100,8 +110,8 @@ class FrameworkBase(ServingFramework):
         return value if value is not None else config.env_float("GPU_MEMORY_UTILIZATION")
 
     def extra_args(self, config: Any) -> list[str]:
-        raw = config.envs.get(self.extra_args_env) or config.envs.get("EXTRA_SERVER_ARGS") or ""
-        return shlex.split(str(raw)) if isinstance(raw, str) else [str(x) for x in raw]
+        raw = config.envs.get(self.extra_args_env) or config.envs.get("EXTRA_SERVER_ARGS")
+        return split_extra_args(raw if raw is None or isinstance(raw, list | tuple) else str(raw))
 
     @staticmethod
     def dtype_and_quantization(config: Any) -> tuple[str | None, str | None]:

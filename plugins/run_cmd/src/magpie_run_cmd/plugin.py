@@ -7,7 +7,9 @@ benchmark. As AMD Magpie does, the command is
   ``&&`` or variable expansion; put those in a script and run the script;
 - stripped of its own ``--output_directory``/``--output-directory`` (with value) and ``--profile``:
   magpie owns where results go and when to profile;
-- extended with ``envs.EXTRA_XDIT_ARGS`` (shell-split; per-variant flags such as ``--use_fbcache``),
+- extended with ``envs.EXTRA_XDIT_ARGS`` (per-variant flags such as ``--use_fbcache``), split on
+  whitespace with quotes kept, as AMD Magpie's scripts split every ``EXTRA_*_ARGS``
+  (:func:`magpie_benchmark.serving.cli_args.split_extra_args`),
   then ``--output_directory <run folder>`` and, for the profiled diagnostic run, ``--profile``.
 
 It runs in its own process group with ``benchmark.timeout_seconds``, the run's ``envs`` (all but the
@@ -28,6 +30,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from magpie_benchmark.serving.cli_args import split_extra_args
+
 from magpie_core import hookimpl
 from magpie_core.interfaces import OfflineFramework, OfflineRun
 from magpie_core.processes import run_command, tail
@@ -42,7 +46,7 @@ TRACE_PREFIX = "profile_trace_rank_"
 
 
 class CommandError(ValueError):
-    """``benchmark.run_cmd`` (or ``envs.EXTRA_XDIT_ARGS``) cannot be turned into a command."""
+    """``benchmark.run_cmd`` cannot be turned into a command."""
 
 
 def _split(text: str, field: str) -> list[str]:
@@ -70,7 +74,7 @@ def build_argv(run_cmd: str | None, extra_args: str, out_dir: Path, *, profile: 
         if token in OWNED_SWITCHES:
             continue
         argv.append(token)
-    argv += _split(extra_args, f"benchmark.envs.{EXTRA_ARGS_ENV}") if extra_args.strip() else []
+    argv += split_extra_args(extra_args)
     argv += ["--output_directory", str(out_dir)]
     return [*argv, "--profile"] if profile else argv
 
