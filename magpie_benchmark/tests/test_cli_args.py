@@ -79,3 +79,10 @@ def test_server_command_says_each_flag_once() -> None:
     assert len(flags) == len(set(flags))
     assert argv[-4:] == ["--dtype", "bfloat16", *split_extra_args(COMPILATION)]
     assert "--enforce-eager" in argv
+
+
+def test_host_and_port_stay_magpies() -> None:
+    from magpie_benchmark.serving.cli_args import remove_flags
+
+    words = ["--port", "8000", "--dtype", "bfloat16", "--host=0.0.0.0", "--enforce-eager"]
+    assert remove_flags(words, {"--host", "--port"}, "EXTRA_VLLM_ARGS") == ["--dtype", "bfloat16", "--enforce-eager"]

@@ -58,5 +58,32 @@ def drop_overridden(options: Sequence[Sequence[str]], extra: Sequence[str], sour
     return kept
 
 
+def remove_flags(extra: Sequence[str], names: set[str], source: str) -> list[str]:
+    """``extra`` less the flags in ``names`` (with their values): the ones magpie must own, such as the host
+    and port it waits on and connects to. A warning names what was removed and why."""
+    kept: list[str] = []
+    removed: list[str] = []
+    words = list(extra)
+    i = 0
+    while i < len(words):
+        name = flag_name(words[i])
+        if name not in names:
+            kept.append(words[i])
+            i += 1
+            continue
+        takes_value = "=" not in words[i] and i + 1 < len(words) and flag_name(words[i + 1]) is None
+        removed.append(" ".join(words[i : i + 1 + takes_value]))
+        i += 1 + takes_value
+    if removed:
+        log.warning(
+            "%s sets %s: magpie starts the server on benchmark.host (default 127.0.0.1) and a port it picks, and "
+            "connects there, so %s is ignored (set benchmark.host to bind elsewhere)",
+            source,
+            _names(removed),
+            removed,
+        )
+    return kept
+
+
 def _names(dropped: list[str]) -> str:
     return ", ".join(option.split(" ", 1)[0] for option in dropped)

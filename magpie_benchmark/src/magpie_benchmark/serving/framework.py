@@ -15,7 +15,7 @@ from typing import Any
 
 from magpie_core.interfaces import ServingFramework
 
-from .cli_args import drop_overridden, split_extra_args
+from .cli_args import drop_overridden, remove_flags, split_extra_args
 
 DTYPES = {
     "bf16": "bfloat16",
@@ -59,7 +59,8 @@ class FrameworkBase(ServingFramework):
 
     def server_command(self, config: Any, host: str, port: int) -> list[str]:
         argv = [self.python(config), "-m", self.module]
-        extra = self.extra_args(config)
+        # the host and port are magpie's: it waits for the server there (the extra arguments cannot move them)
+        extra = remove_flags(self.extra_args(config), {"--host", self.port_flag}, self.extra_args_env)
         argv += drop_overridden(self.own_options(config, host, port), extra, self.extra_args_env)
         return argv + self.framework_args(config) + extra
 
