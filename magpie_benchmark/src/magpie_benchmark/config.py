@@ -153,6 +153,14 @@ class LoadConfig(StrictModel):
     request_deadline_s: Seconds = Field(
         3600.0, description="longest one request may take in all; a stream still running then is an error"
     )
+    probe_timeout_s: Seconds = Field(
+        30.0, description="before the load: longest wait for /v1/models and for one 1-token request, each"
+    )
+    stall_timeout_s: Seconds | None = Field(
+        120.0,
+        description="stop a point when no in-flight request got a byte for this long (null: never); "
+        "finished requests are kept, the others fail as stalled",
+    )
     inter_point_sleep_s: PauseSeconds = Field(0.0, description="pause between sweep points")
     diagnostic_num_prompts: PositiveInt | None = Field(
         None, description="requests of the profiled diagnostic run (default: one wave of max_concurrency)"
