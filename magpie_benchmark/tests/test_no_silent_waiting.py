@@ -6,6 +6,8 @@ misbehave) with small timeouts; bounds on elapsed time are generous (a loaded 2-
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -16,7 +18,9 @@ from typing import Any
 
 import pytest
 from magpie_benchmark.config import BenchmarkConfig
+from magpie_benchmark.load_flags import load_patch
 from magpie_benchmark.loadgen.fake_server import FakeSettings, in_thread
+from magpie_benchmark.loadgen.runner import _Progress
 from magpie_benchmark.pipeline import run_benchmark
 
 
@@ -99,3 +103,31 @@ def test_a_stream_that_never_ends_is_cut_at_the_request_deadline(tmp_path: Path,
     metrics = report.points[0]["metrics"]
     assert metrics["completed"] == 0 and metrics["failure_reasons"] == {"deadline": 2}, metrics
     assert any("every request failed" in e for e in report.errors), report.errors
+
+
+def test_progress_without_a_terminal_is_a_log_line_also_while_nothing_finishes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def point() -> None:
+        progress = _Progress(True, 4, "pt", log_every_s=0.05)  # pytest's stderr is no terminal
+        await asyncio.sleep(0.3)
+        progress.advance(ok=True)
+        progress.advance(ok=False)
+        await asyncio.sleep(0.3)
+        progress.close()
+
+    with caplog.at_level(logging.INFO, logger="magpie.benchmark.load"):
+        asyncio.run(point())
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(line.startswith("pt: 0/4 done after") and "waiting for the first answer" in line for line in lines)
+    assert any(line.startswith("pt: 2/4 done (1 failed), ") and "req/s, about" in line for line in lines), lines
+
+
+def test_every_wait_has_a_flag() -> None:
+    patch = load_patch(request_timeout=5, request_deadline=50, probe_timeout=2, stall_timeout=9)
+    assert patch["load"] == {
+        "request_timeout_s": 5,
+        "request_deadline_s": 50,
+        "probe_timeout_s": 2,
+        "stall_timeout_s": 9,
+    }
