@@ -147,9 +147,7 @@ class LoadConfig(StrictModel):
     request_rates: list[Rate] | None = Field(None, min_length=1, description="sweep: one point per rate")
     ignore_eos: bool = True
     save_requests: bool = Field(False, description="keep per-request details in the report")
-    request_timeout_s: Seconds = Field(
-        600.0, description="longest wait for any byte of an answer"
-    )
+    request_timeout_s: Seconds = Field(600.0, description="longest wait for any byte of an answer")
     request_deadline_s: Seconds = Field(
         3600.0, description="longest one request may take in all; a stream still running then is an error"
     )

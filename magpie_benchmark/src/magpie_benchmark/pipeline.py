@@ -727,6 +727,8 @@ def run_diagnostic(
             framework=framework,
         )
         out["point"] = row
+        if load.stall is not None:
+            out["errors"].append(f"the profiled load stopped: {load.stall}")
         if load.interrupted:
             raise KeyboardInterrupt  # no waiting for traces: the run is stopping
     finally:
