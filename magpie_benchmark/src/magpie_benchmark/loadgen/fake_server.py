@@ -97,7 +97,14 @@ def _simple(status: int, obj: Any) -> bytes:
     ).encode() + body
 
 
-async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool, s: FakeSettings, recv: float) -> bool:
+async def _stream(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    req: dict[str, Any],
+    chat: bool,
+    s: FakeSettings,
+    recv: float,
+) -> bool:
     n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
     ttft = float(req.get("fake_ttft_ms", s.ttft_ms)) / 1000.0
     itl = float(req.get("fake_itl_ms", s.itl_ms)) / 1000.0
@@ -125,8 +132,9 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
         writer.write(_chunk(obj))
         record["sends"].append(perf_counter())
         await writer.drain()
-        if misbehaving == "stall":
-            await asyncio.Event().wait()  # after the first chunk: silent, the connection open, until the server stops
+        if misbehaving == "stall":  # after the first chunk: silent, the connection open, until the client hangs up
+            await reader.read()  # (not an Event nobody else holds: the garbage collector would take this task)
+            return False
     usage = {"prompt_tokens": len(str(prompt).split()), "completion_tokens": n, "total_tokens": n}
     writer.write(_chunk({"id": "fake", "choices": [], "usage": usage}))
     done = b"data: [DONE]\n\n"
@@ -168,7 +176,7 @@ def make_handler(s: FakeSettings) -> Any:
                     req = json.loads(body or b"{}")
                     if req.get("fake_status"):
                         writer.write(_simple(int(req["fake_status"]), {"error": "fake failure"}))
-                    elif not await _stream(writer, req, path.endswith("chat/completions"), s, recv):
+                    elif not await _stream(reader, writer, req, path.endswith("chat/completions"), s, recv):
                         break
                 else:
                     writer.write(_simple(404, {"error": f"no route {path}"}))
