@@ -85,7 +85,8 @@ def test_external_mode(tmp_path, fake_stream_server):
     cfg = config(run_mode="external", base_url=fake_stream_server, run_kind="measurement", load={"progress": False})
     report = run_benchmark(cfg, tmp_path)
     assert report.success, report.errors
-    assert report.throughput["completed_requests"] == 12 and report.server == {"external": True}
+    assert report.throughput["completed_requests"] == 12 and report.server["external"] is True
+    assert set(report.server["probe"]) == {"models_s", "request_s", "notes"}  # it answered before the load
 
 
 def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 import time
 
 import httpx
@@ -12,39 +11,15 @@ import numpy as np
 import pytest
 from magpie_benchmark.loadgen import LoadSpec, SampleRequest, arrival_offsets, compute_metrics, run_load
 from magpie_benchmark.loadgen.client import SseParser, build_payload
-from magpie_benchmark.loadgen.fake_server import FakeSettings, serve
+from magpie_benchmark.loadgen.fake_server import FakeSettings, in_thread
 from magpie_benchmark.serving.server import free_port
 
 
 @pytest.fixture(scope="module")
 def fake():
     settings = FakeSettings(ttft_ms=30, itl_ms=5)
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def runner() -> None:
-        asyncio.set_event_loop(loop)
-        ev = asyncio.Event()
-        task = loop.create_task(serve("127.0.0.1", port, settings, ev))
-
-        async def wait() -> None:
-            await ev.wait()
-            ready.set()
-
-        waiter = loop.create_task(wait())
-        try:
-            loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            pass
-        del waiter
-
-    thread = threading.Thread(target=runner, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    yield f"http://127.0.0.1:{port}", settings
-    loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
-    thread.join(5)
+    with in_thread(settings) as url:
+        yield url, settings
 
 
 def reqs(n: int, out: int = 8) -> list[SampleRequest]:

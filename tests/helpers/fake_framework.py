@@ -34,8 +34,7 @@ class FakeFramework(ServingFramework):
             "--itl-ms",
             "2",
         ]
-        argv += ["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else []
-        return argv + list(config.server_args or [])  # e.g. ["--ttft-ms", "60"]: a change of the system under test
+        return argv + (["--exit-after-s", str(self.exit_after_s)] if self.exit_after_s else [])
 
     def profiler_args(self, config: Any, profile_dir: Path) -> list[str]:
         return ["--profile-dir", str(profile_dir)]

@@ -311,6 +311,10 @@ def benchmark_command(
     metric_percentiles: str | None = LoadFlags.metric_percentiles,
     goodput: list[str] | None = LoadFlags.goodput,
     trace_time_scale: float | None = LoadFlags.trace_time_scale,
+    request_timeout: float | None = LoadFlags.request_timeout,
+    request_deadline: float | None = LoadFlags.request_deadline,
+    probe_timeout: float | None = LoadFlags.probe_timeout,
+    stall_timeout: float | None = LoadFlags.stall_timeout,
     fmt: str = format_option(),
     no_html: bool = no_html_option(),
 ) -> None:
@@ -400,6 +404,10 @@ def benchmark_command(
         metric_percentiles=metric_percentiles,
         goodput=goodput,
         trace_time_scale=trace_time_scale,
+        request_timeout=request_timeout,
+        request_deadline=request_deadline,
+        probe_timeout=probe_timeout,
+        stall_timeout=stall_timeout,
     )
     raise typer.Exit(
         run_benchmark_cli(

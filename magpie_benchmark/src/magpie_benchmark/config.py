@@ -147,11 +147,17 @@ class LoadConfig(StrictModel):
     request_rates: list[Rate] | None = Field(None, min_length=1, description="sweep: one point per rate")
     ignore_eos: bool = True
     save_requests: bool = Field(False, description="keep per-request details in the report")
-    request_timeout_s: Seconds = Field(
-        600.0, description="longest wait for any byte of an answer (also bounds the /v1/models query)"
-    )
+    request_timeout_s: Seconds = Field(600.0, description="longest wait for any byte of an answer")
     request_deadline_s: Seconds = Field(
         3600.0, description="longest one request may take in all; a stream still running then is an error"
+    )
+    probe_timeout_s: Seconds = Field(
+        30.0, description="before the load: longest wait for /v1/models and for one 1-token request, each"
+    )
+    stall_timeout_s: Seconds | None = Field(
+        120.0,
+        description="stop a point when no in-flight request got a byte for this long (null: never); "
+        "finished requests are kept, the others fail as stalled",
     )
     inter_point_sleep_s: PauseSeconds = Field(0.0, description="pause between sweep points")
     diagnostic_num_prompts: PositiveInt | None = Field(

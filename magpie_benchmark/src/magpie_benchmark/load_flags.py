@@ -5,7 +5,9 @@
 (an API path such as ``/v1/completions``), ``--tokenizer``, ``--percentile-metrics`` (comma list of
 ttft,tpot,itl,e2el), ``--metric-percentiles`` (comma list, default 99) and ``--goodput KEY:VALUE ...``
 (SLOs in milliseconds over ttft, tpot, e2el); trace replay: ``--dataset-name trace|mooncake|multi_turn``
-(AIPerf's dataset type names) with ``--dataset-path`` and ``--trace-time-scale``. Each becomes a key of the
+(AIPerf's dataset type names) with ``--dataset-path`` and ``--trace-time-scale``; waiting on the server:
+``--request-timeout``, ``--request-deadline``, ``--probe-timeout``, ``--stall-timeout`` (seconds; magpie's
+own, docs/benchmark.md "Waiting on the server"). Each becomes a key of the
 benchmark config (``load.*``, ``dataset.*``, ``slo.*``, ``tokenizer``) and wins over the YAML.
 """
 
@@ -65,6 +67,18 @@ class LoadFlags:
     )
     metric_percentiles = typer.Option(None, "--metric-percentiles", help="percentiles to report, e.g. 50,90,99")
     goodput = typer.Option(None, "--goodput", help="SLO KEY:VALUE in ms (ttft, tpot, e2el); repeat for several")
+    request_timeout = typer.Option(
+        None, "--request-timeout", help="seconds a request may wait for any byte of its answer (default 600)"
+    )
+    request_deadline = typer.Option(
+        None, "--request-deadline", help="seconds one request may take in all, streaming included (default 3600)"
+    )
+    probe_timeout = typer.Option(
+        None, "--probe-timeout", help="seconds for /v1/models and for a 1-token request before the load (default 30)"
+    )
+    stall_timeout = typer.Option(
+        None, "--stall-timeout", help="stop a point when no request got a byte for this many seconds (default 120)"
+    )
 
 
 def _choice(flag: str, value: str | None, table: dict[str, str]) -> str | None:
@@ -145,6 +159,10 @@ def load_patch(
     metric_percentiles: str | None = None,
     goodput: list[str] | None = None,
     trace_time_scale: float | None = None,
+    request_timeout: float | None = None,
+    request_deadline: float | None = None,
+    probe_timeout: float | None = None,
+    stall_timeout: float | None = None,
 ) -> dict[str, Any]:
     """The benchmark-config keys these flags set, as a nested patch (only flags that were given)."""
     rate = _rate(request_rate)
@@ -155,6 +173,10 @@ def load_patch(
         "endpoint": _choice("--endpoint", endpoint, ENDPOINTS),
         "percentile_metrics": _csv("--percentile-metrics", percentile_metrics, PERCENTILE_METRICS),
         "metric_percentiles": _percentiles(metric_percentiles),
+        "request_timeout_s": _positive("--request-timeout", request_timeout),
+        "request_deadline_s": _positive("--request-deadline", request_deadline),
+        "probe_timeout_s": _positive("--probe-timeout", probe_timeout),
+        "stall_timeout_s": _positive("--stall-timeout", stall_timeout),
     }
     trace = {
         "format": TRACE_FORMATS.get(dataset_name or ""),

@@ -37,8 +37,9 @@ from magpie_benchmark.config import BenchmarkConfig, BenchmarkConfigFile
 from magpie_benchmark.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
 from magpie_benchmark.loadgen import datasets as ds
 from magpie_benchmark.loadgen.metrics import PERCENTILES, compute_metrics, summarize
+from magpie_benchmark.loadgen.probe import ProbeFailed, probe_server
 from magpie_benchmark.loadgen.replay import session_metrics
-from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, run_load
+from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, run_in_loop, run_load
 from magpie_benchmark.loadgen.traces import TraceReplay, TraceSession, read_trace
 from magpie_benchmark.loadgen.traces import summary as trace_summary
 from magpie_benchmark.offline import redact_command, run_offline_benchmark
@@ -350,6 +351,32 @@ def server_argv(config: BenchmarkConfig, framework: Any, host: str, port: int, p
     return argv + list(config.server_args)
 
 
+def probe(config: BenchmarkConfig, base_url: str, report: BenchmarkReport) -> str:
+    """Check that the server answers before any load (:mod:`magpie_benchmark.loadgen.probe`); the model name to
+    send. Its timings go to ``report.server["probe"]``; :class:`ProbeFailed`, logged at once, when it does not."""
+    load = config.load
+    log.info("probing %s (each step at most %g s)", base_url, load.probe_timeout_s)
+    try:
+        found = run_in_loop(
+            lambda: probe_server(
+                base_url,
+                config.served_model_name,
+                config.model,
+                load.endpoint,
+                load.probe_timeout_s,
+                ignore_eos=load.ignore_eos,
+                extra_body=load.extra_body or None,
+            )
+        )
+    except ProbeFailed as exc:
+        log.error("the server is not answering: %s", exc)
+        raise
+    report.server["probe"] = found.as_dict()
+    for note in found.notes:
+        log.warning(note)
+    return config.served_model_name or found.listed_model or config.model
+
+
 def start_server(
     config: BenchmarkConfig, framework: Any, ws: Workspace, lease: GpuLease, profile_dir: Path | None
 ) -> ServerHandle:
@@ -412,6 +439,7 @@ def _client_checks(load: LoadResult) -> dict[str, Any]:
         "achieved_rate": load.achieved_rate,
         "warmup_failed": load.warmup_failed,
         "timed_out": load.timed_out,
+        "stalled": load.stall is not None,
         "client_cpu_s": load.client_cpu_s,
     }
     chunks = sum(r.chunks for r in load.results)
@@ -462,6 +490,7 @@ def run_point(
         seed=config.dataset.seed,
         request_timeout_s=config.load.request_timeout_s,
         request_deadline_s=config.load.request_deadline_s,
+        stall_timeout_s=config.load.stall_timeout_s,
         point_timeout_s=timeout,
         extra_body=config.load.extra_body or None,
         progress=config.load.progress,
@@ -704,6 +733,8 @@ def run_diagnostic(
             framework=framework,
         )
         out["point"] = row
+        if load.stall is not None:
+            out["errors"].append(f"the profiled load stopped: {load.stall}")
         if load.interrupted:
             raise KeyboardInterrupt  # no waiting for traces: the run is stopping
     finally:
@@ -847,9 +878,7 @@ def run_benchmark(
             engine = engine_version(framework or _framework_or_none(config), handle.base_url)
             if engine:
                 report.server["engine_version"] = engine
-            model = config.served_model_name or served_model(
-                handle.base_url, config.model, config.load.request_timeout_s
-            )
+            model = probe(config, handle.base_url, report)
             tokenizer = _tokenizer(config, report)
             if measure:
                 restart = None
@@ -874,6 +903,7 @@ def run_benchmark(
         NotImplementedError,
         LifecycleError,
         CheckUnavailable,
+        ProbeFailed,
     ) as exc:
         report.errors.append(str(exc))
     except KeyboardInterrupt:
@@ -1010,6 +1040,9 @@ def _measure_repeat(
             handle.process.check_alive()
         if load.timed_out:
             report.errors.append(f"point {point.label()} timed out; the server may hang")
+            return False
+        if load.stall is not None:  # the server stopped answering: the next points would wait the same way
+            report.errors.append(f"point {point.label()} stopped ({handle.base_url}): {load.stall}")
             return False
         if row["metrics"]["completed"] == 0:
             report.errors.append(f"point {point.label()}: every request failed ({row['metrics']['failure_reasons']})")

@@ -99,6 +99,42 @@ class RequestResult:
         )
 
 
+class StallWatch:
+    """When any in-flight request of a load point last heard from the server (``time.perf_counter``).
+
+    The point's watchdog (:func:`magpie_benchmark.loadgen.runner.wait_for_point`) stops the point when
+    requests are in flight and none of them got a byte for ``stall_s``: a server that stopped answering
+    would otherwise hold every request until its own read timeout. The silence is counted only while
+    something is in flight (a rate-limited point may idle between requests), and a new request does not
+    reset it (a server that answers nothing must not be kept alive by a steady stream of new requests).
+    """
+
+    def __init__(self, stall_s: float | None = None) -> None:
+        self.stall_s = stall_s
+        self.in_flight = 0
+        self.last_heard = time.perf_counter()
+
+    def begin(self) -> None:
+        if self.in_flight == 0:  # the silence starts now, not when the previous request ended
+            self.last_heard = time.perf_counter()
+        self.in_flight += 1
+
+    def heard(self) -> None:
+        self.last_heard = time.perf_counter()
+
+    def end(self) -> None:
+        self.in_flight -= 1
+
+    def stalled(self, now: float) -> bool:
+        return self.stall_s is not None and self.in_flight > 0 and now - self.last_heard > self.stall_s
+
+    def message(self) -> str:
+        return (
+            f"stalled: no byte arrived from any of the {self.in_flight} in-flight request(s) for {self.stall_s:g} s "
+            "(load.stall_timeout_s)"
+        )
+
+
 class SseParser:
     """Incremental Server-Sent Events parser on bytes: network data in, ``data`` payloads out."""
 
@@ -194,12 +230,15 @@ async def send_request(
     request: SampleRequest,
     headers: dict[str, str] | None = None,
     deadline_s: float | None = None,
+    watch: StallWatch | None = None,
 ) -> RequestResult:
     """Send one streaming request (``body``: its JSON, see :func:`encode_payload`) and time its chunks.
 
     ``deadline_s``: the most the whole request may take (a stream that never ends is cut there and the
     request is a failure of kind ``deadline``); ``None``: no total bound beyond the client's read timeout.
+    ``watch``: told when the request starts, hears from the server (the response head, each body piece) and ends.
     """
+    watch = watch or StallWatch()
     result = RequestResult(prompt_len=request.prompt_len, expected_output_len=request.expected_output_len)
     text_parts: list[str] = []
     parser = SseParser()
@@ -209,8 +248,10 @@ async def send_request(
     result.start_time = st
     last = st
     first = True
+    watch.begin()
     try:
         async with asyncio.timeout(deadline_s), client.post(ENDPOINT_PATHS[endpoint], body, headers) as response:
+            watch.heard()
             if response.status != 200:
                 text = (await response.read()).decode(errors="replace")[:500]
                 result.error = f"HTTP {response.status}: {text}"
@@ -218,6 +259,7 @@ async def send_request(
                 return result
             done = False
             async for stamp, data in response.chunks():
+                watch.heard()
                 for event in parser.feed(data):
                     if event == b"[DONE]":
                         done = True
@@ -261,6 +303,7 @@ async def send_request(
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         result.error, result.error_kind = f"bad stream chunk: {exc}", "bad_chunk"
     finally:
+        watch.end()
         result.latency = last - st
         result.generated_text = "".join(text_parts)
     return result

@@ -15,6 +15,11 @@ With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health`
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
 ``fake_status`` (answer with that HTTP status), ``fake_fail_after`` (close
 the connection after that many chunks), ``fake_endless`` (stream chunks and never end).
+
+Hangs on purpose (``--misbehave``, :class:`FakeSettings`), as a hostile-input run met them (issue 32):
+``mute`` accepts connections and never answers anything; from the ``--misbehave-after``-th streamed
+request on (0-based, counting every streamed request), ``stall`` sends one chunk and then nothing while
+keeping the connection open, and ``endless`` streams chunks and never ends.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 perf_counter = time.perf_counter
 
@@ -48,6 +53,8 @@ class FakeSettings:
     profiling: bool = False
     profile_calls: list[str] = field(default_factory=list)
     profile_dir: str | None = None
+    misbehave: Literal["", "mute", "stall", "endless"] = ""
+    misbehave_after: int = 0
 
 
 def _write_trace(folder: str) -> None:
@@ -90,7 +97,14 @@ def _simple(status: int, obj: Any) -> bytes:
     ).encode() + body
 
 
-async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool, s: FakeSettings, recv: float) -> bool:
+async def _stream(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    req: dict[str, Any],
+    chat: bool,
+    s: FakeSettings,
+    recv: float,
+) -> bool:
     n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
     ttft = float(req.get("fake_ttft_ms", s.ttft_ms)) / 1000.0
     itl = float(req.get("fake_itl_ms", s.itl_ms)) / 1000.0
@@ -98,9 +112,11 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
     # chat: the whole conversation, so a multi-turn request's growing context shows in its prompt tokens
     prompt = req.get("prompt") if not chat else "\n".join(str(m.get("content", "")) for m in req["messages"])
     record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
+    misbehaving = s.misbehave if len(s.records) >= s.misbehave_after else ""
     s.records.append(record)
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-    chunks = max(1, (n + s.tokens_per_chunk - 1) // s.tokens_per_chunk) if not req.get("fake_endless") else 1 << 62
+    endless = req.get("fake_endless") or misbehaving == "endless"
+    chunks = max(1, (n + s.tokens_per_chunk - 1) // s.tokens_per_chunk) if not endless else 1 << 62
     for k in range(chunks):
         if fail_after is not None and k >= int(fail_after):
             writer.close()
@@ -116,6 +132,9 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
         writer.write(_chunk(obj))
         record["sends"].append(perf_counter())
         await writer.drain()
+        if misbehaving == "stall":  # after the first chunk: silent, the connection open, until the client hangs up
+            await reader.read()  # (not an Event nobody else holds: the garbage collector would take this task)
+            return False
     usage = {"prompt_tokens": len(str(prompt).split()), "completion_tokens": n, "total_tokens": n}
     writer.write(_chunk({"id": "fake", "choices": [], "usage": usage}))
     done = b"data: [DONE]\n\n"
@@ -127,6 +146,9 @@ async def _stream(writer: asyncio.StreamWriter, req: dict[str, Any], chat: bool,
 def make_handler(s: FakeSettings) -> Any:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if s.misbehave == "mute":
+                await reader.read()  # takes the request, answers nothing, until the client hangs up
+                return
             while True:
                 try:
                     parsed = await _read_request(reader)
@@ -154,7 +176,7 @@ def make_handler(s: FakeSettings) -> Any:
                     req = json.loads(body or b"{}")
                     if req.get("fake_status"):
                         writer.write(_simple(int(req["fake_status"]), {"error": "fake failure"}))
-                    elif not await _stream(writer, req, path.endswith("chat/completions"), s, recv):
+                    elif not await _stream(reader, writer, req, path.endswith("chat/completions"), s, recv):
                         break
                 else:
                     writer.write(_simple(404, {"error": f"no route {path}"}))
@@ -173,6 +195,43 @@ async def serve(host: str, port: int, settings: FakeSettings, ready: asyncio.Eve
         ready.set()
     async with server:
         await server.serve_forever()
+
+
+@contextlib.contextmanager
+def in_thread(settings: FakeSettings) -> Iterator[str]:
+    """This server with ``settings`` on a free loopback port, on its own event loop in a daemon thread of this
+    process, for the ``with`` block; yields its base URL once it listens."""
+    from magpie_benchmark.serving.server import free_port
+
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    async def main() -> None:
+        listening = asyncio.Event()
+        server = asyncio.create_task(serve("127.0.0.1", port, settings, listening))
+        await listening.wait()
+        ready.set()
+        await server
+
+    thread = threading.Thread(target=lambda: _run_until_cancelled(loop, main()), daemon=True)
+    thread.start()
+    if not ready.wait(10):
+        raise RuntimeError("the fake server did not start listening within 10 s")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+        thread.join(5)
+
+
+def _run_until_cancelled(loop: asyncio.AbstractEventLoop, main: Any) -> None:
+    asyncio.set_event_loop(loop)
+    with contextlib.suppress(asyncio.CancelledError):
+        loop.run_until_complete(main)
+    # the connection handlers were cancelled with it: let them finish before the loop closes
+    loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop), return_exceptions=True))
+    loop.close()
 
 
 @contextlib.contextmanager
@@ -212,8 +271,17 @@ def main() -> None:
         "--profile-dir", default=os.environ.get("FAKE_PROFILE_DIR"), help="write a small trace here on /stop_profile"
     )
     parser.add_argument("--exit-after-s", type=float, default=None, help="crash on purpose after this long")
+    parser.add_argument("--misbehave", choices=["mute", "stall", "endless"], default="", help="hang on purpose")
+    parser.add_argument("--misbehave-after", type=int, default=0, help="streamed requests answered well first")
     args = parser.parse_args()
-    settings = FakeSettings(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, model=args.model, profile_dir=args.profile_dir)
+    settings = FakeSettings(
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        model=args.model,
+        profile_dir=args.profile_dir,
+        misbehave=args.misbehave,
+        misbehave_after=args.misbehave_after,
+    )
     if args.exit_after_s is not None:
         threading.Timer(args.exit_after_s, lambda: os._exit(3)).start()
     print(f"fake server on 127.0.0.1:{args.port}", flush=True)

@@ -19,7 +19,7 @@ import contextlib
 import time
 from typing import Any
 
-from magpie_benchmark.loadgen.client import RequestResult, build_payload, encode_payload, send_request
+from magpie_benchmark.loadgen.client import RequestResult, StallWatch, build_payload, encode_payload, send_request
 from magpie_benchmark.loadgen.datasets import SampleRequest
 from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, _Progress, wait_for_point
 from magpie_benchmark.loadgen.traces import TraceReplay, TraceSession, TraceTurn
@@ -77,6 +77,7 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
         asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else contextlib.nullcontext()
     )
     progress = _Progress(spec.progress, sum(len(s.turns) for s in sessions), spec.label)
+    watch = StallWatch(spec.stall_timeout_s)
     results: list[list[RequestResult | None]] = [[None] * len(s.turns) for s in sessions]
     lags: list[float] = []
     cpu_start = time.process_time()
@@ -102,12 +103,18 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
                     spec.endpoint, spec.model, request, ignore_eos=spec.ignore_eos, extra_body=spec.extra_body
                 )
                 res = await send_request(
-                    client, spec.endpoint, encode_payload(payload), request, spec.headers, spec.request_deadline_s
+                    client,
+                    spec.endpoint,
+                    encode_payload(payload),
+                    request,
+                    spec.headers,
+                    spec.request_deadline_s,
+                    watch,
                 )
                 res.scheduled_time, res.dispatch_time = due, woke
                 res.session_id, res.turn, res.trace_prompt_len = session.session_id, k, request.prompt_len
                 results[i][k] = res
-                progress.advance()
+                progress.advance(res.success)
                 if not res.success:
                     why = f"turn {k} of session {session.session_id} failed: {res.error_kind}"
                     for rest in range(k + 1, len(session.turns)):
@@ -120,31 +127,31 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
                 await slots.__aexit__(None, None, None)
 
     tasks = [asyncio.create_task(run_session(i, s)) for i, s in enumerate(sessions)]
-    end, cpu_used, timed_out, interrupted = await wait_for_point(
-        asyncio.gather(*tasks), tasks, spec.point_timeout_s, cpu_start, progress
-    )
+    ended = await wait_for_point(asyncio.gather(*tasks), tasks, spec.point_timeout_s, cpu_start, progress, watch)
     final: list[RequestResult] = []
     total = 0
     for session, rows in zip(sessions, results, strict=True):
         for k, r in enumerate(rows):
             total += 1
-            if r is None and interrupted:
+            if r is None and ended.interrupted:
                 continue
             if r is None:
-                r = _aborted(session, k, f"not finished when the point timed out after {spec.point_timeout_s} s")
-                r.error_kind = "point_timeout"
+                error, kind = ended.unfinished_error(spec.point_timeout_s)
+                r = _aborted(session, k, error)
+                r.error_kind = kind
             final.append(r)
     return LoadResult(
         results=final,
-        duration_s=end - start,
-        client_cpu_s=cpu_used,
+        duration_s=ended.end - start,
+        client_cpu_s=ended.cpu_s,
         clock=client.clock,
         schedule_lag_s=lags,
         warmup_failed=warmup_failed,
-        timed_out=timed_out,
+        timed_out=ended.timed_out,
         started_at=start,
-        interrupted=interrupted,
+        interrupted=ended.interrupted,
         unfinished=total - len(final),
+        stall=ended.stall,
     )
 
 
