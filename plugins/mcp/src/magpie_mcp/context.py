@@ -232,6 +232,8 @@ def policy_from_config(config: McpConfig, cwd: Path) -> TrustPolicy:
         allow_env=frozenset(config.allow_env),
         modules=tuple(config.allowed_modules),
         max_timeout_s=config.max_timeout_s,
+        backend_options=config.allow_backend_options,
+        ray_addresses=tuple(config.ray_addresses),
     )
 
 
