@@ -64,10 +64,10 @@ class McpConfig(StrictModel):
     max_concurrent_jobs: int = Field(2, ge=1, le=64, description="jobs running at once; more wait in a queue")
     max_queued_jobs: int = Field(32, ge=0, le=10_000, description="jobs waiting; beyond this a call is refused")
     max_session_jobs: int = Field(
-        1, ge=1, le=64, description="jobs one MCP session may have running at once (fairness between sessions)"
+        2, ge=1, le=64, description="jobs one MCP session may have running at once (fairness between sessions)"
     )
     max_session_queued: int = Field(
-        4, ge=0, le=10_000, description="jobs one MCP session may have waiting; beyond this its call is refused"
+        16, ge=0, le=10_000, description="jobs one MCP session may have waiting; beyond this its call is refused"
     )
     max_result_bytes: int = Field(
         64 * 2**20, ge=2**10, description="largest job report kept (bytes); a larger one fails the job"

@@ -111,7 +111,13 @@ class ToolContext:
         self.output_dir = (self.cwd / framework.output.directory).resolve()
         if self.output_dir == Path(self.output_dir.anchor):
             raise ValueError("output.directory is the file system root: name a folder for magpie's results")
-        self.job_manager = JobManager(self.output_dir / "mcp_jobs", self.cwd, limits_from_config(self.config))
+        self.job_manager = JobManager(
+            self.output_dir / "mcp_jobs",
+            self.cwd,
+            limits_from_config(self.config),
+            keep_env=self.config.job_env,
+            secret_env=[self.config.auth_token_env] if self.config.auth_token_env else [],
+        )
 
     @property
     def request(self) -> Any:
@@ -241,6 +247,9 @@ def limits_from_config(config: McpConfig) -> JobLimits:
     return JobLimits(
         max_concurrent=config.max_concurrent_jobs,
         max_queued=config.max_queued_jobs,
+        max_session_running=config.max_session_jobs,
+        max_session_queued=config.max_session_queued,
+        max_result_bytes=config.max_result_bytes,
         max_seconds=config.max_job_seconds,
         keep_jobs=config.keep_jobs,
         keep_days=config.keep_days,
