@@ -254,12 +254,29 @@ def test_http_exposure_needs_a_token_and_allowed_hosts(run_magpie, tmp_path):
     assert bare.returncode == 2 and "not a loopback address" in bare.stderr
     assert "bearer token" in bare.stderr and "--allowed-hosts" in bare.stderr
     (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o644)
     argv = ["mcp", "--transport", "streamable-http", "--host", "0.0.0.0", "--auth-token-file", str(tmp_path / "token")]
+    shared = run_magpie([*argv, "--root", str(tmp_path), "--allowed-hosts", "x:1"])
+    assert shared.returncode == 2 and f"(mode 644); make it private: chmod 600 {tmp_path / 'token'}" in shared.stderr
+    (tmp_path / "token").chmod(0o600)
     half = run_magpie([*argv, "--root", str(tmp_path)])
     assert half.returncode == 2 and "--allowed-hosts" in half.stderr and "bearer token" not in half.stderr
     (tmp_path / "short").write_text("abc")
+    (tmp_path / "short").chmod(0o600)
     short = run_magpie([*argv[:-1], str(tmp_path / "short"), "--root", str(tmp_path), "--allowed-hosts", "x:1"])
     assert short.returncode == 2 and "shorter than 16 characters" in short.stderr
+
+
+def test_plain_http_on_a_network_address_warns(tmp_path, capsys, monkeypatch):
+    from magpie_mcp.config import McpConfig
+    from magpie_mcp.network import ServeOptions, http_settings
+
+    monkeypatch.setenv("MAGPIE_TEST_TOKEN", TOKEN)
+    config = McpConfig(auth_token_env="MAGPIE_TEST_TOKEN", allowed_hosts=["mcp.example:8765"])
+    http_settings(ServeOptions(transport="streamable-http", host="0.0.0.0"), config)
+    assert "serving plain HTTP on 0.0.0.0" in capsys.readouterr().err
+    http_settings(ServeOptions(transport="streamable-http", host="127.0.0.1"), config)
+    assert "plain HTTP" not in capsys.readouterr().err
 
 
 @pytest.fixture
