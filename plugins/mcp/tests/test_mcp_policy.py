@@ -137,3 +137,44 @@ def test_allowed_choices_pass_and_the_operator_widens_them(setup):
         "ray_config": {"cluster_address": "10.0.0.1:6379"},
     }
     assert _check(wide, data, root).kernel.options == free  # type: ignore[union-attr]
+
+
+def test_bypasses_through_a_real_client_session(tmp_path: Path):
+    from magpie_mcp.testing import call_error, run_session, write_workspace
+
+    from tests.conftest import DATA
+
+    kernels = DATA / "kernels"
+    ws = write_workspace(tmp_path / "ws", roots=[tmp_path / "ws", kernels])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "get_inputs.yaml").write_text(
+        "kernel:\n  id: k\n  entry: torch:add\n  bench_target:\n    module: torch\n    callable: add\n"
+        f"    get_inputs: {outside}/evil.py:get_inputs\n"
+    )
+    (ws / "ray.yaml").write_text(
+        "kernel:\n  id: k\n  entry: torch:add\nray_config:\n  cluster_address: 10.9.9.9:6379\n"
+    )
+    (ws / "broken.json").write_text("{ not a trace")
+    inline = {"config_dir": str(kernels)}
+
+    async def scenario(s: Any) -> None:
+        evil = {"torch_compile": {"options": {"cpp.cxx": [None, str(outside / "evilcxx")]}}}
+        msg = await call_error(
+            s, "analyze", {**inline, "kernels": [{"id": "k", "entry": "faulty.py:good", "options": evil}]}
+        )
+        assert "options.torch_compile" in msg
+        msg = await call_error(
+            s, "analyze", {**inline, "kernels": [{"id": "k", "entry": "faulty.py:good", "env": {"CXX": "x"}}]}
+        )
+        assert "env: CXX is not a variable a client may set" in msg
+        msg = await call_error(s, "analyze", {"kernel_config": str(ws / "get_inputs.yaml")})
+        assert "bench_target.get_inputs" in msg and "outside the allowed workspace roots" in msg
+        msg = await call_error(s, "analyze", {"kernel_config": str(ws / "ray.yaml")})
+        assert "ray_config.cluster_address" in msg
+        msg = await call_error(s, "analyze", {**inline, "kernels": [{"id": "x" * 2**20, "entry": "faulty.py:good"}]})
+        assert "kernels.0.id: 1048576 characters, more than this server accepts" in msg
+        msg = await call_error(s, "gap_analysis", {"trace_path": str(ws / "broken.json")})
+        assert "the trace could not be analyzed" in msg and "broken JSON" in msg
+
+    run_session(ws, scenario)
