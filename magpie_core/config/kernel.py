@@ -28,6 +28,8 @@ from magpie_core.config.common import (
     as_argv_list,
 )
 
+#: the longest warm-up a config may ask for (a minute; 1e12 ms would hold a GPU for 30 years)
+MAX_WARMUP_MS = 60_000.0
 #: file suffixes of kernel sources: an ``entry`` ending in one names a file, not the function to call in it
 _SOURCE_SUFFIXES = (".py", ".cu", ".hip", ".cpp", ".cc", ".c", ".cuh", ".h", ".hpp")
 
@@ -41,10 +43,12 @@ class BenchTarget(StrictModel):
 
 
 class AccordoConfig(StrictModel):
-    atol: NonNegativeFloat = 1e-6
-    rtol: NonNegativeFloat = 1e-5
-    equal_nan: bool = False
-    timeout_seconds: Seconds = 30
+    """AMD Magpie's accordo tolerances (used by the harness)."""
+
+    atol: NonNegativeFloat = Field(1e-6, description="absolute tolerance")
+    rtol: NonNegativeFloat = Field(1e-5, description="relative tolerance")
+    equal_nan: bool = Field(False, description="NaN in the same places counts as equal")
+    timeout_seconds: Seconds = Field(30, description="time limit of the check")
 
 
 class CorrectnessConfig(StrictModel):
@@ -57,12 +61,12 @@ class CorrectnessConfig(StrictModel):
     )
     atol: NonNegativeFloat | None = Field(None, description="absolute tolerance; default per output dtype")
     rtol: NonNegativeFloat | None = Field(None, description="relative tolerance; default per output dtype")
-    equal_nan: bool = False
+    equal_nan: bool = Field(False, description="NaN in the same places counts as equal")
     trials: PositiveInt = Field(3, description="freshly seeded input sets to check")
-    seed: int = 0
+    seed: int = Field(0, description="random seed of the first input set (the next trials add 1, 2, ...)")
     poison_outputs: bool = Field(True, description="NaN-fill outputs before each run so unwritten elements fail")
-    timeout_seconds: Seconds = 300
-    accordo: AccordoConfig | None = None
+    timeout_seconds: Seconds = Field(300, description="time limit of the correctness check")
+    accordo: AccordoConfig | None = Field(None, description="AMD Magpie's accordo block (its tolerances)")
 
 
 class PerformanceConfig(StrictModel):
@@ -76,10 +80,10 @@ class PerformanceConfig(StrictModel):
     model_config = StrictModel.model_config | {"extra": "allow"}
 
     backend: str = Field("events", description="events | none | the name of a profiler plugin")
-    timeout_seconds: Seconds = 300
-    warmup_ms: NonNegativeFloat = Field(25, description="warm-up time before sampling")
-    min_samples: int = Field(10, ge=3, le=MAX_COUNT)
-    max_samples: int = Field(1000, ge=3, le=MAX_COUNT)
+    timeout_seconds: Seconds = Field(300, description="time limit of timing one kernel")
+    warmup_ms: NonNegativeFloat = Field(25, le=MAX_WARMUP_MS, description="warm-up time before sampling")
+    min_samples: int = Field(10, ge=3, le=MAX_COUNT, description="timing samples taken at least")
+    max_samples: int = Field(1000, ge=3, le=MAX_COUNT, description="timing samples taken at most")
     target_rse: PositiveFloat = Field(
         0.01, description="stop when the relative standard error of the median is below this"
     )
@@ -100,7 +104,7 @@ class PerformanceConfig(StrictModel):
         "the spread between them is part of every speedup's interval (default: 2, or 3 on hosts with 8+ CPUs)",
         le=16,
     )
-    enabled: bool = True
+    enabled: bool = Field(True, description="false: check correctness only, no timing")
 
     @model_validator(mode="after")
     def _samples_in_order(self) -> PerformanceConfig:

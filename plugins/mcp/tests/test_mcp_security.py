@@ -73,7 +73,7 @@ def test_stdio_exploits_are_refused_and_the_server_stays_alive(workspace, tmp_pa
         # 2. env cannot change how programs or libraries are found
         for var in ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "DYLD_INSERT_LIBRARIES"):
             msg = await call_error(s, "analyze", _inline(env={var: str(tmp_path)}))
-            assert f"env: {var} changes how programs or libraries are found" in msg
+            assert f"env: {var} is not a variable a client may set" in msg
         # a Python module outside the roots and the allowed packages
         msg = await call_error(s, "analyze", _inline(entry="os:system"))
         assert "module 'os' is neither a file under the allowed roots nor an allowed package" in msg
@@ -254,12 +254,29 @@ def test_http_exposure_needs_a_token_and_allowed_hosts(run_magpie, tmp_path):
     assert bare.returncode == 2 and "not a loopback address" in bare.stderr
     assert "bearer token" in bare.stderr and "--allowed-hosts" in bare.stderr
     (tmp_path / "token").write_text(TOKEN)
+    (tmp_path / "token").chmod(0o644)
     argv = ["mcp", "--transport", "streamable-http", "--host", "0.0.0.0", "--auth-token-file", str(tmp_path / "token")]
+    shared = run_magpie([*argv, "--root", str(tmp_path), "--allowed-hosts", "x:1"])
+    assert shared.returncode == 2 and f"(mode 644); make it private: chmod 600 {tmp_path / 'token'}" in shared.stderr
+    (tmp_path / "token").chmod(0o600)
     half = run_magpie([*argv, "--root", str(tmp_path)])
     assert half.returncode == 2 and "--allowed-hosts" in half.stderr and "bearer token" not in half.stderr
     (tmp_path / "short").write_text("abc")
+    (tmp_path / "short").chmod(0o600)
     short = run_magpie([*argv[:-1], str(tmp_path / "short"), "--root", str(tmp_path), "--allowed-hosts", "x:1"])
     assert short.returncode == 2 and "shorter than 16 characters" in short.stderr
+
+
+def test_plain_http_on_a_network_address_warns(tmp_path, capsys, monkeypatch):
+    from magpie_mcp.config import McpConfig
+    from magpie_mcp.network import ServeOptions, http_settings
+
+    monkeypatch.setenv("MAGPIE_TEST_TOKEN", TOKEN)
+    config = McpConfig(auth_token_env="MAGPIE_TEST_TOKEN", allowed_hosts=["mcp.example:8765"])
+    http_settings(ServeOptions(transport="streamable-http", host="0.0.0.0"), config)
+    assert "serving plain HTTP on 0.0.0.0" in capsys.readouterr().err
+    http_settings(ServeOptions(transport="streamable-http", host="127.0.0.1"), config)
+    assert "plain HTTP" not in capsys.readouterr().err
 
 
 @pytest.fixture

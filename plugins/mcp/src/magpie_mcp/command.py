@@ -16,7 +16,8 @@ HELP = (
     "Execution policy: by default only magpie's own harness runs (kernels in files under the roots, "
     "evaluated with entry/reference). Client-supplied compile/testcase/prof commands are refused unless you "
     "allow programs with --allow-commands PROG[,PROG] (resolved with this server's PATH). A kernel's env may "
-    "not set PATH, LD_*, DYLD_*, PYTHON* or other loader variables unless you name them with --allow-env.\n\n"
+    "set only a short allowlist of variables (CUDA_LAUNCH_BLOCKING, OMP_NUM_THREADS, ...) plus those you name "
+    "with --allow-env VAR[,VAR] (patterns like VLLM_* work); backend options are typed and bounded.\n\n"
     "Network: streamable-http binds 127.0.0.1. Another address needs a bearer token (--auth-token-env VAR or "
     "--auth-token-file FILE; never on the command line) and the Host values clients use (--allowed-hosts); "
     "otherwise the server refuses to start. benchmark targets only loopback servers or mcp.benchmark_hosts.\n\n"
@@ -38,7 +39,7 @@ def mcp_command(
         None, "--allow-commands", help="PROG[,PROG]: programs client-supplied commands may run (default: none)"
     ),
     allow_env: list[str] = typer.Option(
-        None, "--allow-env", help="VAR[,VAR]: loader variables (PATH, LD_PRELOAD, ...) a kernel env may set"
+        None, "--allow-env", help="VAR[,VAR]: variables a kernel env may set beyond the allowlist (patterns: VLLM_*)"
     ),
     allowed_hosts: list[str] = typer.Option(
         None, "--allowed-hosts", help="HOST:PORT[,...]: Host header values accepted over HTTP (host:* any port)"

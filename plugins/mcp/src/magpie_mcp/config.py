@@ -30,7 +30,21 @@ class McpConfig(StrictModel):
         "server's PATH, or paths); empty: only magpie's own harness runs",
     )
     allow_env: list[str] = Field(
-        default_factory=list, description="loader variables (PATH, LD_PRELOAD, PYTHONPATH, ...) a kernel env may set"
+        default_factory=list,
+        description="environment variables a client may set besides the built-in list (names or shell patterns "
+        "such as VLLM_*)",
+    )
+    allow_backend_options: bool = Field(
+        False,
+        description="let clients pass any backend options (compiler flags, torch.compile options dicts); "
+        "default: only the typed, bounded ones",
+    )
+    ray_addresses: list[str] = Field(
+        default_factory=list, description="Ray clusters a kernel file's ray_config may connect to (default: local)"
+    )
+    job_env: list[str] = Field(
+        default_factory=list,
+        description="server environment variables job processes keep besides the built-in list (names or patterns)",
     )
     allowed_modules: list[str] = Field(
         default_factory=lambda: ["torch", "numpy", "math", "operator"],
@@ -49,6 +63,15 @@ class McpConfig(StrictModel):
     )
     max_concurrent_jobs: int = Field(2, ge=1, le=64, description="jobs running at once; more wait in a queue")
     max_queued_jobs: int = Field(32, ge=0, le=10_000, description="jobs waiting; beyond this a call is refused")
+    max_session_jobs: int = Field(
+        2, ge=1, le=64, description="jobs one MCP session may have running at once (fairness between sessions)"
+    )
+    max_session_queued: int = Field(
+        16, ge=0, le=10_000, description="jobs one MCP session may have waiting; beyond this its call is refused"
+    )
+    max_result_bytes: int = Field(
+        64 * 2**20, ge=2**10, description="largest job report kept (bytes); a larger one fails the job"
+    )
     max_job_seconds: float = Field(
         6 * 3600, gt=0, le=7 * 24 * 3600, description="wall-clock limit of any job (every kind)"
     )

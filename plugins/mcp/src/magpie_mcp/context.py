@@ -111,7 +111,13 @@ class ToolContext:
         self.output_dir = (self.cwd / framework.output.directory).resolve()
         if self.output_dir == Path(self.output_dir.anchor):
             raise ValueError("output.directory is the file system root: name a folder for magpie's results")
-        self.job_manager = JobManager(self.output_dir / "mcp_jobs", self.cwd, limits_from_config(self.config))
+        self.job_manager = JobManager(
+            self.output_dir / "mcp_jobs",
+            self.cwd,
+            limits_from_config(self.config),
+            keep_env=self.config.job_env,
+            secret_env=[self.config.auth_token_env] if self.config.auth_token_env else [],
+        )
 
     @property
     def request(self) -> Any:
@@ -232,6 +238,8 @@ def policy_from_config(config: McpConfig, cwd: Path) -> TrustPolicy:
         allow_env=frozenset(config.allow_env),
         modules=tuple(config.allowed_modules),
         max_timeout_s=config.max_timeout_s,
+        backend_options=config.allow_backend_options,
+        ray_addresses=tuple(config.ray_addresses),
     )
 
 
@@ -239,6 +247,9 @@ def limits_from_config(config: McpConfig) -> JobLimits:
     return JobLimits(
         max_concurrent=config.max_concurrent_jobs,
         max_queued=config.max_queued_jobs,
+        max_session_running=config.max_session_jobs,
+        max_session_queued=config.max_session_queued,
+        max_result_bytes=config.max_result_bytes,
         max_seconds=config.max_job_seconds,
         keep_jobs=config.keep_jobs,
         keep_days=config.keep_days,

@@ -17,6 +17,7 @@ a plugin's tool passes its own the same way (:meth:`JobManager.start`).
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import importlib
 import json
 import os
@@ -28,7 +29,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +49,41 @@ _KIND = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _STEP = re.compile(r"^\[(\d+)/(\d+)\]")
 #: who owns a job when no session is known (stdio, in-process clients)
 LOCAL_OWNER = "local"
+#: the server environment a job process keeps (names or shell patterns): what magpie, Python and the
+#: GPU stacks need to run. Everything else (cloud keys, the bearer token, ...) never reaches kernel
+#: code; the operator adds names with ``mcp.job_env``.
+JOB_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "ROCM_PATH",
+    "HIP_PATH",
+    "XDG_CACHE_HOME",
+    "RAY_ADDRESS",
+    "MAGPIE_*",
+)
+#: the largest job spec (its arguments) a call may save
+MAX_SPEC_BYTES = 4 * 2**20
 
 
 class JobInfo(ToolModel):
@@ -75,6 +112,10 @@ class JobLimits:
 
     max_concurrent: int = 2
     max_queued: int = 32
+    #: per session: jobs running at once, jobs waiting (one session cannot lock out the others)
+    max_session_running: int = 2
+    max_session_queued: int = 16
+    max_result_bytes: int = 64 * 2**20
     max_seconds: float = 6 * 3600
     keep_jobs: int = 100
     keep_days: float = 7.0
@@ -152,10 +193,20 @@ class JobManager:
     owner see only that owner's jobs, and an unknown id never reveals the ids of others.
     """
 
-    def __init__(self, folder: Path, cwd: Path, limits: JobLimits | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        cwd: Path,
+        limits: JobLimits | None = None,
+        keep_env: Iterable[str] = (),
+        secret_env: Iterable[str] = (),
+    ) -> None:
+        """``keep_env``: server variables jobs keep besides :data:`JOB_ENV`; ``secret_env``: never (the token's)."""
         self.folder = folder
         self.cwd = cwd
         self.limits = limits or JobLimits()
+        self.keep_env = (*JOB_ENV, *keep_env)
+        self.secret_env = frozenset(secret_env)
         self.jobs: dict[str, Job] = {}
         self._queue: list[tuple[Job, Path]] = []
         self._lock = threading.RLock()
@@ -172,21 +223,20 @@ class JobManager:
         if not _KIND.fullmatch(kind):
             raise ValueError(f"bad job kind {kind!r}: lowercase letters, digits and _")
         target = runner_path(runner)
+        text = json.dumps({"kind": kind, "runner": target, "args": args}, indent=2)
+        if len(text) > MAX_SPEC_BYTES:
+            raise ValueError(f"{kind}: the call's arguments are {len(text)} bytes, more than {MAX_SPEC_BYTES} allowed")
         with self._lock:
             if self._closed:
                 raise RuntimeError("the server is shutting down")
             self.prune()
-            if self._running() >= self.limits.max_concurrent and len(self._queue) >= self.limits.max_queued:
-                raise ValueError(
-                    f"too many jobs: {self.limits.max_concurrent} running and {len(self._queue)} queued "
-                    "(the server's limit); wait for one to finish or cancel one"
-                )
+            self._admit(owner)
             job = Job(kind, self.folder, owner)
             job.timeout_s = min(timeout_s or self.limits.max_seconds, self.limits.max_seconds)
             job.folder = self.folder / f"{kind}_{job.id}"
             job.folder.mkdir(parents=True, exist_ok=True)
             spec = job.folder / "spec.json"
-            spec.write_text(json.dumps({"kind": kind, "runner": target, "args": args}, indent=2))
+            spec.write_text(text)
             job.log_path.touch()
             self.jobs[job.id] = job
             self._queue.append((job, spec))
@@ -243,10 +293,42 @@ class JobManager:
     def _running(self) -> int:
         return sum(1 for j in self.jobs.values() if j.state == "running")
 
+    def _running_by_owner(self) -> Counter[str]:
+        return Counter(j.owner for j in self.jobs.values() if j.state == "running")
+
+    def _admit(self, owner: str) -> None:
+        """Refuse a new job of ``owner`` when it would wait beyond its session's or the server's limit
+        (called with the lock held); a session's own limits come first, so one cannot fill the queue."""
+        limits = self.limits
+        running = self._running_by_owner()[owner]
+        queued = sum(1 for j, _ in self._queue if j.owner == owner)
+        must_wait = running >= limits.max_session_running or self._running() >= limits.max_concurrent
+        if must_wait and queued >= limits.max_session_queued:
+            raise ValueError(
+                f"too many jobs in this session: {running} running and {queued} waiting (per-session limits "
+                f"mcp.max_session_jobs={limits.max_session_running}, mcp.max_session_queued="
+                f"{limits.max_session_queued}); wait for one to finish or cancel one"
+            )
+        if must_wait and len(self._queue) >= limits.max_queued:
+            raise ValueError(
+                f"too many jobs: {self._running()} running and {len(self._queue)} queued "
+                "(the server's limit); wait for one to finish or cancel one"
+            )
+
+    def _next(self) -> int | None:
+        """The queue index to start next: the oldest job of the session with the fewest running jobs,
+        among sessions below their running limit (fair between sessions); None when none may start."""
+        running = self._running_by_owner()
+        eligible = [i for i, (j, _) in enumerate(self._queue) if running[j.owner] < self.limits.max_session_running]
+        return min(eligible, key=lambda i: running[self._queue[i][0].owner], default=None)
+
     def _dispatch(self) -> None:
         """Start queued jobs while there are free slots (called with the lock held)."""
         while self._queue and self._running() < self.limits.max_concurrent and not self._closed:
-            job, spec = self._queue.pop(0)
+            index = self._next()
+            if index is None:
+                return
+            job, spec = self._queue.pop(index)
             self._launch(job, spec)
 
     def _launch(self, job: Job, spec: Path) -> None:
@@ -259,7 +341,11 @@ class JobManager:
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"},
+                env={
+                    **job_environment(os.environ, self.keep_env, self.secret_env),
+                    "PYTHONUNBUFFERED": "1",
+                    "NO_COLOR": "1",
+                },
             )
         threading.Thread(target=self._follow, args=(job,), name=f"magpie-job-{job.id}", daemon=True).start()
         timer = threading.Timer(job.timeout_s, self._expire, args=(job,))
@@ -296,7 +382,10 @@ class JobManager:
     def _finish(self, job: Job, code: int) -> None:
         result_path = job.folder / "result.json"
         result: dict[str, Any] | None = None
-        if result_path.is_file():
+        if result_path.is_file() and result_path.stat().st_size > self.limits.max_result_bytes:
+            limit = self.limits.max_result_bytes
+            result = {"error": f"its report is larger than this server keeps (mcp.max_result_bytes={limit})"}
+        elif result_path.is_file():
             try:
                 result = json.loads(result_path.read_text())
             except json.JSONDecodeError:
@@ -353,6 +442,16 @@ class JobManager:
         # only ever a job folder directly inside our own jobs folder
         if path.parent.resolve() == self.folder.resolve() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+
+
+def job_environment(source: Mapping[str, str], keep: Iterable[str], secret: Iterable[str]) -> dict[str, str]:
+    """The variables of ``source`` whose names match ``keep`` (names or shell patterns), minus ``secret``."""
+    patterns, drop = tuple(keep), frozenset(secret)
+    return {
+        name: value
+        for name, value in source.items()
+        if name not in drop and any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    }
 
 
 def _exit_reason(code: int, log: Path) -> str:

@@ -109,6 +109,7 @@ def read_token(config: McpConfig) -> str | None:
         where = f"environment variable {config.auth_token_env}"
     elif config.auth_token_file:
         path = Path(config.auth_token_file).expanduser()
+        check_private(path)
         try:
             token = path.read_text().strip()
         except OSError as exc:
@@ -119,6 +120,28 @@ def read_token(config: McpConfig) -> str | None:
     if len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"the auth token in {where} is missing or shorter than {MIN_TOKEN_CHARS} characters")
     return token
+
+
+def check_private(path: Path) -> None:
+    """A token file others can read is a shared secret no more: refused, with the fix."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # the read below reports it
+    if mode & 0o077:
+        raise ValueError(
+            f"auth token file {path} is readable or writable by group or others (mode {mode & 0o777:o}); "
+            f"make it private: chmod 600 {path}"
+        )
+
+
+def warn_plain_http(host: str) -> None:
+    """The bearer token and every tool call cross the network in clear on a non-loopback address."""
+    print(
+        f"magpie mcp: warning: serving plain HTTP on {host}, which is not a loopback address: the bearer token and "
+        "tool calls travel unencrypted; put a TLS reverse proxy in front and bind 127.0.0.1 (docs/mcp.md)",
+        file=sys.stderr,
+    )
 
 
 def http_settings(
@@ -144,6 +167,7 @@ def http_settings(
                 f"refusing to listen on {options.host}, which is not a loopback address: other machines could "
                 f"run commands here; it needs {' and '.join(missing)}"
             )
+        warn_plain_http(options.host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*(LOOPBACK_HOSTS if loopback else []), *config.allowed_hosts],

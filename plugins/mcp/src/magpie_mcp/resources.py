@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from pydantic import Field
 
 from magpie_mcp.context import ToolContext, session_owner
 from magpie_mcp.jobs import Job
@@ -106,7 +107,11 @@ def add_job_resources(server: MCPServer, context: ToolContext) -> None:
 
 def add_prompts(server: MCPServer) -> None:
     @server.prompt(name="evaluate_kernel", title="Evaluate a kernel")
-    def evaluate_kernel(kernel_file: str, function: str = "forward", reference: str = "") -> str:
+    def evaluate_kernel(
+        kernel_file: Annotated[str, Field(description="the kernel's Python file (under an allowed root)")],
+        function: Annotated[str, Field(description="the function or nn.Module in it to evaluate")] = "forward",
+        reference: Annotated[str, Field(description="reference implementation, 'file.py:function' (optional)")] = "",
+    ) -> str:
         """Check a kernel's correctness and time it with magpie's harness."""
         ref = f" against {reference}" if reference else ""
         return (
@@ -118,7 +123,10 @@ def add_prompts(server: MCPServer) -> None:
         )
 
     @server.prompt(name="find_bottlenecks", title="Find bottlenecks in a trace")
-    def find_bottlenecks(trace_path: str, top_k: int = 10) -> str:
+    def find_bottlenecks(
+        trace_path: Annotated[str, Field(description="a PyTorch profiler trace or a folder of rank traces")],
+        top_k: Annotated[int, Field(ge=1, le=500, description="kernels to report, by GPU time")] = 10,
+    ) -> str:
         """Find where GPU time goes in a PyTorch profiler trace."""
         return (
             f"Call `gap_analysis` with trace_path={trace_path!r} and top_k={top_k}. Summarize GPU idle share, "

@@ -35,8 +35,10 @@ from magpie_core.config.loader import ConfigError, ConfigErrors
 from magpie_core.plugins import PluginConflictError, PluginManager, UnknownComponentError, get_plugin_manager
 from magpie_mcp.annotations import meta_of
 from magpie_mcp.context import CURRENT_REQUEST, ToolContext, ToolFailure
+from magpie_mcp.fields import MAX_TEXT_CHARS
 from magpie_mcp.network import ServeOptions, http_settings, make_context, run_http, run_stdio
 from magpie_mcp.resources import add_job_resources
+from magpie_mcp.trust import check_size
 
 log = logging.getLogger("magpie.mcp")
 
@@ -68,6 +70,13 @@ def _as_tool_error(exc: Exception) -> ToolError:
     if isinstance(exc, KeyError | UnknownComponentError) and exc.args:
         return ToolError(str(exc.args[0]))
     return ToolError(str(exc))
+
+
+def check_arguments(kwargs: dict[str, Any], request_param: str | None) -> None:
+    """Every string a client sent is within the server's size limit (the error names the argument)."""
+    for name, value in kwargs.items():
+        if name not in (REQUEST_PARAM, request_param):
+            check_size(value, name, MAX_TEXT_CHARS)
 
 
 def _is(annotation: Any, cls: type) -> bool:
@@ -117,6 +126,7 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
             request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
             token = CURRENT_REQUEST.set(request)
             try:
+                check_arguments(kwargs, request_param)
                 return await fn(**kwargs, **bound)
             except ToolError:
                 raise
@@ -132,6 +142,7 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
             request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
             token = CURRENT_REQUEST.set(request)
             try:
+                check_arguments(kwargs, request_param)
                 return fn(**kwargs, **bound)
             except ToolError:
                 raise

@@ -14,10 +14,13 @@ server operator decides what it may do; nothing a client sends can widen that:
   allowed programs (``--allow-commands PROG[,PROG]`` / ``mcp.allow_commands``).
   An allowed program is resolved once, with the *server's* PATH, and the command
   runs with that absolute path; a program given as a path must be that same file.
-* **Environment.** A kernel's ``env`` may not set PATH, the dynamic loader's
-  variables (``LD_*``, ``DYLD_*``), interpreter start-up variables (``PYTHON*``,
-  ``PERL*``, ``RUBY*``, ``NODE_OPTIONS``, ``BASH_ENV``...) unless the operator
-  allowed the name (``--allow-env`` / ``mcp.allow_env``).
+* **Environment.** A kernel's ``env`` (and a benchmark's ``server_env``) may set only the
+  variables on a short allowlist (:data:`CLIENT_ENV`: launch-blocking and allocator switches,
+  thread counts) and those the operator adds (``--allow-env`` / ``mcp.allow_env``, shell patterns
+  allowed). Job processes get a scrubbed environment (:mod:`magpie_mcp.jobs`).
+* **Every config field.** Each field of a kernel config (and of its plugin blocks, ``ray_config:``
+  included) has a rule in :mod:`magpie_mcp.fields`; :meth:`TrustPolicy.check_field` applies it.
+  Backend ``options`` are typed and bounded; a Ray cluster must be local or one the operator lists.
 * **Python modules.** ``entry``/``reference`` given as ``module:function`` must name
   a module of an allowed package (``mcp.allowed_modules``; default torch, numpy,
   math, operator) or a module file under the kernel's working directory.
@@ -30,6 +33,7 @@ harness imports the kernel's Python files (under the roots) with your user's rig
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 import re
@@ -40,51 +44,53 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from magpie_core.config.common import as_argv_list
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_mcp.fields import MAX_CHARS, MAX_TEXT_CHARS, ClientOptions, Rule, rule_for, strings, walk
 
-#: the kernel fields that hold commands a client supplies
-COMMAND_FIELDS = ("compile_command", "testcase_command", "prof_command")
-#: the kernel fields that name Python callables (``module:attr`` or ``file.py:attr``)
-CALLABLE_FIELDS = ("entry", "reference", "get_inputs", "get_init_inputs", "get_inputs_func", "get_init_inputs_func")
-#: environment variables a client may never set (unless the operator allows the name)
-LOADER_VARS = frozenset(
+#: environment variables a client may set in a kernel's ``env`` (or a benchmark's ``server_env``):
+#: switches that change how a kernel is checked or timed, never where programs, libraries or caches are
+#: found. The operator widens the list with ``--allow-env VAR`` / ``mcp.allow_env`` (shell patterns work).
+CLIENT_ENV = frozenset(
     {
-        "PATH",
-        "BASH_ENV",
-        "ENV",
-        "IFS",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "CDPATH",
-        "GCONV_PATH",
-        "LOCPATH",
-        "NLSPATH",
-        "HOSTALIASES",
-        "RESOLV_HOST_CONF",
-        "GLIBC_TUNABLES",
-        "MALLOC_CHECK_",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS",
-        "TCL_LIBRARY",
-        "HOME",
+        "CUDA_LAUNCH_BLOCKING",
+        "HIP_LAUNCH_BLOCKING",
+        "AMD_SERIALIZE_KERNEL",
+        "AMD_SERIALIZE_COPY",
+        "CUBLAS_WORKSPACE_CONFIG",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_HIP_ALLOC_CONF",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING",
+        "TORCH_SHOW_CPP_STACKTRACES",
+        "TORCH_USE_CUDA_DSA",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
     }
 )
-LOADER_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "RUBY", "LUA_", "MAGPIE_")
 DEFAULT_MODULES = ("torch", "numpy", "math", "operator")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+#: Ray addresses that stay on this machine: a new local runtime
+LOCAL_RAY = ("", "local")
 
 
 class TrustError(PermissionError):
     """A tool input asks for something the server's policy does not allow."""
 
 
-def env_var_refused(name: str) -> bool:
-    """``name`` changes how programs are found or loaded (PATH, LD_PRELOAD, PYTHONPATH, ...)."""
-    upper = name.upper()
-    return upper in LOADER_VARS or upper.startswith(LOADER_PREFIXES)
+def env_allowed(name: str, allow_env: Iterable[str]) -> bool:
+    """``name`` is on the client allowlist or matches one of the operator's names or patterns."""
+    return name in CLIENT_ENV or any(fnmatch.fnmatchcase(name, pattern) for pattern in allow_env)
+
+
+def check_size(value: Any, what: str, limit: int) -> None:
+    """Every string in ``value`` is at most ``limit`` characters; the error names the field."""
+    for where, text in strings(value):
+        if len(text) > limit:
+            raise TrustError(f"{what}{where[:200]}: {len(text)} characters, more than this server accepts ({limit})")
 
 
 def resolve_programs(names: Iterable[str], search_path: str | None = None) -> dict[str, Path]:
@@ -113,6 +119,10 @@ class TrustPolicy:
     allow_env: frozenset[str] = frozenset()
     modules: tuple[str, ...] = DEFAULT_MODULES
     max_timeout_s: float = 3600.0
+    #: the operator lets clients pass any backend options (compiler flags, torch.compile options)
+    backend_options: bool = False
+    #: Ray clusters a kernel file may connect to besides a local runtime
+    ray_addresses: tuple[str, ...] = ()
 
     @classmethod
     def from_roots(cls, roots: Iterable[str | Path], cwd: Path | None = None, **options: Any) -> TrustPolicy:
@@ -174,12 +184,14 @@ class TrustPolicy:
 
     def check_env(self, env: dict[str, str], what: str) -> None:
         for name, value in env.items():
+            check_size(name, f"{what} name", MAX_CHARS["name"])
+            check_size(value, f"{what}: {name}", MAX_CHARS["env"])
             if not _ENV_NAME.fullmatch(name) or "\x00" in value:
-                raise TrustError(f"{what}: env: {name!r} is not a valid environment variable name or value")
-            if env_var_refused(name) and name not in self.allow_env:
+                raise TrustError(f"{what}: {name!r} is not a valid environment variable name or value")
+            if not env_allowed(name, self.allow_env):
                 raise TrustError(
-                    f"{what}: env: {name} changes how programs or libraries are found and may not be set by a "
-                    "client (the operator can allow it with --allow-env)"
+                    f"{what}: {name} is not a variable a client may set (allowed: {', '.join(sorted(CLIENT_ENV))}); "
+                    "the operator can allow more with --allow-env VAR[,VAR] or mcp.allow_env (patterns like VLLM_*)"
                 )
 
     def check_module(self, spec: str, cwd: Path, what: str) -> None:
@@ -204,73 +216,102 @@ class TrustPolicy:
     # --- whole kernel files ----------------------------------------------------------
 
     def check_kernel_file(self, file: KernelConfigFile, config_dir: Path) -> KernelConfigFile:
-        """``file`` with every command's program pinned, after checking every path, command, env and timeout."""
+        """``file`` with every command's program pinned, after checking every field (:meth:`check_field`)."""
         self.check_path(config_dir, "config folder")
         self.check_timeouts(file.model_dump(), "kernel config")
-        self.check_scheduler(file)
-        if file.gpu and not self.programs:
-            raise TrustError(
-                "kernel config: gpu: changing GPU settings (power, clocks) is refused by this server's execution "
-                "policy; the operator sets them"
-            )
-        if file.latency is not None:
-            for entry in file.latency.pythonpath:
-                self.check_path(entry, "latency.pythonpath entry", base=config_dir)
-            if file.latency.output_dir:
-                self.check_path(file.latency.output_dir, "latency.output_dir", base=config_dir)
+        for owner, name, value, where in walk(file, skip=frozenset({"kernel", "kernels"})):
+            self.check_field(rule_for(owner, name), value, f"kernel config: {where}", config_dir, config_dir)
         pinned = [self.check_kernel(kernel, config_dir) for kernel in file.all_kernels()]
         if file.kernel is not None:
             return file.model_copy(update={"kernel": pinned[0], "kernels": pinned[1:]})
         return file.model_copy(update={"kernels": pinned})
 
     def check_kernel(self, kernel: KernelConfig, config_dir: Path) -> KernelConfig:
+        """``kernel`` with its commands pinned and its options normalized, after checking every field."""
+        check_size(kernel.id, "kernel id", MAX_CHARS["name"])
         label = f"kernel {kernel.id!r}"
         cwd = self.check_path(kernel.resolved_working_dir(config_dir), f"{label}: working_dir")
-        for source in kernel.source_files:
-            self.check_path(source, f"{label}: source file", base=cwd)
-        for name in CALLABLE_FIELDS:
-            spec = getattr(kernel, name)
-            if spec:
-                self.check_module(spec, cwd, f"{label}: {name}")
-        if kernel.bench_target is not None:
-            self.check_module(f"{kernel.bench_target.module}:x", cwd, f"{label}: bench_target.module")
-        self.check_env(kernel.env, label)
-        self.check_options(kernel.options, label)
         updates: dict[str, Any] = {}
-        for name in COMMAND_FIELDS:
-            commands = as_argv_list(getattr(kernel, name))
-            if commands:
-                updates[name] = [self.check_argv(argv, cwd, f"{label}: {name}") for argv in commands]
+        for owner, name, value, where in walk(kernel):
+            checked = self.check_field(rule_for(owner, name), value, f"{label}: {where}", cwd, config_dir)
+            if owner == "KernelConfig" and checked is not value:
+                updates[name] = checked
         return kernel.model_copy(update=updates)
 
-    def check_options(self, options: dict[str, Any], what: str) -> None:
-        """Backend options that choose code (compiler flags) or where files go (an output name)."""
+    def check_field(self, rule: Rule | None, value: Any, what: str, cwd: Path, config_dir: Path) -> Any:
+        """The one check every kernel config field goes through (:mod:`magpie_mcp.fields` says which
+        rule each field has); returns the value to run with (commands pinned, options normalized)."""
+        check_size(value, what, MAX_CHARS.get(rule or "", MAX_TEXT_CHARS))
+        if rule is None:
+            if isinstance(value, bool | int | float):
+                return value
+            # fail closed: a field this policy does not know may name code or files
+            raise TrustError(f"{what}: this setting is not covered by this server's policy; the operator sets it")
+        if rule == "text":
+            return value
+        if rule == "name":
+            if any(c in value for c in "/\\\x00") or value.strip(".") == "":
+                raise TrustError(f"{what}: {value!r} must be a plain name (no path separators)")
+            return value
+        if rule in ("path", "config_path"):
+            base = cwd if rule == "path" else config_dir
+            for path in [value] if isinstance(value, str) else value:
+                self.check_path(path, what, base=base)
+            return value
+        if rule == "callable":
+            if ":" not in value and not _ATTRIBUTE.fullmatch(value):
+                raise TrustError(f"{what}: {value!r} must be 'module:function', 'file.py:function' or a function name")
+            self.check_module(value, cwd, what)
+            return value
+        if rule == "module":
+            self.check_module(f"{value}:x", cwd, what)
+            return value
+        if rule == "command":
+            commands = as_argv_list(value)
+            return [self.check_argv(argv, cwd, what) for argv in commands] if commands else value
+        if rule == "env":
+            self.check_env(value, what)
+            return value
+        if rule == "options":
+            return self.check_options(value, what)
+        if rule == "ray_address":
+            if str(value) not in (*LOCAL_RAY, *self.ray_addresses):
+                raise TrustError(
+                    f"{what}: connecting to Ray cluster {value!r} is refused; a client may use a local runtime, "
+                    "or a cluster the operator lists in mcp.ray_addresses"
+                )
+            return value
+        if rule == "operator":
+            if not value or self.programs:
+                return value
+            raise TrustError(
+                f"{what}: this setting (container image, GPU settings, profiler options) is refused by this "
+                "server's execution policy; the operator configures it, or allows it with --allow-commands"
+            )
+        raise AssertionError(f"unknown policy rule {rule!r}")
+
+    def check_options(self, options: dict[str, Any], what: str) -> dict[str, Any]:
+        """Backend options: typed and bounded (:class:`~magpie_mcp.fields.ClientOptions`) unless the
+        operator allows any; free-form options reach compilers and ``torch.compile(**kwargs)``."""
+        if self.backend_options or not options:
+            return options
         flags = sorted(k for k in options if k.endswith("_flags"))
         if flags and not self.programs:
             raise TrustError(
-                f"{what}: options {', '.join(flags)}: compiler flags from a client are refused by this server's "
+                f"{what} {', '.join(flags)}: compiler flags from a client are refused by this server's "
                 "execution policy (they can load plugins or replace tools); the operator can allow them with "
                 "--allow-commands"
             )
-        binary = str(options.get("binary") or "")
-        if binary and ("/" in binary or binary in (".", "..") or "\x00" in binary):
-            raise TrustError(f"{what}: options.binary {binary!r} must be a plain file name")
-
-    def check_scheduler(self, file: KernelConfigFile) -> None:
-        """A client may pick how many workers and which GPUs, not an image or a cluster to run on."""
-        if file.scheduler is None or self.programs:
-            return
-        chosen = sorted(
-            k
-            for k, v in file.scheduler.model_dump(exclude_none=True).items()
-            if v and k not in ("max_workers", "gpu_devices", "environment")
-        )
-        if chosen:
+        checked = {k: v for k, v in options.items() if k not in flags}
+        try:
+            typed = ClientOptions.model_validate(checked)
+        except ValidationError as exc:
+            problems = "; ".join(f"{what}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise TrustError(
-                f"kernel config: scheduler.{', scheduler.'.join(chosen)}: choosing a container image or a cluster "
-                "is refused by this server's execution policy (the operator configures them, or allows it with "
-                "--allow-commands)"
-            )
+                f"{problems} (a client may pass only {', '.join(ClientOptions.model_fields)}; the operator "
+                "can allow any backend options with mcp.allow_backend_options)"
+            ) from exc
+        return typed.model_dump(exclude_unset=True) | {k: options[k] for k in flags}
 
     def check_timeouts(self, data: Any, what: str) -> None:
         """Every ``*timeout*`` number in ``data`` is finite and within the server's maximum."""

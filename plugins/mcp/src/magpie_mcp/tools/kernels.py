@@ -38,7 +38,9 @@ class KernelInput(ToolModel):
     source_files: list[str] = Field(default_factory=list, description="the kernel's source files (under a root)")
     working_dir: str | None = Field(None, description="relative to config_dir; must be under an allowed root")
     env: dict[str, str] = Field(
-        default_factory=dict, description="extra environment (PATH, LD_*, PYTHON* and other loader variables refused)"
+        default_factory=dict,
+        description="extra environment: only variables on the server's allowlist (CUDA_LAUNCH_BLOCKING, "
+        "OMP_NUM_THREADS, ...) or ones the operator allowed",
     )
     compile_command: ArgvCommand | None = Field(
         None, description="argv list(s), run without a shell; refused unless the operator allowed the program"
@@ -50,7 +52,12 @@ class KernelInput(ToolModel):
         None, description="argv list(s) to profile; refused unless the operator allowed the program"
     )
     device: str | None = Field(None, description="cpu, cuda, cuda:1, ... (default: the backend's)")
-    options: dict[str, Any] = Field(default_factory=dict, description="backend-specific options")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="backend options: torch_compile (true or {mode, fullgraph, dynamic, backend}), arch, binary, "
+        "argtypes, returns_status, output_args, compile_timeout_seconds, harness_launches; others (compiler "
+        "flags, torch.compile options dicts) only if the operator allowed them",
+    )
 
     def to_config(self) -> KernelConfig:
         return KernelConfig.model_validate(self.model_dump(exclude_none=True))

@@ -194,6 +194,9 @@ def gap_result(job: Job, top_k: int) -> GapResult:
         for k in list(r.get("top_kernels") or [])[:top_k]
     ]
     errors = [str(e) for e in r.get("errors") or []]
+    if errors and not kernels:
+        # nothing was analyzed: a failure, not a result with a side note
+        raise ToolFailure(f"gap_analysis job {job.id}: the trace could not be analyzed: {'; '.join(errors[:5])}")
     return GapResult(
         job=job.info(),
         output_dir=r.get("output_dir"),
