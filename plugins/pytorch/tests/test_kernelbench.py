@@ -139,3 +139,45 @@ def test_cli_missing_get_inputs_exits_2(run_magpie, problem: Path) -> None:
     )
     result = run_magpie(["-o", str(problem / "out"), "analyze", "-k", str(yaml), "--no-perf"], cwd=problem)
     assert result.returncode == 2 and "get_inputs: relu_reference.py:get_inputs" in result.stderr
+
+
+def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: Path) -> None:
+    from magpie_kernels_pytorch.kernelbench_run import fast_p, run
+
+    (problem / "problems").mkdir()
+    shutil.move(problem / "relu_reference.py", problem / "problems" / "relu.py")
+    (problem / "sols" / "relu").mkdir(parents=True)
+    for name in ("relu_clamp.py", "relu_wrong.py"):
+        shutil.move(problem / name, problem / "sols" / "relu" / name)
+    calls: list[list[str]] = []
+
+    def fake_compare(block: KernelBenchBlock, base: Path) -> dict:
+        """A compare report: clamp 1.6x but inside the noise (0.9-2.5), wrong rejected."""
+        calls.append([Path(s).name for s in block.solutions])
+        ids = ["relu", *(Path(s).stem for s in block.solutions)]
+        status = {"relu": "passed", "relu_clamp": "passed", "relu_wrong": "failed"}
+        ranking = [
+            {"kernel_id": "relu", "median_us": 10.0, "speedup": 1.0, "verdict": "BASELINE"},
+            {
+                "kernel_id": "relu_clamp",
+                "median_us": 6.25,
+                "speedup": 1.6,
+                "speedup_ci95": [0.9, 2.5],
+                "verdict": "UNSTABLE",
+            },
+        ]
+        results = [
+            {"kernel_id": i, "compile": {"status": "skipped"}, "correctness": {"status": status[i]}} for i in ids
+        ]
+        return {"baseline_id": "relu", "ranking": ranking, "results": {"kernel_results": results}}
+
+    rows = run(problem / "problems", problem / "sols", problem / "r.jsonl", fake_compare)
+    assert calls == [["relu_clamp.py", "relu_wrong.py"]]
+    assert [(r["solution"].endswith("relu_clamp.py"), r["correct"], r["compiled"]) for r in rows] == [
+        (True, True, True),
+        (False, False, True),
+    ]
+    assert fast_p(rows, verified=False) == {"fast_0": 0.5, "fast_1": 0.5, "fast_1.5": 0.5, "fast_2": 0.0}
+    assert fast_p(rows, verified=True) == {"fast_0": 0.5, "fast_1": 0.0, "fast_1.5": 0.0, "fast_2": 0.0}
+    assert len(run(problem / "problems", problem / "sols", problem / "r.jsonl", fake_compare)) == 2
+    assert len(calls) == 1  # resumed: nothing left to run

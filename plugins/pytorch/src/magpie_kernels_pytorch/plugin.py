@@ -132,3 +132,11 @@ def _expand(file: KernelConfigFile, config_dir: Path, source: Path | None, kerne
     expanded = apply_block(file, block, kernel_type, PyTorchBackend.kernel_types, config_dir) if block else None
     check_inputs(expanded or file, PyTorchBackend.kernel_types, [Path.cwd(), config_dir], source)
     return expanded
+
+
+@hookimpl
+def magpie_register_commands(cli: Any) -> None:
+    """``magpie kernelbench run``: a KernelBench problem set against a folder of solutions."""
+    from magpie_kernels_pytorch.kernelbench_cli import kernelbench_app
+
+    cli.add_typer(kernelbench_app, name="kernelbench")
