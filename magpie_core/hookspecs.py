@@ -33,6 +33,7 @@ error at load time that names the plugin (pluggy's ``check_pending``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -175,6 +176,27 @@ def magpie_register_mcp_tools(register: Register) -> None:
     The function's name becomes the tool name, its docstring the description
     and its type hints the input and output schema. Every built-in tool is
     registered through this hook too.
+    """
+
+
+# --- Kernel files that a plugin builds or completes ------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def magpie_kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> Any:
+    """A kernel file (:class:`~magpie_core.config.kernel.KernelConfigFile`) for source files given on the command
+    line with no YAML, testcase or compile command, when a plugin recognises them (a problem file and its
+    solutions, say); None when not. ``kernel_type`` is ``--type`` when given, else None. Raise
+    :class:`~magpie_core.config.errors.ConfigError` for files that are recognised but cannot run as given.
+    """
+
+
+@hookspec(firstresult=True)
+def magpie_prepare_kernel_file(file: Any, config_dir: Path, source: Path | None) -> Any:
+    """A kernel file with a plugin's own block applied (its kernels and settings written out), or None to leave
+    it as it is. Called for every kernel file before it runs (``source``: the YAML it came from, None when built
+    from source files); raise :class:`~magpie_core.config.errors.ConfigError` for a kernel of yours that cannot
+    run as configured, so that it is a config error (exit 2) before any worker starts, not a failed check.
     """
 
 

@@ -65,9 +65,14 @@ def _kernel_file(
         ]
         if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
             raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
-        return _framework_defaults(_pipeline().load_kernel_file(kernel_config)), kernel_config.resolve().parent
+        config_dir = kernel_config.resolve().parent
+        file = _pipeline().prepare_kernel_file(_pipeline().load_kernel_file(kernel_config), config_dir, kernel_config)
+        return _framework_defaults(file), config_dir
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
+    recognised = _recognised_sources(sources, testcase, kernel_type, compile_cmd)
+    if recognised is not None:
+        return _framework_defaults(recognised), Path.cwd()
     if not testcase and require_testcase:
         raise UsageError("--testcase is required when kernels are given as source files")
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
@@ -85,6 +90,21 @@ def _kernel_file(
         for kernel_id, src in zip(ids, sources, strict=True)
     ]
     return _framework_defaults(KernelConfigFile(kernels=kernels)), Path.cwd()
+
+
+def _recognised_sources(
+    sources: list[str], testcase: str | None, kernel_type: str, compile_cmd: str | None
+) -> KernelConfigFile | None:
+    """A kernel file a plugin builds for sources it recognises (e.g. a problem file and its solutions).
+
+    Only asked when no testcase or compile command is given: those say the files are built and run the
+    AMD Magpie way.
+    """
+    if testcase is not None or compile_cmd is not None:
+        return None
+    given_type = kernel_type if kernel_type != DEFAULT_KERNEL_TYPE else None
+    file = _pipeline().kernel_file_from_sources(sources, given_type)
+    return _pipeline().prepare_kernel_file(file, Path.cwd()) if file is not None else None
 
 
 #: blocks of the framework config (``--config``) that a kernel file without its own inherits

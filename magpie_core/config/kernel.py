@@ -259,7 +259,7 @@ class KernelConfigFile(PluginBlocksModel):
 
     @model_validator(mode="after")
     def _has_kernels(self) -> KernelConfigFile:
-        if self.kernel is None and not self.kernels:
+        if self.kernel is None and not self.kernels and not self.plugin_blocks():  # a plugin's block may write them
             raise ValueError("no kernels: give 'kernel:' or 'kernels:'")
         ids = [k.id for k in self.all_kernels()]
         dupes = sorted({i for i in ids if ids.count(i) > 1})

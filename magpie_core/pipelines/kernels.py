@@ -20,6 +20,7 @@ from pydantic import Field
 
 from magpie_core import latency_protocol
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
+from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
 from magpie_core.interrupts import RunInterrupted
@@ -416,6 +417,26 @@ def _profile_or_explain(
 
 def load_kernel_file(path: Path) -> KernelConfigFile:
     return load_config(KernelConfigFile, path)
+
+
+def kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> KernelConfigFile | None:
+    """A kernel file a plugin builds for source files it recognises (no YAML needed), or None."""
+    return _plugin_answer("magpie_kernel_file_from_sources", sources=sources, kernel_type=kernel_type)
+
+
+def prepare_kernel_file(file: KernelConfigFile, config_dir: Path, source: Path | None = None) -> KernelConfigFile:
+    """``file`` with the plugins' own blocks applied, checked by them before anything runs."""
+    prepared = _plugin_answer("magpie_prepare_kernel_file", file=file, config_dir=config_dir, source=source)
+    prepared = prepared if prepared is not None else file
+    if not prepared.all_kernels():
+        raise ConfigError(source or config_dir, "no kernels: give 'kernel:' or 'kernels:'")
+    return prepared
+
+
+def _plugin_answer(hook_name: str, **kwargs: Any) -> Any:
+    # Called through pluggy directly: a ConfigError these hooks raise is the user's mistake (exit 2, with the
+    # fix), which the plugin manager's guarded calls would turn into a warning about the plugin.
+    return getattr(get_plugin_manager().pm.hook, hook_name)(**kwargs)
 
 
 def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure_performance: bool) -> list[KernelJob]:

@@ -118,6 +118,7 @@ class _Prepared:
         seed: int,
         native_entry: Callable[[], Callable[..., Any]] | None = None,
     ) -> None:
+        self.training = self._training(kernel)
         if native_entry is not None:
             self.module = None
             for what, ref in (("get_inputs", kernel.inputs_function), ("reference", kernel.reference)):
@@ -155,6 +156,15 @@ class _Prepared:
         )
         self.output_args: list[int] = list(kernel.options.get("output_args", []))
 
+    @staticmethod
+    def _training(kernel: KernelConfig) -> bool:
+        """``options.module_mode``: ``eval`` (the default) or ``train`` (KernelBench: its eval never calls
+        ``.eval()``, so BatchNorm normalises with batch statistics and Dropout drops)."""
+        mode = kernel.options.get("module_mode", "eval")
+        if mode not in ("train", "eval"):
+            raise LoadError(f"options.module_mode: {mode!r}, expected 'train' or 'eval'")
+        return mode == "train"
+
     def _optional(self, ref: str, search_dirs: list[Path]) -> Callable[..., Any] | None:
         if self.module is None and ":" not in ref:
             return None
@@ -168,7 +178,7 @@ class _Prepared:
             seed_everything(seed)  # same weights for the kernel and its reference
             instance = obj(*to_device(self.init_inputs, device))
             if isinstance(instance, torch.nn.Module):
-                instance = instance.to(device).eval()
+                instance = instance.to(device).train(self.training)
             return instance
         return obj
 
@@ -249,6 +259,7 @@ class _Loaded:
                 atol=corr.atol if corr.atol is not None else (corr.accordo.atol if corr.accordo else None),
                 rtol=corr.rtol if corr.rtol is not None else (corr.accordo.rtol if corr.accordo else None),
                 equal_nan=corr.equal_nan,
+                preset=kernel.options.get("tolerance"),
             ),
         )
         try:
@@ -382,11 +393,13 @@ def _check(
             first_inputs = inputs
         expected = None
         if prepared.reference is not None:
+            seed_everything(seed)  # the reference and the kernel draw the same random numbers (train-mode Dropout)
             expected = _call(prepared.reference, list(clone(inputs)), prepared.output_args)
             synchronize(device)
         elif stored is not None:
             expected = to_device(stored["expected"], device)
         try:
+            seed_everything(seed)
             actual = _run_candidate(prepared, fn, inputs, device, corr.poison_outputs)
         except Exception as exc:
             msg = f"trial {t} (seed {seed}): the kernel raised {_error_text(exc)}"
@@ -410,8 +423,7 @@ def _check(
                 "expected": to_device(expected if expected is not None else actual, torch.device("cpu")),
             }
         )
-    atol, rtol = tol.atol, tol.rtol
-    tol_text = "per-dtype default tolerances" if atol is None and rtol is None else f"atol={atol} rtol={rtol}"
+    tol_text = _tolerance_text(tol)
     return (
         CorrectnessResult(
             status=StageStatus.PASSED,
@@ -423,6 +435,12 @@ def _check(
         first_inputs,
         saved,
     )
+
+
+def _tolerance_text(tol: Tolerance) -> str:
+    if tol.atol is not None or tol.rtol is not None:
+        return f"atol={tol.atol} rtol={tol.rtol}"
+    return f"tolerance preset {tol.preset!r}" if tol.preset else "per-dtype default tolerances"
 
 
 def _tensor_bytes(value: Any) -> int:

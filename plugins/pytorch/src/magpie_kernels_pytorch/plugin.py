@@ -8,6 +8,7 @@ alone costs about a second.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from magpie_core import hookimpl
@@ -15,7 +16,7 @@ from magpie_core.interfaces import Timer
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 if TYPE_CHECKING:
-    from magpie_core.config.kernel import KernelConfig
+    from magpie_core.config.kernel import KernelConfig, KernelConfigFile
     from magpie_core.reports import EvaluationTask
     from magpie_kernels_pytorch.harness import HarnessOptions
 
@@ -84,3 +85,58 @@ def magpie_register_kernel_backends(register: Callable[[Any], None]) -> None:
 def magpie_register_timers(register: Callable[[Any], None]) -> None:
     register(CpuTimer())
     register(CudaEventTimer())
+
+
+@hookimpl
+def magpie_register_config_blocks(register: Callable[[Any], None]) -> None:
+    from magpie_core.interfaces import ConfigBlock
+    from magpie_kernels_pytorch.kernelbench import BLOCK, KernelBenchBlock
+
+    register(
+        ConfigBlock(
+            name=BLOCK,
+            model=KernelBenchBlock,
+            scopes=("kernel_file",),
+            description="KernelBench problem and solutions, checked the way KernelBench checks them",
+        )
+    )
+
+
+@hookimpl
+def magpie_kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> KernelConfigFile | None:
+    """KernelBench files on the command line (``magpie compare ref.py sol.py``): the kernel file a YAML would be."""
+    if kernel_type is not None and kernel_type not in PyTorchBackend.kernel_types:
+        return None
+    from magpie_core.config.kernel import KernelConfigFile
+    from magpie_kernels_pytorch.kernelbench import BLOCK, block_for_sources
+
+    block = block_for_sources(sources)
+    if block is None:
+        return None
+    file = KernelConfigFile.model_validate({BLOCK: block.model_dump()})
+    return _expand(file, Path.cwd(), None, kernel_type or PyTorchBackend.name)
+
+
+@hookimpl
+def magpie_prepare_kernel_file(
+    file: KernelConfigFile, config_dir: Path, source: Path | None
+) -> KernelConfigFile | None:
+    """The ``kernelbench:`` block written out, and every PyTorch kernel's inputs checked before it runs."""
+    return _expand(file, config_dir, source, PyTorchBackend.name)
+
+
+def _expand(file: KernelConfigFile, config_dir: Path, source: Path | None, kernel_type: str) -> KernelConfigFile | None:
+    from magpie_kernels_pytorch.kernelbench import BLOCK, apply_block, check_inputs
+
+    block = file.plugin_blocks().get(BLOCK)
+    expanded = apply_block(file, block, kernel_type, PyTorchBackend.kernel_types, config_dir) if block else None
+    check_inputs(expanded or file, PyTorchBackend.kernel_types, [Path.cwd(), config_dir], source)
+    return expanded
+
+
+@hookimpl
+def magpie_register_commands(cli: Any) -> None:
+    """``magpie kernelbench run``: a KernelBench problem set against a folder of solutions."""
+    from magpie_kernels_pytorch.kernelbench_cli import kernelbench_app
+
+    cli.add_typer(kernelbench_app, name="kernelbench")
