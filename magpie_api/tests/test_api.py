@@ -147,3 +147,25 @@ def test_load_names_what_it_cannot_read(tmp_path: Path) -> None:
         magpie.load(_write(tmp_path / "x", "r.json", {"something": 1}) / "r.json")
     with pytest.raises(KeyError, match="tables: top_kernels"):
         magpie.GapResult({"top_kernels": [], "ranks": []}).table("nope")
+
+
+def test_figures_are_the_report_pages(gap_run: magpie.GapResult, inference_run: magpie.InferenceResult) -> None:
+    fig = gap_run.figure("top_kernels")
+    assert fig.title == "top 8 kernels by total time"
+    bars = sorted(x for trace in fig.data for x in trace["x"])
+    assert bars == pytest.approx(sorted(gap_run.top_kernels["self_cuda_total_us"] / 1000))
+    bundle = fig._repr_mimebundle_()
+    assert bundle["application/vnd.plotly.v1+json"] == fig.to_dict() and "<div" in bundle["text/html"]
+    assert inference_run.figure("roofline_decode").title == "roofline: decode_only on H200"
+    with pytest.raises(KeyError, match="figures: stage_breakdown"):
+        inference_run.figure("nope")
+
+
+def test_to_excel_writes_every_table(gap_run: magpie.GapResult, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    wb = load_workbook(gap_run.to_excel(tmp_path / "gap.xlsx"), read_only=True)
+    assert wb.sheetnames == gap_run.tables()
+    assert (
+        next(wb["top_kernels"].iter_rows(min_row=2, max_row=2, values_only=True))[0] == gap_run.top_kernels["name"][0]
+    )
