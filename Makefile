@@ -9,6 +9,8 @@ PLUGIN_DIRS := $(patsubst %/pyproject.toml,%,$(PLUGIN_PYPROJECTS))
 EXTRAS_quality_gate := [lm-eval]
 # transformers for exact-length random prompts (magpie-benchmark's tokenizer extra)
 EXTRAS_magpie_benchmark := [tokenizer]
+# nbclient + ipykernel: the example notebook (docs/notebooks/) is executed by magpie_api's tests
+EXTRAS_magpie_api := [notebook]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 

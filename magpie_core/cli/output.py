@@ -1,5 +1,8 @@
 """What commands print: tables as rich tables, CSV or JSON (``--format``), and the ``--no-html`` switch.
 
+Commands that write tables into a run folder also take ``--format xlsx`` (:data:`TABLE_FORMATS`): the tables
+go into one Excel workbook there (:mod:`magpie_core.workbook`), and the table is printed as usual.
+
 A table printed to a pipe or a log file is never cut: :mod:`magpie_core.cli.app` gives its consoles a
 wide width when the stream is not a terminal, and ``--format csv|json`` prints the same rows whole.
 """
@@ -16,21 +19,26 @@ from typing import Any
 import typer
 
 FORMATS = ("table", "csv", "json")
+#: the formats of commands that write tables into a run folder: xlsx adds a workbook of them there
+TABLE_FORMATS = (*FORMATS, "xlsx")
 
 
-def format_option(default: str = "table") -> Any:
-    return typer.Option(default, "--format", help="table | csv | json (csv/json: the table's rows, whole)")
+def format_option(default: str = "table", formats: Sequence[str] = FORMATS) -> Any:
+    help_text = "table | csv | json (csv/json: the table's rows, whole)"
+    if "xlsx" in formats:
+        help_text += "; xlsx: also one Excel workbook of the run's tables, a sheet each, in the run folder"
+    return typer.Option(default, "--format", help=help_text)
 
 
 def no_html_option() -> Any:
     return typer.Option(False, "--no-html", help="do not write report.html into the workspace")
 
 
-def check_format(fmt: str) -> str:
+def check_format(fmt: str, formats: Sequence[str] = FORMATS) -> str:
     from magpie_core.cli.app import UsageError
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt not in formats:
+        raise UsageError(f"--format {fmt!r}: use one of {', '.join(formats)}")
     return fmt
 
 

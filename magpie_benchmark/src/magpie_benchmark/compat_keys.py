@@ -33,7 +33,7 @@ BENCHMARK: dict[str, str] = {
     "profiler.tracelens.enabled": "magpie's own inference analysis (stage split, roofline CSVs with AMD names)",
     "profiler.tracelens.analysis_mode": "inference; pytorch is noted in the report (inference analysis is run)",
     "profiler.tracelens.analysis_stages": "stages analyzed (all, prefilldecode, decode, prefill)",
-    "profiler.tracelens.export_format": "csv; excel is noted in the report (CSV is written)",
+    "profiler.tracelens.export_format": "csv; excel: the CSVs and one workbook of them (a sheet per table)",
     "profiler.tracelens.gpu_arch_config": "GPU spec JSON for the roofline",
     "profiler.tracelens.*": "warned (TraceLens CLI settings; magpie analyzes in-process)",
     "profiler.gpu_monitor": "warned when enabled",

@@ -665,6 +665,8 @@ def run_tracelens_analysis(
         return result
     options: dict[str, Any] = {
         "stages": tl.analysis_stages,
+        # excel: the CSVs, and one workbook of them (inference_tables_<label>.xlsx)
+        "export_format": tl.export_format,
         # an offline workload (no point) has no load shape to name its tables by
         "label_suffix": f"_ISL{point.input_len}_OSL{point.output_len}_CONC{point.concurrency}" if point else "",
     }
@@ -673,8 +675,6 @@ def run_tracelens_analysis(
     notes = []
     if tl.analysis_mode != "inference":
         notes.append(f"analysis_mode {tl.analysis_mode!r}: magpie runs the inference analysis (use magpie gap too)")
-    if tl.export_format != "csv":
-        notes.append(f"export_format {tl.export_format!r}: tables are written as CSV")
     try:
         summary = analyzer.analyze(trace_dir, options, out_dir)
     except Exception as exc:  # the measurement must survive a broken analysis

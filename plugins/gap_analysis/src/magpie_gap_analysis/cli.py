@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
-from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, say, write_html
+from magpie_core.cli.output import (
+    TABLE_FORMATS,
+    check_format,
+    format_option,
+    no_html_option,
+    print_rows,
+    say,
+    write_html,
+)
 from magpie_core.workspace import run_folder
 from magpie_gap_analysis.options import GapFlags, gap_config_from_flags
 
@@ -121,8 +129,9 @@ def run_gap_analysis(
     no_html: bool = False,
 ) -> int:
     """Run into a new ``gap_<trace>_<timestamp>/`` folder under ``output_dir`` (default: beside the traces), print
-    (table, ``--format csv|json`` rows or ``as_json``), write ``report.html`` unless ``no_html``, return the exit
-    code (0 ok, 1 some rank failed); nothing to analyze is a :class:`~magpie_core.cli.app.UsageError`."""
+    (table, ``--format csv|json`` rows or ``as_json``; ``xlsx``: the table, and a workbook of every table written
+    into the run folder), write ``report.html`` unless ``no_html``, return the exit code (0 ok, 1 some rank
+    failed); nothing to analyze is a :class:`~magpie_core.cli.app.UsageError`."""
     from magpie_gap_analysis.pipeline import default_output_dir, gap_analysis
 
     trace_dir = Path(trace_dir)
@@ -133,13 +142,19 @@ def run_gap_analysis(
         result = gap_analysis(trace_dir, config, run_dir)
         if result.output_dir is None:
             raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
+    if fmt == "xlsx":
+        from magpie_gap_analysis.output import write_workbook
+
+        workbook = write_workbook(result)
     if as_json:
         print(json.dumps(json.loads(result.model_dump_json()), indent=2))
-    elif fmt != "table":
+    elif fmt in ("csv", "json"):
         print_rows(KERNEL_COLUMNS, _kernel_rows(result, config.top_k, full_names=True), fmt)
     else:
         print_summary(result, config.top_k)
-    write_html("gap", result, result.output_dir, skip=no_html, quiet=as_json or fmt != "table")
+    if fmt == "xlsx" and not as_json:
+        say(f"workbook: {workbook}", markup=False, soft_wrap=True)
+    write_html("gap", result, result.output_dir, skip=no_html, quiet=as_json or fmt in ("csv", "json"))
     failed = [r for r in result.ranks if not r.ok]
     return 1 if failed or result.num_ranks == 0 else 0
 
@@ -167,14 +182,14 @@ def gap_command(
     start_us: float | None = GapFlags.start_us,
     end_us: float | None = GapFlags.end_us,
     as_json: bool = typer.Option(False, "--json", help="print the JSON summary instead of the table"),
-    fmt: str = format_option(),
+    fmt: str = format_option(formats=TABLE_FORMATS),
     no_html: bool = no_html_option(),
     clone: bool = GapFlags.clone,
     repos_base_dir: str | None = GapFlags.repos_base_dir,
     workers: int | None = GapFlags.workers,
 ) -> None:
     """Kernel time tables, GPU idle gaps and launch-bound indicators from profiler traces."""
-    check_format(fmt)
+    check_format(fmt, TABLE_FORMATS)
     config = gap_config_from_flags(
         top_k=top_k,
         start_pct=start_pct,

@@ -6,9 +6,21 @@ import csv
 from pathlib import Path
 from typing import Any, TextIO
 
-from magpie_gap_analysis.models import RankSummary, TopKernel
+from magpie_gap_analysis.models import GapAnalysisResult, RankSummary, TopKernel
 
-__all__ = ["AMD_COLUMNS", "EXTRA_COLUMNS", "GAP_COLUMNS", "fmt", "write_gaps", "write_table"]
+__all__ = [
+    "AMD_COLUMNS",
+    "EXTRA_COLUMNS",
+    "GAP_COLUMNS",
+    "WORKBOOK",
+    "fmt",
+    "write_gaps",
+    "write_table",
+    "write_workbook",
+]
+
+#: the workbook of ``--format xlsx``, beside the CSVs
+WORKBOOK = "gap_analysis.xlsx"
 
 AMD_COLUMNS = ["Name", "Calls", "Self CUDA total (us)", "Avg time (us)", "% Total", "Input Shapes"]
 EXTRA_COLUMNS = [
@@ -136,3 +148,19 @@ def write_gaps(path: Path, ranks: list[RankSummary]) -> Path:
                         ]
                     )
     return path
+
+
+def workbook_sheets(result: GapAnalysisResult) -> dict[str, Path]:
+    """The CSV tables a run wrote, by sheet name: top kernels, all kernels, each rank's top kernels, the gaps."""
+    sheets = {"top kernels": result.csv_path, "all kernels": result.full_csv_path}
+    sheets |= {f"rank{r.rank} kernels": r.csv_path for r in result.ranks}
+    sheets["gpu gaps"] = result.gaps_csv_path
+    return {name: Path(path) for name, path in sheets.items() if path}
+
+
+def write_workbook(result: GapAnalysisResult) -> Path:
+    """``gap_analysis.xlsx`` in the run folder: every table of the run, a sheet each (``--format xlsx``)."""
+    from magpie_core.workbook import write_csv_workbook
+
+    assert result.output_dir is not None  # only a run that wrote its tables has a workbook
+    return write_csv_workbook(Path(result.output_dir) / WORKBOOK, workbook_sheets(result))

@@ -1109,7 +1109,8 @@ class InferenceAnalyzer(TraceAnalyzer):
         (e.g. ``_ISL1024_OSL512_CONC32``), ``workers`` (processes that decode a large trace; default: cores),
         ``window`` (auto | all | FIRST:LAST), ``include_unlinked_kernels`` (TraceLens tables: also kernels
         without a launch record), ``world_size`` (ranks, for the collectives' bus bandwidth), ``tracelens_tables``
-        (false: skip TraceLens's tables, ~0.15 s of CPU per 150 MB of trace).
+        (false: skip TraceLens's tables, ~0.15 s of CPU per 150 MB of trace), ``export_format`` (csv, the default;
+        excel: also ``inference_tables<label_suffix>.xlsx``, every table a sheet, its path as ``workbook``).
         """
         t_start = time.perf_counter()
         stages_opt = str(options.get("stages") or "all")
@@ -1117,6 +1118,9 @@ class InferenceAnalyzer(TraceAnalyzer):
             raise AnalysisError(f"stages must be one of {', '.join(STAGES_FOR)}, not {stages_opt!r}")
         user_spec = _user_spec(options)
         parse_window(options.get("window"))  # a bad window is a usage error before any work
+        export = str(options.get("export_format") or "csv")
+        if export not in EXPORT_FORMATS:
+            raise AnalysisError(f"export_format must be one of {', '.join(EXPORT_FORMATS)}, not {export!r}")
         files = _input_files(traces)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -1139,11 +1143,40 @@ class InferenceAnalyzer(TraceAnalyzer):
                 summary["outputs"] += [s["roofline_csv"], s["kernels_csv"]]
             summary["outputs"].append(result["iterations_csv"])
             summary["outputs"] += list(result.get("tracelens_tables", {}).values())
+        if export == "excel" and summary["traces"]:
+            workbook = out_dir / f"inference_tables{options.get('label_suffix') or ''}.xlsx"
+            summary["workbook"] = str(write_workbook(workbook, summary["traces"]))
+            summary["outputs"].append(summary["workbook"])
         summary["elapsed_s"] = round(time.perf_counter() - t_start, 3)
         jpath = out_dir / "inference_summary.json"
         summary["outputs"].append(str(jpath))
         jpath.write_text(json.dumps(summary, indent=2, default=str))
         return summary
+
+
+#: ``export_format`` values (AMD Magpie's ``profiler.tracelens.export_format``)
+EXPORT_FORMATS = ("csv", "excel")
+
+
+def workbook_sheets(traces: list[dict[str, Any]]) -> dict[str, Path]:
+    """The CSV tables of analysed traces by sheet name: each stage's roofline and kernels, the iterations, then
+    TraceLens's tables (a ``rankN`` in front when there are several traces, as in the file names)."""
+    sheets: dict[str, Path] = {}
+    for n, tr in enumerate(traces):
+        rank = f"rank{n} " if len(traces) > 1 else ""
+        for stage, st in tr["stages"].items():
+            sheets[f"{rank}{stage} roofline"] = Path(st["roofline_csv"])
+            sheets[f"{rank}{stage} kernels"] = Path(st["kernels_csv"])
+        sheets[f"{rank}iterations"] = Path(tr["iterations_csv"])
+        sheets |= {f"{rank}{name}": Path(file) for name, file in (tr.get("tracelens_tables") or {}).items()}
+    return sheets
+
+
+def write_workbook(path: Path, traces: list[dict[str, Any]]) -> Path:
+    """One workbook of every table the analysis wrote (``export_format: excel``, ``--format xlsx``)."""
+    from magpie_core.workbook import write_csv_workbook
+
+    return write_csv_workbook(path, workbook_sheets(traces))
 
 
 def _analyze_file(

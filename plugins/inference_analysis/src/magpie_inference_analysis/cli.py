@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, escape, handle_errors
-from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.cli.output import TABLE_FORMATS, check_format, format_option, no_html_option, print_rows, write_html
 from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
@@ -58,6 +58,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     for err in summary.get("errors", []):
         console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
+    if summary.get("workbook"):
+        console.print(f"workbook: {summary['workbook']}", soft_wrap=True)
     console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
 
 
@@ -101,11 +103,11 @@ def inference_command(
     tracelens_tables: bool = typer.Option(
         True, "--tracelens-tables/--no-tracelens-tables", help="also write TraceLens's tables (unified_perf_summary...)"
     ),
-    fmt: str = format_option(),
+    fmt: str = format_option(formats=TABLE_FORMATS),
     no_html: bool = no_html_option(),
 ) -> None:
     """Prefill/decode stage split, steady-state window, kernel table and per-op roofline."""
-    check_format(fmt)
+    check_format(fmt, TABLE_FORMATS)
     if not trace.exists():
         raise UsageError(f"{trace}: no such file or folder")
     target = trace / "torch_trace" if trace.is_dir() and (trace / "torch_trace").is_dir() else trace
@@ -120,16 +122,18 @@ def inference_command(
         options["spec"] = spec
     if capture_traces is not None:
         options["capture_traces"] = str(capture_traces)
+    if fmt == "xlsx":
+        options["export_format"] = "excel"
     out = output_dir or STATE.output_dir or default_output_dir(trace)
     with run_folder(out, "inference", trace.name.split(".")[0]) as run_dir:  # a new folder every run
         summary = run_inference_analysis(target, options, run_dir)
     if as_json:
         console.print_json(json.dumps(summary, default=str))
-    elif fmt != "table":
+    elif fmt in ("csv", "json"):
         print_rows(STAGE_COLUMNS, stage_rows(summary), fmt)
     else:
         print_summary(summary)
-    write_html("inference", summary, summary.get("output_dir"), skip=no_html, quiet=as_json or fmt != "table")
+    write_html("inference", summary, summary.get("output_dir"), skip=no_html, quiet=as_json or fmt in ("csv", "json"))
     raise typer.Exit(1 if summary.get("errors") else 0)
 
 

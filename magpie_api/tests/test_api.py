@@ -1,0 +1,171 @@
+"""``import magpie``: the CLI and the API on the same bundled traces give the same numbers; every kind of report
+loads into its typed result; pandas is imported only when a table is asked for.
+
+Traces: the bundled H100 trace (gap) and the H200 recording (inference), each analysed in well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import magpie
+import pytest
+
+from tests.conftest import DATA
+
+H100 = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+H200 = DATA / "traces_gpu" / "llama_h200.json.gz"
+
+
+def cli_json(run_magpie: Any, *args: str) -> list[dict[str, Any]]:
+    """The rows ``magpie ... --format json`` prints."""
+    done = run_magpie([*args, "--format", "json", "--no-html"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def only_run_folder(parent: Path) -> Path:
+    (folder,) = [p for p in parent.iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def gap_run(tmp_path_factory: pytest.TempPathFactory) -> magpie.GapResult:
+    return magpie.gap(H100, output_dir=tmp_path_factory.mktemp("api_gap"), top_k=8)
+
+
+@pytest.fixture(scope="module")
+def inference_run(tmp_path_factory: pytest.TempPathFactory) -> magpie.InferenceResult:
+    return magpie.inference(H200, output_dir=tmp_path_factory.mktemp("api_inference"))
+
+
+def test_import_magpie_does_not_import_pandas() -> None:
+    code = "import sys, magpie; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'plotly')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_gap_api_has_the_cli_numbers(gap_run: magpie.GapResult, run_magpie: Any, tmp_path: Path) -> None:
+    rows = cli_json(run_magpie, "gap", str(H100), "--top-k", "8", "-o", str(tmp_path))
+    df = gap_run.top_kernels
+    assert len(df) == len(rows) == 8
+    assert list(df["name"]) == [r["kernel"] for r in rows]
+    assert [f"{x:.2f}" for x in df["self_cuda_total_us"]] == [r["total (us)"] for r in rows]
+    assert [str(c) for c in df["calls"]] == [r["calls"] for r in rows]
+    # the CLI's run folder, loaded, is the same result
+    loaded = magpie.load(only_run_folder(tmp_path))
+    assert isinstance(loaded, magpie.GapResult)
+    assert loaded.top_kernels["self_cuda_total_us"].tolist() == df["self_cuda_total_us"].tolist()
+    assert loaded.gpu_idle_pct == gap_run.gpu_idle_pct
+
+
+def test_gap_tables(gap_run: magpie.GapResult) -> None:
+    assert gap_run.tables() == ["top_kernels", "all_kernels", "gaps", "devices"]
+    all_kernels = gap_run.all_kernels
+    assert len(all_kernels) >= len(gap_run.top_kernels)
+    assert all_kernels["Name"].iloc[0] == gap_run.top_kernels["name"].iloc[0]
+    assert {"rank", "device", "duration_us", "cpu_op"} <= set(gap_run.gaps.columns)
+    assert gap_run.devices["busy_us"].iloc[0] > 0
+    assert gap_run.to_pandas().equals(gap_run.top_kernels)
+
+
+def test_inference_api_has_the_cli_numbers(
+    inference_run: magpie.InferenceResult, run_magpie: Any, tmp_path: Path
+) -> None:
+    rows = cli_json(run_magpie, "inference", str(H200), "-o", str(tmp_path))
+    stages = inference_run.stages
+    assert list(stages["stage"]) == [r["stage"] for r in rows] == ["prefill_only", "decode_only"]
+    assert stages["kernel_time_ms"].tolist() == [r["kernel time (ms)"] for r in rows]
+    assert stages["modelled_pct"].tolist() == [r["modelled %"] for r in rows]
+    roofline = inference_run.roofline
+    assert set(roofline["stage"]) == {"prefill_only", "decode_only"}
+    decode = roofline[roofline["stage"] == "decode_only"]
+    assert decode["time_pct"].sum() == pytest.approx(100, abs=0.5)
+    # the kernel table's total is the stage's kernel time, as the CLI printed it
+    kernels = inference_run.kernels
+    assert kernels[kernels["stage"] == "decode_only"]["Total (us)"].sum() / 1000 == pytest.approx(
+        rows[1]["kernel time (ms)"], rel=1e-4
+    )
+    assert len(inference_run.iterations) == 17
+    loaded = magpie.load(only_run_folder(tmp_path) / "inference_summary.json")
+    assert isinstance(loaded, magpie.InferenceResult)
+    assert loaded.roofline["kernel_time_ms_sum"].tolist() == roofline["kernel_time_ms_sum"].tolist()
+
+
+def _write(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(data))
+    return folder
+
+
+def test_load_reads_every_kind(tmp_path: Path) -> None:
+    request = {"success": True, "ttft_ms": 12.0, "e2el_ms": 80.0, "output_tokens": 8, "itl_ms": [9.0, 10.0]}
+    point = {"concurrency": 4, "request_rate": None, "metrics": {"completed": 2, "ttft": {"median_ms": 12.0}}}
+    bench = _write(
+        tmp_path / "bench",
+        "benchmark_report.json",
+        {"mode": "benchmark", "success": True, "points": [{**point, "requests": [request, request]}]},
+    )
+    result = magpie.load(bench)
+    assert isinstance(result, magpie.BenchmarkResult) and result.success
+    assert result.points["metrics.ttft.median_ms"].tolist() == [12.0]
+    assert "requests" not in result.points.columns
+    assert result.requests[["point", "concurrency", "ttft_ms"]].values.tolist() == [[0, 4, 12.0], [0, 4, 12.0]]
+    assert result.gap is None and result.inference is None
+
+    ranking = [
+        {"rank": 1, "index": 1, "kernel_id": "fast", "median_us": 5.0, "speedup": 2.0, "verdict": "FASTER"},
+        {"rank": 2, "index": 0, "kernel_id": "base", "median_us": 10.0, "speedup": 1.0, "verdict": "BASELINE"},
+    ]
+    compare = magpie.load(
+        _write(tmp_path / "cmp", "compare_report.json", {"mode": "compare", "ranking": ranking, "winner_id": "fast"})
+        / "compare_report.json"
+    )
+    assert isinstance(compare, magpie.CompareResult) and compare.winner == "fast"
+    assert compare.candidates.set_index("kernel_id")["speedup"]["fast"] == 2.0
+
+    conditions = [{"name": "kernel_gain", "ok": False, "detail": "SAME"}]
+    loop = magpie.load(_write(tmp_path / "loop", "loop_report.json", {"mode": "loop_report", "conditions": conditions}))
+    assert isinstance(loop, magpie.LoopResult) and not loop.success
+    assert loop.conditions["ok"].tolist() == [False]
+
+    analyze = magpie.load(_write(tmp_path / "an", "analyze_report.json", {"mode": "analyze", "summary": [{"a": 1}]}))
+    assert isinstance(analyze, magpie.AnalyzeResult) and analyze.kernels["a"].tolist() == [1]
+
+
+def test_load_names_what_it_cannot_read(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no such file"):
+        magpie.load(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no magpie report in this folder"):
+        magpie.load(tmp_path)
+    with pytest.raises(ValueError, match="not a magpie report"):
+        magpie.load(_write(tmp_path / "x", "r.json", {"something": 1}) / "r.json")
+    with pytest.raises(KeyError, match="tables: top_kernels"):
+        magpie.GapResult({"top_kernels": [], "ranks": []}).table("nope")
+
+
+def test_figures_are_the_report_pages(gap_run: magpie.GapResult, inference_run: magpie.InferenceResult) -> None:
+    fig = gap_run.figure("top_kernels")
+    assert fig.title == "top 8 kernels by total time"
+    bars = sorted(x for trace in fig.data for x in trace["x"])
+    assert bars == pytest.approx(sorted(gap_run.top_kernels["self_cuda_total_us"] / 1000))
+    bundle = fig._repr_mimebundle_()
+    assert bundle["application/vnd.plotly.v1+json"] == fig.to_dict() and "<div" in bundle["text/html"]
+    assert inference_run.figure("roofline_decode").title == "roofline: decode_only on H200"
+    with pytest.raises(KeyError, match="figures: stage_breakdown"):
+        inference_run.figure("nope")
+
+
+def test_to_excel_writes_every_table(gap_run: magpie.GapResult, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    wb = load_workbook(gap_run.to_excel(tmp_path / "gap.xlsx"), read_only=True)
+    assert wb.sheetnames == gap_run.tables()
+    assert (
+        next(wb["top_kernels"].iter_rows(min_row=2, max_row=2, values_only=True))[0] == gap_run.top_kernels["name"][0]
+    )
