@@ -1,7 +1,7 @@
 """What commands print: tables as rich tables, CSV or JSON (``--format``), and the ``--no-html`` switch.
 
 Commands that write tables into a run folder also take ``--format xlsx`` (:data:`TABLE_FORMATS`): the tables
-go into one Excel workbook there (:mod:`magpie_core.workbook`), and the table is printed as usual.
+go into one Excel workbook there (:mod:`magpie_trace.workbook`), and the table is printed as usual.
 
 A table printed to a pipe or a log file is never cut: :mod:`magpie_core.cli.app` gives its consoles a
 wide width when the stream is not a terminal, and ``--format csv|json`` prints the same rows whole.

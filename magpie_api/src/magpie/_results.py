@@ -63,7 +63,7 @@ class Result:
 
     def to_excel(self, path: str | Path) -> Path:
         """One workbook, a sheet per non-empty table (named as in :meth:`tables`)."""
-        from magpie_core.workbook import write_workbook
+        from magpie_trace.workbook import write_workbook
 
         frames = {name: self.table(name) for name in self.tables()}
         sheets = {k: (list(map(str, v.columns)), v.itertuples(index=False)) for k, v in frames.items() if not v.empty}

@@ -160,7 +160,7 @@ def workbook_sheets(result: GapAnalysisResult) -> dict[str, Path]:
 
 def write_workbook(result: GapAnalysisResult) -> Path:
     """``gap_analysis.xlsx`` in the run folder: every table of the run, a sheet each (``--format xlsx``)."""
-    from magpie_core.workbook import write_csv_workbook
+    from magpie_trace.workbook import write_csv_workbook
 
     assert result.output_dir is not None  # only a run that wrote its tables has a workbook
     return write_csv_workbook(Path(result.output_dir) / WORKBOOK, workbook_sheets(result))

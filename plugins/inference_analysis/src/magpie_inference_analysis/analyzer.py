@@ -1174,7 +1174,7 @@ def workbook_sheets(traces: list[dict[str, Any]]) -> dict[str, Path]:
 
 def write_workbook(path: Path, traces: list[dict[str, Any]]) -> Path:
     """One workbook of every table the analysis wrote (``export_format: excel``, ``--format xlsx``)."""
-    from magpie_core.workbook import write_csv_workbook
+    from magpie_trace.workbook import write_csv_workbook
 
     return write_csv_workbook(path, workbook_sheets(traces))
 

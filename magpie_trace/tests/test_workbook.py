@@ -1,4 +1,4 @@
-"""magpie_core.workbook: sheet names Excel accepts, and CSV cells written as numbers where they are numbers."""
+"""magpie_trace.workbook: sheet names Excel accepts, and CSV cells written as numbers where they are numbers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from openpyxl import load_workbook
 
-from magpie_core.workbook import sheet_names, write_csv_workbook
+from magpie_trace.workbook import sheet_names, write_csv_workbook
 
 
 def test_sheet_names_are_cut_cleaned_and_unique() -> None:
