@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openpyxl import load_workbook
-
 from magpie_trace.workbook import sheet_names, write_csv_workbook
+from openpyxl import load_workbook
 
 
 def test_sheet_names_are_cut_cleaned_and_unique() -> None:
