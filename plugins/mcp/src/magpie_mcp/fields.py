@@ -67,6 +67,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("SchedulerConfig", "environment"): "text",
     ("RayConfig", "cluster_address"): "ray_address",
     ("RayConfig", "shared_storage_path"): "config_path",
+    # the pytorch plugin's kernelbench: block: Python files that are imported and run, so under a root
+    ("KernelBenchBlock", "reference"): "config_path",
+    ("KernelBenchBlock", "solutions"): "config_path",
 }
 
 #: the longest text a field of each rule may hold (an 8 MiB kernel id must not reach a file name)
