@@ -21,7 +21,9 @@ log = logging.getLogger("magpie.compat")
 
 _OWN_LOAD = "magpie drives the load with its own load generator; InferenceX scripts are not run"
 _OWN_ANALYSIS = "magpie runs its own inference analysis in-process (magpie inference) instead of TraceLens's CLI"
-_TRACE_FILE = "no InferenceX recipe is resolved: magpie replays the trace file in dataset.path itself"
+_TRACE_FILE = (
+    "no InferenceX recipe is resolved: magpie replays InferenceX's agentic-coding trace (or dataset.path) itself"
+)
 #: ``benchmark:`` keys accepted for AMD Magpie files that magpie does not act on -> what it does instead
 #: (dotted paths from the block; see :func:`magpie_core.compat.warn_unimplemented`)
 UNIMPLEMENTED: dict[str, str] = {
@@ -99,6 +101,8 @@ CONSUMED: dict[str, str] = {
     "EXTRA_SGLANG_ARGS": "extra server arguments (whitespace-split, quotes kept) for the framework plugin of that name",
     "EXTRA_ATOM_ARGS": "extra server arguments (whitespace-split, quotes kept) for the framework plugin of that name",
     "EXTRA_SERVER_ARGS": "extra server arguments (whitespace-split, quotes kept) for any framework plugin",
+    "WEKA_LOADER_OVERRIDE": "agentx: which InferenceX AgentX corpus is replayed (an AIPerf public-dataset loader "
+    "name, as InferenceX's resolve_trace_source reads it)",
     "EXTRA_XDIT_ARGS": "extra arguments (whitespace-split, quotes kept) appended to run_cmd by the xdit plugin",
 }
 

@@ -62,16 +62,18 @@ BENCHMARK: dict[str, str] = {
     "lm_eval_runtime.*": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
     "hash-locked runtime",
     "server_lifecycle.*": "persistent server across runs: reuse when healthy and matching, cleanup stops it",
-    "agentx": "trace replay of the file in dataset.path, which it needs (--dataset-path; AMD Magpie's InferenceX "
-    "trace is not fetched): multi-turn sessions with their timing and growing context, prefix cache hits "
-    "reported; the torch profiler is off unless the file turns it on",
+    "agentx": "trace replay of InferenceX's agentic-coding corpus (HF semianalysisai/cc-traces-weka-062126 or its "
+    "256k variant, as InferenceX picks; envs.WEKA_LOADER_OVERRIDE another), downloaded on first use into "
+    "$MAGPIE_TRACE_CACHE (~/.cache/magpie/traces), SHA-256 recorded and checked against dataset.sha256; "
+    "dataset.path / dataset.url replace it; prefix cache hits reported; the torch profiler is off unless "
+    "the file turns it on",
     "agentx.enabled": "trace replay on or off",
     "agentx.concurrency": "load.max_concurrency: agent sessions in flight (as envs.CONC)",
     "agentx.mode": "warned: the whole trace is replayed",
-    "agentx.recipe": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.selector": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.config_file": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.resolved": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.recipe": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.selector": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.config_file": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.resolved": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
     "agentx.launch_overrides": "warned: use server_args / server_env",
     "agentx.launch_overrides.*": "warned: use server_args / server_env",
     "agentx.failed_request_threshold": "warned: failed turns are counted in the report",

@@ -115,6 +115,14 @@ class DatasetConfig(StrictModel):
         "random", description="trace: replay a trace file's sessions with their timing (load.trace)"
     )
     path: str | None = None
+    url: str | None = Field(
+        None,
+        description="trace: downloaded on first use into $MAGPIE_TRACE_CACHE (default ~/.cache/magpie/traces); "
+        "with agentx on, InferenceX's AgentX corpus when neither path nor url is given",
+    )
+    sha256: str | None = Field(
+        None, pattern=r"^[0-9a-fA-F]{64}$", description="trace: the file's expected SHA-256 (checked; recorded always)"
+    )
     input_len: PositiveInt | None = Field(None, description="default: envs.ISL")
     output_len: PositiveInt | None = Field(None, description="default: envs.OSL")
     range_ratio: Fraction | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
@@ -125,14 +133,18 @@ class DatasetConfig(StrictModel):
 class TraceReplayConfig(StrictModel):
     """``load.trace``: how ``dataset.name: trace`` replays ``dataset.path`` (docs/benchmark.md, Trace replay)."""
 
-    format: Literal["auto", "mooncake", "multi_turn"] = Field(
-        "auto", description="mooncake: Mooncake / AIPerf mooncake_trace JSONL; multi_turn: AIPerf sessions"
+    format: Literal["auto", "mooncake", "multi_turn", "weka"] = Field(
+        "auto",
+        description="mooncake: Mooncake / AIPerf mooncake_trace JSONL; multi_turn: AIPerf sessions; "
+        "weka: agentic-coding traces (InferenceX's AgentX corpus)",
     )
     time_scale: PositiveFloat = Field(1.0, description="multiplies timestamps and delays (0.5: twice as fast)")
     timing: Literal["trace", "asap"] = Field(
         "trace", description="trace: timestamps and delays kept; asap: sessions start at once, no pauses"
     )
-    block_size: PositiveInt = Field(512, description="input tokens per hash id (512 in the Mooncake traces)")
+    block_size: PositiveInt = Field(
+        512, description="input tokens per hash id (512 in the Mooncake traces; a Weka trace names its own)"
+    )
     max_sessions: PositiveInt | None = Field(None, description="replay only the first N sessions (by start time)")
 
 
@@ -261,7 +273,7 @@ class BenchmarkConfig(PluginBlocksModel):
     lm_eval_runtime: dict[str, Any] | None = None
     server_lifecycle: ServerLifecycleConfig | None = None
     agentx: bool | str | dict[str, Any] | None = Field(
-        None, description="AMD Magpie AgentX: replays dataset.path as a trace (dataset.name trace)"
+        None, description="AMD Magpie AgentX: replays InferenceX's agentic-coding trace (or dataset.path) as a trace"
     )
     run_cmd: str | None = Field(
         None, description="AMD Magpie's offline command (framework xdit): run as argv, never through a shell"
