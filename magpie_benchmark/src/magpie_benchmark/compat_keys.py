@@ -103,6 +103,7 @@ def status(key: str) -> str:
     """implemented | warned | refused (what a file switching ``key`` on gets)."""
     if key.split(".")[0] in REFUSED_KEYS:
         return "refused"
-    if key.startswith("envs.") and any(key[5:].startswith(p) for p in UNSUPPORTED_PREFIXES):
+    name = key[5:]
+    if key.startswith("envs.") and name not in CONSUMED and any(name.startswith(p) for p in UNSUPPORTED_PREFIXES):
         return "warned"
     return status_in(UNIMPLEMENTED, key)

@@ -46,6 +46,7 @@ from magpie_benchmark.fingerprint import benchmark_fingerprint, engine_version, 
 from magpie_benchmark.loadgen import agentx_corpus
 from magpie_benchmark.loadgen import datasets as ds
 from magpie_benchmark.loadgen.metrics import PERCENTILES, compute_metrics, summarize
+from magpie_benchmark.loadgen.multimodal import attach_images
 from magpie_benchmark.loadgen.probe import ProbeFailed, probe_server
 from magpie_benchmark.loadgen.replay import session_metrics
 from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, run_in_loop, run_load
@@ -321,7 +322,7 @@ def _trace_requests(sessions: list[TraceSession]) -> list[ds.SampleRequest]:
 def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: int, seed_shift: int = 0) -> list[Any]:
     dset = config.dataset
     if dset.name == "random":
-        return ds.random_requests(
+        requests = ds.random_requests(
             num,
             point.input_len,
             point.output_len,
@@ -330,6 +331,9 @@ def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: in
             dset.seed + seed_shift,
             tokenizer,
         )
+        if dset.multimodal is None:
+            return requests
+        return attach_images(requests, dset.multimodal.spec(), dset.seed + seed_shift)
     if not dset.path:
         raise ds.DatasetError(f"dataset.name {dset.name!r} needs dataset.path")
     fixed_out = dset.output_len
