@@ -119,3 +119,11 @@ def test_image_requests_reach_the_stub_server_in_the_openai_chat_format(tmp_path
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req, timeout=5)
         assert err.value.code == 400 and "not a image/png file" in err.value.read().decode()
+
+
+def test_benchmark_script_is_a_visible_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """AMD Magpie runs benchmark_script; magpie does not, and says so when the file loads."""
+    with caplog.at_level("WARNING"):
+        load_benchmark_config(MM_YAML)
+    said = [r.getMessage() for r in caplog.records if "benchmark.benchmark_script" in r.getMessage()]
+    assert len(said) == 1 and "the script is not run" in said[0] and "drives the load itself" in said[0]

@@ -51,7 +51,8 @@ BENCHMARK: dict[str, str] = {
     "inferencex_path": "warned: magpie drives the load itself",
     "inferencemax_path": "warned: magpie drives the load itself",
     "runner_type": "warned: magpie drives the load itself",
-    "benchmark_script": "warned: magpie drives the load itself",
+    "benchmark_script": "warned: the script is not run; magpie starts the server and drives the load itself "
+    "from the same envs",
     "gpu_selection.*": "idle-GPU selection through the vendor plugins (devices pins GPUs)",
     "ray_config": "the cluster environment plugin's block",
     "ray_config.*": "the cluster environment plugin's block",
