@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -135,12 +136,20 @@ def test_refused_keys_exit_2_naming_them(block, named, tmp_path, run_magpie) -> 
     assert not (tmp_path / "out").exists()
 
 
-def test_agentx_is_trace_replay_and_needs_the_trace_file(tmp_path, run_magpie) -> None:
-    path = _bench_yaml(tmp_path, agentx="enable", run_mode="local")
+def test_agentx_is_trace_replay_and_an_unreachable_trace_exits_2(tmp_path, run_magpie) -> None:
+    """Offline (a loopback port nobody listens on stands for the trace's host): exit 2 before any server,
+    naming the URL and how to give a local copy (test_agentx_corpus.py covers the download itself)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/traces.jsonl"
+    path = _bench_yaml(tmp_path, agentx="enable", run_mode="local", dataset={"url": url})
     cfg = load_benchmark_config(path)
     assert cfg.dataset.name == "trace" and cfg.profiler.torch_profiler.enabled is False
-    done = run_magpie(["benchmark", "-b", str(path), "-o", str(tmp_path / "out")])
-    assert done.returncode == 2 and "agentx is on" in done.stderr and "dataset.path" in done.stderr
+    done = run_magpie(
+        ["benchmark", "-b", str(path), "-o", str(tmp_path / "out")], env={"MAGPIE_TRACE_CACHE": str(tmp_path / "c")}
+    )
+    assert done.returncode == 2 and "agentx is on" in done.stderr, done.stderr
+    assert url in done.stderr and "dataset.path" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -179,10 +188,16 @@ def test_trace_flags() -> None:
     assert "trace" not in load_patch(dataset_name="random").get("load", {})
 
 
-def test_run_eval_false_and_multimodal_keys_load_with_a_warning(tmp_path, caplog) -> None:
+def test_run_eval_false_and_multimodal_keys_load(tmp_path, caplog) -> None:
+    """MM_* envs are read (test_multimodal_load.py); an MM_ key magpie does not know is still warned."""
     with caplog.at_level("WARNING"):
-        load_benchmark_config(_bench_yaml(tmp_path, envs={"RUN_EVAL": "false", "MM_LIMIT_IMAGES": 3}))
-    assert any("MM_LIMIT_IMAGES" in r.getMessage() and "not implemented" in r.getMessage() for r in caplog.records)
+        cfg = load_benchmark_config(
+            _bench_yaml(tmp_path, envs={"RUN_EVAL": "false", "MM_LIMIT_IMAGES": 3, "MM_AUDIO_SECONDS": 2})
+        )
+    assert cfg.dataset.multimodal is not None and cfg.dataset.multimodal.limit_images == 3
+    said = [r.getMessage() for r in caplog.records]
+    assert any("MM_AUDIO_SECONDS" in m and "not implemented" in m for m in said)
+    assert not any("MM_LIMIT_IMAGES" in m for m in said)
 
 
 def test_envs_reach_the_server_and_secrets_stay_out_of_reports(tmp_path) -> None:

@@ -51,7 +51,8 @@ BENCHMARK: dict[str, str] = {
     "inferencex_path": "warned: magpie drives the load itself",
     "inferencemax_path": "warned: magpie drives the load itself",
     "runner_type": "warned: magpie drives the load itself",
-    "benchmark_script": "warned: magpie drives the load itself",
+    "benchmark_script": "warned: the script is not run; magpie starts the server and drives the load itself "
+    "from the same envs",
     "gpu_selection.*": "idle-GPU selection through the vendor plugins (devices pins GPUs)",
     "ray_config": "the cluster environment plugin's block",
     "ray_config.*": "the cluster environment plugin's block",
@@ -62,16 +63,18 @@ BENCHMARK: dict[str, str] = {
     "lm_eval_runtime.*": "warned: lm-eval runs from quality_gate.python (envs.MAGPIE_EVAL_PYTHON), not from a "
     "hash-locked runtime",
     "server_lifecycle.*": "persistent server across runs: reuse when healthy and matching, cleanup stops it",
-    "agentx": "trace replay of the file in dataset.path, which it needs (--dataset-path; AMD Magpie's InferenceX "
-    "trace is not fetched): multi-turn sessions with their timing and growing context, prefix cache hits "
-    "reported; the torch profiler is off unless the file turns it on",
+    "agentx": "trace replay of InferenceX's agentic-coding corpus (HF semianalysisai/cc-traces-weka-062126 or its "
+    "256k variant, as InferenceX picks; envs.WEKA_LOADER_OVERRIDE another), downloaded on first use into "
+    "$MAGPIE_TRACE_CACHE (~/.cache/magpie/traces), SHA-256 recorded and checked against dataset.sha256; "
+    "dataset.path / dataset.url replace it; prefix cache hits reported; the torch profiler is off unless "
+    "the file turns it on",
     "agentx.enabled": "trace replay on or off",
     "agentx.concurrency": "load.max_concurrency: agent sessions in flight (as envs.CONC)",
     "agentx.mode": "warned: the whole trace is replayed",
-    "agentx.recipe": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.selector": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.config_file": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
-    "agentx.resolved": "warned: no InferenceX recipe; the trace in dataset.path is replayed",
+    "agentx.recipe": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.selector": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.config_file": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
+    "agentx.resolved": "warned: no InferenceX recipe; InferenceX's AgentX corpus is replayed",
     "agentx.launch_overrides": "warned: use server_args / server_env",
     "agentx.launch_overrides.*": "warned: use server_args / server_env",
     "agentx.failed_request_threshold": "warned: failed turns are counted in the report",
@@ -101,6 +104,7 @@ def status(key: str) -> str:
     """implemented | warned | refused (what a file switching ``key`` on gets)."""
     if key.split(".")[0] in REFUSED_KEYS:
         return "refused"
-    if key.startswith("envs.") and any(key[5:].startswith(p) for p in UNSUPPORTED_PREFIXES):
+    name = key[5:]
+    if key.startswith("envs.") and name not in CONSUMED and any(name.startswith(p) for p in UNSUPPORTED_PREFIXES):
         return "warned"
     return status_in(UNIMPLEMENTED, key)

@@ -11,11 +11,14 @@ Blocks of other plugins' features are theirs (``magpie_register_config_blocks``)
 from __future__ import annotations
 
 import shlex
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from magpie_benchmark.compat import UNIMPLEMENTED
+
+if TYPE_CHECKING:
+    from magpie_benchmark.loadgen.multimodal import MultiModalSpec
 from magpie_core.config.common import (
     Fraction,
     HttpUrl,
@@ -110,29 +113,85 @@ class SweepMatrixConfig(StrictModel):
     server_ready_timeout_s: Seconds = 2700
 
 
+class ImageBucket(StrictModel):
+    """One image shape of ``dataset.multimodal.buckets`` (vLLM's bucket_config key (height, width, 1))."""
+
+    height: PositiveInt
+    width: PositiveInt
+    num_frames: Literal[1] = Field(1, description="1: an image (video buckets are not generated)")
+    probability: NonNegativeFloat = 1.0
+
+
+class MultiModalConfig(StrictModel):
+    """``dataset.multimodal``: random images with each prompt, as ``vllm bench serve --dataset-name random-mm``
+    (AMD Magpie's ``MM_*`` envs; docs/benchmark.md, Multimodal load)."""
+
+    base_items_per_request: NonNegativeInt = Field(1, description="images per request (MM_BASE_ITEMS_PER_REQUEST)")
+    items_range_ratio: Fraction = Field(0.0, description="spread of the image count (MM_ITEMS_RANGE_RATIO)")
+    limit_images: NonNegativeInt = Field(255, description="most images per request (MM_LIMIT_IMAGES)")
+    buckets: list[ImageBucket] = Field(
+        default_factory=lambda: [
+            ImageBucket(height=256, width=256, probability=0.5),
+            ImageBucket(height=720, width=1280, probability=0.5),
+        ],
+        min_length=1,
+        description="image shapes and their probabilities (MM_IMAGE_HEIGHT / MM_IMAGE_WIDTH: one bucket)",
+    )
+
+    def spec(self) -> MultiModalSpec:
+        """The load generator's view of this block."""
+        from magpie_benchmark.loadgen.multimodal import MultiModalSpec
+
+        buckets = {(b.height, b.width, b.num_frames): b.probability for b in self.buckets}
+        return MultiModalSpec(self.base_items_per_request, self.items_range_ratio, self.limit_images, buckets)
+
+    @model_validator(mode="after")
+    def _samplable(self) -> MultiModalConfig:
+        """Checked when the file loads rather than mid-load (the same conditions vLLM raises on)."""
+        spec = self.spec()
+        spec.item_range()
+        spec.image_buckets()
+        return self
+
+
 class DatasetConfig(StrictModel):
     name: Literal["random", "sharegpt", "jsonl", "trace"] = Field(
         "random", description="trace: replay a trace file's sessions with their timing (load.trace)"
     )
     path: str | None = None
+    url: str | None = Field(
+        None,
+        description="trace: downloaded on first use into $MAGPIE_TRACE_CACHE (default ~/.cache/magpie/traces); "
+        "with agentx on, InferenceX's AgentX corpus when neither path nor url is given",
+    )
+    sha256: str | None = Field(
+        None, pattern=r"^[0-9a-fA-F]{64}$", description="trace: the file's expected SHA-256 (checked; recorded always)"
+    )
     input_len: PositiveInt | None = Field(None, description="default: envs.ISL")
     output_len: PositiveInt | None = Field(None, description="default: envs.OSL")
     range_ratio: Fraction | None = Field(None, description="default: envs.RANDOM_RANGE_RATIO")
     prefix_len: NonNegativeInt = 0
     seed: int = 0
+    multimodal: MultiModalConfig | None = Field(
+        None, description="random images with each request (dataset random, chat endpoint)"
+    )
 
 
 class TraceReplayConfig(StrictModel):
     """``load.trace``: how ``dataset.name: trace`` replays ``dataset.path`` (docs/benchmark.md, Trace replay)."""
 
-    format: Literal["auto", "mooncake", "multi_turn"] = Field(
-        "auto", description="mooncake: Mooncake / AIPerf mooncake_trace JSONL; multi_turn: AIPerf sessions"
+    format: Literal["auto", "mooncake", "multi_turn", "weka"] = Field(
+        "auto",
+        description="mooncake: Mooncake / AIPerf mooncake_trace JSONL; multi_turn: AIPerf sessions; "
+        "weka: agentic-coding traces (InferenceX's AgentX corpus)",
     )
     time_scale: PositiveFloat = Field(1.0, description="multiplies timestamps and delays (0.5: twice as fast)")
     timing: Literal["trace", "asap"] = Field(
         "trace", description="trace: timestamps and delays kept; asap: sessions start at once, no pauses"
     )
-    block_size: PositiveInt = Field(512, description="input tokens per hash id (512 in the Mooncake traces)")
+    block_size: PositiveInt = Field(
+        512, description="input tokens per hash id (512 in the Mooncake traces; a Weka trace names its own)"
+    )
     max_sessions: PositiveInt | None = Field(None, description="replay only the first N sessions (by start time)")
 
 
@@ -261,7 +320,7 @@ class BenchmarkConfig(PluginBlocksModel):
     lm_eval_runtime: dict[str, Any] | None = None
     server_lifecycle: ServerLifecycleConfig | None = None
     agentx: bool | str | dict[str, Any] | None = Field(
-        None, description="AMD Magpie AgentX: replays dataset.path as a trace (dataset.name trace)"
+        None, description="AMD Magpie AgentX: replays InferenceX's agentic-coding trace (or dataset.path) as a trace"
     )
     run_cmd: str | None = Field(
         None, description="AMD Magpie's offline command (framework xdit): run as argv, never through a shell"
@@ -310,6 +369,19 @@ class BenchmarkConfig(PluginBlocksModel):
             choices = ", ".join([*CORE_RUN_MODES, *environments])
             raise ValueError(f"run_mode {value!r} is not one of {choices} (an environment plugin may add more)")
         return value
+
+    @model_validator(mode="after")
+    def _multimodal_needs_chat(self) -> BenchmarkConfig:
+        """Images travel as chat content parts: /v1/completions has no place for them (vLLM's random-mm
+        dataset needs the openai-chat backend too)."""
+        if self.dataset.multimodal is None:
+            return self
+        if self.dataset.name != "random" or self.load.endpoint != "chat":
+            raise ValueError(
+                "dataset.multimodal needs dataset.name random and load.endpoint chat "
+                f"(got {self.dataset.name} and {self.load.endpoint})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _targeted_trace_is_diagnostic(self) -> BenchmarkConfig:

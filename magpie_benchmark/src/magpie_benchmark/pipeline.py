@@ -32,11 +32,21 @@ from pydantic import Field
 
 from magpie_benchmark import lifecycle
 from magpie_benchmark import repeats as rp
-from magpie_benchmark.compat import Refused, adapt_block, is_secret, redacted, server_envs, throughput_block
+from magpie_benchmark.compat import (
+    Refused,
+    adapt_block,
+    is_secret,
+    redacted,
+    server_envs,
+    switched_on,
+    throughput_block,
+)
 from magpie_benchmark.config import BenchmarkConfig, BenchmarkConfigFile
 from magpie_benchmark.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
+from magpie_benchmark.loadgen import agentx_corpus
 from magpie_benchmark.loadgen import datasets as ds
 from magpie_benchmark.loadgen.metrics import PERCENTILES, compute_metrics, summarize
+from magpie_benchmark.loadgen.multimodal import attach_images
 from magpie_benchmark.loadgen.probe import ProbeFailed, probe_server
 from magpie_benchmark.loadgen.replay import session_metrics
 from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, run_in_loop, run_load
@@ -249,17 +259,10 @@ def trace_problem(config: BenchmarkConfig) -> str | None:
     """Why a trace replay cannot start (no file, a bad row naming file:line), checked before any server."""
     if config.dataset.name != "trace":
         return None
-    if not config.dataset.path:
-        why = "agentx is on, so " if config.agentx not in (None, False) else ""
-        return (
-            f"{why}dataset.name is trace: set dataset.path (--dataset-path) to the trace file to replay (Mooncake "
-            "JSONL or AIPerf multi_turn sessions); AMD Magpie's AgentX replays InferenceX's agentic-coding trace, "
-            "which magpie does not fetch"
-        )
     try:
         make_trace(config, plan_points(config)[0])
     except ds.DatasetError as exc:
-        return str(exc)
+        return f"agentx is on: {exc}" if switched_on(config.agentx) else str(exc)
     return None
 
 
@@ -269,10 +272,9 @@ def make_trace(
     """The sessions of ``dataset.path`` as ``load.trace`` says (hash-id texts salted per repeat; lengths in
     ``tokenizer``'s tokens, else in words)."""
     tr, dset = config.load.trace, config.dataset
-    if not dset.path:
-        raise ds.DatasetError("dataset.name trace needs dataset.path")
+    source = trace_source(config)
     sessions = read_trace(
-        dset.path,
+        source.path,
         fmt=tr.format,
         time_scale=tr.time_scale,
         block_size=tr.block_size,
@@ -281,7 +283,27 @@ def make_trace(
         salt=dset.seed + seed_shift,
         tokenizer=tokenizer,
     )
-    return TraceReplay(sessions, keep_timing=tr.timing == "trace")
+    return TraceReplay(sessions, keep_timing=tr.timing == "trace", source=source.report())
+
+
+def trace_source(config: BenchmarkConfig) -> agentx_corpus.CorpusFile:
+    """The trace file to replay: ``dataset.path``, ``dataset.url`` (cached download), or with ``agentx`` on
+    InferenceX's agentic-coding corpus (see :mod:`magpie_benchmark.loadgen.agentx_corpus`)."""
+    dset = config.dataset
+    source = agentx_corpus.resolve(
+        path=dset.path,
+        url=dset.url,
+        expected_sha256=dset.sha256,
+        agentx=switched_on(config.agentx),
+        model=config.model,
+        envs={str(k).upper(): v for k, v in config.envs.items()},
+    )
+    if source is None:
+        raise ds.DatasetError(
+            "dataset.name is trace: set dataset.path (--dataset-path) to the trace file to replay (Mooncake JSONL, "
+            "AIPerf multi_turn sessions or Weka agentic traces), or dataset.url to download one"
+        )
+    return source
 
 
 #: ``points[i].trace.warning`` when a replay's prompts are built from words (no tokenizer)
@@ -300,7 +322,7 @@ def _trace_requests(sessions: list[TraceSession]) -> list[ds.SampleRequest]:
 def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: int, seed_shift: int = 0) -> list[Any]:
     dset = config.dataset
     if dset.name == "random":
-        return ds.random_requests(
+        requests = ds.random_requests(
             num,
             point.input_len,
             point.output_len,
@@ -309,6 +331,9 @@ def make_requests(config: BenchmarkConfig, point: Point, tokenizer: Any, num: in
             dset.seed + seed_shift,
             tokenizer,
         )
+        if dset.multimodal is None:
+            return requests
+        return attach_images(requests, dset.multimodal.spec(), dset.seed + seed_shift)
     if not dset.path:
         raise ds.DatasetError(f"dataset.name {dset.name!r} needs dataset.path")
     fixed_out = dset.output_len
@@ -521,7 +546,8 @@ def run_point(
     if trace is not None:
         row["warmup_requests"] = 0
         row["trace"] = {
-            "path": config.dataset.path,
+            "path": (trace.source or {}).get("cached_path", config.dataset.path),
+            "source": trace.source,
             **config.load.trace.model_dump(),
             **trace_summary(trace.sessions),
             **session_metrics(load.results),

@@ -128,8 +128,9 @@ class SampleRequest:
     prompt: str | list[int]
     prompt_len: int
     expected_output_len: int
-    #: the whole conversation for the chat endpoint (trace replay); None: ``prompt`` as one user message
-    messages: list[dict[str, str]] | None = None
+    #: the whole conversation for the chat endpoint (trace replay; images as content parts); None: ``prompt``
+    #: as one user message
+    messages: list[dict[str, Any]] | None = None
 
 
 class DatasetError(ValueError):

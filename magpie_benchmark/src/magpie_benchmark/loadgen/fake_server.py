@@ -12,6 +12,11 @@ characters; ``GET /metrics`` counts the streamed requests (``fake_requests_total
 With ``--profile-dir``, ``/stop_profile`` writes a small trace there. ``/health``, ``/v1/models``,
 ``/start_profile`` and ``/stop_profile`` answer as a real server's would. Binds 127.0.0.1 only.
 
+Chat content may be a list of OpenAI content parts: ``text`` parts and ``image_url`` parts whose URL is a
+base64 data URL of a PNG or JPEG (what ``vllm bench serve``'s random-mm dataset and magpie's multimodal load
+send); anything else is answered 400 naming the part. Images are counted (``images`` in ``/fake/stats``);
+no vision model looks at them.
+
 Request body extras (all optional): ``fake_ttft_ms``, ``fake_itl_ms``,
 ``fake_status`` (answer with that HTTP status), ``fake_fail_after`` (close
 the connection after that many chunks), ``fake_endless`` (stream chunks and never end).
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import gzip
 import json
@@ -89,6 +95,42 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
     return method, path, headers, body
 
 
+_IMAGE_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
+
+
+def _content_text(content: Any) -> tuple[str, int]:
+    """A chat message's text and its image count; ``ValueError`` names a malformed content part."""
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        raise ValueError(f"content must be a string or a list of parts, got {type(content).__name__}")
+    texts, images = [], 0
+    for k, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "image_url":
+            _check_image(part.get("image_url"), k)
+            images += 1
+        else:
+            raise ValueError(f"content[{k}]: not a text or image_url part: {str(part)[:80]}")
+    return " ".join(texts), images
+
+
+def _check_image(image: Any, k: int) -> None:
+    url = image.get("url") if isinstance(image, dict) else None
+    head, _, data = str(url).partition(";base64,")
+    mime = head.removeprefix("data:")
+    if not head.startswith("data:") or mime not in _IMAGE_MAGIC:
+        raise ValueError(f"content[{k}]: image_url.url must be a data:image/png or image/jpeg base64 URL")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        raise ValueError(f"content[{k}]: image_url.url is not valid base64") from None
+    if not raw.startswith(_IMAGE_MAGIC[mime]):
+        raise ValueError(f"content[{k}]: the data is not a {mime} file")
+
+
 def _simple(status: int, obj: Any) -> bytes:
     body = json.dumps(obj).encode()
     reason = {200: "OK", 404: "Not Found", 400: "Bad Request"}.get(status, "Error")
@@ -110,8 +152,14 @@ async def _stream(
     itl = float(req.get("fake_itl_ms", s.itl_ms)) / 1000.0
     fail_after = req.get("fake_fail_after")
     # chat: the whole conversation, so a multi-turn request's growing context shows in its prompt tokens
-    prompt = req.get("prompt") if not chat else "\n".join(str(m.get("content", "")) for m in req["messages"])
-    record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": []}
+    images = 0
+    if chat:
+        parts = [_content_text(m.get("content", "")) for m in req["messages"]]
+        prompt: Any = "\n".join(text for text, _ in parts)
+        images = sum(n for _, n in parts)
+    else:
+        prompt = req.get("prompt")
+    record: dict[str, Any] = {"key": str(prompt)[:64], "recv": recv, "sends": [], "images": images}
     misbehaving = s.misbehave if len(s.records) >= s.misbehave_after else ""
     s.records.append(record)
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -141,6 +189,19 @@ async def _stream(
     writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
     await writer.drain()
     return True
+
+
+def _bad_chat(req: dict[str, Any]) -> str | None:
+    """Why a chat request's messages are malformed (a real server answers 400 too), or None."""
+    messages = req.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty list"
+    for i, m in enumerate(messages):
+        try:
+            _content_text(m.get("content", "") if isinstance(m, dict) else None)
+        except ValueError as exc:
+            return f"messages[{i}].{exc}"
+    return None
 
 
 def make_handler(s: FakeSettings) -> Any:
@@ -174,8 +235,11 @@ def make_handler(s: FakeSettings) -> Any:
                     writer.write(_simple(200, {"records": s.records, "profile_calls": s.profile_calls}))
                 elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
                     req = json.loads(body or b"{}")
+                    bad = _bad_chat(req) if path.endswith("chat/completions") else None
                     if req.get("fake_status"):
                         writer.write(_simple(int(req["fake_status"]), {"error": "fake failure"}))
+                    elif bad:
+                        writer.write(_simple(400, {"error": bad}))
                     elif not await _stream(reader, writer, req, path.endswith("chat/completions"), s, recv):
                         break
                 else:

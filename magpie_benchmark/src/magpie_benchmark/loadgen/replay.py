@@ -26,9 +26,11 @@ from magpie_benchmark.loadgen.traces import TraceReplay, TraceSession, TraceTurn
 
 
 class _Conversation:
-    """The context of one session so far: user messages and the server's answers, in order."""
+    """The context of one session so far: user messages and the server's answers, in order. With
+    ``full_prompts`` (Weka traces) each turn's text is already the whole prompt, so nothing accumulates."""
 
-    def __init__(self) -> None:
+    def __init__(self, full_prompts: bool = False) -> None:
+        self.full_prompts = full_prompts
         self.messages: list[dict[str, str]] = []
         #: the trace's tokens so far: earlier messages' input lengths and the answers' token counts
         self.tokens = 0
@@ -40,6 +42,8 @@ class _Conversation:
         return SampleRequest(prompt, self.tokens + turn.input_len, turn.output_len, messages=messages)
 
     def add(self, turn: TraceTurn, answer: RequestResult) -> None:
+        if self.full_prompts:
+            return
         text = answer.generated_text
         self.messages += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": text}]
         answered = answer.output_tokens if answer.output_tokens is not None else len(text.split())
@@ -84,7 +88,7 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
     start = time.perf_counter()
 
     async def run_session(i: int, session: TraceSession) -> None:
-        conversation = _Conversation()
+        conversation = _Conversation(session.full_prompts)
         prev_end: float | None = None
         held = False
         try:

@@ -1,4 +1,4 @@
-"""Trace files for replay: Mooncake JSONL and AIPerf's ``multi_turn`` sessions, and their prompts.
+"""Trace files for replay: Mooncake JSONL, AIPerf's ``multi_turn`` sessions, Weka agentic traces, and their prompts.
 
 **Mooncake** (kvcache-ai/Mooncake's open traces; AIPerf's ``mooncake_trace`` dataset type): one JSON
 object per line with ``timestamp`` (ms from the trace start), ``input_length`` (tokens; or
@@ -9,6 +9,19 @@ session (in file order) and ``delay`` (ms) is the pause after the previous turn'
 
 **AIPerf multi_turn**: one session per line, ``{"session_id": ..., "turns": [{"text" | "texts" |
 "input_length", "timestamp" | "delay", "output_length" | "max_tokens", "hash_ids"}, ...]}``.
+
+**Weka** (kv-cache-tester's agentic-coding format; InferenceX's AgentX corpus ``traces.jsonl``, read by
+AIPerf's weka loader): one trace per line, ``{"id", "block_size" (64), "hash_id_scope" ("local": ids are
+per trace; "global": shared by all traces), "requests": [...]}``; a request is ``{"type": "n" | "s", "t"
+(seconds from the trace start), "in", "out" (tokens), "hash_ids", "api_time" (seconds the server took)}``
+and a ``{"type": "subagent", "t", "agent_id", "requests": [...]}`` entry holds a subagent's own requests
+(nested ones too; their ``t`` is absolute, or relative to the entry when smaller than its ``t``). A
+trace's requests are one session; each subagent is a session of its own, starting at its first request
+(magpie does not hold the parent's next turn until the subagent ends, as AIPerf's spawn/join does).
+``in`` counts the request's **whole** context (its ``hash_ids`` cover it all, so consecutive requests share
+their leading blocks), so each turn is sent as one message of ``in`` tokens rather than appended to the
+conversation; a turn is due ``t`` after the session start and not before the previous answer plus the
+recorded idle gap ``t - (t_prev + api_time_prev)``, as AIPerf replays it (end to start).
 
 A session's turn N+1 is sent after turn N's answer (plus its ``delay``, and not before its
 ``timestamp``); its prompt is the whole conversation so far (every earlier user message and the
@@ -40,7 +53,7 @@ import numpy as np
 
 from magpie_benchmark.loadgen.datasets import _WORDS, DatasetError, Tokenizer, allowed_token_ids, decode_to_length
 
-TraceFormat = Literal["auto", "mooncake", "multi_turn"]
+TraceFormat = Literal["auto", "mooncake", "multi_turn", "weka"]
 #: tokens per hash id in the published Mooncake traces (and AIPerf's default block size)
 DEFAULT_BLOCK_SIZE = 512
 #: keeps unique filler apart from any hash id's text (hash ids are non-negative)
@@ -68,6 +81,8 @@ class TraceTurn:
 class TraceSession:
     session_id: str
     turns: list[TraceTurn] = field(default_factory=list)
+    #: each turn's text is the whole prompt (Weka: ``in`` counts the full context), not a message to append
+    full_prompts: bool = False
 
     @property
     def start_s(self) -> float:
@@ -81,6 +96,8 @@ class TraceReplay:
     sessions: list[TraceSession]
     #: False: every session starts at once (as concurrency allows) and turns follow without pauses
     keep_timing: bool = True
+    #: where the trace file came from (url, cached path, SHA-256) for the report
+    source: dict[str, Any] | None = None
 
 
 def block_words(hash_id: int, block_size: int, salt: int = 0) -> list[str]:
@@ -254,8 +271,11 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def detect_format(rows: list[tuple[int, dict[str, Any]]]) -> Literal["mooncake", "multi_turn"]:
-    return "multi_turn" if "turns" in rows[0][1] else "mooncake"
+def detect_format(rows: list[tuple[int, dict[str, Any]]]) -> Literal["mooncake", "multi_turn", "weka"]:
+    first = rows[0][1]
+    if "turns" in first:
+        return "multi_turn"
+    return "weka" if "requests" in first else "mooncake"
 
 
 def read_trace(
@@ -284,7 +304,7 @@ def read_trace(
         "salt": salt,
         "synth": synth,
     }
-    sessions = _multi_turn(path, rows, opts) if kind == "multi_turn" else _mooncake(path, rows, opts)
+    sessions = {"multi_turn": _multi_turn, "weka": _weka, "mooncake": _mooncake}[kind](path, rows, opts)
     sessions.sort(key=lambda s: s.start_s)  # stable: file order among equal start times
     return sessions[:max_sessions] if max_sessions else sessions
 
@@ -322,6 +342,88 @@ def _multi_turn(path: Path, rows: list[tuple[int, dict[str, Any]]], opts: dict[s
             session.turns.append(_turn(t, f"{where}: turns[{k}]", seed=lineno * 100_003 + k, opens=k == 0, **opts))
         out.append(session)
     return out
+
+
+#: keeps a "local"-scope trace's hash ids apart from every other trace's (ids are far below 2**40)
+_LOCAL_SCOPE_SHIFT = 40
+
+
+def _weka(path: Path, rows: list[tuple[int, dict[str, Any]]], opts: dict[str, Any]) -> list[TraceSession]:
+    out: list[TraceSession] = []
+    synths: dict[int, TokenSynth] = {}  # by block size: the trace's own (64 in the AgentX corpus), built once
+    for lineno, obj in rows:
+        where = f"{path}:{lineno}"
+        requests = obj.get("requests")
+        if not isinstance(requests, list) or not requests:
+            raise DatasetError(f"{where}: field 'requests' must be a non-empty list")
+        scope = obj.get("hash_id_scope", "local")
+        if scope not in ("local", "global"):
+            raise DatasetError(f"{where}: field 'hash_id_scope' must be 'local' or 'global', got {scope!r}")
+        block = _int_field(obj, "block_size", where, minimum=1) or opts["block_size"]
+        synth = opts["synth"]
+        if synth is not None and synth.block_size != block:
+            synth = synths.setdefault(block, TokenSynth(synth.tokenizer, block, synth.salt))
+        line_opts = {**opts, "block_size": block, "synth": synth}
+        stream = _WekaStream(where, lineno, lineno << _LOCAL_SCOPE_SHIFT if scope == "local" else 0, line_opts)
+        stream.walk(str(obj.get("id") or f"line-{lineno}"), requests, 0.0, out)
+    return out
+
+
+class _WekaStream:
+    """Turns one Weka trace (and its subagents, each a session) into sessions."""
+
+    def __init__(self, where: str, lineno: int, id_offset: int, opts: dict[str, Any]) -> None:
+        self.where, self.id_offset, self.opts = where, id_offset, opts
+        self.seed = lineno * 100_003  # unique filler per request across the file
+
+    def walk(self, sid: str, requests: list[Any], origin_s: float, out: list[TraceSession]) -> None:
+        session = TraceSession(sid, full_prompts=True)
+        out.append(session)
+        prev: tuple[float, float] | None = None  # (t, api_time) of the previous request
+        for k, req in enumerate(requests):
+            where = f"{self.where}: {sid} requests[{k}]"
+            if not isinstance(req, dict):
+                raise DatasetError(f"{where}: must be a JSON object")
+            t = _seconds(req, "t", where)
+            if t < origin_s:  # older captures give a subagent's times relative to its spawn
+                t += origin_s
+            if req.get("type") == "subagent":
+                inner = req.get("requests")
+                if not isinstance(inner, list):
+                    raise DatasetError(f"{where}: field 'requests' of a subagent must be a list")
+                if inner:
+                    self.walk(f"{sid}::sa:{req.get('agent_id', k)}", inner, t, out)
+                continue
+            if req.get("type") not in ("n", "s"):
+                raise DatasetError(f"{where}: field 'type' must be 'n', 's' or 'subagent', got {req.get('type')!r}")
+            session.turns.append(self._turn(req, where, t, prev, opens=not session.turns))
+            prev = (t, _seconds(req, "api_time", where, default=0.0))
+
+    def _turn(
+        self, req: dict[str, Any], where: str, t: float, prev: tuple[float, float] | None, opens: bool
+    ) -> TraceTurn:
+        ids = _hash_ids(req, where)
+        row = {
+            "input_length": max(1, _int_field(req, "in", where, required=True) or 0),
+            "output_length": max(1, _int_field(req, "out", where, required=True) or 0),
+            "hash_ids": [h + self.id_offset for h in ids],
+        }
+        self.seed += 1
+        turn = _turn(row, where, seed=self.seed, opens=opens, **self.opts)
+        scale = self.opts["scale"]
+        turn.at_s = t * scale
+        if prev is not None:
+            turn.delay_s = max(0.0, t - prev[0] - prev[1]) * scale
+        return turn
+
+
+def _seconds(obj: dict[str, Any], key: str, where: str, default: float | None = None) -> float:
+    value = obj.get(key)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        raise DatasetError(f"{where}: field '{key}' must be seconds >= 0, got {value!r}")
+    return float(value)
 
 
 def summary(sessions: list[TraceSession]) -> dict[str, Any]:
