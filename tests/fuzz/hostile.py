@@ -598,8 +598,25 @@ def flag_cases(rng: random.Random, trace: str) -> Iterator[Case]:
 # -- misbehaving servers --
 
 
+#: a socket that listens and never accepts or answers: the kernel completes connections into its backlog, so a
+#: client connects and then waits (the server that once kept ``magpie benchmark`` silent for 140 s)
+_MUTE: list[Any] = []
+
+
+def _mute_url() -> str:
+    import socket
+
+    if not _MUTE:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        _MUTE.append(sock)  # kept open for the process's lifetime: the cases run after this generator returns
+    return f"http://127.0.0.1:{_MUTE[0].getsockname()[1]}"
+
+
 def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
-    """Benchmarks against the fake streaming server told to misbehave (``magpie_benchmark.loadgen.fake_server``)."""
+    """Benchmarks against the fake streaming server told to misbehave (``magpie_benchmark.loadgen.fake_server``),
+    a port nothing listens on, and one that accepts connections and never answers."""
     import socket
 
     with socket.socket() as sock:  # a port nothing listens on
@@ -612,6 +629,9 @@ def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
         ("nothing listening", closed, "{}", ("failed", "connect")),
         ("wrong path", url + "/not-openai", "{}", ("failed",)),
         ("stream that never ends", url, "{fake_itl_ms: 600000}", ("deadline",)),
+        # streams chunks forever: the readiness probe's 1-token request never ends, so the run stops there
+        ("endless stream", url, "{fake_endless: true}", ("did not answer", "deadline")),
+        ("accepts and never answers", _mute_url(), "{}", ("did not answer",)),
     ]
     for name, base, extra, names in variants:
         bench = {
@@ -627,6 +647,8 @@ def server_cases(rng: random.Random, url: str) -> Iterator[Case]:
                     "progress": "false",
                     "request_timeout_s": "20",
                     "request_deadline_s": "2",
+                    "probe_timeout_s": "3",
+                    "stall_timeout_s": "3",
                     "extra_body": extra,
                 },
             }
