@@ -14,7 +14,7 @@ EXTRAS_magpie_api := [notebook]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
-.PHONY: setup demo test lint clean vllm-venv hipcc chromium
+.PHONY: setup demo test lint clean vllm-venv sglang-venv hipcc chromium
 
 setup: $(STAMP)
 
@@ -30,8 +30,13 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 demo: setup
 	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
 
-test: setup vllm-venv hipcc chromium
+test: setup vllm-venv sglang-venv hipcc chromium
 	$(BIN)/python -m pytest -q
+
+# SGLang's package without its GPU stack, for the test that feeds magpie's SGLang command lines to SGLang's own
+# argument parser (~1 min once; torch is the CPU build on disk).
+sglang-venv:
+	bash scripts/setup_sglang_args.sh
 
 # Debian's hipcc (ROCm 5.2) for the HIP compile tests; installed only if missing (apt, needs root).
 hipcc:
@@ -50,4 +55,4 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .venv-vllm magpie_runs
+	rm -rf $(VENV) .venv-vllm .venv-sglang magpie_runs

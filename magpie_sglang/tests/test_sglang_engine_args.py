@@ -4,7 +4,7 @@ parser (``ServerArgs.add_cli_args``).
 Needs an SGLang install (``$MAGPIE_SGLANG_PYTHON`` or ``.venv-sglang``); skipped without one. The parser
 imports without a GPU: ``pip install --no-deps sglang`` plus the light modules it imports at load
 (numpy, orjson, psutil, pybase64, requests, torch, packaging, pillow, starlette, msgspec, pydantic,
-pyzmq, tqdm, IPython, aiohttp) is enough.
+pyzmq, tqdm, IPython, aiohttp, triton) is enough: ``make sglang-venv`` (scripts/setup_sglang_args.sh).
 """
 
 from __future__ import annotations
