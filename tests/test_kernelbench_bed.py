@@ -1,7 +1,7 @@
 """compare on KernelBench problems nobody tuned to (benchmarks/kernelbench_bed): the verdict guarantees.
 
-Real compares, real worker processes, on allocation-sensitive problems (conv2d, matmul + residual, a
-sum reduction), under load injected on every core while they run:
+Real compares, real worker processes, on allocation-sensitive problems (conv2d and a sum reduction under
+load injected on every core while they run; matmul + residual add on the machine as it is):
 
 - the identical copy of the reference is never FASTER or SLOWER (SAME, or UNSTABLE when the noise is
   too large to tell);
@@ -26,7 +26,9 @@ from .conftest import ROOT
 from .helpers.load_injector import injected_load
 
 BED = ROOT / "benchmarks" / "kernelbench_bed"
-ALLOCATION_SENSITIVE = ["l1_63_conv2d", "l2_40_matmul_scale_residual", "l1_47_sum_reduction"]
+#: under injected load: the conv2d once called 9.35x FASTER against itself, and a reduction; the matmul with a
+#: residual add runs quiet below (every problem, repeated, in benchmarks/kernelbench_verdicts.py)
+ALLOCATION_SENSITIVE = ["l1_63_conv2d", "l1_47_sum_reduction"]
 
 
 def _bed_file(problem: str, keep: tuple[str, ...]) -> KernelConfigFile:
