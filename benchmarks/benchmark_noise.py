@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -27,17 +26,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from magpie_benchmark.stats import paired_log_interval  # noqa: E402
+
 from tests.helpers.vllm_cpu import benchmark_block, make_tiny_llama, run_interleaved_cli, running_vllm  # noqa: E402
 
 
 def _between_round_sd(metric: dict[str, Any]) -> float | None:
-    """The sd of the per-round log ratios, from the two sides' round values."""
+    """The sd of the per-round log ratios (the noise the verdict's interval was built on)."""
     base, new = metric["base"]["values"], metric["new"]["values"]
     if len(base) < 2 or len(base) != len(new):
         return None
-    d = [math.log(n / b) for b, n in zip(base, new, strict=True)]
-    mean = sum(d) / len(d)
-    return math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+    return paired_log_interval(base, new)[3]
 
 
 def _run(name: str, base: dict[str, Any], new: dict[str, Any], out: Path, rounds: int) -> dict[str, Any]:

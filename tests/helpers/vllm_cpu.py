@@ -84,35 +84,20 @@ def running_vllm(
 
 def run_benchmark_cli(block: dict[str, Any], out_dir: Path, *args: str) -> Path:
     """``magpie benchmark -b <block> -o out_dir ARGS``; the report's path (asserts the run succeeded)."""
-    return run_benchmarks_together([(block, out_dir)], *args)[0]
-
-
-def run_benchmarks_together(runs: list[tuple[dict[str, Any], Path]], *args: str) -> list[Path]:
-    """Several ``magpie benchmark`` runs started at the same moment (one process each); their reports.
-
-    Runs at the same time meet the same machine load, so an A/A pair judged this way tests the
-    statistics, not the luck of when another process on the shared cores was busy.
-    """
     import json
     import sys
 
     import yaml
 
-    procs = []
-    for block, out_dir in runs:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        config = out_dir / "bench.yaml"
-        config.write_text(yaml.safe_dump({"benchmark": block}))
-        argv = [sys.executable, "-m", "magpie_core", "benchmark", "-b", str(config), "-o", str(out_dir), *args]
-        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    reports = []
-    for proc, (_, out_dir) in zip(procs, runs, strict=True):
-        stdout, stderr = proc.communicate(timeout=900)
-        found = sorted(out_dir.glob("benchmark_*/benchmark_report.json"))
-        assert proc.returncode == 0 and found, stdout[-3000:] + stderr[-3000:]
-        assert json.loads(found[-1].read_text())["success"], found[-1]
-        reports.append(found[-1])
-    return reports
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = out_dir / "bench.yaml"
+    config.write_text(yaml.safe_dump({"benchmark": block}))
+    argv = [sys.executable, "-m", "magpie_core", "benchmark", "-b", str(config), "-o", str(out_dir), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    found = sorted(out_dir.glob("benchmark_*/benchmark_report.json"))
+    assert done.returncode == 0 and found, done.stdout[-3000:] + done.stderr[-3000:]
+    assert json.loads(found[-1].read_text())["success"], found[-1]
+    return found[-1]
 
 
 def run_interleaved_cli(base: dict[str, Any], new: dict[str, Any], out_dir: Path, *args: str) -> list[Path]:

@@ -144,12 +144,14 @@ def repeat_stats(repeat_metrics: Sequence[dict[str, Any]]) -> dict[str, dict[str
 
 def _t(dof: float) -> float:
     """Two-sided 95% Student t quantile; dof rounded down (a wider, safer interval)."""
-    return _t_int(max(math.floor(dof), 1)) if dof < 200 else Z95
+    return _t_family(max(math.floor(dof), 1), 1) if dof < 200 else Z95
 
 
 @functools.lru_cache(maxsize=256)
-def _t_int(dof: int) -> float:
-    return _student_t(0.975, dof)  # a bisection over the incomplete beta: worth computing once per dof
+def _t_family(dof: int, family: int) -> float:
+    """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family); a
+    bisection over the incomplete beta, worth computing once per (dof, family)."""
+    return _student_t(1 - 0.025 / max(family, 1), dof)
 
 
 class MetricVerdict(Model):
@@ -326,12 +328,6 @@ def paired_log_interval(
         return est, math.nan, math.nan, sd
     half = _t_family(n - 1, family) * sd / math.sqrt(n)
     return est, est - half, est + half, sd
-
-
-@functools.lru_cache(maxsize=256)
-def _t_family(dof: int, family: int) -> float:
-    """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family)."""
-    return _student_t(1 - 0.025 / max(family, 1), dof)
 
 
 def rounds_needed(sd: float, change: float, min_effect: float, at_least: int, family: int = 1) -> int | None:
