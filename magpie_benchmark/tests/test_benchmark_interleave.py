@@ -16,6 +16,7 @@ from magpie_benchmark.interleave import round_order, run_interleaved
 from magpie_benchmark.stats import E2E_METRICS, E2EVerdict, compare_paired_metric, compare_reports
 
 from tests.helpers.fake_framework import FakeFramework, config
+from tests.helpers.load_injector import injected_load
 
 THROUGHPUT = next(m for m in E2E_METRICS if m.name == "output_throughput")
 TTFT = next(m for m in E2E_METRICS if m.name == "mean_ttft_ms")
@@ -124,10 +125,12 @@ def test_separate_runs_name_their_noise_as_assumed(aa_folder: Path) -> None:
 
 
 def test_interleaved_real_change_is_called(tmp_path: Path) -> None:
-    # the new side's server answers its first token 200 ms later (20 ms before): a change of the system
-    folder, result = run_interleaved(
-        _configs(["--ttft-ms", "220"]), 3, tmp_path, min_effect=0.10, framework_component=FakeFramework()
-    )
+    # the new side's server answers its first token 200 ms later (20 ms before): a change of the system, called
+    # with load injected on every core (it moves both sides of a round; the pairing keeps the change)
+    with injected_load():
+        folder, result = run_interleaved(
+            _configs(["--ttft-ms", "220"]), 3, tmp_path, min_effect=0.10, framework_component=FakeFramework()
+        )
     verdicts = {m.metric: m.verdict for m in result.metrics}
     assert verdicts["mean_ttft_ms"] == E2EVerdict.REGRESSED, result.metrics
     assert result.verdict == E2EVerdict.REGRESSED and result.noise == "interleaved"
