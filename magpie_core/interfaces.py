@@ -57,6 +57,11 @@ class KernelBackend(Component):
     #: They must not start threads or touch a device when imported.
     worker_preload: ClassVar[tuple[str, ...]] = ()
 
+    def worker_preload_for(self, kernel: KernelConfig) -> tuple[str, ...]:
+        """More modules for the fork server when a compare has ``kernel`` (e.g. a JIT compiler's warm-up, too
+        costly to pay in every compare); same rules as :attr:`worker_preload`."""
+        return ()
+
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         """Build the kernel's sources in the parent process; ``None``: nothing to build.
 

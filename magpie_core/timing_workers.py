@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -100,7 +101,9 @@ class TimingWorker:
                 raise TimingWorkerError("magpie is stopping")
             self._send({"stop": True})
             self.info = self._read(timeout_s, "info")
-        except TimingWorkerError:
+            # it exits by itself once it has answered; a signal now would cut short its exit's clean-up
+            self.proc.wait(timeout=2.0)
+        except (TimingWorkerError, subprocess.TimeoutExpired):
             pass
         self.stop()
         return self.info
@@ -188,14 +191,15 @@ def fork_server_usable() -> bool:
     return FORK_SWITCH not in os.environ or os.environ[FORK_SWITCH] != "0"
 
 
-def _fork_context() -> multiprocessing.context.ForkServerContext:
-    """The fork server's context, its preload set from every kernel backend (before it first starts)."""
+def _fork_context(extra: Iterable[str] = ()) -> multiprocessing.context.ForkServerContext:
+    """The fork server's context, its preload set from every kernel backend and ``extra`` (before it first
+    starts: a server already running keeps its set, and workers import what it lacks themselves)."""
     global _context
     with _context_lock:
         if _context is None:
             from magpie_core.plugins import get_plugin_manager
 
-            modules = {"magpie_core.worker"}
+            modules = {"magpie_core.worker", *extra}
             for backend in get_plugin_manager().components("kernel_backend").values():
                 modules.update(getattr(backend, "worker_preload", ()))
             context = multiprocessing.get_context("forkserver")
@@ -204,11 +208,11 @@ def _fork_context() -> multiprocessing.context.ForkServerContext:
         return _context
 
 
-def warm_fork_server() -> None:
-    """Start the fork server now (it imports the preloaded modules in the background), so the first worker
-    does not wait for it."""
+def warm_fork_server(extra: Iterable[str] = ()) -> None:
+    """Start the fork server now (it imports the preloaded modules, and ``extra``, in the background), so the
+    first worker does not wait for it."""
     if fork_server_usable():
-        _fork_context()
+        _fork_context(extra)
         multiprocessing.forkserver.ensure_running()
 
 

@@ -18,6 +18,7 @@ Everything the kernel itself prints goes to stderr (the worker log), never into 
 from __future__ import annotations
 
 import json
+import multiprocessing.util
 import os
 import sys
 import traceback
@@ -120,6 +121,9 @@ def forked_session(
 def _leave(code: int) -> None:
     """End a session worker at once: its answers are written, and tearing down the interpreter and a device
     context (a second or more with CUDA) would only keep the parent waiting."""
+    # what a kernel's libraries created through multiprocessing (tqdm, in torch.compile, makes a named semaphore)
+    # is released as at a normal exit: left to the parent's resource tracker, it is reported as leaked there
+    multiprocessing.util._run_finalizers(0)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

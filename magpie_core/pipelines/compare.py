@@ -199,6 +199,16 @@ def _sessions_supported(kernels: list[KernelConfig], jobs: list[KernelJob]) -> b
     return True
 
 
+def _preload_for(jobs: list[KernelJob]) -> set[str]:
+    """What the compare's kernels ask their backends to preload into the fork server."""
+    manager = get_plugin_manager()
+    modules: set[str] = set()
+    for job in jobs:
+        kernel = KernelConfig.model_validate(job.kernel)
+        modules.update(manager.get("kernel_backend", kernel.type).worker_preload_for(kernel))
+    return modules
+
+
 def _correctness_first(
     jobs: list[KernelJob],
     base_index: int,
@@ -256,7 +266,7 @@ def _check_and_time_in_blocks(
         if i != base_index:
             job.baseline_outputs = jobs[base_index].save_outputs
     instances = Instances()
-    warm_fork_server()
+    warm_fork_server(_preload_for(jobs))
 
     def checked(index: int, result: KernelResult) -> None:
         done[index] = result

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,7 +46,14 @@ class TritonBackend(HarnessBackend):
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         interpret = not _gpu_available() or task.kernel.get("options", {}).get("interpret", False)
         if interpret:
-            # Must be set before triton is imported by the user's module.
+            # Must be set before triton is first imported: its standard library (tl.max, ...) is built for the
+            # interpreter or the compiler once, at import, and cannot be imported again in the same process.
+            if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+                raise RuntimeError(
+                    "Triton's interpreter must be chosen before triton is imported, and this worker imported it "
+                    "already (with a GPU build of torch, a torch.compile kernel in the same compare does); "
+                    "compare this kernel without torch.compile kernels, or set MAGPIE_FORK_WORKERS=0"
+                )
             os.environ["TRITON_INTERPRET"] = "1"
         import triton
         from magpie_kernels_pytorch.harness import HarnessOptions

@@ -21,9 +21,13 @@ if TYPE_CHECKING:
     from magpie_kernels_pytorch.harness import HarnessOptions
 
 
-def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..., Any]:
+def compile_setting(kernel: KernelConfig) -> Any:
     """``options.torch_compile: true`` or ``{mode: max-autotune, ...}``; type ``torch_compile`` implies it."""
-    setting = kernel.options.get("torch_compile", kernel.type == "torch_compile")
+    return kernel.options.get("torch_compile", kernel.type == "torch_compile")
+
+
+def compile_wrapper(fn: Callable[..., Any], kernel: KernelConfig) -> Callable[..., Any]:
+    setting = compile_setting(kernel)
     if not setting:
         return fn
     kwargs = setting if isinstance(setting, dict) else {}
@@ -41,12 +45,15 @@ class PyTorchBackend(HarnessBackend):
         ".py": (r"(?m)^class\s+(?P<name>Model\w*)\s*\(\s*(?:torch\.)?nn\.Module", r"(?m)^def\s+get_inputs\s*\("),
     }
 
+    def worker_preload_for(self, kernel: KernelConfig) -> tuple[str, ...]:
+        return ("magpie_kernels_pytorch.compile_preload",) if compile_setting(kernel) else ()
+
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         from magpie_core.config.kernel import KernelConfig  # here: building the kernel models costs every command
         from magpie_kernels_pytorch.harness import HarnessOptions
 
         kernel = KernelConfig.model_validate(task.kernel)
-        compiled = bool(kernel.options.get("torch_compile", kernel.type == "torch_compile"))
+        compiled = bool(compile_setting(kernel))
         return HarnessOptions(
             backend=self.name,
             wrap=compile_wrapper,
