@@ -158,6 +158,7 @@ def run_benchmark_cli(
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_benchmark.config import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_benchmark.interfaces import CheckUnavailable
     from magpie_benchmark.pipeline import (
         apply_overrides,
         load_benchmark_config,
@@ -167,7 +168,6 @@ def run_benchmark_cli(
         serving_framework,
         trace_problem,
     )
-    from magpie_core.interfaces import CheckUnavailable
 
     if benchmark_config is None and framework is None:
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
