@@ -247,7 +247,7 @@ def main() -> int:
         "  structs holding only the fields the analysis reads, reduced at once to numpy columns (one C-level pass",
         "  per field) and dropped (`magpie_trace/src/magpie_trace/columns.py`).",
         "- Parallel: with 2 workers the file is cut into 2 byte ranges; the calling process decodes one and a",
-        "  forked child the other (`magpie_core/fanout.py`: no process start-up or re-import, no idle parent),",
+        "  forked child the other (`magpie_trace/fanout.py`: no process start-up or re-import, no idle parent),",
         "  then the parent merges the columns and analyzes them.",
         "- Start-up: plugin modules import torch only when a kernel is evaluated, so `magpie gap` never loads it.",
         "",

@@ -28,10 +28,6 @@ EVALUATION_STATE = {
     "not_run": "SKIPPED",
 }
 
-#: AMD Magpie's kernel-table columns of a gap analysis (``top_kernels.csv``)
-GAP_KERNEL_COLUMNS = ["Name", "Calls", "Self CUDA total (us)", "Avg time (us)", "% Total", "Input Shapes"]
-
-
 # --- keys accepted for AMD Magpie files that magpie does not act on -----------------------------
 
 _OWN_LOAD = "magpie drives the load with its own load generator; InferenceX scripts are not run"

@@ -142,7 +142,8 @@ def magpie_register_config_blocks(register: Register) -> None:
 
 @hookspec
 def magpie_register_benchmark_checks(register: Register) -> None:
-    """Register benchmark checks (:class:`~magpie_core.interfaces.BenchmarkCheck`).
+    """Register benchmark checks (``magpie_benchmark.interfaces.BenchmarkCheck``: the benchmark distribution
+    defines what a check provides and runs it; the core only keeps the registry).
 
     ``magpie benchmark`` runs every check a run asks for against the served model once the
     measurement is done (a quality gate such as lm-eval); each verdict lands in the report's

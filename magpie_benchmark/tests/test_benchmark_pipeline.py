@@ -126,8 +126,9 @@ def _check_plugin() -> Any:
     """An in-process plugin with two benchmark checks: one that passes, one whose code raises."""
     import types
 
+    from magpie_benchmark.interfaces import BenchmarkCheck
+
     from magpie_core import hookimpl
-    from magpie_core.interfaces import BenchmarkCheck
 
     class Passing(BenchmarkCheck):
         name: ClassVar[str] = "always_ok"

@@ -9,6 +9,8 @@ measured. The pieces, each usable on its own:
 - :mod:`magpie_benchmark.serving`: the engine-neutral server lifecycle (processes, containers, GPU leases)
 - :mod:`magpie_benchmark.stats`: repeat statistics and the verdict of two runs (``--compare``)
 - :mod:`magpie_benchmark.compat`: the AMD Magpie benchmark mappings
+- :mod:`magpie_benchmark.interfaces`: what an offline framework and a benchmark check provide (the kinds only
+  this distribution runs)
 
 Serving engines are plugins of kind ``serving_framework`` (:class:`magpie_core.interfaces.ServingFramework`);
 the command arrives on the ``magpie`` command line through ``magpie_register_commands``, as any plugin's would.

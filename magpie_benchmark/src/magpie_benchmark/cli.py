@@ -4,8 +4,8 @@ Declared in this distribution's ``magpie.commands`` entry-point group (its plugi
 as any plugin command is: imported only when it runs or ``magpie --help`` lists it.
 ``--trace-dir`` keeps AMD Magpie's standalone gap analysis of an existing trace folder: it is forwarded
 to the installed ``gap`` trace analyzer, and its flags are validated by the gap plugin's own settings model, its
-``gap_analysis`` config block; both are looked up in the registry, as every plugin reaches another. Only the
-spelling of those flags (:class:`TraceDirFlags`) is declared here.
+``gap_analysis`` config block; both are looked up in the registry, as every plugin reaches another. The spelling
+of those flags is :class:`~magpie_benchmark.trace_dir_flags.TraceDirFlags`, which ``magpie gap`` shares.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from magpie_benchmark.load_flags import LoadFlags, load_patch
+from magpie_benchmark.trace_dir_flags import TraceDirFlags, trace_dir_block
 from magpie_core.cli.app import (
     STATE,
     NotAvailable,
@@ -41,21 +42,6 @@ GAP_BLOCK = "benchmark.gap_analysis"
 GAP_DISTRIBUTION = "magpie-gap-analysis"
 
 
-class TraceDirFlags:
-    """The ``--trace-dir`` analysis flags (AMD Magpie's spelling): each sets a key of the gap plugin's
-    ``gap_analysis`` block (:func:`trace_dir_settings`), whose model checks the values."""
-
-    top_k = typer.Option(20, "--top-k", min=1, help="kernels to show")
-    start_pct = typer.Option(0.0, "--start-pct", min=0, max=100, help="window start, % of trace")
-    end_pct = typer.Option(100.0, "--end-pct", min=0, max=100, help="window end, % of trace")
-    min_duration_us = typer.Option(0.0, "--min-duration-us", min=0, help="ignore shorter events")
-    categories = typer.Option(None, "--categories", help="event categories to keep (default: kernel gpu)")
-    ignore_categories = typer.Option(None, "--ignore-categories", help="event categories to drop")
-    no_rank_csv = typer.Option(False, "--no-rank-csv", help="skip per-rank CSVs")
-    find_kernel_sources = typer.Option(False, "--find-kernel-sources", help="map kernels to source files")
-    kernel_source_repos = typer.Option(None, "--kernel-source-repos", help="local checkouts to search")
-
-
 def _gap_component(kind: str, name: str, what: str) -> Any:
     """The gap plugin's ``kind``/``name`` from the registry; not installed: exit 2 naming the distribution."""
     from magpie_core.plugins import UnknownComponentError, get_plugin_manager
@@ -69,23 +55,10 @@ def _gap_component(kind: str, name: str, what: str) -> Any:
 def trace_dir_settings(flags: dict[str, Any]) -> BaseModel:
     """The ``gap_analysis:`` block the ``--trace-dir`` flags describe (list flags may hold comma lists), validated
     by the model the gap plugin registers for that block."""
-    from magpie_core.cli.argv import split_list
     from magpie_core.config.validation import validate
 
     model = _gap_component("config_block", GAP_BLOCK, "the gap analysis settings").model
-    data: dict[str, Any] = {
-        "enabled": True,
-        "top_k": flags["top_k"],
-        "trace_start_pct": flags["start_pct"],
-        "trace_end_pct": flags["end_pct"],
-        "min_duration_us": flags["min_duration_us"],
-        "no_rank_csv": flags["no_rank_csv"],
-        "find_kernel_sources": flags["find_kernel_sources"],
-    }
-    for key in ("categories", "ignore_categories", "kernel_source_repos"):
-        if flags[key] is not None:
-            data[key] = split_list(flags[key])
-    return validate(model, data, "command line")
+    return validate(model, trace_dir_block(flags), "command line")
 
 
 @contextlib.contextmanager
@@ -158,6 +131,7 @@ def run_benchmark_cli(
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
     from magpie_benchmark.config import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_benchmark.interfaces import CheckUnavailable
     from magpie_benchmark.pipeline import (
         apply_overrides,
         load_benchmark_config,
@@ -167,7 +141,6 @@ def run_benchmark_cli(
         serving_framework,
         trace_problem,
     )
-    from magpie_core.interfaces import CheckUnavailable
 
     if benchmark_config is None and framework is None:
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")

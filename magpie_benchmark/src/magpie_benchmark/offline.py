@@ -1,7 +1,7 @@
 """``magpie benchmark`` for an offline framework: no server, one command is the benchmark.
 
 AMD Magpie's command-launched frameworks (``benchmark.run_cmd``) run a verbatim command that writes
-its own result file. The framework plugin (:class:`magpie_core.interfaces.OfflineFramework`) runs the
+its own result file. The framework plugin (:class:`magpie_benchmark.interfaces.OfflineFramework`) runs the
 command and reads that file; this module gives it the run folder, the GPUs' environment, and puts what
 came back into the report:
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from magpie_benchmark.compat import is_secret, server_envs
 from magpie_benchmark.config import BenchmarkConfig
-from magpie_core.interfaces import OfflineFramework, OfflineRun
+from magpie_benchmark.interfaces import OfflineFramework, OfflineRun
 from magpie_core.workspace import Workspace
 
 log = logging.getLogger("magpie.benchmark")

@@ -43,6 +43,7 @@ from magpie_benchmark.compat import (
 )
 from magpie_benchmark.config import BenchmarkConfig, BenchmarkConfigFile
 from magpie_benchmark.fingerprint import benchmark_fingerprint, engine_version, prompt_digest
+from magpie_benchmark.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable, OfflineFramework
 from magpie_benchmark.loadgen import agentx_corpus
 from magpie_benchmark.loadgen import datasets as ds
 from magpie_benchmark.loadgen.metrics import PERCENTILES, compute_metrics, summarize
@@ -59,7 +60,6 @@ from magpie_benchmark.serving.persistent import LifecycleError
 from magpie_benchmark.serving.server import ServerError, ServerProcess, free_port
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
-from magpie_core.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable, OfflineFramework
 from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.reports import Report

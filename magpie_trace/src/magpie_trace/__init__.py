@@ -18,8 +18,10 @@ third-party trace analyzer (a plugin implementing ``magpie_register_trace_analyz
   :func:`stream_table`, :func:`part_count` to choose ``n``, :func:`merge_tables` to join the parts;
   :func:`split_table` (or ``load_table(..., parts=n)``) reads them on threads of one process (the
   compiled reader runs without the GIL), :func:`table_part` is the task for worker processes
-  (:func:`magpie_core.fanout.run_tasks`), selecting events with :func:`category_matcher`.
+  (:func:`magpie_trace.fanout.run_tasks`), selecting events with :func:`category_matcher`.
   :class:`FallBack` says the fast path cannot handle a file: decode it whole instead.
+* :mod:`~magpie_trace.fanout`: CPU-bound tasks (a file or a part each) over processes, the calling one
+  included (:func:`~magpie_trace.fanout.run_tasks`); a task's failure is its result.
 * :mod:`~magpie_trace.discover`: the trace files of a run and the rank of each
   (:func:`discover`, :func:`find_trace_files`, :class:`TraceFile`).
 * :mod:`~magpie_trace.kernel_names` (kernel names through the installed kernel-name parsers)

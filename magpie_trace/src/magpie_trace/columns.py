@@ -1273,7 +1273,7 @@ def splittable(path: Path | str, min_bytes: int | None = None) -> bool:
 def part_count(path: Path | str, workers: int, per_worker: int = 1) -> int:
     """How many byte-range parts to decode ``path`` in with ``workers`` processes (1: read it whole).
 
-    Workers take parts as they become free (:mod:`magpie_core.fanout`), so with more parts per worker they
+    Workers take parts as they become free (:mod:`magpie_trace.fanout`), so with more parts per worker they
     finish closer together, but each part costs a little (its buffer, its transfer, the merge): on the
     555 MB benchmark trace gap analysis was fastest with one part per worker (1.56-1.72 s vs 1.70-1.90 s
     with two)."""

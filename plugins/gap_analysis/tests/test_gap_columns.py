@@ -152,7 +152,7 @@ def test_a_split_file_is_read_on_threads_of_one_process(tmp_path: Path, monkeypa
     a broken part means the whole file is read again, which reports the error as with one worker."""
     import threading
 
-    from magpie_core import fanout
+    from magpie_trace import fanout
 
     src = TRACES / "mi300" / "google_owlv2-large-patch14-ensemble__1016001.json.gz"
     plain = tmp_path / "rank-0.json"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 import yaml
+from magpie_benchmark.interfaces import CheckUnavailable
 from magpie_benchmark.pipeline import load_benchmark_config
 from magpie_quality_gate import config as cfg
 from magpie_quality_gate.gate import LmEvalGate, command
 
 from magpie_core.config.loader import ConfigError
-from magpie_core.interfaces import CheckUnavailable
 
 DATA = Path(__file__).parent / "data"
 

@@ -191,15 +191,17 @@ def gap_command(
     """Kernel time tables, GPU idle gaps and launch-bound indicators from profiler traces."""
     check_format(fmt, TABLE_FORMATS)
     config = gap_config_from_flags(
-        top_k=top_k,
-        start_pct=start_pct,
-        end_pct=end_pct,
-        min_duration_us=min_duration_us,
-        categories=categories,
-        ignore_categories=ignore_categories,
-        no_rank_csv=no_rank_csv,
-        find_kernel_sources=find_kernel_sources,
-        kernel_source_repos=kernel_source_repos,
+        {
+            "top_k": top_k,
+            "start_pct": start_pct,
+            "end_pct": end_pct,
+            "min_duration_us": min_duration_us,
+            "categories": categories,
+            "ignore_categories": ignore_categories,
+            "no_rank_csv": no_rank_csv,
+            "find_kernel_sources": find_kernel_sources,
+            "kernel_source_repos": kernel_source_repos,
+        },
         window_annotation=window_annotation,
         start_us=start_us,
         end_us=end_us,

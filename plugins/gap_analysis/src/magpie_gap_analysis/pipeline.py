@@ -5,7 +5,7 @@ not compute: min/max/std per kernel, share of GPU-busy and of wall time, GPU
 idle time per device with busy time merged across streams, the largest idle
 gaps with the CPU op running at that moment, and a launch-bound indicator.
 Ranks are analyzed in parallel processes, this one included
-(:mod:`magpie_core.fanout`); workers left idle share a large plain-JSON trace:
+(:mod:`magpie_trace.fanout`); workers left idle share a large plain-JSON trace:
 it is read in byte ranges by threads of the process analyzing it
 (:func:`magpie_trace.columns.split_table`). A broken rank is reported and
 the others still are.
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from magpie_trace.columns import category_matcher, collector_paused, part_count, split_table
 from magpie_trace.discover import TraceFile, discover
+from magpie_trace.fanout import Task, run_tasks
 from magpie_trace.validity import skipped_messages
 
-from magpie_core.fanout import Task, run_tasks
 from magpie_core.kernel_names import parse_many
 from magpie_gap_analysis.analysis import (
     AnalysisOptions,

@@ -346,12 +346,11 @@ def load_part(path: str, index: int, count: int, caller: int) -> tuple[Any, ...]
 def load(path: Path | str, workers: int = 1) -> Trace:
     """Decode one trace, keeping the events the analyses read; a broken file raises :class:`TraceLoadError`
     naming the file. Without the compiled reader, a large plain-JSON file is decoded in ``workers`` byte ranges in
-    parallel (:mod:`magpie_core.fanout`); anything the streaming decoder cannot handle is decoded whole instead."""
+    parallel (:mod:`magpie_trace.fanout`); anything the streaming decoder cannot handle is decoded whole instead."""
     import gc
 
     from magpie_trace.columns import FallBack, part_count
-
-    from magpie_core.fanout import run_tasks
+    from magpie_trace.fanout import run_tasks
 
     path = Path(path)
     gc_was = gc.isenabled()

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from magpie_benchmark.compat import truthy
+from magpie_benchmark.interfaces import CheckUnavailable
 from pydantic import Field, field_validator
 
 from magpie_core.config.common import NonNegativeInt, PositiveInt, Seconds, StrictModel
-from magpie_core.interfaces import CheckUnavailable
 
 BLOCK = "quality_gate"
 #: AMD Magpie's default task when ``RUN_EVAL`` is true and no task is named

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from magpie_core.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable
+from magpie_benchmark.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable
+
 from magpie_core.processes import run_command, tail
 from magpie_quality_gate import config as cfg
 from magpie_quality_gate.results import ResultsError, find_results, parse_results, verdict

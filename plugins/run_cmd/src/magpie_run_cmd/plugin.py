@@ -30,10 +30,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from magpie_benchmark.interfaces import OfflineFramework, OfflineRun
 from magpie_benchmark.serving.cli_args import split_extra_args
 
 from magpie_core import hookimpl
-from magpie_core.interfaces import OfflineFramework, OfflineRun
 from magpie_core.processes import run_command, tail
 from magpie_run_cmd.timings import RESULT_FILE, ResultError, metrics, read_timings, report_blocks, shape_of
 

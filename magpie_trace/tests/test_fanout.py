@@ -1,4 +1,4 @@
-"""magpie_core.fanout: tasks over real processes, the caller included; failures stay with their task."""
+"""magpie_trace.fanout: tasks over real processes, the caller included; failures stay with their task."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import signal
 import time
 
 import pytest
-
-from magpie_core.fanout import WorkerDied, run_tasks, start_method
+from magpie_trace.fanout import WorkerDied, run_tasks, start_method
 
 
 def _pid_and_square(x: int) -> tuple[int, int]:
@@ -76,7 +75,7 @@ def _big(x: int) -> tuple[int, bytes]:
 def test_large_results_come_back_through_files_that_are_then_removed() -> None:
     """A child's large result travels through a file (the pipe needs the caller's GIL for every read), which
     the caller reads and deletes."""
-    from magpie_core import fanout
+    from magpie_trace import fanout
 
     where = fanout._result_dir() or __import__("tempfile").gettempdir()
     before = {p for p in os.listdir(where) if p.startswith("magpie-tasks-")}

@@ -1,5 +1,8 @@
 """CPU-bound tasks spread over processes, the calling process included.
 
+Part of the trace library because trace analysis is what needs it (the ``gap`` and ``inference`` analyzers, a
+task per file or byte range); it uses the standard library only.
+
 Analyzing a trace is mostly Python work that threads cannot share, so tasks
 (one file each, say) run in worker processes. (Reading one large file is the
 exception: the compiled reader runs without the GIL, so its byte ranges are read
