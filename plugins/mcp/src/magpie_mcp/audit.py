@@ -205,7 +205,7 @@ class AuditMiddleware:
         finally:
             AUDIT_CALL.reset(token)
             self.audit.record(
-                session=audit_session(session_owner(ctx)),
+                session=audit_session(session_owner(getattr(ctx, "request", None))),
                 tool=str(params.get("name", "")),
                 arguments=params.get("arguments") or {},
                 decision=note["decision"],
