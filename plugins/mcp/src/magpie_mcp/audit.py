@@ -201,6 +201,8 @@ class AuditMiddleware:
 
             outcome = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
             error = error or f"{type(exc).__name__}: {exc}"
+            if outcome == "error" and not note["ran"] and note["decision"] == "allowed":
+                note.update(decision="refused", reason=error)  # a protocol error before any tool ran
             raise
         finally:
             AUDIT_CALL.reset(token)
