@@ -30,6 +30,8 @@ def test_every_tool_call_is_audited_without_secrets(tmp_path: Path):
         await call_error(s, "analyze", {**inline, "kernels": [{"id": "y" * 100_000, "entry": "faulty.py:good"}]})
         await call_error(s, "hardware_spec", {"device_id": "zero"})  # refused by the SDK's schema check
         await call_error(s, "job_status", {"job_id": "mjt_" + "z" * 43})
+        unknown = await s.call_tool("no_such_tool", {})  # refused by the SDK: no tool of ours runs
+        assert unknown.is_error
         # the log is the operator's: no tool reads it
         msg = await call_error(s, "get_benchmark_result", {"path": str(audit)})
         assert "audit log" in msg
@@ -44,9 +46,10 @@ def test_every_tool_call_is_audited_without_secrets(tmp_path: Path):
         "analyze",
         "hardware_spec",
         "job_status",
+        "no_such_tool",
         "get_benchmark_result",
     ]
-    ok, env, big, schema, token, private = records
+    ok, env, big, schema, token, unknown, private = records
     assert (ok["decision"], ok["outcome"], ok["session"]) == ("allowed", "ok", "local")
     assert ok["duration_s"] >= 0 and ok["time"].endswith("+00:00")
     assert (env["decision"], env["outcome"]) == ("refused", "error")
@@ -57,6 +60,7 @@ def test_every_tool_call_is_audited_without_secrets(tmp_path: Path):
     assert big["arguments"]["kernels"][0]["id"].endswith("...<99800 more chars>") and len(text) < 20_000
     assert schema["decision"] == "refused" and "device_id" in schema["reason"]
     assert token["arguments"] == {"job_id": REDACTED} and token["outcome"] == "error"
+    assert unknown["decision"] == "refused" and "no_such_tool" in unknown["reason"]
     assert private["decision"] == "refused" and "audit log" in private["reason"]
 
 
