@@ -112,6 +112,7 @@ def test_a_job_outlives_its_session_and_only_its_token_reaches_it(workspace, plu
                 done = await call(
                     s, "job_result", {"job_id": quick["job_token"], "wait_s": 60}, progress_callback=progress
                 )
+                progress.check(time.monotonic() - progress.start)  # heartbeats while job_result waits
                 assert done["job"]["state"] == "succeeded" and done["report"]["echo"]["sleep_s"] == 3
                 # its resources answer to the token as well (the URIs it returns carry it)
                 log = await s.read_resource(done["job"]["log_uri"])

@@ -218,6 +218,15 @@ def test_bypasses_through_a_real_client_session(tmp_path: Path):
         "kernel:\n  id: k\n  entry: torch:add\nray_config:\n  cluster_address: 10.9.9.9:6379\n"
     )
     (ws / "broken.json").write_text("{ not a trace")
+    # AMD Magpie's benchmark YAML: envs it does not read reach the server's environment; EXTRA_VLLM_ARGS its argv
+    (ws / "preload.yaml").write_text(
+        "benchmark:\n  framework: vllm\n  model: Qwen/Qwen2.5-0.5B\n  run_mode: local\n"
+        f"  envs:\n    TP: 1\n    LD_PRELOAD: {outside}/evil.so\n"
+    )
+    (ws / "args.yaml").write_text(
+        "benchmark:\n  framework: vllm\n  model: Qwen/Qwen2.5-0.5B\n  run_mode: local\n"
+        "  envs:\n    EXTRA_VLLM_ARGS: --middleware evil.mw\n"
+    )
     inline = {"config_dir": str(kernels)}
 
     async def scenario(s: Any) -> None:
@@ -236,6 +245,12 @@ def test_bypasses_through_a_real_client_session(tmp_path: Path):
         assert "ray_config.cluster_address" in msg
         msg = await call_error(s, "analyze", {**inline, "kernels": [{"id": "x" * 2**20, "entry": "faulty.py:good"}]})
         assert "kernels.0.id: 1048576 characters, more than this server accepts" in msg
+        msg = await call_error(s, "benchmark", {"benchmark_config": str(ws / "preload.yaml")})
+        assert "envs (exported to the server): LD_PRELOAD is not a variable a client may set" in msg
+        msg = await call_error(s, "benchmark", {"benchmark_config": str(ws / "args.yaml")})
+        assert "benchmark envs.EXTRA_VLLM_ARGS: this setting" in msg
+        msg = await call_error(s, "benchmark", {"framework": "vllm", "model": str(outside), "run_mode": "local"})
+        assert "benchmark model" in msg and "outside the allowed workspace roots" in msg
         msg = await call_error(s, "gap_analysis", {"trace_path": str(ws / "broken.json")})
         assert "the trace could not be analyzed" in msg and "broken JSON" in msg
 
