@@ -24,6 +24,8 @@ HELP = (
     "benchmark targets only loopback servers or mcp.benchmark_hosts.\n\n"
     "Limits: --max-jobs jobs run at once (more wait in a queue); timeouts a client asks for are capped "
     "(mcp.max_timeout_s); every job has a wall-clock limit; old jobs are pruned.\n\n"
+    "Long calls: progress notifications at least every 2 s; wait=false returns a job token that reaches the "
+    "job from any session (the job outlives its session, up to its time limit).\n\n"
     "Audit: every tool call is appended to <output.directory>/mcp_audit.jsonl (--audit-log FILE)."
 )
 

@@ -95,7 +95,7 @@ class ToolContext:
       refuses one outside the allowed workspace roots (a tool error naming the path and the roots).
     * ``output_dir``: where runs go (``output.directory``); :meth:`out_dir` checks an override.
     * ``jobs``: the calling session's jobs; :meth:`start_job` runs work in a job process and
-      :meth:`follow` waits for it, sending its progress as MCP progress and log notifications.
+      :meth:`follow` waits for it (heartbeat progress) or detaches it; :meth:`watch` follows one for a while.
     * ``request``: the MCP SDK's request context of the current call (else None).
     """
 

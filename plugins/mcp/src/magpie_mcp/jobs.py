@@ -8,6 +8,10 @@ every process it started (its SIGTERM handler stops the groups that
 group). The child prints one JSON line per progress message; the server turns
 them into MCP progress notifications.
 
+Every job belongs to the session that made it (:meth:`JobManager.get` with an owner) and has a secret
+token (``Job.token``) that reaches it from any session: a job started with ``wait=false`` is *detached* and
+outlives its session, up to its time limit.
+
 What a job does is its *runner*: a top-level function
 ``runner(args: dict, emit: Callable[[str], None]) -> (report: dict, report_path: str)``
 that the child imports by its module and name. The built-in tools pass theirs;
