@@ -3,6 +3,7 @@ has a rule, and each bypass found in the second review is refused (allowlists, n
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from pathlib import Path
@@ -54,14 +55,75 @@ def _uncovered(model: type[BaseModel], seen: set[type]) -> typing.Iterator[str]:
         yield f"{model.__name__}.*"
 
 
+def _missing_rules(models: list[type[BaseModel]], seen: set[type]) -> list[str]:
+    return [where for model in models for where in _uncovered(model, seen)]
+
+
 def test_every_text_field_of_the_kernel_config_models_has_a_policy_rule():
     """A new path- or command-like field (in magpie or in a plugin's kernel-file block) fails here
     until magpie_mcp.fields.RULES says how the policy checks it."""
     seen: set[type] = set()
     models = [KernelConfigFile, KernelConfig, *(block.model for block in config_blocks("kernel_file").values())]
-    missing = [where for model in models for where in _uncovered(model, seen)]
+    missing = _missing_rules(models, seen)
     assert not missing, f"fields without a rule in magpie_mcp.fields.RULES: {missing}"
     assert "RayConfig" in {m.__name__ for m in seen}  # plugin blocks are walked too
+
+
+def test_every_text_field_of_the_benchmark_config_models_has_a_policy_rule():
+    """The same for serving-benchmark configs (the benchmark tool takes a benchmark YAML): BenchmarkConfig,
+    its nested models, and the blocks plugins add to benchmark: and benchmark.profiler:."""
+    from magpie_benchmark.config import BenchmarkConfig
+
+    seen: set[type] = set()
+    blocks = [*config_blocks("benchmark").values(), *config_blocks("benchmark.profiler").values()]
+    missing = _missing_rules([BenchmarkConfig, *(block.model for block in blocks)], seen)
+    assert not missing, f"fields without a rule in magpie_mcp.fields.RULES: {missing}"
+    names = {m.__name__ for m in seen}
+    assert {"BenchmarkRayConfig", "GapAnalysisConfig", "QualityGateConfig", "TargetedTraceConfig"} <= names
+
+
+def _check_benchmark(policy: TrustPolicy, data: dict[str, Any]) -> None:
+    from magpie_benchmark.config import BenchmarkConfig
+    from magpie_mcp.trust import check_benchmark_config
+
+    check_benchmark_config(policy, BenchmarkConfig.model_validate({"framework": "vllm", "run_mode": "local", **data}))
+
+
+def test_benchmark_configs_go_through_the_same_rules(setup):
+    policy, root, outside = setup
+    cases = {
+        "envs (exported to the server): LD_PRELOAD is not a variable": {"envs": {"LD_PRELOAD": "/x.so"}},
+        "envs.EXTRA_VLLM_ARGS: this setting": {"envs": {"EXTRA_VLLM_ARGS": "--middleware evil"}},
+        "envs.MAGPIE_EVAL_PYTHON: this server runs only": {"envs": {"MAGPIE_EVAL_PYTHON": "/x/python"}},
+        "envs.BENCHMARK_BASE_URL": {"envs": {"BENCHMARK_BASE_URL": "http://10.1.2.3:8000"}},
+        "benchmark server_args: this setting": {"server_args": ["--worker-extension-cls", "evil.Ext"]},
+        "benchmark server_env: CXX": {"server_env": {"CXX": "/x/cc"}},
+        "benchmark server_python": {"server_python": "/x/python"},
+        "benchmark model": {"model": str(outside)},
+        "benchmark tokenizer": {"tokenizer": "../../outside/tok"},
+        "benchmark docker_image": {"run_mode": "docker", "docker_image": "evil:latest"},
+        "benchmark dataset.url": {"dataset": {"name": "trace", "url": "http://10.0.0.1/t.jsonl"}},
+        "benchmark dataset.path": {"dataset": {"name": "jsonl", "path": str(outside / "d.jsonl")}},
+        "benchmark server_lifecycle.pid_dir": {"server_lifecycle": {"enabled": True, "pid_dir": str(root)}},
+        "benchmark host": {"host": "0.0.0.0"},
+        "benchmark quality_gate.python": {"quality_gate": {"tasks": ["gsm8k"], "python": "/x/python"}},
+        "benchmark quality_gate.extra_args": {"quality_gate": {"tasks": ["gsm8k"], "extra_args": ["--x"]}},
+        "benchmark ray_config.cluster_address": {"ray_config": {"cluster_address": "10.0.0.1:6379"}},
+        "benchmark ray_config.pip_packages": {
+            "ray_config": {"cluster_address": "local", "shared_storage_path": str(root), "pip_packages": ["evil"]}
+        },
+        "benchmark gap_analysis.repos_base_dir": {"gap_analysis": {"repos_base_dir": str(outside)}},
+        "benchmark profiler.system_profiler.profile_args": {"profiler": {"system_profiler": {"profile_args": ["-x"]}}},
+    }
+    for expected, data in cases.items():
+        with pytest.raises(TrustError, match=re.escape(expected)):
+            _check_benchmark(policy, data)
+    # what a client may choose: a hub model, the load, allowlisted server variables, files under a root
+    (root / "model").mkdir()
+    fine = {"model": "Qwen/Qwen2.5-0.5B", "envs": {"TP": 1, "CONC": 4, "OMP_NUM_THREADS": "4"}, "tokenizer": "model"}
+    _check_benchmark(policy, {**fine, "dataset": {"name": "jsonl", "path": str(root / "d.jsonl")}})
+    wide = TrustPolicy.from_roots([root], root, allow_env=frozenset({"VLLM_*"}), benchmark_hosts=("gpu-box",))
+    _check_benchmark(wide, {"envs": {"VLLM_USE_V1": "1"}, "base_url": "http://gpu-box:8000", "run_mode": "external"})
 
 
 def _check(policy: TrustPolicy, data: dict[str, Any], folder: Path) -> KernelConfigFile:
@@ -156,6 +218,15 @@ def test_bypasses_through_a_real_client_session(tmp_path: Path):
         "kernel:\n  id: k\n  entry: torch:add\nray_config:\n  cluster_address: 10.9.9.9:6379\n"
     )
     (ws / "broken.json").write_text("{ not a trace")
+    # AMD Magpie's benchmark YAML: envs it does not read reach the server's environment; EXTRA_VLLM_ARGS its argv
+    (ws / "preload.yaml").write_text(
+        "benchmark:\n  framework: vllm\n  model: Qwen/Qwen2.5-0.5B\n  run_mode: local\n"
+        f"  envs:\n    TP: 1\n    LD_PRELOAD: {outside}/evil.so\n"
+    )
+    (ws / "args.yaml").write_text(
+        "benchmark:\n  framework: vllm\n  model: Qwen/Qwen2.5-0.5B\n  run_mode: local\n"
+        "  envs:\n    EXTRA_VLLM_ARGS: --middleware evil.mw\n"
+    )
     inline = {"config_dir": str(kernels)}
 
     async def scenario(s: Any) -> None:
@@ -174,6 +245,12 @@ def test_bypasses_through_a_real_client_session(tmp_path: Path):
         assert "ray_config.cluster_address" in msg
         msg = await call_error(s, "analyze", {**inline, "kernels": [{"id": "x" * 2**20, "entry": "faulty.py:good"}]})
         assert "kernels.0.id: 1048576 characters, more than this server accepts" in msg
+        msg = await call_error(s, "benchmark", {"benchmark_config": str(ws / "preload.yaml")})
+        assert "envs (exported to the server): LD_PRELOAD is not a variable a client may set" in msg
+        msg = await call_error(s, "benchmark", {"benchmark_config": str(ws / "args.yaml")})
+        assert "benchmark envs.EXTRA_VLLM_ARGS: this setting" in msg
+        msg = await call_error(s, "benchmark", {"framework": "vllm", "model": str(outside), "run_mode": "local"})
+        assert "benchmark model" in msg and "outside the allowed workspace roots" in msg
         msg = await call_error(s, "gap_analysis", {"trace_path": str(ws / "broken.json")})
         assert "the trace could not be analyzed" in msg and "broken JSON" in msg
 

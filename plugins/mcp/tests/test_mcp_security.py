@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +22,7 @@ from magpie_mcp.testing import (
     call,
     call_error,
     echo_runner,
+    http_server,
     processes_mentioning,
     run_session,
     write_workspace,
@@ -149,7 +148,9 @@ def test_operator_opt_in_allows_only_the_named_programs(workspace, tmp_path):
 
     run_session(workspace, scenario, args=["--allow-commands", "true"])
     assert not (workspace / "pwned").exists() and not (KERNELS / "pwned").exists()
-    assert (2, 2) in progress and all(t == 2 for _, t in progress if t is not None), progress
+    # two steps: the total is the steps plus writing the report, and the last notification completes it
+    assert progress[-1] == (3, 3), progress
+    assert all(t in (1, 3) for _, t in progress), progress
 
 
 def test_limits_queue_job_time_limit_and_no_orphans(workspace):
@@ -243,12 +244,6 @@ def test_roots_default_warns_and_the_file_system_root_is_refused(run_magpie, tmp
 # --- streamable HTTP ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_http_exposure_needs_a_token_and_allowed_hosts(run_magpie, tmp_path):
     bare = run_magpie(["mcp", "--transport", "streamable-http", "--host", "0.0.0.0", "--root", str(tmp_path)])
     assert bare.returncode == 2 and "not a loopback address" in bare.stderr
@@ -280,26 +275,9 @@ def test_plain_http_on_a_network_address_warns(tmp_path, capsys, monkeypatch):
 
 
 @pytest.fixture
-def http_server(workspace):
-    port = _free_port()
-    argv = ["-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp", "--transport", "streamable-http"]
-    server = subprocess.Popen(
-        [sys.executable, *argv, "--port", str(port), "--auth-token-env", "MAGPIE_TEST_TOKEN"],
-        cwd=workspace,
-        env={**os.environ, "MAGPIE_TEST_TOKEN": TOKEN},
-        stdout=subprocess.DEVNULL,
-        stderr=(workspace / "http.stderr").open("w"),
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and server.poll() is None:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
-    yield port
-    server.terminate()
-    server.wait(timeout=30)
+def http_port(workspace):
+    with http_server(workspace, ["--auth-token-env", "MAGPIE_TEST_TOKEN"], env={"MAGPIE_TEST_TOKEN": TOKEN}) as url:
+        yield int(url.rsplit(":", 1)[1].split("/")[0])
 
 
 def _post(port: int, headers: dict[str, str]) -> int:
@@ -315,8 +293,8 @@ def _post(port: int, headers: dict[str, str]) -> int:
     return status
 
 
-def test_http_auth_host_origin_and_session_isolation(http_server, workspace):
-    port = http_server
+def test_http_auth_host_origin_and_session_isolation(http_port, workspace):
+    port = http_port
     good = {"Host": f"127.0.0.1:{port}", "Authorization": f"Bearer {TOKEN}"}
     assert _post(port, {"Host": f"127.0.0.1:{port}"}) == 401
     assert _post(port, {**good, "Authorization": "Bearer wrong-token-wrong-token"}) == 401
@@ -328,7 +306,7 @@ def test_http_auth_host_origin_and_session_isolation(http_server, workspace):
     def client() -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
 
-    async def main() -> str:
+    async def main() -> tuple[str, str]:
         async with (
             client() as http_a,
             streamable_http_client(url, http_client=http_a) as (read_a, write_a),
@@ -354,23 +332,42 @@ def test_http_auth_host_origin_and_session_isolation(http_server, workspace):
                 spec = str(Path(started["job"]["log_path"]).parent / "spec.json")
                 msg = await call_error(b, "get_benchmark_result", {"path": spec})
                 assert "in the server's job folders" in msg
-            # a sessionless (2026-07-28) client sees no session's jobs and cannot leave a job behind
+            # a sessionless (2026-07-28) client sees no session's jobs; its own come back only by token
             async with client() as http_m, Client(streamable_http_client(url, http_client=http_m), mode=MODERN) as m:
                 listed = await m.call_tool("job_list", {})
                 assert listed.structured_content == {"jobs": []}
-                refused = await m.call_tool("analyze", {**_inline(), "kernels": [HANG], "wait": False})
-                assert refused.is_error and "wait=false needs an MCP session" in refused.content[0].text
                 status = await m.call_tool("job_status", {"job_id": job_id})
                 assert status.is_error and "in this session" in status.content[0].text
             assert (await call(a, "job_status", {"job_id": job_id}))["state"] == "running"
-            return job_id
+            return job_id, started["job"]["job_token"]
 
-    job_id = anyio.run(main)
-    # session A ended (the client sent DELETE): its job is cancelled and its processes are gone
+    job_id, token = anyio.run(main)
+    # session A ended (the client sent DELETE): its wait=false job runs on; its token stops it from a new session
+    assert processes_mentioning(job_id), "a detached job ended with its session"
+
+    async def stop() -> None:
+        async with (
+            client() as http_c,
+            streamable_http_client(url, http_client=http_c) as (read, write),
+            ClientSession(read, write) as c,
+        ):
+            await c.initialize()
+            assert (await call(c, "job_cancel", {"job_id": token}))["state"] == "cancelled"
+
+    anyio.run(stop)
     deadline = time.monotonic() + 30
     while processes_mentioning(job_id) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not processes_mentioning(job_id), "a job outlived its HTTP session"
+    assert not processes_mentioning(job_id), "a cancelled job left processes"
+    # the audit log has every call, and neither the bearer token, the job token nor a raw session id
+    audit = (workspace / "results" / "mcp_audit.jsonl").read_text()
+    records = [json.loads(line) for line in audit.splitlines()]
+    assert TOKEN not in audit and token not in audit
+    assert {r["tool"] for r in records} >= {"analyze", "job_list", "job_status", "job_cancel", "get_benchmark_result"}
+    sessions = {r["session"] for r in records} - {"request"}
+    assert all(s.startswith("http:") and len(s) == len("http:") + 16 for s in sessions), sessions
+    cancel = next(r for r in records if r["tool"] == "job_cancel" and r["outcome"] == "ok")
+    assert cancel["arguments"] == {"job_id": "<redacted>"} and cancel["outcome"] == "ok"
 
 
 def test_tool_quality_annotations_titles_and_descriptions(workspace):
@@ -422,3 +419,52 @@ def test_client_paths_do_not_expand_server_variables(tmp_path, monkeypatch):
     with pytest.raises(TrustError) as err:
         policy.check_path("/$MAGPIE_TEST_SECRET/x", "kernel_config")
     assert "hunter2" not in str(err.value)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_https_with_the_operators_certificate(workspace, tmp_path, run_magpie, capsys, monkeypatch):
+    import ssl
+
+    from magpie_mcp.config import McpConfig
+    from magpie_mcp.network import ServeOptions, http_settings
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert), "-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    tls = ["--tls-cert", str(cert), "--tls-key", str(key)]
+    key.chmod(0o644)
+    shared = run_magpie(["mcp", "--transport", "streamable-http", *tls, "--root", str(tmp_path)])
+    assert shared.returncode == 2 and f"TLS private key {key} is readable" in shared.stderr
+    half = run_magpie(["mcp", "--transport", "streamable-http", *tls[:2], "--root", str(tmp_path)])
+    assert half.returncode == 2 and "TLS needs both --tls-cert FILE and --tls-key FILE" in half.stderr
+    key.chmod(0o600)
+    # a network address with TLS: no plain-HTTP warning
+    monkeypatch.setenv("MAGPIE_TEST_TOKEN", TOKEN)
+    config = McpConfig(
+        auth_token_env="MAGPIE_TEST_TOKEN", allowed_hosts=["mcp.example:8765"], tls_cert=str(cert), tls_key=str(key)
+    )
+    http_settings(ServeOptions(transport="streamable-http", host="0.0.0.0"), config)
+    assert "plain HTTP" not in capsys.readouterr().err
+
+    with http_server(workspace, tls, scheme="https") as url:
+
+        async def main() -> set[str]:
+            trusted = httpx2.AsyncClient(verify=ssl.create_default_context(cafile=str(cert)), timeout=60)
+            async with (
+                trusted,
+                streamable_http_client(url, http_client=trusted) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return {t.name for t in (await session.list_tools()).tools}
+
+        assert "analyze" in anyio.run(main)
+        with pytest.raises((OSError, http.client.HTTPException)):  # the port speaks TLS only
+            _post(int(url.rsplit(":", 1)[1].split("/")[0]), {})
+    assert "streamable HTTP on https://127.0.0.1:" in (workspace / "http.stderr").read_text()

@@ -20,7 +20,7 @@ import pytest
 import typer
 from magpie_mcp import ToolContext, plugin
 from magpie_mcp.server import build_server
-from magpie_mcp.testing import call, call_error, run_session, write_workspace
+from magpie_mcp.testing import call, call_error, install_test_plugin, run_session, write_workspace
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -102,24 +102,26 @@ def test_mcp_command_and_config_block_come_from_the_plugin(run_magpie, tmp_path)
     assert ToolContext(load_config(FrameworkConfig, config), tmp_path).policy.roots == (tmp_path.resolve(),)
 
 
+DEMO_PLUGIN = """
+from magpie_core import hookimpl
+
+
+def kernel_flops(m: int, n: int, k: int) -> dict[str, int]:
+    \"\"\"FLOPs of an m x k by k x n matrix product.\"\"\"
+    if min(m, n, k) <= 0:
+        raise ValueError('dimensions must be positive')
+    return {'flops': 2 * m * n * k}
+
+
+@hookimpl
+def magpie_register_mcp_tools(register):
+    register(kernel_flops)
+"""
+
+
 def test_plugin_contributed_tool(workspace, tmp_path):
     """A plugin installed as a distribution (dist-info with an entry point) adds a tool through the hook."""
-    site = tmp_path / "site"
-    dist = site / "magpie_mcp_demo-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: magpie-mcp-demo\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[magpie]\nmcp_demo = magpie_mcp_demo\n")
-    (site / "magpie_mcp_demo.py").write_text(
-        "from magpie_core import hookimpl\n\n\n"
-        "def kernel_flops(m: int, n: int, k: int) -> dict[str, int]:\n"
-        '    """FLOPs of an m x k by k x n matrix product."""\n'
-        "    if min(m, n, k) <= 0:\n"
-        "        raise ValueError('dimensions must be positive')\n"
-        "    return {'flops': 2 * m * n * k}\n\n\n"
-        "@hookimpl\n"
-        "def magpie_register_mcp_tools(register):\n"
-        "    register(kernel_flops)\n"
-    )
+    env = install_test_plugin(tmp_path / "site", "magpie_mcp_demo", DEMO_PLUGIN)
 
     async def scenario(s: ClientSession) -> None:
         tools = {t.name for t in (await s.list_tools()).tools}
@@ -128,7 +130,7 @@ def test_plugin_contributed_tool(workspace, tmp_path):
         assert out == {"flops": 48}
         assert "dimensions must be positive" in await call_error(s, "kernel_flops", {"m": 0, "n": 3, "k": 4})
 
-    run_session(workspace, scenario, env={"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])})
+    run_session(workspace, scenario, env={"PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(ROOT)])})
 
 
 PROBE_PLUGIN = '''

@@ -20,9 +20,13 @@ HELP = (
     "with --allow-env VAR[,VAR] (patterns like VLLM_* work); backend options are typed and bounded.\n\n"
     "Network: streamable-http binds 127.0.0.1. Another address needs a bearer token (--auth-token-env VAR or "
     "--auth-token-file FILE; never on the command line) and the Host values clients use (--allowed-hosts); "
-    "otherwise the server refuses to start. benchmark targets only loopback servers or mcp.benchmark_hosts.\n\n"
+    "otherwise the server refuses to start; --tls-cert/--tls-key serve HTTPS (else a warning). "
+    "benchmark targets only loopback servers or mcp.benchmark_hosts.\n\n"
     "Limits: --max-jobs jobs run at once (more wait in a queue); timeouts a client asks for are capped "
-    "(mcp.max_timeout_s); every job has a wall-clock limit; old jobs are pruned."
+    "(mcp.max_timeout_s); every job has a wall-clock limit; old jobs are pruned.\n\n"
+    "Long calls: progress notifications at least every 2 s; wait=false returns a job token that reaches the "
+    "job from any session (the job outlives its session, up to its time limit).\n\n"
+    "Audit: every tool call is appended to <output.directory>/mcp_audit.jsonl (--audit-log FILE)."
 )
 
 
@@ -50,6 +54,11 @@ def mcp_command(
     auth_token_env: str = typer.Option(None, "--auth-token-env", help="environment variable with the bearer token"),
     auth_token_file: str = typer.Option(None, "--auth-token-file", help="file with the bearer token"),
     max_jobs: int = typer.Option(None, "--max-jobs", min=1, max=64, help="jobs running at once (default 2)"),
+    tls_cert: str = typer.Option(None, "--tls-cert", help="PEM certificate: serve streamable-http over HTTPS"),
+    tls_key: str = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert (mode 600)"),
+    audit_log: str = typer.Option(
+        None, "--audit-log", help="JSON-lines log of every tool call (default: <output.directory>/mcp_audit.jsonl)"
+    ),
 ) -> None:
     if transport not in TRANSPORTS:
         raise UsageError(f"unknown transport {transport!r}: use stdio or streamable-http")
@@ -68,6 +77,9 @@ def mcp_command(
         auth_token_env=auth_token_env,
         auth_token_file=auth_token_file,
         max_jobs=max_jobs,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        audit_log=audit_log,
     )
     try:
         serve(options, framework=STATE.framework)

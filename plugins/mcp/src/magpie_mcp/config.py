@@ -58,6 +58,13 @@ class McpConfig(StrictModel):
     )
     auth_token_env: str | None = Field(None, description="environment variable holding the bearer token")
     auth_token_file: str | None = Field(None, description="file holding the bearer token")
+    tls_cert: str | None = Field(None, description="PEM certificate (chain) for HTTPS on streamable HTTP")
+    tls_key: str | None = Field(None, description="PEM private key for HTTPS (a file only its owner can read)")
+    audit_log: str | None = Field(
+        "mcp_audit.jsonl",
+        description="JSON-lines file of every tool call (relative to output.directory; null: none); clients "
+        "cannot read it",
+    )
     benchmark_hosts: list[str] = Field(
         default_factory=list, description="hosts benchmark base_url may name besides loopback"
     )

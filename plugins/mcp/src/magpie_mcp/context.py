@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from magpie_mcp.audit import AuditLog
 from magpie_mcp.config import McpConfig, mcp_config
-from magpie_mcp.jobs import LOCAL_OWNER, Job, JobLimits, JobManager, Runner
+from magpie_mcp.jobs import LOCAL_OWNER, SESSIONLESS, Job, JobLimits, JobManager, Runner
 from magpie_mcp.trust import TrustError, TrustPolicy, resolve_programs
 
 if TYPE_CHECKING:
@@ -68,17 +70,13 @@ class SessionJobs:
         return self.manager.start(kind, args, runner, self.owner, timeout_s)
 
 
-#: owners of calls that came over HTTP without an MCP session (stateless / 2026-07-28 requests)
-SESSIONLESS = "request:"
-
-
 def session_owner(request: Any) -> str:
     """Who a call comes from.
 
     A streamable-HTTP session (its ``Mcp-Session-Id``: the SDK routes a request only to the session
     it names, and with a bearer token only for the credential that opened it); stdio's one client;
     or, for an HTTP request without a session (the 2026-07-28 protocol is sessionless), the request
-    alone: its jobs are its own and end with it (:meth:`ToolContext.follow` refuses ``wait=false``).
+    alone: no later request sees its jobs except through their job tokens.
     """
     headers = getattr(request, "headers", None) if request is not None else None
     if headers is None:
@@ -97,7 +95,7 @@ class ToolContext:
       refuses one outside the allowed workspace roots (a tool error naming the path and the roots).
     * ``output_dir``: where runs go (``output.directory``); :meth:`out_dir` checks an override.
     * ``jobs``: the calling session's jobs; :meth:`start_job` runs work in a job process and
-      :meth:`follow` waits for it, sending its progress as MCP progress and log notifications.
+      :meth:`follow` waits for it (heartbeat progress) or detaches it; :meth:`watch` follows one for a while.
     * ``request``: the MCP SDK's request context of the current call (else None).
     """
 
@@ -111,6 +109,7 @@ class ToolContext:
         self.output_dir = (self.cwd / framework.output.directory).resolve()
         if self.output_dir == Path(self.output_dir.anchor):
             raise ValueError("output.directory is the file system root: name a folder for magpie's results")
+        self.audit = AuditLog(self._audit_path())
         self.job_manager = JobManager(
             self.output_dir / "mcp_jobs",
             self.cwd,
@@ -118,6 +117,12 @@ class ToolContext:
             keep_env=self.config.job_env,
             secret_env=[self.config.auth_token_env] if self.config.auth_token_env else [],
         )
+
+    def _audit_path(self) -> Path | None:
+        """Where the audit log goes: ``mcp.audit_log`` relative to the output folder (None: no log)."""
+        if not self.config.audit_log:
+            return None
+        return (self.output_dir / Path(self.config.audit_log).expanduser()).resolve()
 
     @property
     def request(self) -> Any:
@@ -147,6 +152,9 @@ class ToolContext:
         if resolved == jobs or resolved.is_relative_to(jobs):
             # job folders belong to their sessions: read them through the job tools and resources
             raise TrustError(f"{what} {resolved} is in the server's job folders; use job_result or the job resources")
+        if self.audit.path is not None and resolved == self.audit.path:
+            # every session's calls are in it: the operator's file
+            raise TrustError(f"{what} {resolved} is the server's audit log, which only the operator reads")
         return resolved
 
     def out_dir(self, output_dir: str | Path | None) -> Path:
@@ -181,52 +189,105 @@ class ToolContext:
                 log.debug("log notification not sent: %s", exc)
 
     async def follow(self, job: Job, wait: bool) -> Job:
-        """Wait for ``job`` (when asked), forwarding each progress message as an MCP progress notification
-        (with the total when the work has one) and as a log notification (logger ``magpie.job.<id>``).
+        """Wait for ``job`` (when asked), forwarding its progress (:class:`ProgressStream`: each message as an
+        MCP log notification, and MCP progress with a heartbeat at least every :data:`HEARTBEAT_S` seconds).
 
-        A job that failed or was cancelled is a tool error; cancelling the call cancels the job.
+        ``wait=False`` detaches the job: the call returns at once with the job's token, and the job runs on
+        when the session ends (until it finishes or reaches its time limit). With ``wait=True`` a job that
+        failed or was cancelled is a tool error, and cancelling the call cancels the job.
         """
         import anyio  # here: tool modules load with every magpie command
         import anyio.to_thread
 
         if not wait:
-            if job.owner.startswith(SESSIONLESS):
-                await anyio.to_thread.run_sync(self.job_manager.cancel, job.id, None, "refused")
-                raise ToolFailure(
-                    "wait=false needs an MCP session to come back to the job, and this HTTP request has none "
-                    "(a stateless or 2026-07-28 request): call with wait=true, or connect with a session"
-                )
+            job.detached = True
             return job
-        sent = [0, 0.0]  # messages forwarded, last progress value sent
         try:
-            while True:
-                done = job.done.is_set()
-                await self._forward(job, sent, done)
-                if done:
-                    break
-                await anyio.sleep(0.2)
+            await self.watch(job, None)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.job_manager.cancel, job.id)
             raise
         return finished(job)
 
-    async def _forward(self, job: Job, sent: list[Any], done: bool) -> None:
-        """Send the messages of ``job`` not sent yet; progress counts steps when the work says how many."""
+    async def watch(self, job: Job, wait_s: float | None) -> None:
+        """Send ``job``'s progress to the current call until it ends or ``wait_s`` seconds have passed
+        (None: until it ends). Leaving early (the call cancelled) leaves the job alone."""
+        import anyio
+
+        stream = ProgressStream(self, job)
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            done = job.done.is_set()
+            await stream.update(done)
+            if done or (deadline is not None and time.monotonic() >= deadline):
+                return
+            await anyio.sleep(POLL_S)
+
+
+#: longest silence of a waiting call: standard clients (MCP Inspector: 60 s) give up on a request that sends
+#: nothing, and many reset their timeout on each progress notification; the issue asks for at most 5 s
+HEARTBEAT_S = 2.0
+#: how often a waiting call looks at its job
+POLL_S = 0.2
+#: seconds after which a heartbeat has covered half of the way to the next step (it never reaches it)
+HALF_WAY_S = 30.0
+
+
+class ProgressStream:
+    """What one waiting call sends about a job: each new progress message as an MCP log notification
+    (logger ``magpie.job.<id>``), and MCP progress notifications that always carry a total and always increase.
+
+    The scale: when the work reports steps (``[3/8] kernel_a: passed``) the total is the steps plus one (writing
+    the report) and ``progress`` is the steps done; before that the total is 1. Between messages a heartbeat goes
+    out every :data:`HEARTBEAT_S` seconds, moving ``progress`` a little towards the next step (never reaching it,
+    so the value increases as the spec requires) with a message saying the job's state, time and limit. At the
+    end ``progress`` equals the total.
+    """
+
+    def __init__(self, tool: ToolContext, job: Job) -> None:
+        self.tool = tool
+        self.job = job
+        self.messages = 0  # job messages already forwarded
+        self.value = -1.0  # the last progress value sent (none yet)
+        self.base = 0.0
+        self.base_since = time.monotonic()
+        self.last_sent = 0.0
+
+    async def update(self, done: bool) -> None:
+        job = self.job
         with job.lock:
-            count, step, total, messages = job.progress, job.step, job.total, list(job.messages)
-        if count <= sent[0]:
-            return
-        fresh = messages[-(count - sent[0]) :]
-        sent[0] = count
+            count, step, steps, messages, state = job.progress, job.step, job.total, list(job.messages), job.state
+        fresh = messages[-(count - self.messages) :] if count > self.messages else []
+        self.messages = max(self.messages, count)
         for text in fresh:
-            await self.log("info", text, f"magpie.job.{job.id}")
-        value, of = (step, total) if total else (count, count if done else None)
-        if done and total:
-            value = max(value, sent[1])
-        if value > sent[1]:
-            sent[1] = value
-            await self.report_progress(value, of, fresh[-1])
+            await self.tool.log("info", text, f"magpie.job.{job.id}")
+        now = time.monotonic()
+        if not (fresh or done) and now - self.last_sent < HEARTBEAT_S:
+            return
+        total = float(steps + 1) if steps else 1.0
+        base = float(min(step, steps)) if steps else 0.0
+        if base != self.base:
+            self.base, self.base_since = base, now
+        if done:
+            value = total
+        else:
+            waited = now - self.base_since
+            value = base + min(1.0, total - base) * waited / (waited + HALF_WAY_S)
+            # the scale changed (steps became known) below a long heartbeat's value: still increase
+            value = max(value, self.value + 1e-6)
+        if value <= self.value:
+            return
+        self.value, self.last_sent = value, now
+        await self.tool.report_progress(round(value, 6), total, fresh[-1] if fresh else self._heartbeat(state))
+
+    def _heartbeat(self, state: str) -> str:
+        job = self.job
+        elapsed = time.monotonic() - job.started
+        last = f"; last: {job.messages[-1]}" if job.messages else ""
+        if state == "queued":
+            return f"{job.kind} job {job.id} queued, waiting for a free slot ({elapsed:.0f} s)"
+        return f"{job.kind} job {job.id} {state}, {elapsed:.0f} s (time limit {job.timeout_s:g} s){last}"
 
 
 def policy_from_config(config: McpConfig, cwd: Path) -> TrustPolicy:
@@ -240,6 +301,7 @@ def policy_from_config(config: McpConfig, cwd: Path) -> TrustPolicy:
         max_timeout_s=config.max_timeout_s,
         backend_options=config.allow_backend_options,
         ray_addresses=tuple(config.ray_addresses),
+        benchmark_hosts=tuple(config.benchmark_hosts),
     )
 
 

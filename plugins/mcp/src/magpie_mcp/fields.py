@@ -1,8 +1,10 @@
-"""Which rule of the trust policy covers each field of a kernel config, and the typed backend options a
-client may pass.
+"""Which rule of the trust policy covers each field of a kernel config and of a serving-benchmark config, and
+the typed backend options a client may pass.
 
 Every field of the kernel config models (and of the plugin blocks a kernel file may hold, such as
-``ray_config:``) that can hold text has a rule here; :meth:`TrustPolicy.check_field
+``ray_config:``) and of the benchmark config models (``BenchmarkConfig``, its nested models and the blocks of
+``benchmark:`` and ``benchmark.profiler:``: ``gap_analysis``, ``quality_gate``, ``ray_config``,
+``targeted_trace``) that can hold text has a rule here; :meth:`TrustPolicy.check_field
 <magpie_mcp.trust.TrustPolicy.check_field>` is the one function that applies them. A field without a
 rule is refused at run time when it holds text (fail closed), and ``test_mcp_policy.py`` walks the
 models and fails when one is missing, so a new path- or command-like field cannot slip through.
@@ -10,7 +12,10 @@ models and fails when one is missing, so a new path- or command-like field canno
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fnmatch
+import types
+import typing
+from collections.abc import Collection, Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +33,10 @@ Rule = Literal[
     "options",  # backend options: the typed ClientOptions below
     "ray_address",  # a Ray cluster to connect to: local, or one the operator listed
     "operator",  # a setting only the operator makes (container image, GPU clocks, profiler options)
+    "model",  # a model to serve: a hub id (org/name), or a local folder that must be under a root
+    "url",  # a server to send load to: loopback or a host the operator lists (mcp.benchmark_hosts)
+    "loopback_host",  # the address a server magpie starts binds: loopback only
+    "benchmark_envs",  # AMD Magpie's envs: each key by BENCHMARK_ENV_RULES; the rest reach the server's env
 ]
 
 #: (model class name, field name) -> rule; "*" stands for the keys a model accepts beyond its fields
@@ -70,24 +79,134 @@ RULES: dict[tuple[str, str], Rule] = {
     # the pytorch plugin's kernelbench: block: Python files that are imported and run, so under a root
     ("KernelBenchBlock", "reference"): "config_path",
     ("KernelBenchBlock", "solutions"): "config_path",
+    # --- serving benchmarks (magpie_benchmark.config and the blocks plugins add to it) ---
+    ("BenchmarkConfig", "framework"): "text",  # a plugin name, looked up in the registry
+    ("BenchmarkConfig", "model"): "model",
+    ("BenchmarkConfig", "tokenizer"): "model",
+    ("BenchmarkConfig", "precision"): "text",
+    ("BenchmarkConfig", "run_mode"): "text",  # a core mode or an installed environment, validated by the model
+    ("BenchmarkConfig", "envs"): "benchmark_envs",
+    ("BenchmarkConfig", "docker_image"): "operator",
+    ("BenchmarkConfig", "gpu_arch"): "text",
+    ("BenchmarkConfig", "inferencex_path"): "path",
+    ("BenchmarkConfig", "hf_cache_path"): "path",
+    ("BenchmarkConfig", "runner_type"): "text",
+    ("BenchmarkConfig", "benchmark_script"): "operator",
+    ("BenchmarkConfig", "lm_eval_runtime"): "operator",  # AMD Magpie's runtime for lm-eval (images, pythons)
+    ("BenchmarkConfig", "agentx"): "text",  # on/off and a concurrency; the trace itself is dataset.path/url
+    ("BenchmarkConfig", "run_cmd"): "command",
+    ("BenchmarkConfig", "base_url"): "url",
+    ("BenchmarkConfig", "host"): "loopback_host",
+    # free server arguments can load code (vLLM --middleware, --worker-extension-cls, --trust-remote-code)
+    ("BenchmarkConfig", "server_args"): "operator",
+    ("BenchmarkConfig", "server_env"): "env",
+    ("BenchmarkConfig", "server_python"): "command",
+    ("BenchmarkConfig", "framework_options"): "operator",  # free options of the framework plugin
+    ("BenchmarkConfig", "served_model_name"): "text",
+    ("BenchmarkConfig", "dtype"): "text",
+    ("SystemProfilerConfig", "profile_args"): "operator",
+    ("TraceLensConfig", "analysis_mode"): "text",
+    ("TraceLensConfig", "analysis_stages"): "text",
+    ("TraceLensConfig", "export_format"): "text",
+    ("TraceLensConfig", "gpu_arch_config"): "path",
+    ("TraceLensConfig", "tracelens_repo_path"): "path",
+    ("TraceLensConfig", "extension_wheel_path"): "path",
+    ("DatasetConfig", "path"): "path",
+    ("DatasetConfig", "url"): "operator",  # the server would download from a host the client chose
+    ("DatasetConfig", "sha256"): "text",
+    ("ServerLifecycleConfig", "pid_dir"): "operator",  # its records name process groups magpie stops
+    ("LoadConfig", "extra_body"): "text",  # JSON sent to the benchmarked (loopback or allowed) server
+    ("GapAnalysisConfig", "categories"): "text",
+    ("GapAnalysisConfig", "ignore_categories"): "text",
+    ("GapAnalysisConfig", "kernel_source_repos"): "path",
+    ("GapAnalysisConfig", "repos_base_dir"): "path",
+    ("GapAnalysisConfig", "window_annotation"): "text",
+    ("QualityGateConfig", "tasks"): "text",
+    ("QualityGateConfig", "include_path"): "path",  # task YAMLs may name Python functions: under a root
+    ("QualityGateConfig", "thresholds"): "text",
+    ("QualityGateConfig", "primary_metric"): "text",
+    ("QualityGateConfig", "policy_id"): "text",
+    ("QualityGateConfig", "tokenizer"): "model",
+    ("QualityGateConfig", "gen_kwargs"): "text",
+    ("QualityGateConfig", "python"): "command",
+    ("QualityGateConfig", "extra_args"): "operator",
+    ("BenchmarkRayConfig", "cluster_address"): "ray_address",
+    ("BenchmarkRayConfig", "shared_storage_path"): "config_path",
+    ("BenchmarkRayConfig", "pip_packages"): "operator",  # installed into the job's runtime
+    ("BenchmarkRayConfig", "env_vars"): "env",
+    ("BenchmarkRayConfig", "metadata"): "text",
+    ("BenchmarkRayConfig", "magpie_install_path"): "path",
+    ("TargetSpec", "target_id"): "text",
+    ("TargetSpec", "name_patterns"): "text",
+    ("TargetSpec", "variant_id"): "text",
+    ("TargetSpec", "package"): "text",
+    ("TargetSpec", "source_hashes"): "text",
+    ("TargetSpec", "provenance_hashes"): "text",
+    ("TargetSource", "path"): "path",
+    ("TargetSource", "function"): "text",
+    ("TargetSource", "sha256"): "text",
+    ("TargetedTraceConfig", "backend"): "text",
+    ("TargetedTraceConfig", "run_seed"): "text",
 }
+
+#: benchmark ``envs`` keys magpie reads that name code, files or servers; the other keys magpie reads
+#: (``magpie_benchmark.compat.CONSUMED``: TP, CONC, ISL, ...) are numbers and names ("text"), and every key it
+#: does not read is exported to the server's environment, so it must pass the client env allowlist ("env")
+BENCHMARK_ENV_RULES: dict[str, Rule] = {
+    "MAGPIE_EVAL_PYTHON": "command",
+    "EVAL_TASKS_DIR": "path",
+    "BENCHMARK_BASE_URL": "url",
+}
+#: ``envs`` keys holding extra server command-line arguments (EXTRA_SERVER_ARGS, EXTRA_VLLM_ARGS, ...)
+SERVER_ARGS_ENV = "EXTRA_*ARGS"
 
 #: the longest text a field of each rule may hold (an 8 MiB kernel id must not reach a file name)
 MAX_CHARS: dict[str, int] = {"name": 128, "path": 4096, "config_path": 4096, "env": 4096, "module": 1024}
 MAX_TEXT_CHARS = 16_384
 
 
-def rule_for(owner: str, name: str) -> Rule | None:
-    return RULES.get((owner, name))
+def rule_for(owner: type[BaseModel] | str, name: str) -> Rule | None:
+    """The rule of ``owner.name``; a field that can hold only numbers, booleans or one of a fixed set of
+    strings (``Literal``, checked by the model) is plain text to the policy, wherever it is."""
+    if isinstance(owner, str):
+        return RULES.get((owner, name))
+    rule = RULES.get((owner.__name__, name))
+    field = owner.model_fields.get(name)
+    if rule is None and field is not None and closed(field.annotation):
+        return "text"
+    return rule
 
 
-def walk(model: BaseModel, prefix: str = "", skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str, Any, str]]:
+def closed(annotation: Any) -> bool:
+    """``annotation`` admits only numbers, booleans, None and ``Literal`` values (lists and unions of them)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return closed(typing.get_args(annotation)[0])
+    if origin is Literal:
+        return True
+    if origin in (typing.Union, types.UnionType, list, tuple):
+        return all(closed(arg) for arg in typing.get_args(annotation))
+    return annotation in (int, float, bool, type(None))
+
+
+def benchmark_env_rule(key: str, consumed: Collection[str]) -> Rule:
+    """The rule of one benchmark ``envs`` key (``consumed``: the keys magpie reads itself)."""
+    if key in BENCHMARK_ENV_RULES:
+        return BENCHMARK_ENV_RULES[key]
+    if fnmatch.fnmatchcase(key, SERVER_ARGS_ENV):
+        return "operator"
+    return "text" if key in consumed else "env"
+
+
+def walk(
+    model: BaseModel, prefix: str = "", skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[type[BaseModel], str, Any, str]]:
     """``(model class, field, value, dotted path)`` of every field of ``model`` that holds a value.
 
     Nested models are walked into (their fields are the leaves); the keys a model holds beyond its
     fields (plugin blocks, profiler blocks) are walked when they are models and yielded as ``"*"`` else.
     """
-    owner = type(model).__name__
+    owner = type(model)
     fields = [(name, getattr(model, name), name) for name in type(model).model_fields if name not in skip]
     extras = [(key, value, "*") for key, value in (model.model_extra or {}).items()]
     for key, value, name in [*fields, *extras]:

@@ -8,6 +8,10 @@ every process it started (its SIGTERM handler stops the groups that
 group). The child prints one JSON line per progress message; the server turns
 them into MCP progress notifications.
 
+Every job belongs to the session that made it (:meth:`JobManager.get` with an owner) and has a secret
+token (``Job.token``) that reaches it from any session: a job started with ``wait=false`` is *detached* and
+outlives its session, up to its time limit.
+
 What a job does is its *runner*: a top-level function
 ``runner(args: dict, emit: Callable[[str], None]) -> (report: dict, report_path: str)``
 that the child imports by its module and name. The built-in tools pass theirs;
@@ -18,10 +22,12 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import hmac
 import importlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -49,6 +55,11 @@ _KIND = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _STEP = re.compile(r"^\[(\d+)/(\d+)\]")
 #: who owns a job when no session is known (stdio, in-process clients)
 LOCAL_OWNER = "local"
+#: owners of calls that came over HTTP without an MCP session (stateless / 2026-07-28 requests): each request
+#: is its own owner, and they all share one quota (:func:`quota_group`), since nothing tells their clients apart
+SESSIONLESS = "request:"
+#: job tokens start with this: recognizable in arguments (the audit log redacts them) and never a job id
+TOKEN_PREFIX = "mjt_"
 #: the server environment a job process keeps (names or shell patterns): what magpie, Python and the
 #: GPU stacks need to run. Everything else (cloud keys, the bearer token, ...) never reaches kernel
 #: code; the operator adds names with ``mcp.job_env``.
@@ -89,7 +100,12 @@ MAX_SPEC_BYTES = 4 * 2**20
 class JobInfo(ToolModel):
     """Where a job stands."""
 
-    job_id: str = Field(description="the job's id (job_status / job_result / job_cancel)")
+    job_id: str = Field(description="the job's id (job_status / job_result / job_cancel, in the session that made it)")
+    job_token: str | None = Field(
+        None,
+        description="a secret handle on this job: pass it as job_id from any session (a new connection, a CLI "
+        "call) to follow, fetch or cancel the job; whoever holds it can, so keep it private",
+    )
     kind: str = Field(description="what runs: analyze, compare, benchmark, gap_analysis, or a plugin's kind")
     state: JobState = Field(description="queued (waiting for a free slot), running, succeeded, failed, cancelled")
     started_at: str = Field(description="when the call made the job (UTC, ISO 8601)")
@@ -124,8 +140,13 @@ class JobLimits:
 class Job:
     def __init__(self, kind: str, folder: Path, owner: str = LOCAL_OWNER) -> None:
         self.id = uuid.uuid4().hex[:12]
+        #: 256 random bits: the id is short and appears in folder names and URIs, so it is no credential;
+        #: the token is what lets another session reach the job (kept in memory only, never on disk)
+        self.token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         self.kind = kind
         self.owner = owner
+        #: returned to the client with wait=false: the job outlives its session (until its time limit)
+        self.detached = False
         self.folder = folder
         self.started = time.monotonic()
         self.started_at = dt.datetime.now(dt.UTC).isoformat()
@@ -148,10 +169,14 @@ class Job:
     def log_path(self) -> Path:
         return self.folder / "job.log"
 
-    def info(self) -> JobInfo:
+    def info(self, ref: str | None = None) -> JobInfo:
+        """Where the job stands; ``ref`` is how the caller named it (its id, or its token from another
+        session): the resource URIs use the same name, so a token holder can read them too."""
         end = self.finished_mono or time.monotonic()
+        ref = ref or self.id
         return JobInfo(
             job_id=self.id,
+            job_token=self.token,
             kind=self.kind,
             state=self.state,
             started_at=self.started_at,
@@ -164,8 +189,8 @@ class Job:
             error=self.error,
             report_path=self.report_path,
             log_path=str(self.log_path),
-            log_uri=f"magpie://jobs/{self.id}/log",
-            report_uri=f"magpie://jobs/{self.id}/report" if self.result is not None else None,
+            log_uri=f"magpie://jobs/{ref}/log",
+            report_uri=f"magpie://jobs/{ref}/report" if self.result is not None else None,
         )
 
     def _message(self, text: str) -> None:
@@ -244,12 +269,31 @@ class JobManager:
         return job
 
     def get(self, job_id: str, owner: str | None = None) -> Job:
-        """The job ``job_id`` (of ``owner`` when given); an error naming only the id asked for."""
+        """The job ``job_id`` (of ``owner`` when given), or the job whose token ``job_id`` is (any owner);
+        an error naming only the id asked for (a token is not echoed)."""
+        if job_id.startswith(TOKEN_PREFIX):
+            job = self.by_token(job_id)
+            if job is None:
+                raise KeyError("no job with this job token (it is wrong, or the job was pruned)")
+            return job
         with self._lock:
             job = self.jobs.get(job_id)
         if job is None or (owner is not None and job.owner != owner):
-            raise KeyError(f"no job {job_id!r} in this session (job_list shows this session's jobs)")
+            raise KeyError(
+                f"no job {job_id!r} in this session (job_list shows this session's jobs; from another session "
+                "pass the job's job_token)"
+            )
         return job
+
+    def by_token(self, token: str) -> Job | None:
+        """The job whose token is ``token``; compared in constant time (no timing hints about tokens)."""
+        with self._lock:
+            jobs = list(self.jobs.values())
+        match = None
+        for job in jobs:
+            if hmac.compare_digest(job.token.encode(), token.encode()):
+                match = job
+        return match
 
     def list(self, owner: str | None = None) -> list[Job]:
         with self._lock:
@@ -275,8 +319,9 @@ class JobManager:
         return job
 
     def cancel_owner(self, owner: str, reason: str) -> int:
-        """Cancel every queued or running job of ``owner`` (its session ended); how many."""
-        live = [j for j in self.list(owner) if j.state in ("queued", "running")]
+        """Cancel every queued or running job of ``owner`` (its session ended) that a call was waiting for;
+        how many. Detached jobs (``wait=false``: their token went to the client) run on to their time limit."""
+        live = [j for j in self.list(owner) if j.state in ("queued", "running") and not j.detached]
         for job in live:
             self.cancel(job.id, owner, reason)
         return len(live)
@@ -294,14 +339,15 @@ class JobManager:
         return sum(1 for j in self.jobs.values() if j.state == "running")
 
     def _running_by_owner(self) -> Counter[str]:
-        return Counter(j.owner for j in self.jobs.values() if j.state == "running")
+        return Counter(quota_group(j.owner) for j in self.jobs.values() if j.state == "running")
 
     def _admit(self, owner: str) -> None:
         """Refuse a new job of ``owner`` when it would wait beyond its session's or the server's limit
         (called with the lock held); a session's own limits come first, so one cannot fill the queue."""
         limits = self.limits
-        running = self._running_by_owner()[owner]
-        queued = sum(1 for j, _ in self._queue if j.owner == owner)
+        group = quota_group(owner)
+        running = self._running_by_owner()[group]
+        queued = sum(1 for j, _ in self._queue if quota_group(j.owner) == group)
         must_wait = running >= limits.max_session_running or self._running() >= limits.max_concurrent
         if must_wait and queued >= limits.max_session_queued:
             raise ValueError(
@@ -319,8 +365,9 @@ class JobManager:
         """The queue index to start next: the oldest job of the session with the fewest running jobs,
         among sessions below their running limit (fair between sessions); None when none may start."""
         running = self._running_by_owner()
-        eligible = [i for i, (j, _) in enumerate(self._queue) if running[j.owner] < self.limits.max_session_running]
-        return min(eligible, key=lambda i: running[self._queue[i][0].owner], default=None)
+        groups = [quota_group(j.owner) for j, _ in self._queue]
+        eligible = [i for i, group in enumerate(groups) if running[group] < self.limits.max_session_running]
+        return min(eligible, key=lambda i: running[groups[i]], default=None)
 
     def _dispatch(self) -> None:
         """Start queued jobs while there are free slots (called with the lock held)."""
@@ -442,6 +489,11 @@ class JobManager:
         # only ever a job folder directly inside our own jobs folder
         if path.parent.resolve() == self.folder.resolve() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
+
+
+def quota_group(owner: str) -> str:
+    """Whose quota a job counts against: its session's; every sessionless request shares one."""
+    return SESSIONLESS if owner.startswith(SESSIONLESS) else owner
 
 
 def job_environment(source: Mapping[str, str], keep: Iterable[str], secret: Iterable[str]) -> dict[str, str]:

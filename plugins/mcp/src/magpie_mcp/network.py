@@ -5,6 +5,7 @@ Binding streamable HTTP to anything but loopback needs BOTH a bearer token (from
 variable or a file, never the command line; checked by the SDK's bearer-auth middleware through a
 :class:`StaticTokenVerifier`) AND the Host values clients will use (the SDK's DNS-rebinding
 protection, ``TransportSecuritySettings``); otherwise the server refuses to start and says why.
+With ``--tls-cert``/``--tls-key`` uvicorn serves HTTPS; without them a non-loopback address gets a warning.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("magpie.mcp")
 
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+LOOPBACK_ORIGINS = [
+    f"{scheme}://{host}:*" for scheme in ("http", "https") for host in ("127.0.0.1", "localhost", "[::1]")
+]
 MIN_TOKEN_CHARS = 16
 
 
@@ -51,6 +54,9 @@ class ServeOptions:
     auth_token_env: str | None = None
     auth_token_file: str | None = None
     max_jobs: int | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    audit_log: str | None = None
 
     def apply(self, config: McpConfig) -> McpConfig:
         updates: dict[str, Any] = {
@@ -62,6 +68,9 @@ class ServeOptions:
             "auth_token_env": self.auth_token_env,
             "auth_token_file": self.auth_token_file,
             "max_concurrent_jobs": self.max_jobs,
+            "tls_cert": self.tls_cert,
+            "tls_key": self.tls_key,
+            "audit_log": self.audit_log,
         }
         return McpConfig.model_validate(config.model_dump() | {k: v for k, v in updates.items() if v})
 
@@ -122,17 +131,31 @@ def read_token(config: McpConfig) -> str | None:
     return token
 
 
-def check_private(path: Path) -> None:
-    """A token file others can read is a shared secret no more: refused, with the fix."""
+def check_private(path: Path, what: str = "auth token file") -> None:
+    """A secret file others can read (the token, the TLS key) is a shared secret no more: refused, with the fix."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return  # the read below reports it
     if mode & 0o077:
         raise ValueError(
-            f"auth token file {path} is readable or writable by group or others (mode {mode & 0o777:o}); "
+            f"{what} {path} is readable or writable by group or others (mode {mode & 0o777:o}); "
             f"make it private: chmod 600 {path}"
         )
+
+
+def tls_files(config: McpConfig) -> tuple[Path, Path] | None:
+    """The certificate and private key for HTTPS (both or neither; the key private); None without TLS."""
+    if not config.tls_cert and not config.tls_key:
+        return None
+    if not (config.tls_cert and config.tls_key):
+        raise ValueError("TLS needs both --tls-cert FILE and --tls-key FILE (PEM)")
+    cert, key = Path(config.tls_cert).expanduser(), Path(config.tls_key).expanduser()
+    for path, what in ((cert, "TLS certificate"), (key, "TLS private key")):
+        if not path.is_file():
+            raise ValueError(f"{what} {path}: no such file")
+    check_private(key, "TLS private key")
+    return cert, key
 
 
 def warn_plain_http(host: str) -> None:
@@ -152,6 +175,7 @@ def http_settings(
     from mcp.server.transport_security import TransportSecuritySettings
 
     token = read_token(config)
+    tls = tls_files(config)
     loopback = host_is_loopback(options.host)
     if not loopback:
         missing = [
@@ -167,7 +191,8 @@ def http_settings(
                 f"refusing to listen on {options.host}, which is not a loopback address: other machines could "
                 f"run commands here; it needs {' and '.join(missing)}"
             )
-        warn_plain_http(options.host)
+        if tls is None:
+            warn_plain_http(options.host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*(LOOPBACK_HOSTS if loopback else []), *config.allowed_hosts],
@@ -175,13 +200,19 @@ def http_settings(
     )
     if token is None:
         return security, None
-    base = f"http://{_url_host(options.host)}:{options.port}"
+    base = server_url(options, config)
     settings = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False)
     return security, (settings, StaticTokenVerifier(token))
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def server_url(options: ServeOptions, config: McpConfig) -> str:
+    """``http(s)://host:port``: https when the operator gave a certificate."""
+    scheme = "https" if config.tls_cert else "http"
+    return f"{scheme}://{_url_host(options.host)}:{options.port}"
 
 
 # --- run loops -------------------------------------------------------------------------
@@ -198,19 +229,23 @@ def run_stdio(server: MCPServer, context: ToolContext) -> None:
 
 
 def run_http(server: MCPServer, context: ToolContext, options: ServeOptions, security: Any) -> None:
-    """Serve streamable HTTP; when a session ends (DELETE, idle timeout), its jobs are cancelled."""
+    """Serve streamable HTTP (HTTPS with the operator's certificate); when a session ends (DELETE, idle
+    timeout), the jobs its calls were waiting for are cancelled."""
     import anyio
     import uvicorn
 
     app = server.streamable_http_app(transport_security=security, host=options.host)
     watch_sessions(server, context)
-    config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
-    print(f"magpie mcp: streamable HTTP on http://{_url_host(options.host)}:{options.port}/mcp", file=sys.stderr)
+    tls = tls_files(context.config)
+    ssl = {"ssl_certfile": str(tls[0]), "ssl_keyfile": str(tls[1])} if tls else {}
+    config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", **ssl)
+    print(f"magpie mcp: streamable HTTP on {server_url(options, context.config)}/mcp", file=sys.stderr)
     anyio.run(uvicorn.Server(config).serve)
 
 
 def watch_sessions(server: MCPServer, context: ToolContext) -> None:
-    """Cancel a session's jobs when the SDK discards the session.
+    """Cancel the jobs a session's calls were waiting for when the SDK discards the session (jobs started
+    with ``wait=false`` run on: their token reaches them from a new session).
 
     The SDK (2.x) has no public session-end hook; ``StreamableHTTPSessionManager._discard_session``
     is where every ending (client DELETE, idle timeout, crash) goes, so it is wrapped here. A test

@@ -2,7 +2,8 @@
 prompts, and the logging capability (job progress as ``notifications/message``).
 
 Resources are templates a client reads with ``resources/read``; each is checked against the
-calling session (another session's job is "not found", like for the job tools):
+calling session (another session's job is "not found", like for the job tools). ``{job_id}`` may be the
+job's token instead, from any session (the ``JobInfo`` a token holder gets carries URIs with the token):
 
 * ``magpie://jobs/{job_id}/log``: the job's log (job process stderr and progress; last 256 KiB);
 * ``magpie://jobs/{job_id}/report``: the job's report (JSON, as the tool returns it);
@@ -30,7 +31,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 
 
 def _job(context: ToolContext, job_id: str, ctx: Context) -> Job:
-    """The calling session's job; another session's is "not found" (its id not confirmed)."""
+    """The calling session's job, or the job whose token ``job_id`` is; another session's is "not found"
+    (its id not confirmed)."""
     try:
         return context.job_manager.get(job_id, session_owner(ctx))
     except KeyError as exc:

@@ -14,11 +14,12 @@ Trust model: :mod:`magpie_mcp.trust` and ``docs/mcp.md``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,10 @@ from magpie_core.config.framework import FrameworkConfig
 from magpie_core.config.loader import ConfigError, ConfigErrors
 from magpie_core.plugins import PluginConflictError, PluginManager, UnknownComponentError, get_plugin_manager
 from magpie_mcp.annotations import meta_of
+from magpie_mcp.audit import AuditMiddleware, note_ran, note_refusal
 from magpie_mcp.context import CURRENT_REQUEST, ToolContext, ToolFailure
 from magpie_mcp.fields import MAX_TEXT_CHARS
-from magpie_mcp.network import ServeOptions, http_settings, make_context, run_http, run_stdio
+from magpie_mcp.network import ServeOptions, http_settings, make_context, read_token, run_http, run_stdio
 from magpie_mcp.resources import add_job_resources
 from magpie_mcp.trust import check_size
 
@@ -45,7 +47,8 @@ log = logging.getLogger("magpie.mcp")
 INSTRUCTIONS = (
     "magpie measures GPU kernels and LLM serving honestly: correctness before speed, timings with "
     "confidence intervals. Start with hardware_spec and discover_kernels; run analyze or compare; "
-    "ask suggest_optimizations about a report. Long runs: pass wait=false and poll job_status."
+    "ask suggest_optimizations about a report. Long runs: calls send progress at least every 2 s; or pass "
+    "wait=false and follow the job with job_status / job_result, from any session with its job_token."
 )
 
 #: failures a caller can fix: reported as tool errors with their message
@@ -120,36 +123,37 @@ def bind_tool(fn: Callable[..., Any], context: ToolContext) -> Callable[..., Any
     sig, injected, request_param = _public_signature(fn)
     bound = dict.fromkeys(injected, context)
 
+    @contextlib.contextmanager
+    def scope(kwargs: dict[str, Any]) -> Iterator[None]:
+        """Around one call, sync or async: the request context, the size check, errors as tool errors,
+        and the audit note (the tool ran; the policy refused it, with the reason)."""
+        request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
+        token = CURRENT_REQUEST.set(request)
+        note_ran()
+        try:
+            check_arguments(kwargs, request_param)
+            yield
+        except ToolError:
+            raise
+        except EXPECTED_ERRORS as exc:
+            if isinstance(exc, PermissionError):  # TrustError: the execution policy said no
+                note_refusal(str(exc))
+            raise _as_tool_error(exc) from exc
+        finally:
+            CURRENT_REQUEST.reset(token)
+
     if inspect.iscoroutinefunction(_target(fn)):
 
         async def call_async(**kwargs: Any) -> Any:
-            request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
-            token = CURRENT_REQUEST.set(request)
-            try:
-                check_arguments(kwargs, request_param)
+            with scope(kwargs):
                 return await fn(**kwargs, **bound)
-            except ToolError:
-                raise
-            except EXPECTED_ERRORS as exc:
-                raise _as_tool_error(exc) from exc
-            finally:
-                CURRENT_REQUEST.reset(token)
 
         wrapper: Callable[..., Any] = call_async
     else:
 
         def call_sync(**kwargs: Any) -> Any:
-            request = kwargs.get(request_param) if request_param else kwargs.pop(REQUEST_PARAM, None)
-            token = CURRENT_REQUEST.set(request)
-            try:
-                check_arguments(kwargs, request_param)
+            with scope(kwargs):
                 return fn(**kwargs, **bound)
-            except ToolError:
-                raise
-            except EXPECTED_ERRORS as exc:
-                raise _as_tool_error(exc) from exc
-            finally:
-                CURRENT_REQUEST.reset(token)
 
         wrapper = call_sync
     functools.update_wrapper(wrapper, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
@@ -187,7 +191,12 @@ def build_server(
     context = context or ToolContext(framework or FrameworkConfig(), cwd or Path.cwd())
     settings, verifier = auth or (None, None)
     server: MCPServer = MCPServer(
-        "magpie", version=__version__, instructions=INSTRUCTIONS, auth=settings, token_verifier=verifier
+        "magpie",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        auth=settings,
+        token_verifier=verifier,
+        middleware=[AuditMiddleware(context.audit)],
     )
     manager = manager or get_plugin_manager()
     for name, fn in manager.components("mcp_tool").items():
@@ -217,6 +226,7 @@ def serve(options: ServeOptions, framework: FrameworkConfig | None = None) -> No
             run_stdio(server, context)
         else:
             security, auth = http_settings(options, context.config)
+            context.audit.add_secret(read_token(context.config))
             server, _ = build_server(context=context, auth=auth)
             run_http(server, context, options, security)
     finally:

@@ -16,15 +16,22 @@ workspace as its working directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from pydantic import Field
+
+from magpie_mcp.context import ToolContext
 
 Scenario = Callable[[ClientSession], Awaitable[Any]]
 
@@ -137,6 +144,78 @@ def echo_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict
         emit(f"[{i + 1}/{steps}] step")
     time.sleep(float(args.get("sleep_s", 0)))
     return {"echo": args}, ""
+
+
+async def slow_job(
+    tool: ToolContext,
+    seconds: Annotated[float, Field(ge=0, le=600, description="how long the job sleeps")] = 1.0,
+    steps: Annotated[int, Field(ge=0, le=100, description="progress steps it reports first")] = 0,
+    wait: Annotated[bool, Field(description="false: return the job (and its token) at once")] = True,
+) -> dict[str, Any]:
+    """A test tool (installed by :func:`install_test_plugin`): a job that reports ``steps`` steps, then sleeps."""
+    job = tool.start_job("slow", {"sleep_s": seconds, "steps": steps}, echo_runner)
+    job = await tool.follow(job, wait)
+    return {"job": job.info().model_dump(), "report": job.result}
+
+
+#: the test plugin's module: it registers :func:`slow_job` through the hook, as any plugin does
+TEST_PLUGIN = """
+from magpie_core import hookimpl
+from magpie_mcp.testing import slow_job
+
+
+@hookimpl
+def magpie_register_mcp_tools(register):
+    register(slow_job)
+"""
+
+
+def install_test_plugin(site: Path, name: str = "magpie_mcp_test_plugin", source: str = TEST_PLUGIN) -> dict[str, str]:
+    """Install a plugin module as a distribution in ``site`` (dist-info with a ``magpie`` entry point); the
+    environment a server needs to load it (``PYTHONPATH``)."""
+    dist = site / f"{name}-0.1.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[magpie]\n{name} = {name}\n")
+    (site / f"{name}.py").write_text(source)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(
+    workspace: Path, args: Sequence[str] = (), env: dict[str, str] | None = None, scheme: str = "http"
+) -> Iterator[str]:
+    """``magpie -c <workspace>/config.yaml mcp --transport streamable-http [args]`` on a free loopback port;
+    yields its ``/mcp`` URL once it accepts connections, and stops it afterwards. Its stderr goes to
+    ``<workspace>/http.stderr``."""
+    port = free_port()
+    argv = ["-m", "magpie_core", "-c", str(workspace / "config.yaml"), "mcp", "--transport", "streamable-http"]
+    with (workspace / "http.stderr").open("w") as errlog:
+        server = subprocess.Popen(
+            [sys.executable, *argv, "--port", str(port), *args],
+            cwd=workspace,
+            env={**os.environ, "NO_COLOR": "1", **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.poll() is None:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        yield f"{scheme}://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def processes_mentioning(text: str) -> list[int]:

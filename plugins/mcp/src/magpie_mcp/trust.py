@@ -44,11 +44,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from magpie_core.config.common import as_argv_list
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_mcp.fields import MAX_CHARS, MAX_TEXT_CHARS, ClientOptions, Rule, rule_for, strings, walk
+from magpie_mcp.fields import (
+    MAX_CHARS,
+    MAX_TEXT_CHARS,
+    ClientOptions,
+    Rule,
+    benchmark_env_rule,
+    rule_for,
+    strings,
+    walk,
+)
 
 #: environment variables a client may set in a kernel's ``env`` (or a benchmark's ``server_env``):
 #: switches that change how a kernel is checked or timed, never where programs, libraries or caches are
@@ -75,6 +84,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 #: Ray addresses that stay on this machine: a new local runtime
 LOCAL_RAY = ("", "local")
+#: a model hub id: ``name`` or ``org/name``
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?")
 
 
 class TrustError(PermissionError):
@@ -123,6 +134,8 @@ class TrustPolicy:
     backend_options: bool = False
     #: Ray clusters a kernel file may connect to besides a local runtime
     ray_addresses: tuple[str, ...] = ()
+    #: hosts a benchmark may send load to besides loopback
+    benchmark_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_roots(cls, roots: Iterable[str | Path], cwd: Path | None = None, **options: Any) -> TrustPolicy:
@@ -234,13 +247,13 @@ class TrustPolicy:
         updates: dict[str, Any] = {}
         for owner, name, value, where in walk(kernel):
             checked = self.check_field(rule_for(owner, name), value, f"{label}: {where}", cwd, config_dir)
-            if owner == "KernelConfig" and checked is not value:
+            if owner is KernelConfig and checked is not value:
                 updates[name] = checked
         return kernel.model_copy(update=updates)
 
     def check_field(self, rule: Rule | None, value: Any, what: str, cwd: Path, config_dir: Path) -> Any:
-        """The one check every kernel config field goes through (:mod:`magpie_mcp.fields` says which
-        rule each field has); returns the value to run with (commands pinned, options normalized)."""
+        """The one check every kernel and benchmark config field goes through (:mod:`magpie_mcp.fields` says
+        which rule each field has); returns the value to run with (commands pinned, options normalized)."""
         check_size(value, what, MAX_CHARS.get(rule or "", MAX_TEXT_CHARS))
         if rule is None:
             if isinstance(value, bool | int | float):
@@ -285,10 +298,40 @@ class TrustPolicy:
             if not value or self.programs:
                 return value
             raise TrustError(
-                f"{what}: this setting (container image, GPU settings, profiler options) is refused by this "
-                "server's execution policy; the operator configures it, or allows it with --allow-commands"
+                f"{what}: this setting (container image, server arguments, GPU or profiler settings) is refused "
+                "by this server's execution policy; the operator configures it, or allows it with --allow-commands"
             )
+        if rule == "model":
+            return self.check_model(str(value), what, cwd)
+        if rule == "url":
+            check_benchmark_target(str(value), self.benchmark_hosts, what)
+            return value
+        if rule == "loopback_host":
+            if not host_is_loopback(str(value)):
+                raise TrustError(f"{what}: {value!r}: a server magpie starts binds a loopback address only")
+            return value
+        if rule == "benchmark_envs":
+            from magpie_benchmark.compat import CONSUMED
+
+            for key, item in value.items():
+                key_rule = benchmark_env_rule(str(key), CONSUMED)
+                if key_rule == "env":
+                    self.check_env({str(key): str(item)}, f"{what} (exported to the server)")
+                elif item not in (None, ""):
+                    self.check_field(key_rule, str(item), f"{what}.{key}", cwd, config_dir)
+            return value
         raise AssertionError(f"unknown policy rule {rule!r}")
+
+    def check_model(self, model: str, what: str, cwd: Path) -> str:
+        """A model to serve: a local folder (under a root), or a hub id the serving framework downloads."""
+        if not model:
+            return model
+        local = model.startswith(("/", ".", "~")) or (cwd / model).exists()
+        if local:
+            self.check_path(model, what, base=cwd)
+        elif not _MODEL_ID.fullmatch(model):
+            raise TrustError(f"{what}: {model!r} is neither a model id (org/name) nor a folder under an allowed root")
+        return model
 
     def check_options(self, options: dict[str, Any], what: str) -> dict[str, Any]:
         """Backend options: typed and bounded (:class:`~magpie_mcp.fields.ClientOptions`) unless the
@@ -338,18 +381,6 @@ def _numbers(data: Any, prefix: str = "") -> Iterator[tuple[str, float]]:
 
 # --- benchmark targets -----------------------------------------------------------------
 
-#: benchmark config fields naming files or folders a run reads or writes
-BENCHMARK_PATHS = (
-    "inferencex_path",
-    "hf_cache_path",
-    "dataset.path",
-    "profiler.tracelens.tracelens_repo_path",
-    "profiler.tracelens.extension_wheel_path",
-    "profiler.tracelens.gpu_arch_config",
-)
-#: benchmark config fields that choose code to run (a program, a script, a container image)
-BENCHMARK_PROGRAMS = ("server_python", "benchmark_script", "docker_image")
-
 
 def host_is_loopback(host: str) -> bool:
     """Every address ``host`` resolves to is a loopback address (a name is resolved here, once)."""
@@ -370,7 +401,7 @@ def host_is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
 
 
-def check_benchmark_target(url: str, allowed_hosts: Iterable[str]) -> None:
+def check_benchmark_target(url: str, allowed_hosts: Iterable[str], what: str = "base_url") -> None:
     """``url`` is an http(s) URL of a loopback host or of a host the operator allowed (no SSRF)."""
     from urllib.parse import urlsplit
 
@@ -379,44 +410,22 @@ def check_benchmark_target(url: str, allowed_hosts: Iterable[str]) -> None:
         host = parts.hostname or ""
         parts.port  # noqa: B018  (a bad port raises here)
     except ValueError as exc:
-        raise TrustError(f"base_url {url!r} is not a valid URL: {exc}") from exc
+        raise TrustError(f"{what} {url!r} is not a valid URL: {exc}") from exc
     if parts.scheme not in ("http", "https") or not host:
-        raise TrustError(f"base_url {url!r}: only http(s)://host[:port] URLs")
+        raise TrustError(f"{what} {url!r}: only http(s)://host[:port] URLs")
     allowed = {h.lower() for h in allowed_hosts}
     if host.lower() in allowed or host_is_loopback(host):
         return
     raise TrustError(
-        f"base_url {url!r}: benchmark sends load only to loopback servers or hosts the operator allows "
-        "(mcp.benchmark_hosts); {host} is neither".replace("{host}", host)
+        f"{what} {url!r}: benchmark sends load only to loopback servers or hosts the operator allows "
+        f"(mcp.benchmark_hosts); {host} is neither"
     )
 
 
-def _dotted(data: dict[str, Any], key: str) -> Any:
-    for part in key.split("."):
-        if not isinstance(data, dict):
-            return None
-        data = data.get(part)  # type: ignore[assignment]
-    return data
-
-
-def check_benchmark_config(policy: TrustPolicy, data: dict[str, Any], allowed_hosts: Iterable[str]) -> None:
-    """A benchmark config from a tool call: paths under the roots, no client-chosen code, loopback targets."""
-    policy.check_timeouts(data, "benchmark config")
-    for key in BENCHMARK_PATHS:
-        value = _dotted(data, key)
-        if value:
-            policy.check_path(str(value), f"benchmark {key}")
-    for key in BENCHMARK_PROGRAMS:
-        value = _dotted(data, key)
-        if value and not policy.programs:
-            raise TrustError(
-                f"benchmark {key}: choosing code to run is refused by this server's execution policy "
-                "(the operator can allow programs with --allow-commands)"
-            )
-        if value and key == "server_python":
-            policy.check_argv([str(value)], policy.cwd, f"benchmark {key}")
-    policy.check_env({str(k): str(v) for k, v in (data.get("server_env") or {}).items()}, "benchmark server_env")
-    if data.get("base_url"):
-        check_benchmark_target(str(data["base_url"]), allowed_hosts)
-    if data.get("host") and not host_is_loopback(str(data["host"])):
-        raise TrustError(f"benchmark host {data['host']!r}: a server magpie starts binds a loopback address only")
+def check_benchmark_config(policy: TrustPolicy, config: BaseModel) -> None:
+    """A benchmark config from a tool call (``magpie_benchmark.config.BenchmarkConfig``): every field through
+    :meth:`TrustPolicy.check_field`, as for kernel files (paths under the roots, no client-chosen code or
+    server arguments, environment on the allowlist, loopback or allowed targets); timeouts capped."""
+    policy.check_timeouts(config.model_dump(), "benchmark config")
+    for owner, name, value, where in walk(config):
+        policy.check_field(rule_for(owner, name), value, f"benchmark {where}", policy.cwd, policy.cwd)

@@ -74,7 +74,7 @@ def benchmark_config_for(
         else BenchmarkConfig()
     )
     config = apply_overrides(config, framework, overrides, from_file=benchmark_config is not None)
-    check_benchmark_config(tool.policy, config.model_dump(), tool.config.benchmark_hosts)
+    check_benchmark_config(tool.policy, config)
     if config.run_mode != "external" and not config.model:
         raise ToolFailure("no model: set model or benchmark.model in the config")
     if config.run_mode != "external" or config.run_kind == "diagnostic":

@@ -17,8 +17,14 @@ from magpie_mcp.context import ToolContext, finished
 from magpie_mcp.jobs import JobInfo
 from magpie_mcp.models import ToolModel
 
-JobId = Annotated[str, Field(description="a job id from a tool's result or job_list (this session's jobs only)")]
-TaskId = Annotated[str, Field(description="AMD Magpie's name for job_id")]
+JobId = Annotated[
+    str,
+    Field(
+        description="a job id from a tool's result or job_list (this session's jobs), or a job's job_token "
+        "(from any session: a new connection reaches a job started with wait=false)"
+    ),
+]
+TaskId = Annotated[str, Field(description="AMD Magpie's name for job_id (an id or a job token)")]
 WaitS = Annotated[float, Field(ge=0, le=3600, description="wait up to this long for it to finish")]
 #: AMD Magpie's ray_task_* tools take these; accepted and ignored (jobs run where the server runs them)
 RayAddress = Annotated[str, Field(description="AMD Magpie compatibility; ignored")]
@@ -37,30 +43,29 @@ class JobList(ToolModel):
 
 @tool_meta("Job status", read_only=True, idempotent=True, open_world=False)
 def job_status(tool: ToolContext, job_id: JobId) -> JobInfo:
-    """State, elapsed time and recent progress messages of a job of this session."""
-    return tool.jobs.get(job_id).info()
+    """State, elapsed time and recent progress messages of a job of this session (or of the job a token names)."""
+    return tool.jobs.get(job_id).info(job_id)
 
 
 @tool_meta("Job result", read_only=True, idempotent=True, open_world=False)
 async def job_result(tool: ToolContext, job_id: JobId, wait_s: WaitS = 0) -> JobResult:
-    """The report of a finished job (a tool error if it failed or was cancelled)."""
-    import anyio.to_thread
-
+    """The report of a finished job (a tool error if it failed or was cancelled). While waiting (wait_s) the
+    call sends progress notifications at least every 2 s; giving up the wait leaves the job running."""
     job = tool.jobs.get(job_id)
     if wait_s:
-        await anyio.to_thread.run_sync(job.done.wait, wait_s)
+        await tool.watch(job, wait_s)
     finished(job)
-    return JobResult(job=job.info(), report=job.result)
+    return JobResult(job=job.info(job_id), report=job.result)
 
 
 @tool_meta("Cancel a job", read_only=False, destructive=True, idempotent=True, open_world=False)
 async def job_cancel(tool: ToolContext, job_id: JobId) -> JobInfo:
-    """Stop a queued or running job of this session and every process it started."""
+    """Stop a queued or running job of this session (or the job a token names) and every process it started."""
     import anyio.to_thread
 
     jobs = tool.jobs
     job = await anyio.to_thread.run_sync(jobs.cancel, job_id)
-    return job.info()
+    return job.info(job_id)
 
 
 @tool_meta("List jobs", read_only=True, idempotent=True, open_world=False)
@@ -85,7 +90,7 @@ async def ray_task_result(
     tool: ToolContext, task_id: TaskId, ray_cluster_address: RayAddress = "", ray_shared_storage_path: RayAddress = ""
 ) -> JobResult:
     """AMD Magpie's name for job_result."""
-    return await job_result(tool, task_id)
+    return await job_result(tool, task_id, 0)
 
 
 @tool_meta("Cancel a job (AMD Magpie name)", read_only=False, destructive=True, idempotent=True, open_world=False)
