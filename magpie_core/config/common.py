@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import shlex
 from typing import Annotated, Any, ClassVar
-from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from magpie_core.processes import MAX_WAIT_S
@@ -28,30 +27,6 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 #: a timeout or time budget in seconds: positive, finite, at most :data:`MAX_TIMEOUT_S`
 Seconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
-#: a pause in seconds: zero or more, finite, at most :data:`MAX_TIMEOUT_S`
-PauseSeconds = Annotated[float, Field(ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
-#: a request rate (requests/s): positive; ``inf`` means "all at once"
-Rate = Annotated[float, Field(gt=0)]
-Port = Annotated[int, Field(ge=1, le=65535)]
-
-
-def check_http_url(value: str) -> str:
-    """``value`` if it is an ``http://`` or ``https://`` URL with a host and a valid port, else ValueError."""
-    try:
-        url = urlsplit(value)
-        port = url.port
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
-    if url.scheme not in ("http", "https"):
-        raise ValueError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8000)")
-    if not url.hostname:
-        raise ValueError(f"{value!r} has no host (e.g. http://127.0.0.1:8000)")
-    if port == 0:
-        raise ValueError(f"{value!r}: port 0 is not a port a server listens on")
-    return value
-
-
-HttpUrl = Annotated[str, AfterValidator(check_http_url)]
 
 
 class StrictModel(BaseModel):

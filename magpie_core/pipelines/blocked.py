@@ -46,6 +46,8 @@ SLOT_MS = 25.0
 MIN_BLOCKS = 20
 MAX_BLOCKS = 5000
 PRECISION_CHECK_EVERY = 5
+#: the spread between processes ends the blocks early only when estimated with this many degrees of freedom
+MIN_SPREAD_DF = 3
 #: the baseline's slowest fifth of blocks (from its 80th percentile, the share of blocks the desynchronised
 #: rule tolerates) this far above its fastest (5th percentile), in %: more than load shared fairly between a
 #: few processes does (a few x), as much as launches waiting whole scheduler time slices do (~9x a step): the
@@ -219,15 +221,18 @@ def _spread(samples: list[float]) -> float:
 
 
 def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
-    """Every process's level known to ``target_rse`` (a precision rule: it ignores which way anything points;
-    the spread between processes does not shrink with more blocks, so it is not waited for)."""
+    """Every process's level known to ``target_rse``, or to half the spread between processes: the part of an
+    interval more blocks cannot shrink (its standard error then adds at most a quarter to that variance). A
+    precision rule: it ignores which way anything points, so stopping on it does not bias a verdict."""
     if result.block_count % PRECISION_CHECK_EVERY:
         return False
+    spread = result.spread()
+    spread_sd = math.sqrt(spread.variance) if spread.df >= MIN_SPREAD_DF else 0.0
     reference = np.log(result.baseline_blocks())
     for values in result.blocks.values():
         d = np.log(values[: result.block_count]) - reference
-        half_width = 1.96 * 1.25 * float(np.std(d, ddof=1)) / math.sqrt(len(d))  # 1.25: the median's efficiency
-        if half_width > plan.target_rse:
+        se = 1.25 * float(np.std(d, ddof=1)) / math.sqrt(len(d))  # 1.25: the median's efficiency
+        if 1.96 * se > plan.target_rse and not se <= spread_sd / 2:
             return False
     return True
 

@@ -104,8 +104,7 @@ def run_trace_dir_analysis(trace_dir: Path, config: BaseModel, output_dir: Path,
 
 def check_benchmark_flags(base_url: str | None, run_mode: str | None) -> None:
     """Flags that contradict each other or are not what they claim: a usage error naming the flag."""
-    from magpie_benchmark.config import SERVER_STARTING_MODES
-    from magpie_core.config.common import check_http_url
+    from magpie_benchmark.config import SERVER_STARTING_MODES, check_http_url
 
     if base_url is None:
         return

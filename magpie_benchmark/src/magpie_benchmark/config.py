@@ -11,28 +11,51 @@ Blocks of other plugins' features are theirs (``magpie_register_config_blocks``)
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 
 from magpie_benchmark.compat import UNIMPLEMENTED
 
 if TYPE_CHECKING:
     from magpie_benchmark.loadgen.multimodal import MultiModalSpec
 from magpie_core.config.common import (
+    MAX_TIMEOUT_S,
     Fraction,
-    HttpUrl,
     NonNegativeFloat,
     NonNegativeInt,
-    PauseSeconds,
     PluginBlocksModel,
-    Port,
     PositiveFloat,
     PositiveInt,
-    Rate,
     Seconds,
     StrictModel,
 )
+
+#: a pause in seconds: zero or more, finite, at most :data:`MAX_TIMEOUT_S`
+PauseSeconds = Annotated[float, Field(ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)]
+#: a request rate (requests/s): positive; ``inf`` means "all at once"
+Rate = Annotated[float, Field(gt=0)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+def check_http_url(value: str) -> str:
+    """``value`` if it is an ``http://`` or ``https://`` URL with a host and a valid port, else ValueError."""
+    try:
+        url = urlsplit(value)
+        port = url.port
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
+    if url.scheme not in ("http", "https"):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8000)")
+    if not url.hostname:
+        raise ValueError(f"{value!r} has no host (e.g. http://127.0.0.1:8000)")
+    if port == 0:
+        raise ValueError(f"{value!r}: port 0 is not a port a server listens on")
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(check_http_url)]
 
 DEFAULT_ENVS: dict[str, Any] = {"TP": 1, "CONC": 32, "ISL": 1024, "OSL": 512, "RANDOM_RANGE_RATIO": 0.5}
 
