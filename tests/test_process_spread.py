@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magpie_core.pipelines.blocked import AA, BlockedTiming, stability
+from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, _precise_enough, stability
 from magpie_core.pipelines.compare import noise_floor
 from magpie_core.stats import Verdict, hierarchical_speedup, pooled_process_spread
 
@@ -100,3 +100,23 @@ def test_spread_is_pooled_over_kernels_and_needs_two_processes():
     assert spread.df == 3 and 0 < spread.variance < 0.001
     s = hierarchical_speedup([0.0], [0.1], pooled_process_spread([[0.0], [0.1]]))
     assert s.verdict == Verdict.UNSTABLE and "one worker process" in s.reason
+
+
+def _blocks(rng: np.random.Generator, process_sigma: float, block_sigma: float, count: int = 20) -> BlockedTiming:
+    """Four kernels in two processes each (the baseline, two candidates, the baseline's copy), ``count`` blocks."""
+    blocks = {
+        (i, p): list(100 * rng.lognormal(0, process_sigma) * rng.lognormal(0, block_sigma, count))
+        for i in (0, 1, 2, AA)
+        for p in range(2)
+    }
+    return BlockedTiming(baseline=0, blocks=blocks)
+
+
+def test_blocks_end_once_more_could_not_narrow_the_interval() -> None:
+    """Processes 10 % apart and blocks 2 % noisy: 20 blocks know every level to far less than that spread,
+    which no further block shrinks. Processes 0.1 % apart and blocks 10 % noisy: the levels are the noise,
+    and the blocks go on (to the budget, or to ``target_rse``)."""
+    plan = BlockPlan(budget_s=60, min_effect=0.02)
+    rng = np.random.default_rng(7)
+    assert all(_precise_enough(_blocks(rng, 0.10, 0.02), plan) for _ in range(20))
+    assert not any(_precise_enough(_blocks(rng, 0.001, 0.10), plan) for _ in range(20))
