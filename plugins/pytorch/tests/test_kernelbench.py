@@ -142,7 +142,7 @@ def test_cli_missing_get_inputs_exits_2(run_magpie, problem: Path) -> None:
 
 
 def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: Path) -> None:
-    from magpie_kernels_pytorch.kernelbench_run import fast_p, run
+    from magpie_kernels_pytorch.kernelbench_run import Problem, fast_p, run
 
     (problem / "problems").mkdir()
     shutil.move(problem / "relu_reference.py", problem / "problems" / "relu.py")
@@ -151,10 +151,10 @@ def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: 
         shutil.move(problem / name, problem / "sols" / "relu" / name)
     calls: list[list[str]] = []
 
-    def fake_compare(block: KernelBenchBlock, base: Path) -> dict:
+    def fake_compare(problem: Problem) -> dict:
         """A compare report: clamp 1.6x but inside the noise (0.9-2.5), wrong rejected."""
-        calls.append([Path(s).name for s in block.solutions])
-        ids = ["relu", *(Path(s).stem for s in block.solutions)]
+        calls.append([s.name for s in problem.solutions])
+        ids = ["relu", *(s.stem for s in problem.solutions)]
         status = {"relu": "passed", "relu_clamp": "passed", "relu_wrong": "failed"}
         ranking = [
             {"kernel_id": "relu", "median_us": 10.0, "speedup": 1.0, "verdict": "BASELINE"},

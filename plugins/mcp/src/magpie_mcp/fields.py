@@ -158,3 +158,6 @@ class ClientOptions(_Closed):
     )
     compile_timeout_seconds: float | None = Field(None, gt=0, description="compile time limit (capped by the server)")
     harness_launches: int | None = Field(None, ge=1, le=10_000, description="launches profiled by the harness")
+    # what a KernelBench check runs under (the pytorch plugin writes them for KernelBench files): plain choices
+    module_mode: Literal["train", "eval"] | None = Field(None, description="nn.Module mode of entry and reference")
+    tolerance: Literal["kernelbench", "kernelbench-v0"] | None = Field(None, description="tolerance preset")
