@@ -46,6 +46,14 @@ def test_compare_and_analyze_take_kernelbench_files_without_a_yaml(workspace: Pa
         )
         assert analyzed["passed"] is True and len(analyzed["report"]["results"]) == 2
 
+        # a YAML's kernelbench: block is written out as the CLI writes it
+        (workspace / "kb.yaml").write_text(
+            "kernelbench:\n  reference: relu_reference.py\n  solutions: [relu_wrong.py]\n"
+        )
+        from_yaml = await call(s, "compare", {"kernel_config": "kb.yaml", "measure_performance": False})
+        states = {r["kernel_id"]: r["correctness"]["status"] for r in from_yaml["report"]["results"]["kernel_results"]}
+        assert states == {"relu_reference": "passed", "relu_wrong": "failed"}
+
         # paths still go through the trust policy, and a solution alone says what to add
         msg = await call_error(s, "compare", {"sources": ["relu_reference.py", str(outside / "relu_clamp.py")]})
         assert "outside the allowed workspace roots" in msg

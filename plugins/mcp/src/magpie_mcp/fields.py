@@ -70,6 +70,9 @@ RULES: dict[tuple[str, str], Rule] = {
     # the pytorch plugin's kernelbench: block: Python files that are imported and run, so under a root
     ("KernelBenchBlock", "reference"): "config_path",
     ("KernelBenchBlock", "solutions"): "config_path",
+    # plain choices, already closed by the block's model (train | eval, kernelbench | kernelbench-v0)
+    ("KernelBenchBlock", "mode"): "text",
+    ("KernelBenchBlock", "tolerance"): "text",
 }
 
 #: the longest text a field of each rule may hold (an 8 MiB kernel id must not reach a file name)

@@ -102,16 +102,21 @@ def kernel_file(
     if sum(bool(given) for given in (kernel_config is not None, kernels, sources)) != 1:
         raise ValueError(
             "give one of kernel_config (a kernel YAML path), kernels (a list) or sources (files such as a "
-            "KernelBench problem and its solutions)"
+            "KernelBench problem and its solutions): not both or neither"
         )
     if sources:
         return recognised_file(tool, sources, kernel_type)
     if kernel_config is not None:
         path = tool.check_path(kernel_config, "kernel_config")
-        return prepare_kernel_file(load_kernel_file(path), path.parent, path), path.parent
-    data = {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]}
-    folder = tool.check_path(config_dir or tool.cwd, "config_dir")
-    return prepare_kernel_file(validate(KernelConfigFile, data, "tool input"), folder), folder
+        file, folder, source = load_kernel_file(path), path.parent, path
+    else:
+        data = {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]}
+        file = validate(KernelConfigFile, data, "tool input")
+        folder, source = tool.check_path(config_dir or tool.cwd, "config_dir"), None
+    # the policy sees the file as given before a plugin reads the files it names (a kernelbench: block's);
+    # what the plugins write out is checked again with the job's arguments
+    tool.policy.check_kernel_file(file, folder)
+    return prepare_kernel_file(file, folder, source), folder
 
 
 def recognised_file(tool: ToolContext, sources: list[str], kernel_type: str | None) -> tuple[KernelConfigFile, Path]:
