@@ -181,3 +181,13 @@ def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: 
     assert fast_p(rows, verified=True) == {"fast_0": 0.5, "fast_1": 0.0, "fast_1.5": 0.0, "fast_2": 0.0}
     assert len(run(problem / "problems", problem / "sols", problem / "r.jsonl", fake_compare)) == 2
     assert len(calls) == 1  # resumed: nothing left to run
+
+
+def test_gpus_given_as_a_count_take_the_visible_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from magpie_kernels_pytorch.kernelbench_run import local_devices
+
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert local_devices("2") == ["0", "1"] and local_devices("0, 2,5") == ["0", "2", "5"] and local_devices(None) == []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")  # this process may use those: a count takes from them
+    assert local_devices("2") == ["4", "5"]
