@@ -42,7 +42,7 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     shared = tmp_path / "shared_extensions"  # where torch would put every build named relu, were it left alone
     out, results = tmp_path / "out", tmp_path / "r.jsonl"
     argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
-    done = run_magpie(["-w", "2", *argv, "-o", str(out), "--no-perf"], env={"TORCH_EXTENSIONS_DIR": str(shared)})
+    done = run_magpie([*argv, "-o", str(out), "--no-perf"], env={"TORCH_EXTENSIONS_DIR": str(shared)})
     assert done.returncode == 0, done.stderr
     rows = _rows(results)
     good, broken = rows["relu_inline"], rows["relu_inline_broken"]

@@ -27,6 +27,7 @@ class CompareProblem:
     def __call__(self, problem: Problem) -> dict[str, Any]:
         from magpie_core.config.kernel import KernelConfigFile
         from magpie_core.pipelines.compare import compare
+        from magpie_core.pipelines.instances import parallel_starts
         from magpie_core.pipelines.kernels import prepare_kernel_file
 
         base = problem.reference.parent
@@ -38,7 +39,13 @@ class CompareProblem:
                 update={"kernels": [k.model_copy(update={"env": {**k.env, **pinned}}) for k in file.all_kernels()]}
             )
         report = compare(
-            file, config_dir=base, output_dir=self.output_dir, measure_performance=self.measure_performance
+            file,
+            config_dir=base,
+            output_dir=self.output_dir,
+            measure_performance=self.measure_performance,
+            # a check without timing (--no-perf) builds and checks the solutions side by side, as many as there
+            # are CPUs (inline extensions take a CPU each to build); timed runs start their processes so anyway
+            workers=parallel_starts(len(file.all_kernels())),
         )
         return json.loads(report.model_dump_json())
 
