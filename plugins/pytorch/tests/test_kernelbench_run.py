@@ -75,6 +75,8 @@ def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp
     assert sorted(r["devices"] for r in rows.values()) == ["0", "1"]  # both problems at once, each on its own GPU
     assert (rows["relu_clamp"]["correct"], rows["relu_wrong"]["correct"]) == (True, False)
     summary = json.loads(done.stdout)
+    saved = json.loads((tmp_path / "out" / "kernelbench_summary.json").read_text())
+    assert saved["mode"] == "kernelbench" and saved["fast_p"] == summary["fast_p"] and len(saved["rows"]) == 2
     assert summary["fast_p"]["fast_0"] == 0.5 and summary["per_problem"]["relu_a"]["fast_p"]["fast_0"] == 1.0
     # every kernel of a problem ran with only its GPU visible
     for workspace in (tmp_path / "out").glob("compare_*"):

@@ -9,7 +9,11 @@ from typing import Any
 
 import typer
 
+from magpie_kernels_pytorch.kernelbench_report import KIND
 from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, run, summary
+
+#: fast_p and every row, beside report.html in the output folder
+SUMMARY_FILE = "kernelbench_summary.json"
 
 kernelbench_app = typer.Typer(help="KernelBench problem sets: every problem x solution, fast_p with magpie's verdicts")
 
@@ -95,6 +99,9 @@ def run_command(
         options=block_options(STATE.framework),
         progress=lambda line: typer.echo(line, err=True),  # stdout: the JSON summary alone
     )
-    data = summary(rows) | {"results": str(results.resolve()), "output_dir": str(output_dir)}
-    write_html("kernelbench", data, output_dir, skip=no_html, quiet=True)
+    # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
+    data = summary(rows) | {"mode": KIND, "results": str(results.resolve()), "output_dir": str(output_dir)}
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / SUMMARY_FILE).write_text(json.dumps(data, indent=1) + "\n")
+    write_html(KIND, data, output_dir, skip=no_html, quiet=True)
     typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem")} | {"rows": len(rows)}))
