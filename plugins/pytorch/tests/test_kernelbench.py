@@ -191,3 +191,20 @@ def test_gpus_given_as_a_count_take_the_visible_ones(monkeypatch: pytest.MonkeyP
     assert local_devices("2") == ["0", "1"] and local_devices("0, 2,5") == ["0", "2", "5"] and local_devices(None) == []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")  # this process may use those: a count takes from them
     assert local_devices("2") == ["4", "5"]
+
+
+def test_a_failed_extension_build_says_the_first_compiler_error_else_the_exception() -> None:
+    from magpie_kernels_pytorch.extensions import failure
+
+    nvcc = (
+        "RuntimeError: Error building extension 'relu': [1/3] nvcc ... -c /x/torch_extensions/relu/cuda.cu\n"
+        "FAILED: cuda.cuda.o\n"
+        '/x/torch_extensions/relu/cuda.cu(4): error: identifier "undefined_zero" is undefined\n'
+        '/x/torch_extensions/relu/cuda.cu(9): error: expected a ";"\n'
+    )
+    assert failure(nvcc, "exit status 1", False) == (
+        '/x/torch_extensions/relu/cuda.cu:4: error: identifier "undefined_zero" is undefined (+1 more errors)'
+    )
+    python = "Traceback (most recent call last):\n  raise OSError('CUDA_HOME ...')\nOSError: CUDA_HOME is not set.\n"
+    assert failure(python, "exit status 1", False) == "OSError: CUDA_HOME is not set."
+    assert failure("", "timed out after 600.0 s: python", True) == "timed out after 600.0 s: python"

@@ -77,7 +77,6 @@ def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
     None when the file builds no extension (importing it here would only cost torch's start-up)."""
     from magpie_core.processes import run_command, tail
     from magpie_core.reports import CompileResult, StageStatus
-    from magpie_kernels_pytorch.native import describe_failure
 
     path = entry_file(kernel)
     if path is None or not uses_extensions(path):
@@ -101,8 +100,18 @@ def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
     )
     if not outcome.ok:
         # the generated sources live in the extensions folder: their path relative to it reads as relu/main.cpp
-        result.message = describe_failure(outcome.output, outcome.describe()).replace(f"{folder}{os.sep}", "")
+        result.message = failure(outcome.output, outcome.describe(), outcome.timed_out).replace(f"{folder}{os.sep}", "")
     return result
+
+
+def failure(output: str, how: str, timed_out: bool) -> str:
+    """Why the build failed: the compiler's first error, else (torch refusing to build, the file's own code
+    raising) the exception Python printed last."""
+    from magpie_kernels_pytorch.native import compiler_errors, describe_failure
+
+    if timed_out or compiler_errors(output):
+        return describe_failure(output, how)
+    return next((line.strip() for line in reversed(output.splitlines()) if line.strip()), how)
 
 
 def main(argv: list[str]) -> int:
