@@ -24,6 +24,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -166,6 +167,10 @@ class PluginManager:
         self._plugins: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, Registered]] = {kind: {} for kind in KIND_HOOKS}
         self._collected: set[str] = set()  # kinds whose registration hooks were called
+        self._ready: set[str] = set()  # kinds whose registration hooks have all returned
+        # threads that ask for a kind at once (problems of `magpie kernelbench run`, each in a thread) wait
+        # for its collection to finish instead of seeing it half done (a missing config block, say)
+        self._collect_lock = threading.RLock()
         if defaults:
             self._load_defaults()
         found = entry_points if entry_points is not None else installed_entry_points(ENTRY_POINT_GROUP)
@@ -346,9 +351,14 @@ class PluginManager:
 
     def _ensure(self, kind: str) -> None:
         """Collect the components of ``kind`` unless done already."""
-        if kind not in self._collected and kind in KIND_HOOKS:
+        if kind in self._ready or kind not in KIND_HOOKS:
+            return
+        with self._collect_lock:
+            if kind in self._collected:  # done meanwhile, or a hook of this thread asking for its own kind
+                return
             self._collected.add(kind)
             self._collect_kind(kind)
+            self._ready.add(kind)
 
     def _collect_kind(self, kind: str, only: str | None = None) -> None:
         """Call the registration hook of ``kind`` once per plugin, so each component is credited to its plugin.

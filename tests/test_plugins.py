@@ -308,3 +308,29 @@ def test_the_process_wide_manager_imports_no_unused_plugin_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_threads_asking_for_a_kind_at_once_see_it_whole():
+    """A second thread asking while the first collects waits for it (it saw an empty registry before)."""
+    import threading
+    import time
+
+    from magpie_core.builtins.local import LocalEnvironment
+
+    entered = threading.Event()
+
+    class SlowPlugin:
+        @hookimpl
+        def magpie_register_environments(self, register):
+            entered.set()
+            time.sleep(0.2)  # a plugin's registration still running when the second thread asks
+            register(LocalEnvironment())
+
+    manager = PluginManager(entry_points=[], plugins=[("slow", SlowPlugin())], defaults=False, lazy=True)
+    seen: list[list[str]] = []
+    first = threading.Thread(target=lambda: seen.append(list(manager.components("environment"))))
+    first.start()
+    entered.wait(5)
+    seen.append(list(manager.components("environment")))
+    first.join()
+    assert seen == [["local"], ["local"]]

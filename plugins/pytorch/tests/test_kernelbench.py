@@ -142,7 +142,7 @@ def test_cli_missing_get_inputs_exits_2(run_magpie, problem: Path) -> None:
 
 
 def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: Path) -> None:
-    from magpie_kernels_pytorch.kernelbench_run import fast_p, run
+    from magpie_kernels_pytorch.kernelbench_run import Problem, fast_p, run
 
     (problem / "problems").mkdir()
     shutil.move(problem / "relu_reference.py", problem / "problems" / "relu.py")
@@ -151,10 +151,10 @@ def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: 
         shutil.move(problem / name, problem / "sols" / "relu" / name)
     calls: list[list[str]] = []
 
-    def fake_compare(block: KernelBenchBlock, base: Path) -> dict:
+    def fake_compare(problem: Problem) -> dict:
         """A compare report: clamp 1.6x but inside the noise (0.9-2.5), wrong rejected."""
-        calls.append([Path(s).name for s in block.solutions])
-        ids = ["relu", *(Path(s).stem for s in block.solutions)]
+        calls.append([s.name for s in problem.solutions])
+        ids = ["relu", *(s.stem for s in problem.solutions)]
         status = {"relu": "passed", "relu_clamp": "passed", "relu_wrong": "failed"}
         ranking = [
             {"kernel_id": "relu", "median_us": 10.0, "speedup": 1.0, "verdict": "BASELINE"},
@@ -181,3 +181,30 @@ def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: 
     assert fast_p(rows, verified=True) == {"fast_0": 0.5, "fast_1": 0.0, "fast_1.5": 0.0, "fast_2": 0.0}
     assert len(run(problem / "problems", problem / "sols", problem / "r.jsonl", fake_compare)) == 2
     assert len(calls) == 1  # resumed: nothing left to run
+
+
+def test_gpus_given_as_a_count_take_the_visible_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from magpie_kernels_pytorch.kernelbench_run import local_devices
+
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert local_devices("2") == ["0", "1"] and local_devices("0, 2,5") == ["0", "2", "5"] and local_devices(None) == []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")  # this process may use those: a count takes from them
+    assert local_devices("2") == ["4", "5"]
+
+
+def test_a_failed_extension_build_says_the_first_compiler_error_else_the_exception() -> None:
+    from magpie_kernels_pytorch.extensions import failure
+
+    nvcc = (
+        "RuntimeError: Error building extension 'relu': [1/3] nvcc ... -c /x/torch_extensions/relu/cuda.cu\n"
+        "FAILED: cuda.cuda.o\n"
+        '/x/torch_extensions/relu/cuda.cu(4): error: identifier "undefined_zero" is undefined\n'
+        '/x/torch_extensions/relu/cuda.cu(9): error: expected a ";"\n'
+    )
+    assert failure(nvcc, "exit status 1", False) == (
+        '/x/torch_extensions/relu/cuda.cu:4: error: identifier "undefined_zero" is undefined (+1 more errors)'
+    )
+    python = "Traceback (most recent call last):\n  raise OSError('CUDA_HOME ...')\nOSError: CUDA_HOME is not set.\n"
+    assert failure(python, "exit status 1", False) == "OSError: CUDA_HOME is not set."
+    assert failure("", "timed out after 600.0 s: python", True) == "timed out after 600.0 s: python"

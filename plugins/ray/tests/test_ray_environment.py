@@ -182,3 +182,30 @@ def test_benchmark_config_runs_as_a_ray_task_with_its_gpus(cluster, tmp_path, fa
     assert Path(report.workspace_dir, "benchmark_report.json").exists()
     too_big = run_benchmark_on_environment(cfg(GPUS + 1), tmp_path, "ray")
     assert not too_big.success and f"needs {GPUS + 1} GPU(s) but the Ray cluster has {GPUS}" in too_big.errors[0]
+
+
+def test_kernelbench_problems_run_as_ray_tasks_one_gpu_each(cluster, tmp_path):
+    """``magpie -e ray kernelbench run``: each problem one task on one declared GPU, rows written by the driver."""
+    import shutil
+
+    from magpie_kernels_pytorch.kernelbench_cli import CompareProblem
+    from magpie_kernels_pytorch.kernelbench_run import run
+
+    kernelbench = Path(__file__).parents[2] / "pytorch" / "tests" / "data" / "kernelbench"
+    for name, solution in (("relu_a", "relu_clamp.py"), ("relu_b", "relu_wrong.py")):
+        (tmp_path / "problems").mkdir(exist_ok=True)
+        shutil.copy(kernelbench / "relu_reference.py", tmp_path / "problems" / f"{name}.py")
+        (tmp_path / "solutions" / name).mkdir(parents=True)
+        shutil.copy(kernelbench / solution, tmp_path / "solutions" / name / solution)
+    rows = run(
+        tmp_path / "problems",
+        tmp_path / "solutions",
+        tmp_path / "r.jsonl",
+        CompareProblem(tmp_path / "out", measure_performance=False),
+        environment="ray",
+        workers=2,
+        gpus_per_problem=1,
+    )
+    assert sorted((r["problem"], r["correct"]) for r in rows) == [("relu_a", True), ("relu_b", False)]
+    # Ray gave each task one of the cluster's declared GPUs, and the row says which
+    assert all(r["devices"] in {str(i) for i in range(GPUS)} for r in rows), rows

@@ -322,3 +322,38 @@ def test_benchmark_with_trace_analysis(runs: dict[str, Path], browser: Any, tmp_
     magpie("report", str(src))
     figures, _ = open_report(browser, tmp_path / "report.html", tmp_path / "bench_gap.png")
     assert by_title(figures, "latency distributions") and by_title(figures, "top 12 kernels")
+
+
+def test_kernelbench_report(browser: Any, tmp_path: Path) -> None:
+    """``magpie kernelbench run``'s page: the pytorch plugin's sections, drawn with this plugin's kit."""
+    from magpie_core.report_pages import write_report_html
+
+    kernelbench_run = pytest.importorskip("magpie_kernels_pytorch.kernelbench_run")
+
+    def row(problem: str, solution: str, correct: bool, speedup: float | None, verdict: str | None) -> dict[str, Any]:
+        ci = [speedup * 0.9, speedup * 1.1] if speedup else None
+        return {
+            "problem": problem,
+            "solution": f"sols/{problem}/{solution}",
+            "compiled": solution != "broken.py",
+            "correct": correct,
+            "build_s": 12.5 if solution == "broken.py" else None,
+            "runtime_us": 5.0,
+            "ref_runtime_us": 10.0,
+            "speedup": speedup,
+            "speedup_ci95": ci,
+            "verdict": verdict,
+            "message": "",
+        }
+
+    rows = [
+        row("relu", "fast.py", True, 2.5, "FASTER"),
+        row("relu", "broken.py", False, None, None),
+        row("gelu", "<img src=x>noisy.py", True, 1.2, "UNSTABLE"),
+    ]
+    page = write_report_html("kernelbench", kernelbench_run.summary(rows), tmp_path)
+    assert page is not None
+    figures, _ = open_report(browser, page, tmp_path / "kernelbench.png")
+    assert by_title(figures, "fast_p")["traces"] == 2  # KernelBench's and verified
+    html = page.read_text()
+    assert "fast_p per problem" in html and "Problem x solution" in html and "&lt;img src=x&gt;noisy.py" in html

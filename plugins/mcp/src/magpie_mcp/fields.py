@@ -147,6 +147,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("TargetSource", "sha256"): "text",
     ("TargetedTraceConfig", "backend"): "text",
     ("TargetedTraceConfig", "run_seed"): "text",
+    # plain choices, already closed by the block's model (train | eval, kernelbench | kernelbench-v0)
+    ("KernelBenchBlock", "mode"): "text",
+    ("KernelBenchBlock", "tolerance"): "text",
 }
 
 #: benchmark ``envs`` keys magpie reads that name code, files or servers; the other keys magpie reads
@@ -277,3 +280,6 @@ class ClientOptions(_Closed):
     )
     compile_timeout_seconds: float | None = Field(None, gt=0, description="compile time limit (capped by the server)")
     harness_launches: int | None = Field(None, ge=1, le=10_000, description="launches profiled by the harness")
+    # what a KernelBench check runs under (the pytorch plugin writes them for KernelBench files): plain choices
+    module_mode: Literal["train", "eval"] | None = Field(None, description="nn.Module mode of entry and reference")
+    tolerance: Literal["kernelbench", "kernelbench-v0"] | None = Field(None, description="tolerance preset")

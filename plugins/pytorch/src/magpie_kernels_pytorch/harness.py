@@ -37,6 +37,7 @@ from magpie_core.reports import (
 from magpie_core.stats import sample_until_stable, summarize
 from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
+from magpie_kernels_pytorch.extensions import use_folder
 from magpie_kernels_pytorch.layout import Layout
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
@@ -262,6 +263,7 @@ class _Loaded:
                 preset=kernel.options.get("tolerance"),
             ),
         )
+        use_folder(task.build_artifacts, kernel.env)  # before the file is imported: its extensions are built there
         try:
             load_entry = options.load_entry
             native = (lambda: load_entry(kernel, task)) if load_entry else None

@@ -3,28 +3,66 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from magpie_kernels_pytorch.kernelbench import KernelBenchBlock
-from magpie_kernels_pytorch.kernelbench_run import fast_p, run
+from magpie_kernels_pytorch.kernelbench_report import KIND
+from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, run, summary
+
+#: fast_p and every row, beside report.html in the output folder
+SUMMARY_FILE = "kernelbench_summary.json"
 
 kernelbench_app = typer.Typer(help="KernelBench problem sets: every problem x solution, fast_p with magpie's verdicts")
 
 
-def _compare(output_dir: Path, measure_performance: bool) -> Any:
-    def compare_one(block: KernelBenchBlock, base: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompareProblem:
+    """One problem's ``compare`` (picklable: a Ray task on another node runs it as it is)."""
+
+    output_dir: Path
+    measure_performance: bool
+    #: the framework config's performance/correctness blocks (``magpie -c config.yaml``), as JSON data: read
+    #: where the command runs, so that a task on another node runs with them too
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self, problem: Problem) -> dict[str, Any]:
         from magpie_core.config.kernel import KernelConfigFile
         from magpie_core.pipelines.compare import compare
+        from magpie_core.pipelines.instances import parallel_starts
         from magpie_core.pipelines.kernels import prepare_kernel_file
 
-        file = prepare_kernel_file(KernelConfigFile.model_validate({"kernelbench": block.model_dump()}), base)
-        report = compare(file, config_dir=base, output_dir=output_dir, measure_performance=measure_performance)
+        base = problem.reference.parent
+        data = {"kernelbench": problem.block().model_dump(), **self.defaults}
+        file = prepare_kernel_file(KernelConfigFile.model_validate(data), base)
+        if problem.devices is not None:  # every worker process of this problem sees only its GPU
+            pinned = dict.fromkeys(VISIBLE_DEVICES, problem.devices)
+            file = file.model_copy(
+                update={"kernels": [k.model_copy(update={"env": {**k.env, **pinned}}) for k in file.all_kernels()]}
+            )
+        report = compare(
+            file,
+            config_dir=base,
+            output_dir=self.output_dir,
+            measure_performance=self.measure_performance,
+            # a check without timing (--no-perf) builds and checks the solutions side by side, as many as there
+            # are CPUs (inline extensions take a CPU each to build); timed runs start their processes so anyway
+            workers=parallel_starts(len(file.all_kernels())),
+        )
         return json.loads(report.model_dump_json())
 
-    return compare_one
+
+def framework_blocks(framework: Any) -> dict[str, Any]:
+    """The framework config's blocks a kernel file inherits (as ``magpie compare`` applies them)."""
+    from magpie_core.cli.kernels import FRAMEWORK_DEFAULT_BLOCKS
+
+    return {
+        key: getattr(framework, key).model_dump(mode="json", exclude_unset=True)
+        for key in FRAMEWORK_DEFAULT_BLOCKS
+        if key in framework.model_fields_set and getattr(framework, key) is not None
+    }
 
 
 @kernelbench_app.command("run")
@@ -32,9 +70,38 @@ def run_command(
     problems_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="KernelBench problem files"),
     solutions: Path = typer.Option(..., "--solutions", exists=True, file_okay=False, help="DIR/<problem>/*.py"),
     results: Path = typer.Option(Path("kernelbench_results.jsonl"), "--results", help="appended JSONL; resumable"),
-    output_dir: Path = typer.Option(Path("magpie_kernelbench"), "--output-dir", "-o", help="compare workspaces"),
+    output_dir: Path = typer.Option(Path("magpie_kernelbench"), "--output-dir", "-o", help="workspaces, report.html"),
     no_perf: bool = typer.Option(False, "--no-perf", help="correctness only"),
+    gpus: str | None = typer.Option(
+        None, "--gpus", help="local: GPUs to spread problems over, one problem per GPU (a count, or ids: 0,2,3)"
+    ),
+    gpus_per_problem: float = typer.Option(1.0, "--gpus-per-problem", help="GPUs a Ray task asks for (0: CPU)"),
+    no_html: bool = typer.Option(False, "--no-html", help="do not write report.html"),
 ) -> None:
-    """Compare every problem's solutions with its reference; print fast_p (KernelBench's, and verified)."""
-    rows = run(problems_dir, solutions, results, _compare(output_dir, not no_perf))
-    typer.echo(json.dumps({"rows": len(rows), "fast_p": fast_p(rows, False), "fast_p_verified": fast_p(rows, True)}))
+    """Compare every problem's solutions with its reference; print fast_p (KernelBench's, and verified).
+
+    Where problems run is magpie's global `--environment` (`magpie -e ray kernelbench run ...`: one Ray task,
+    on its own GPU, per problem; `--workers` problems at once)."""
+    from magpie_core.cli.app import STATE
+    from magpie_core.cli.output import write_html
+    from magpie_core.pipelines.kernels import block_options
+
+    output_dir = output_dir.resolve()
+    rows = run(
+        problems_dir,
+        solutions,
+        results,
+        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework)),
+        environment=STATE.resolve_environment(),
+        workers=STATE.resolve_workers(),
+        gpus=local_devices(gpus),
+        gpus_per_problem=gpus_per_problem,
+        options=block_options(STATE.framework),
+        progress=lambda line: typer.echo(line, err=True),  # stdout: the JSON summary alone
+    )
+    # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
+    data = summary(rows) | {"mode": KIND, "results": str(results.resolve()), "output_dir": str(output_dir)}
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / SUMMARY_FILE).write_text(json.dumps(data, indent=1) + "\n")
+    write_html(KIND, data, output_dir, skip=no_html, quiet=True)
+    typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem")} | {"rows": len(rows)}))

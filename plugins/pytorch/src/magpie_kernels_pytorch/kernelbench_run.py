@@ -5,22 +5,57 @@ Problems: every ``PROBLEMS_DIR/*.py`` that is a KernelBench reference (``class M
 every ``PROBLEMS_DIR/<name>/reference.py``. Solutions of problem ``<name>``: ``DIR/<name>/*.py`` and ``DIR/<name>.py``.
 One ``compare`` per problem (the reference and its pending solutions); a row per solution is appended to the
 JSONL results file as each problem finishes, and a second run skips the rows already there (resumable).
+
+Problems are the items of an execution environment (``magpie -e ray kernelbench run``): one problem per GPU.
+Ray gives each problem's task its own GPU (``CUDA_VISIBLE_DEVICES``); the local environment runs up to
+``--workers`` problems at once in threads of this process, so the runner hands each problem a free GPU of
+``--gpus`` itself and the problem's kernels run with only that GPU visible.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterable
+import logging
+import os
+import queue
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from magpie_kernels_pytorch.kernelbench import KernelBenchBlock, is_reference
 
+log = logging.getLogger("magpie.pytorch")
+
 #: KernelBench's fast_p thresholds: correct and more than p times as fast as the reference
 FAST_P = (0.0, 1.0, 1.5, 2.0)
+#: what restricts a process to the GPUs it may use (NVIDIA, AMD)
+VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
-#: runs one compare of a kernel file built from the block; answers the compare report as JSON data
-Compare = Callable[[KernelBenchBlock, Path], dict[str, Any]]
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem and its pending solutions: an item an execution environment runs (picklable)."""
+
+    name: str
+    reference: Path
+    #: as found under the solutions folder: the rows' ``solution`` (what a resumed run matches)
+    solutions: tuple[Path, ...]
+    #: the GPU(s) its kernels may see, when the runner assigns them (local); None: as the process has them
+    devices: str | None = None
+
+    def block(self) -> KernelBenchBlock:
+        # absolute: the compare runs from the reference's folder, not from where the command was given
+        return KernelBenchBlock(
+            reference=str(self.reference.resolve()), solutions=[str(s.resolve()) for s in self.solutions]
+        )
+
+
+#: runs one compare of the problem's reference and solutions; answers the compare report as JSON data
+Compare = Callable[[Problem], dict[str, Any]]
 
 
 def problems(problems_dir: Path) -> dict[str, Path]:
@@ -34,11 +69,25 @@ def solutions(solutions_dir: Path, name: str) -> list[Path]:
     return sorted((solutions_dir / name).glob("*.py")) + [p for p in [solutions_dir / f"{name}.py"] if p.is_file()]
 
 
-def done_pairs(results: Path) -> set[tuple[str, str]]:
+def read_rows(results: Path) -> list[dict[str, Any]]:
     if not results.is_file():
-        return set()
-    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return {(row["problem"], row["solution"]) for row in rows}
+        return []
+    return [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+
+
+def done_pairs(results: Path) -> set[tuple[str, str]]:
+    return {(row["problem"], row["solution"]) for row in read_rows(results)}
+
+
+def pending(problems_dir: Path, solutions_dir: Path, results: Path) -> list[Problem]:
+    """Every problem with solutions not in ``results`` yet, with those solutions."""
+    done = done_pairs(results)
+    found = []
+    for name, reference in problems(problems_dir).items():
+        todo = tuple(s for s in solutions(solutions_dir, name) if (name, str(s)) not in done)
+        if todo:
+            found.append(Problem(name, reference, todo))
+    return found
 
 
 def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) -> dict[str, Any]:
@@ -46,13 +95,18 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
     result = next(r for r in report["results"]["kernel_results"] if r["kernel_id"] == kernel_id)
     ranked = {e["kernel_id"]: e for e in report["ranking"]}
     entry, baseline = ranked.get(kernel_id, {}), ranked.get(report["baseline_id"], {})
-    message = result["correctness"].get("message") or ""
+    build = result["compile"]
+    built = build["status"] != "failed"
+    # a failed build's message is the compiler's first error; the correctness stage then only says "compile failed"
+    message = (result["correctness"].get("message") or "") if built else (build.get("message") or "compile failed")
     return {
         "problem": problem,
         "solution": str(solution),
-        # KernelBench's "compiled": the solution built and its module loaded
-        "compiled": result["compile"]["status"] != "failed" and not message.startswith("could not load the kernel"),
+        # KernelBench's "compiled": the solution built (inline extensions) and its module loaded
+        "compiled": built and not message.startswith("could not load the kernel"),
         "correct": result["correctness"]["status"] == "passed",
+        # seconds spent building its inline extensions (None: it builds none); never part of runtime_us
+        "build_s": build.get("duration_s") if build["status"] in ("passed", "failed") else None,
         "runtime_us": entry.get("median_us"),
         "ref_runtime_us": baseline.get("median_us"),
         "speedup": entry.get("speedup"),
@@ -62,21 +116,98 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
     }
 
 
-def run(problems_dir: Path, solutions_dir: Path, results: Path, compare: Compare) -> list[dict[str, Any]]:
-    """Every pending problem x solution, each problem's rows appended to ``results`` as it finishes."""
-    done = done_pairs(results)
-    for name, reference in problems(problems_dir).items():
-        pending = [s for s in solutions(solutions_dir, name) if (name, str(s)) not in done]
-        if not pending:
-            continue
-        # absolute: the compare runs from the reference's folder, not from where the command was given
-        block = KernelBenchBlock(reference=str(reference.resolve()), solutions=[str(s.resolve()) for s in pending])
-        report = compare(block, reference.parent)
-        ids = [k["kernel_id"] for k in report["results"]["kernel_results"]][1:]  # the reference is first
-        with results.open("a") as out:
-            for solution, kernel_id in zip(pending, ids, strict=True):
-                out.write(json.dumps(row(name, solution, kernel_id, report)) + "\n")
-    return [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+def run_problem(compare: Compare, problem: Problem) -> list[dict[str, Any]]:
+    """The rows of one problem (runs where the environment put it: a thread here, a Ray task on some node)."""
+    report = compare(problem)
+    ids = [k["kernel_id"] for k in report["results"]["kernel_results"]][1:]  # the reference is first
+    where = {
+        "host": socket.gethostname(),
+        "devices": problem.devices or os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES"),
+    }
+    return [
+        row(problem.name, solution, kernel_id, report) | where
+        for solution, kernel_id in zip(problem.solutions, ids, strict=True)
+    ]
+
+
+class DevicePool:
+    """The GPUs of this machine that local problems take turns on: one problem per GPU at a time."""
+
+    def __init__(self, devices: list[str]) -> None:
+        self.free: queue.Queue[str] = queue.Queue()
+        for device in devices:
+            self.free.put(device)
+
+    @contextmanager
+    def take(self) -> Iterator[str]:
+        device = self.free.get()
+        try:
+            yield device
+        finally:
+            self.free.put(device)
+
+    def wrap(self, fn: Callable[[Problem], list[dict[str, Any]]]) -> Callable[[Problem], list[dict[str, Any]]]:
+        def on_a_free_device(problem: Problem) -> list[dict[str, Any]]:
+            with self.take() as device:
+                return fn(replace(problem, devices=device))
+
+        return on_a_free_device
+
+
+def local_devices(gpus: str | None) -> list[str]:
+    """``--gpus``: a count (``4``: the first four visible GPUs) or a list of ids (``0,2,5``)."""
+    if not gpus:
+        return []
+    if gpus.isdigit():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES")
+        ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
+        count = int(gpus)
+        return ids[:count] if len(ids) >= count else [str(i) for i in range(count)]
+    return [g.strip() for g in gpus.split(",") if g.strip()]
+
+
+def run(
+    problems_dir: Path,
+    solutions_dir: Path,
+    results: Path,
+    compare: Compare,
+    *,
+    environment: str = "local",
+    workers: int = 1,
+    gpus: list[str] | None = None,
+    gpus_per_problem: float = 1.0,
+    options: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every pending problem x solution, each problem's rows appended to ``results`` as it finishes.
+
+    ``environment``: where problems run (``local``, ``ray``, ...), ``workers`` at a time; ``gpus``: the local
+    GPUs problems take turns on (one problem per GPU; the local environment assigns none itself).
+    """
+    from magpie_core.plugins import get_plugin_manager
+
+    todo = pending(problems_dir, solutions_dir, results)
+    if todo:
+        env = get_plugin_manager().get("environment", environment)
+        env = env.with_options(options) if options else env
+        fn: Callable[[Problem], list[dict[str, Any]]] = functools.partial(run_problem, compare)
+        if gpus and environment == "local":
+            fn, workers = DevicePool(gpus).wrap(fn), len(gpus)
+
+        def finished(index: int, rows: Any) -> None:
+            problem = todo[index]
+            if isinstance(rows, BaseException):  # not recorded: a resumed run tries the problem again
+                log.warning("problem %s did not run: %s: %s", problem.name, type(rows).__name__, rows)
+                return
+            with results.open("a") as out:
+                for r in rows:
+                    out.write(json.dumps(r) + "\n")
+            if progress is not None:
+                correct = sum(r["correct"] for r in rows)
+                progress(f"{problem.name}: {correct}/{len(rows)} correct ({rows[0].get('devices') or 'any device'})")
+
+        env.map(fn, todo, workers=workers, gpus_per_item=gpus_per_problem, on_result=finished)
+    return read_rows(results)
 
 
 def fast_p(rows: Iterable[dict[str, Any]], verified: bool) -> dict[str, float]:
@@ -100,3 +231,19 @@ def _faster(r: dict[str, Any], p: float, verified: bool) -> bool:
         return r["speedup"] is not None and r["speedup"] > p
     ci = r.get("speedup_ci95")
     return r.get("verdict") == "FASTER" and ci is not None and ci[0] > p
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """fast_p over every row and per problem, plain and verified (the command's output and its report)."""
+    by_problem: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_problem.setdefault(r["problem"], []).append(r)
+    return {
+        "rows": rows,
+        "fast_p": fast_p(rows, False),
+        "fast_p_verified": fast_p(rows, True),
+        "per_problem": {
+            name: {"solutions": len(own), "fast_p": fast_p(own, False), "fast_p_verified": fast_p(own, True)}
+            for name, own in by_problem.items()
+        },
+    }

@@ -21,7 +21,7 @@ class LoadError(ValueError):
     """A callable named in the kernel config cannot be found."""
 
 
-def _load_file(path: Path) -> ModuleType:
+def load_file(path: Path) -> ModuleType:
     key = "magpie_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if key in sys.modules:
         return sys.modules[key]
@@ -40,7 +40,7 @@ def load_module(spec: str, search_dirs: list[Path]) -> ModuleType:
         for base in search_dirs:
             candidate = (base / spec).resolve()
             if candidate.is_file():
-                return _load_file(candidate)
+                return load_file(candidate)
         raise LoadError(f"file {spec!r} not found in {', '.join(str(d) for d in search_dirs)}")
     for base in search_dirs:
         if str(base) not in sys.path:

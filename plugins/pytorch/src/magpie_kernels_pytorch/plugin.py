@@ -17,7 +17,7 @@ from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 if TYPE_CHECKING:
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-    from magpie_core.reports import EvaluationTask
+    from magpie_core.reports import CompileResult, EvaluationTask
     from magpie_kernels_pytorch.harness import HarnessOptions
 
 
@@ -47,6 +47,13 @@ class PyTorchBackend(HarnessBackend):
 
     def worker_preload_for(self, kernel: KernelConfig) -> tuple[str, ...]:
         return ("magpie_kernels_pytorch.compile_preload",) if compile_setting(kernel) else ()
+
+    def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
+        """Inline C++/CUDA extensions the entry's file builds (``load_inline``), in a folder of this kernel's own;
+        None (nothing to build) for plain PyTorch."""
+        from magpie_kernels_pytorch.extensions import build
+
+        return build(kernel, build_dir)
 
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         from magpie_core.config.kernel import KernelConfig  # here: building the kernel models costs every command
@@ -147,3 +154,13 @@ def magpie_register_commands(cli: Any) -> None:
     from magpie_kernels_pytorch.kernelbench_cli import kernelbench_app
 
     cli.add_typer(kernelbench_app, name="kernelbench")
+
+
+@hookimpl
+def magpie_report_sections(page: Any) -> list[Any] | None:
+    """report.html of ``magpie kernelbench run`` (drawn with the report plugin's kit, when it is installed)."""
+    from magpie_kernels_pytorch.kernelbench_report import KIND, sections
+
+    if page.kit is None or page.kind != KIND:
+        return None
+    return sections(page)

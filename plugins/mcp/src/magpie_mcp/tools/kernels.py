@@ -88,22 +88,52 @@ class CreatedConfig(ToolModel):
 
 
 def kernel_file(
-    tool: ToolContext, kernel_config: str | None, kernels: list[KernelInput] | None, config_dir: str | None
+    tool: ToolContext,
+    kernel_config: str | None,
+    kernels: list[KernelInput] | None,
+    config_dir: str | None,
+    sources: list[str] | None = None,
+    kernel_type: str | None = None,
 ) -> tuple[KernelConfigFile, Path]:
-    """The kernel file a tool call names (a YAML path or inline kernels); checked in :func:`kernel_job_args`."""
-    from magpie_core.pipelines.kernels import load_kernel_file
+    """The kernel file a tool call names (a YAML path, inline kernels, or source files a plugin recognises),
+    with the plugins' blocks written out as the CLI writes them; checked in :func:`kernel_job_args`."""
+    from magpie_core.pipelines.kernels import load_kernel_file, prepare_kernel_file
 
-    if (kernel_config is None) == (not kernels):
-        raise ValueError("give either kernel_config (a kernel YAML path) or kernels (a list), not both or neither")
+    if sum(bool(given) for given in (kernel_config is not None, kernels, sources)) != 1:
+        raise ValueError(
+            "give one of kernel_config (a kernel YAML path), kernels (a list) or sources (files such as a "
+            "KernelBench problem and its solutions): not both or neither"
+        )
+    if sources:
+        return recognised_file(tool, sources, kernel_type)
     if kernel_config is not None:
         path = tool.check_path(kernel_config, "kernel_config")
-        file = load_kernel_file(path)
-        folder = path.parent
+        file, folder, source = load_kernel_file(path), path.parent, path
     else:
         data = {"kernels": [k.to_config().model_dump(exclude_unset=True) for k in kernels or []]}
         file = validate(KernelConfigFile, data, "tool input")
-        folder = tool.check_path(config_dir or tool.cwd, "config_dir")
-    return file, folder
+        folder, source = tool.check_path(config_dir or tool.cwd, "config_dir"), None
+    # the policy sees the file as given before a plugin reads the files it names (a kernelbench: block's);
+    # what the plugins write out is checked again with the job's arguments
+    tool.policy.check_kernel_file(file, folder)
+    return prepare_kernel_file(file, folder, source), folder
+
+
+def recognised_file(tool: ToolContext, sources: list[str], kernel_type: str | None) -> tuple[KernelConfigFile, Path]:
+    """Source files that need no YAML (``magpie compare ref.py sol.py``): the kernel file an installed plugin
+    builds for them (the pytorch plugin: KernelBench files); every path under an allowed root first."""
+    from magpie_core.pipelines.kernels import kernel_file_from_sources, prepare_kernel_file
+
+    # absolute: the plugin reads them from this process, whose working folder is not the call's
+    paths = [str(tool.check_path(source, "sources")) for source in sources]
+    file = kernel_file_from_sources(paths, kernel_type)
+    if file is None:
+        raise ToolFailure(
+            "sources: no installed plugin recognises these files (KernelBench: a problem file with class Model "
+            "and get_inputs, solutions with class ModelNew); give kernel_config or kernels instead"
+        )
+    folder = Path(paths[0]).parent
+    return prepare_kernel_file(file, folder), folder
 
 
 def kernel_job_args(
@@ -229,6 +259,13 @@ OutputDir = Annotated[str | None, Field(description="where the run's workspace g
 Wait = Annotated[bool, Field(description="false: return the job at once; follow it with job_status / job_result")]
 KernelType = Annotated[str | None, Field(description="AMD Magpie's name: type of the kernel_path kernel(s)")]
 CheckPerf = Annotated[bool | None, Field(description="AMD Magpie's name for measure_performance")]
+Sources = Annotated[
+    list[str] | None,
+    Field(
+        description="source files that need no YAML, as on the command line: a KernelBench problem file (class "
+        "Model, get_inputs) and its solutions (class ModelNew), checked the way KernelBench checks them"
+    ),
+]
 
 
 @tool_meta("Analyze kernels", read_only=False, destructive=False, idempotent=False, open_world=False)
@@ -252,6 +289,7 @@ async def analyze(
         str | list[str] | None, Field(description="AMD Magpie's name: kernel_path's compile command")
     ] = None,
     check_performance: CheckPerf = None,
+    sources: Sources = None,
 ) -> AnalyzeResult:
     """Compile, check and time independent kernels (same pipeline as `magpie analyze`).
 
@@ -261,7 +299,7 @@ async def analyze(
     if kernel_path is not None:
         amd = amd_kernel(kernel_path, testcase_command, kernel_type, working_dir, compile_command)
         kernels = [*(kernels or []), amd]
-    file, folder = kernel_file(tool, kernel_config, kernels, config_dir)
+    file, folder = kernel_file(tool, kernel_config, kernels, config_dir, sources, kernel_type)
     args = kernel_job_args(
         tool,
         file,
@@ -306,6 +344,7 @@ async def compare(
     kernel_type: KernelType = None,
     baseline_index: Annotated[int | None, Field(ge=0, description="AMD Magpie's name for baseline")] = None,
     check_performance: CheckPerf = None,
+    sources: Sources = None,
 ) -> CompareResult:
     """Compare variants under identical inputs and settings; rank the correct ones (like `magpie compare`).
 
@@ -319,7 +358,7 @@ async def compare(
         amd = [amd_kernel(p, c, kernel_type, kernel_id=k) for p, c, k in zip(kernel_paths, commands, ids, strict=True)]
         kernels = [*(kernels or []), *amd]
     baseline = one_of(baseline, baseline_index, "baseline or baseline_index")
-    file, folder = kernel_file(tool, kernel_config, kernels, config_dir)
+    file, folder = kernel_file(tool, kernel_config, kernels, config_dir, sources, kernel_type)
     if len(file.all_kernels()) < 2:
         raise ToolFailure("compare needs at least two kernels")
     if baseline is not None:

@@ -1,0 +1,127 @@
+"""Inline C++/CUDA extensions (``torch.utils.cpp_extension.load_inline``): built once per kernel, in its own folder.
+
+KernelBench solutions written by models build their kernels when the file is imported, under names that
+many solutions share (``relu``, ``matmul``, ``fused_ops``). Torch keeps builds in one folder per name under
+``TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``): two solutions called ``relu`` would build
+over each other, and one could load the other's library. So a kernel whose file uses ``cpp_extension`` is
+built in the compile stage, in a separate process, with ``TORCH_EXTENSIONS_DIR`` set to a folder of its own
+build directory; the build's time is the compile stage's (not the kernel's run time), and a build that fails
+is a failed compile with the compiler's first error. Every worker process that later imports the file gets
+the same folder (:func:`use_folder`), where torch finds the library already built (ninja has nothing to do).
+
+``python -m magpie_kernels_pytorch.extensions FILE`` is the build: it imports ``FILE`` and prints how long
+the import took (the build, without the interpreter's and torch's start-up) as its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from magpie_core.config.kernel import KernelConfig
+    from magpie_core.reports import CompileResult
+
+#: the folder of a kernel's build directory that its extensions are built in (and found by its workers)
+FOLDER = "torch_extensions"
+VARIABLE = "TORCH_EXTENSIONS_DIR"
+#: a file that builds an extension when imported (``load_inline``, ``load``, ``cpp_extension.load*``)
+_USES = re.compile(r"\bcpp_extension\b|\bload_inline\s*\(")
+_TIMING = "magpie-extension-build-s: "
+
+
+def uses_extensions(path: Path) -> bool:
+    try:
+        return _USES.search(path.read_text(errors="replace")) is not None
+    except OSError:
+        return False
+
+
+def folder_in(artifacts: list[str]) -> str | None:
+    """The extensions folder among a kernel's build artifacts (None: the kernel builds none)."""
+    return next((a for a in artifacts if Path(a).name == FOLDER), None)
+
+
+def use_folder(artifacts: list[str], kernel_env: dict[str, str]) -> None:
+    """Point this worker's torch at the kernel's own extensions folder before its file is imported (torch reads
+    the variable at each build); a ``TORCH_EXTENSIONS_DIR`` the kernel config sets itself is left alone."""
+    folder = folder_in(artifacts)
+    if folder is not None and VARIABLE not in kernel_env:
+        os.environ[VARIABLE] = folder
+
+
+def build_seconds(output: str) -> float | None:
+    """The import time the build process printed (None: it did not get that far)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(_TIMING):
+            return float(json.loads(line[len(_TIMING) :]))
+    return None
+
+
+def entry_file(kernel: KernelConfig) -> Path | None:
+    """The Python file of the kernel's ``entry`` (``file.py:Name``), when there is one."""
+    if not kernel.entry or ":" not in kernel.entry:
+        return None
+    spec = kernel.entry.rsplit(":", 1)[0]
+    path = Path(kernel.working_dir or ".") / spec
+    return path.resolve() if spec.endswith(".py") and path.is_file() else None
+
+
+def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
+    """Import the kernel's file in a process of its own, its extensions built into ``build_dir``'s folder;
+    None when the file builds no extension (importing it here would only cost torch's start-up)."""
+    from magpie_core.processes import run_command, tail
+    from magpie_core.reports import CompileResult, StageStatus
+
+    path = entry_file(kernel)
+    if path is None or not uses_extensions(path):
+        return None
+    folder = build_dir / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", __name__, str(path)]
+    env = {VARIABLE: str(folder), **kernel.env}
+    timeout = float(kernel.options.get("compile_timeout_seconds", 600))
+    outcome = run_command(argv, cwd=path.parent, env=env, timeout_s=timeout, log_path=build_dir / "compile.log")
+    seconds = build_seconds(outcome.output)
+    built = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    result = CompileResult(
+        status=StageStatus.PASSED if outcome.ok else StageStatus.FAILED,
+        command=argv,
+        log=tail(outcome.output, 80),
+        artifacts=[str(folder)],
+        # the import alone (torch's build): not the interpreter's start-up, when the process got that far
+        duration_s=seconds if seconds is not None else outcome.duration_s,
+        resources={"extensions": built, VARIABLE: env[VARIABLE]},
+    )
+    if not outcome.ok:
+        # the generated sources live in the extensions folder: their path relative to it reads as relu/main.cpp
+        result.message = failure(outcome.output, outcome.describe(), outcome.timed_out).replace(f"{folder}{os.sep}", "")
+    return result
+
+
+def failure(output: str, how: str, timed_out: bool) -> str:
+    """Why the build failed: the compiler's first error, else (torch refusing to build, the file's own code
+    raising) the exception Python printed last."""
+    from magpie_kernels_pytorch.native import compiler_errors, describe_failure
+
+    if timed_out or compiler_errors(output):
+        return describe_failure(output, how)
+    return next((line.strip() for line in reversed(output.splitlines()) if line.strip()), how)
+
+
+def main(argv: list[str]) -> int:
+    from magpie_kernels_pytorch.loading import load_file
+
+    start = time.perf_counter()
+    load_file(Path(argv[0]).resolve())  # torch builds (or finds) the extensions the file asks for
+    print(f"{_TIMING}{time.perf_counter() - start:.6f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""``magpie kernelbench run`` for real: inline C++ extensions built per solution, report.html, problems on GPUs.
+
+The inline solutions use ``load_inline`` with ``cpp_sources`` only: a real build (g++, ninja, torch's headers)
+that runs on CPU and takes the same path as KernelBench's CUDA solutions (``cuda_sources`` add nvcc).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "kernelbench"
+
+
+def _problem_set(root: Path, problems: dict[str, list[Path]]) -> tuple[Path, Path]:
+    """``root/problems/<name>.py`` (the ReLU reference) and ``root/solutions/<name>/`` with the given files."""
+    for name, files in problems.items():
+        (root / "problems").mkdir(parents=True, exist_ok=True)
+        shutil.copy(DATA / "relu_reference.py", root / "problems" / f"{name}.py")
+        (root / "solutions" / name).mkdir(parents=True)
+        for file in files:
+            shutil.copy(file, root / "solutions" / name / file.name)
+    return root / "problems", root / "solutions"
+
+
+def _rows(results: Path) -> dict[str, dict]:
+    return {Path(r["solution"]).stem: r for r in map(json.loads, results.read_text().splitlines())}
+
+
+@pytest.mark.slow
+def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compile_failure(
+    run_magpie, tmp_path: Path
+) -> None:
+    """Two real builds (about half a minute of CPU each: torch's headers), side by side, both named relu."""
+    inline = DATA / "inline"
+    problems, solutions = _problem_set(
+        tmp_path, {"relu": [inline / "relu_inline.py", inline / "relu_inline_broken.py"]}
+    )
+    shared = tmp_path / "shared_extensions"  # where torch would put every build named relu, were it left alone
+    out, results = tmp_path / "out", tmp_path / "r.jsonl"
+    argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
+    done = run_magpie([*argv, "-o", str(out), "--no-perf"], env={"TORCH_EXTENSIONS_DIR": str(shared)})
+    assert done.returncode == 0, done.stderr
+    rows = _rows(results)
+    good, broken = rows["relu_inline"], rows["relu_inline_broken"]
+    assert (good["compiled"], good["correct"]) == (True, True), good["message"]
+    # KernelBench's compiled: false, with the compiler's first error (the generated source, not the folder)
+    assert (broken["compiled"], broken["correct"]) == (False, False)
+    assert "relu/main.cpp" in broken["message"] and "zero_value" in broken["message"], broken["message"]
+    assert str(out) not in broken["message"]
+    # build time is its own field, apart from the run time
+    assert good["build_s"] > 0 and broken["build_s"] > 0 and good["runtime_us"] is None  # --no-perf
+    # each extension named relu was built in its own solution's folder, and none in the shared one
+    (workspace,) = out.glob("compare_*")
+    built = workspace / "relu_inline" / "torch_extensions" / "relu"
+    assert [p.name for p in built.glob("*.so")] == ["relu.so"]  # once: the check's worker found it built
+    assert (workspace / "relu_inline_broken" / "torch_extensions" / "relu" / "main.cpp").is_file()
+    assert not shared.exists()
+    report = (out / "report.html").read_text()
+    assert "fast_p per problem" in report and "relu_inline_broken.py" in report
+
+
+def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp_path: Path) -> None:
+    problems, solutions = _problem_set(
+        tmp_path, {"relu_a": [DATA / "relu_clamp.py"], "relu_b": [DATA / "relu_wrong.py"]}
+    )
+    results = tmp_path / "r.jsonl"
+    argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
+    done = run_magpie([*argv, "-o", str(tmp_path / "out"), "--no-perf", "--gpus", "2"])
+    assert done.returncode == 0, done.stderr
+    rows = _rows(results)
+    assert sorted(r["devices"] for r in rows.values()) == ["0", "1"]  # both problems at once, each on its own GPU
+    assert (rows["relu_clamp"]["correct"], rows["relu_wrong"]["correct"]) == (True, False)
+    summary = json.loads(done.stdout)
+    saved = json.loads((tmp_path / "out" / "kernelbench_summary.json").read_text())
+    assert saved["mode"] == "kernelbench" and saved["fast_p"] == summary["fast_p"] and len(saved["rows"]) == 2
+    assert summary["fast_p"]["fast_0"] == 0.5 and summary["per_problem"]["relu_a"]["fast_p"]["fast_0"] == 1.0
+    # every kernel of a problem ran with only its GPU visible
+    for workspace in (tmp_path / "out").glob("compare_*"):
+        tasks = [json.loads(t.read_text()) for t in workspace.glob("*/task.json")]
+        assert len({t["kernel"]["env"]["CUDA_VISIBLE_DEVICES"] for t in tasks}) == 1
