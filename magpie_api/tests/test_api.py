@@ -97,6 +97,42 @@ def test_inference_api_has_the_cli_numbers(
     assert loaded.roofline["kernel_time_ms_sum"].tolist() == roofline["kernel_time_ms_sum"].tolist()
 
 
+def test_tracelens_tables_are_the_cli_files(
+    inference_run: magpie.InferenceResult, run_magpie: Any, tmp_path: Path
+) -> None:
+    """TraceLens's tables of the API's run are the ones ``magpie inference`` writes, number for number."""
+    import csv
+
+    done = run_magpie(["inference", str(H200), "-o", str(tmp_path), "--no-html"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = only_run_folder(tmp_path)
+    for name in ("unified_perf_summary", "ops_summary", "kernel_summary", "gpu_timeline", "short_kernels_summary"):
+        with (folder / f"{name}.csv").open(newline="") as f:
+            cli = list(csv.DictReader(f))
+        df = getattr(inference_run, name)
+        assert len(df) == len(cli) > 0, name
+        assert set(df["trace"]) == {H200.name}
+        number = {"unified_perf_summary": "Kernel Time (µs)_sum", "ops_summary": "total_direct_kernel_time_sum",
+                  "kernel_summary": "Kernel duration (µs)_sum", "gpu_timeline": "time ms",
+                  "short_kernels_summary": "Short Kernel duration (µs) sum"}[name]  # fmt: skip
+        assert df[number].tolist() == [float(r[number]) for r in cli], name
+    # the summaries add up to the unified table's kernel time, as in TraceLens
+    unified = inference_run.unified_perf_summary["Kernel Time (µs)_sum"].sum()
+    assert inference_run.ops_summary["total_direct_kernel_time_sum"].sum() == pytest.approx(unified)
+    assert inference_run.collective_summary.empty  # no NCCL kernels on one GPU: the table is not written
+    assert inference_run.tables()[4:] == list(magpie._results.TRACELENS_TABLES)
+    with pytest.raises(KeyError, match="tables: unified_perf_summary"):
+        inference_run.tracelens("nope")
+
+
+def test_tracelens_tables_are_sheets(inference_run: magpie.InferenceResult, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    wb = load_workbook(inference_run.to_excel(tmp_path / "inference.xlsx"), read_only=True)
+    assert {"unified_perf_summary", "ops_summary", "kernel_summary"} <= set(wb.sheetnames)
+    assert "collective_summary" not in wb.sheetnames  # empty tables get no sheet
+
+
 def _write(folder: Path, name: str, data: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(json.dumps(data))
