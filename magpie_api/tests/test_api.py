@@ -174,6 +174,35 @@ def test_load_reads_every_kind(tmp_path: Path) -> None:
     assert isinstance(analyze, magpie.AnalyzeResult) and analyze.kernels["a"].tolist() == [1]
 
 
+def test_load_reads_a_loop_record_and_its_report(gap_run: magpie.GapResult, run_magpie: Any, tmp_path: Path) -> None:
+    """A loop folder loads before ``magpie loop report`` (its loop.json) and after (its report), with the numbers
+    ``magpie loop status --json`` and ``magpie loop report --json`` print."""
+    loop = tmp_path / "loop"
+    top = gap_run.top_kernels["name"][0]
+    for args in (
+        ["start", str(loop)],
+        ["add", str(loop), "analysis", str(gap_run.path)],
+        ["add", str(loop), "kernel", top],
+    ):
+        done = run_magpie(["loop", *args])
+        assert done.returncode == 0, done.stdout + done.stderr
+    record = magpie.load(loop)
+    assert isinstance(record, magpie.LoopResult) and not record.concluded and record.conclusion == ""
+    status = json.loads(run_magpie(["loop", "status", str(loop), "--json"]).stdout)
+    assert record.kernels[["name", "pct_total"]].values.tolist() == [
+        [k["name"], k["pct_total"]] for k in status["kernels"]
+    ]
+    assert record.history["step"].tolist() == ["start", "analysis", "kernel"]
+    assert record.conditions.empty
+    done = run_magpie(["loop", "report", str(loop), "--json"])  # exit 1: not a success (no baseline, no compare)
+    report = magpie.load(loop)
+    assert report.concluded and not report.success
+    assert report.conclusion == json.loads(done.stdout)["conclusion"]
+    assert report.conditions["ok"].tolist() == [c["ok"] for c in json.loads(done.stdout)["conditions"]]
+    assert report.history.equals(record.history)
+    assert report.kernels["pct_total"].tolist() == record.kernels["pct_total"].tolist()
+
+
 def test_load_names_what_it_cannot_read(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no such file"):
         magpie.load(tmp_path / "missing")

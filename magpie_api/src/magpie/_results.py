@@ -355,9 +355,15 @@ class BenchmarkResult(Result):
 @dataclass(repr=False)
 class LoopResult(Result):
     """``magpie loop report``: the optimization loop's conclusion and the condition that decided it
-    (``loop_report.json``)."""
+    (``loop_report.json``); or the loop's record while it runs (``loop.json``: its steps, kernels and compares, no
+    conclusion yet)."""
 
     kind: ClassVar[str] = "loop"
+
+    @property
+    def concluded(self) -> bool:
+        """Whether this is the loop's report (``magpie loop report`` wrote it), not its record in progress."""
+        return self.data.get("mode") == "loop_report"
 
     @property
     def success(self) -> bool:
@@ -365,6 +371,7 @@ class LoopResult(Result):
 
     @property
     def conclusion(self) -> str:
+        """The report's conclusion ("success", or "not a success: ..."); empty for a record not concluded."""
         return str(self.data.get("conclusion", ""))
 
     @table
@@ -381,6 +388,18 @@ class LoopResult(Result):
     def compares(self) -> Rows:
         """The kernel comparisons the loop recorded."""
         return list(self.data.get("compares", []))
+
+    @table
+    def history(self) -> Rows:
+        """Every step recorded, in order (time, step, path, kernel): the record's own, or for a report the record
+        it names (``files.loop``; empty when that file is gone)."""
+        record = self.data
+        if self.concluded:
+            from magpie_core.reports import read_report_json
+
+            path = resolve((self.data.get("files") or {}).get("loop"), self.workspace)
+            record = read_report_json(path) if path is not None else {}
+        return list(record.get("history", []))
 
 
 RESULT_TYPES: dict[str, type[Result]] = {
