@@ -19,7 +19,7 @@ import and which functions build the tables:
 First every variant's output folder is compared with the ``numpy`` one (``trace_outputs_equal.compare``: CSV text
 exactly, JSON values exactly but timings). Then ``--rounds`` interleaved rounds (numpy, import, pandas, numpy, ...
 per trace and command) time each run (wall and user+sys CPU of the child); the report gives medians, min-max and the
-ratios to ``numpy`` of the same round. Writes ``docs/benchmarks/pandas_tables.md`` (and ``.json``).
+ratios to ``numpy`` of the same round. Writes ``docs/benchmarks/pandas_tables_run.md`` (and ``.json``).
 
 Usage: ``python benchmarks/pandas_tables.py [--rounds 7] [--trace BIG.json ...]`` (the bundled traces of
 ``tests/data/traces`` are always measured; ``--build-mb 150`` adds time-shifted copies of the MI300 and SGLang
@@ -29,7 +29,9 @@ traces of that size, made with ``trace_gap.build_trace`` under ``--work``).
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -44,7 +46,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "tests" / "data" / "traces"
-OUT = ROOT / "docs" / "benchmarks" / "pandas_tables.md"
+#: the measured table (docs/benchmarks/pandas_tables.md reads it and says what follows from it)
+OUT = ROOT / "docs" / "benchmarks" / "pandas_tables_run.md"
 VARIANTS = ("numpy", "import", "pandas")
 COMMANDS = ("gap", "inference")
 LIMIT = 1.10  # issue 33: no more than 10 % slower
@@ -214,19 +217,67 @@ def child(variant: str, rest: list[str]) -> None:
     main()
 
 
-def check(traces: list[Path], work: Path) -> dict[str, list[str]]:
-    """Differences of each variant's output folders from the ``numpy`` variant's, per trace and command."""
+def numeric_change(a: Path, b: Path) -> tuple[int, int, float]:
+    """Over the CSV files of two output folders: how many numeric cells there are, how many differ, and the largest
+    relative difference among those (files matched by name, run folders' time stamps aside)."""
+    equal = _sibling("trace_outputs_equal")
+    files_b = {equal._text(str(p.relative_to(b)), b): p for p in b.rglob("*.csv")}
+    cells = changed = 0
+    worst = 0.0
+    for fa in a.rglob("*.csv"):
+        fb = files_b.get(equal._text(str(fa.relative_to(a)), a))
+        if fb is None:
+            continue
+        with fa.open(newline="") as ta, fb.open(newline="") as tb:
+            for x, y in zip(
+                itertools.chain.from_iterable(csv.reader(ta)),
+                itertools.chain.from_iterable(csv.reader(tb)),
+                strict=False,
+            ):
+                try:
+                    fx, fy = float(x), float(y)
+                except ValueError:
+                    continue
+                cells += 1
+                if x != y:
+                    changed += 1
+                    worst = max(worst, abs(fx - fy) / max(abs(fx), abs(fy)))
+    return cells, changed, worst
+
+
+def check(traces: list[Path], work: Path) -> dict[str, dict[str, Any]]:
+    """Per trace, command and variant: the differences of its output folder from the ``numpy`` variant's (files),
+    and how much the numbers of their CSV files differ."""
     equal = _sibling("trace_outputs_equal")
     cost = _sibling("cli_startup").cost
-    found: dict[str, list[str]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for trace in traces:
         for command in COMMANDS:
             outs = {v: work / "check" / f"{trace.name}-{command}-{v}" for v in VARIANTS}
             for v, out in outs.items():
                 cost(argv(v, command, trace, out), ENV, work)
             for v in VARIANTS[1:]:
-                found[f"{trace.name} {command} {v}"] = equal.compare(outs["numpy"], outs[v])
+                cells, changed, worst = numeric_change(outs["numpy"], outs[v])
+                found[f"{trace.name} {command} {v}"] = {
+                    "files": equal.compare(outs["numpy"], outs[v]),
+                    "numeric_cells": cells,
+                    "changed_cells": changed,
+                    "max_relative_change": worst,
+                }
     return found
+
+
+def _outputs(d: dict[str, Any] | None) -> str:
+    """The report's "outputs" cell: same, or which files differ and by how much."""
+    if d is None:
+        return "–"
+    if not d["files"]:
+        return "same"
+    names = sorted({f.split(":")[0].rsplit("/", 1)[-1] for f in d["files"]})
+    return (
+        f"differ: {d['changed_cells']} of {d['numeric_cells']} CSV numbers, up to {d['max_relative_change']:.1e} "
+        f"relative ({', '.join(names)})"
+    )
 
 
 #: Python's default: bytecode cached (this machine's shell sets PYTHONDONTWRITEBYTECODE=1)
@@ -248,10 +299,12 @@ def measure(traces: list[Path], rounds: int, work: Path) -> dict[str, list[tuple
 
 
 def _mb(path: Path) -> str:
-    return f"{path.stat().st_size / 1e6:.1f} MB" + (" gz" if path.suffix == ".gz" else "")
+    size = path.stat().st_size
+    shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+    return shown + (" gz" if path.suffix == ".gz" else "")
 
 
-def report(traces: list[Path], times: dict[str, list[tuple[float, float]]], diffs: dict[str, list[str]],
+def report(traces: list[Path], times: dict[str, list[tuple[float, float]]], diffs: dict[str, dict[str, Any]],
            args: argparse.Namespace) -> str:  # fmt: skip
     lines = [
         "# pandas for the trace analyzers' group-by tables: what it costs `magpie gap` and `magpie inference`",
@@ -275,8 +328,7 @@ def report(traces: list[Path], times: dict[str, list[tuple[float, float]]], diff
                 walls, cpus = [w for w, _ in runs], [u for _, u in runs]
                 wr = [w / b[0] for (w, _), b in zip(runs, base, strict=True)]
                 cr = [u / b[1] for (_, u), b in zip(runs, base, strict=True)]
-                d = diffs.get(f"{t.name} {c} {v}")
-                same = "–" if v == "numpy" else "same" if not d else "differ: " + "; ".join(d[:3])
+                same = _outputs(diffs.get(f"{t.name} {c} {v}"))
                 lines.append(
                     f"| {t.name} ({_mb(t)}) | {c} | {v} | {statistics.median(walls):.3f} ({min(walls):.3f}-"
                     f"{max(walls):.3f}) | {statistics.median(cpus):.3f} | {statistics.median(wr):.2f}x "
@@ -311,7 +363,7 @@ def main() -> int:
             traces += [shapes.build(work, shape, args.build_mb)[0] for shape in ("mi300", "sglang")]
         diffs = check(traces, Path(tmp))
         for k, d in diffs.items():
-            print(f"{k}: {'same' if not d else 'DIFFERENT: ' + '; '.join(d[:6])}", flush=True)
+            print(f"{k}: {_outputs(d)}", flush=True)
         times = measure(traces, args.rounds, Path(tmp))
     text = report(traces, times, diffs, args)
     args.output.write_text(text)
