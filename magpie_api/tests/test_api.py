@@ -16,10 +16,12 @@ from typing import Any
 import magpie
 import pytest
 
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 
 H100 = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 H200 = DATA / "traces_gpu" / "llama_h200.json.gz"
+#: a compare run folder the CLI wrote (CPU, PyTorch softmax): the example notebook's
+NOTEBOOK_COMPARE = ROOT / "docs" / "notebooks" / "data" / "compare_softmax"
 
 
 def cli_json(run_magpie: Any, *args: str) -> list[dict[str, Any]]:
@@ -170,8 +172,24 @@ def test_load_reads_every_kind(tmp_path: Path) -> None:
     assert isinstance(loop, magpie.LoopResult) and not loop.success
     assert loop.conditions["ok"].tolist() == [False]
 
-    analyze = magpie.load(_write(tmp_path / "an", "analyze_report.json", {"mode": "analyze", "summary": [{"a": 1}]}))
+    results = [{"kernel_id": "k", "performance": {"samples_us": [3.0, 1.0]}}, {"kernel_id": "x", "performance": {}}]
+    analyze = magpie.load(
+        _write(tmp_path / "an", "analyze_report.json", {"mode": "analyze", "summary": [{"a": 1}], "results": results})
+    )
     assert isinstance(analyze, magpie.AnalyzeResult) and analyze.kernels["a"].tolist() == [1]
+    assert analyze.samples.values.tolist() == [["k", 0, 3.0], ["k", 1, 1.0]]  # in the order taken; none for "x"
+
+
+def test_compare_samples_give_the_cli_medians() -> None:
+    """A compare report ``magpie compare`` wrote (the notebook's): each kernel's samples, their count and median
+    are the ones the command printed (``summary_rows``) and ranked by."""
+    compare = magpie.load(NOTEBOOK_COMPARE)
+    assert isinstance(compare, magpie.CompareResult)
+    samples = compare.samples.groupby("kernel_id")["time_us"]
+    printed = compare.summary.set_index("kernel_id")
+    assert samples.size().to_dict() == printed["samples"].to_dict()
+    assert samples.median().to_dict() == printed["median_us"].to_dict()
+    assert samples.median().to_dict() == compare.candidates.set_index("kernel_id")["median_us"].to_dict()
 
 
 def test_load_reads_a_loop_record_and_its_report(gap_run: magpie.GapResult, run_magpie: Any, tmp_path: Path) -> None:

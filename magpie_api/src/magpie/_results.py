@@ -268,6 +268,16 @@ class InferenceResult(Result):
 # -- kernel compare and analyze ----------------------------------------------------------------------------------
 
 
+def _timing_samples(kernel_results: list[dict[str, Any]]) -> Rows:
+    """One row per timing sample of each kernel (``performance.samples_us``, in the order they were pooled): the
+    samples the report's medians and intervals were computed from."""
+    return [
+        {"kernel_id": k.get("kernel_id"), "sample": i, "time_us": t}
+        for k in kernel_results
+        for i, t in enumerate((k.get("performance") or {}).get("samples_us") or [])
+    ]
+
+
 @dataclass(repr=False)
 class CompareResult(Result):
     """``magpie compare``: candidates ranked against the baseline, with a verdict each (``compare_report.json``)."""
@@ -292,6 +302,12 @@ class CompareResult(Result):
         """One row per kernel, as ``magpie compare`` prints it (including the ones not ranked)."""
         return list(self.data.get("summary_rows", []))
 
+    @table
+    def samples(self) -> Rows:
+        """Every timing sample of every kernel (``kernel_id``, ``sample``, ``time_us``); a kernel's median of them is
+        its ``median_us`` in :attr:`candidates`."""
+        return _timing_samples((self.data.get("results") or {}).get("kernel_results", []))
+
 
 @dataclass(repr=False)
 class AnalyzeResult(Result):
@@ -303,6 +319,11 @@ class AnalyzeResult(Result):
     def kernels(self) -> Rows:
         """One row per kernel, as ``magpie analyze`` prints it."""
         return list(self.data.get("summary", []))
+
+    @table
+    def samples(self) -> Rows:
+        """Every timing sample of every kernel (``kernel_id``, ``sample``, ``time_us``)."""
+        return _timing_samples(self.data.get("results", []))
 
 
 # -- benchmark and loop ------------------------------------------------------------------------------------------
