@@ -86,7 +86,8 @@ def _kind(data: dict[str, Any], file: Path) -> str:
 def load(path: str | Path) -> Result:
     """The run at ``path``, a run folder (workspace) or a report JSON, as its typed result:
     :class:`GapResult`, :class:`InferenceResult`, :class:`CompareResult`, :class:`AnalyzeResult`,
-    :class:`BenchmarkResult` or :class:`LoopResult`. A path without a report is a ``ValueError`` naming it."""
+    :class:`BenchmarkResult` or :class:`LoopResult` (a loop's report, or its ``loop.json`` record before
+    ``magpie loop report``). A path without a report is a ``ValueError`` naming it."""
     from magpie_core.reports import read_report_json
 
     path = Path(path)
