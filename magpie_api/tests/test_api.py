@@ -16,10 +16,12 @@ from typing import Any
 import magpie
 import pytest
 
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 
 H100 = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 H200 = DATA / "traces_gpu" / "llama_h200.json.gz"
+#: a compare run folder the CLI wrote (CPU, PyTorch softmax): the example notebook's
+NOTEBOOK_COMPARE = ROOT / "docs" / "notebooks" / "data" / "compare_softmax"
 
 
 def cli_json(run_magpie: Any, *args: str) -> list[dict[str, Any]]:
@@ -97,6 +99,42 @@ def test_inference_api_has_the_cli_numbers(
     assert loaded.roofline["kernel_time_ms_sum"].tolist() == roofline["kernel_time_ms_sum"].tolist()
 
 
+def test_tracelens_tables_are_the_cli_files(
+    inference_run: magpie.InferenceResult, run_magpie: Any, tmp_path: Path
+) -> None:
+    """TraceLens's tables of the API's run are the ones ``magpie inference`` writes, number for number."""
+    import csv
+
+    done = run_magpie(["inference", str(H200), "-o", str(tmp_path), "--no-html"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = only_run_folder(tmp_path)
+    for name in ("unified_perf_summary", "ops_summary", "kernel_summary", "gpu_timeline", "short_kernels_summary"):
+        with (folder / f"{name}.csv").open(newline="") as f:
+            cli = list(csv.DictReader(f))
+        df = getattr(inference_run, name)
+        assert len(df) == len(cli) > 0, name
+        assert set(df["trace"]) == {H200.name}
+        number = {"unified_perf_summary": "Kernel Time (µs)_sum", "ops_summary": "total_direct_kernel_time_sum",
+                  "kernel_summary": "Kernel duration (µs)_sum", "gpu_timeline": "time ms",
+                  "short_kernels_summary": "Short Kernel duration (µs) sum"}[name]  # fmt: skip
+        assert df[number].tolist() == [float(r[number]) for r in cli], name
+    # the summaries add up to the unified table's kernel time, as in TraceLens
+    unified = inference_run.unified_perf_summary["Kernel Time (µs)_sum"].sum()
+    assert inference_run.ops_summary["total_direct_kernel_time_sum"].sum() == pytest.approx(unified)
+    assert inference_run.collective_summary.empty  # no NCCL kernels on one GPU: the table is not written
+    assert inference_run.tables()[4:] == list(magpie._results.TRACELENS_TABLES)
+    with pytest.raises(KeyError, match="tables: unified_perf_summary"):
+        inference_run.tracelens("nope")
+
+
+def test_tracelens_tables_are_sheets(inference_run: magpie.InferenceResult, tmp_path: Path) -> None:
+    from openpyxl import load_workbook
+
+    wb = load_workbook(inference_run.to_excel(tmp_path / "inference.xlsx"), read_only=True)
+    assert {"unified_perf_summary", "ops_summary", "kernel_summary"} <= set(wb.sheetnames)
+    assert "collective_summary" not in wb.sheetnames  # empty tables get no sheet
+
+
 def _write(folder: Path, name: str, data: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(json.dumps(data))
@@ -134,8 +172,53 @@ def test_load_reads_every_kind(tmp_path: Path) -> None:
     assert isinstance(loop, magpie.LoopResult) and not loop.success
     assert loop.conditions["ok"].tolist() == [False]
 
-    analyze = magpie.load(_write(tmp_path / "an", "analyze_report.json", {"mode": "analyze", "summary": [{"a": 1}]}))
+    results = [{"kernel_id": "k", "performance": {"samples_us": [3.0, 1.0]}}, {"kernel_id": "x", "performance": {}}]
+    analyze = magpie.load(
+        _write(tmp_path / "an", "analyze_report.json", {"mode": "analyze", "summary": [{"a": 1}], "results": results})
+    )
     assert isinstance(analyze, magpie.AnalyzeResult) and analyze.kernels["a"].tolist() == [1]
+    assert analyze.samples.values.tolist() == [["k", 0, 3.0], ["k", 1, 1.0]]  # in the order taken; none for "x"
+
+
+def test_compare_samples_give_the_cli_medians() -> None:
+    """A compare report ``magpie compare`` wrote (the notebook's): each kernel's samples, their count and median
+    are the ones the command printed (``summary_rows``) and ranked by."""
+    compare = magpie.load(NOTEBOOK_COMPARE)
+    assert isinstance(compare, magpie.CompareResult)
+    samples = compare.samples.groupby("kernel_id")["time_us"]
+    printed = compare.summary.set_index("kernel_id")
+    assert samples.size().to_dict() == printed["samples"].to_dict()
+    assert samples.median().to_dict() == printed["median_us"].to_dict()
+    assert samples.median().to_dict() == compare.candidates.set_index("kernel_id")["median_us"].to_dict()
+
+
+def test_load_reads_a_loop_record_and_its_report(gap_run: magpie.GapResult, run_magpie: Any, tmp_path: Path) -> None:
+    """A loop folder loads before ``magpie loop report`` (its loop.json) and after (its report), with the numbers
+    ``magpie loop status --json`` and ``magpie loop report --json`` print."""
+    loop = tmp_path / "loop"
+    top = gap_run.top_kernels["name"][0]
+    for args in (
+        ["start", str(loop)],
+        ["add", str(loop), "analysis", str(gap_run.path)],
+        ["add", str(loop), "kernel", top],
+    ):
+        done = run_magpie(["loop", *args])
+        assert done.returncode == 0, done.stdout + done.stderr
+    record = magpie.load(loop)
+    assert isinstance(record, magpie.LoopResult) and not record.concluded and record.conclusion == ""
+    status = json.loads(run_magpie(["loop", "status", str(loop), "--json"]).stdout)
+    assert record.kernels[["name", "pct_total"]].values.tolist() == [
+        [k["name"], k["pct_total"]] for k in status["kernels"]
+    ]
+    assert record.history["step"].tolist() == ["start", "analysis", "kernel"]
+    assert record.conditions.empty
+    done = run_magpie(["loop", "report", str(loop), "--json"])  # exit 1: not a success (no baseline, no compare)
+    report = magpie.load(loop)
+    assert report.concluded and not report.success
+    assert report.conclusion == json.loads(done.stdout)["conclusion"]
+    assert report.conditions["ok"].tolist() == [c["ok"] for c in json.loads(done.stdout)["conditions"]]
+    assert report.history.equals(record.history)
+    assert report.kernels["pct_total"].tolist() == record.kernels["pct_total"].tolist()
 
 
 def test_load_names_what_it_cannot_read(tmp_path: Path) -> None:

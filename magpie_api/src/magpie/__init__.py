@@ -47,6 +47,7 @@ __all__ = [
 #: report files, most specific first (a benchmark workspace also holds gap_analysis/ and tracelens/ below it)
 REPORT_FILES = (
     "loop_report.json",
+    "loop.json",  # a loop's record before ``magpie loop report`` concluded it
     "compare_report.json",
     "analyze_report.json",
     "benchmark_report.json",
@@ -55,6 +56,8 @@ REPORT_FILES = (
 )
 #: a report's ``mode`` -> the kind of result, where they differ
 _MODE_KINDS = {"loop_report": "loop"}
+#: a record's ``kind`` (files that are not reports: no ``mode``) -> the kind of result
+_RECORD_KINDS = {"magpie-loop": "loop"}
 
 
 def _report_file(folder: Path) -> Path:
@@ -71,6 +74,8 @@ def _kind(data: dict[str, Any], file: Path) -> str:
     mode = data.get("mode")
     if isinstance(mode, str) and mode:
         return _MODE_KINDS.get(mode, mode)
+    if data.get("kind") in _RECORD_KINDS:
+        return _RECORD_KINDS[data["kind"]]
     if data.get("analyzer") == "inference":
         return "inference"
     if "top_kernels" in data and "ranks" in data:
@@ -81,7 +86,8 @@ def _kind(data: dict[str, Any], file: Path) -> str:
 def load(path: str | Path) -> Result:
     """The run at ``path``, a run folder (workspace) or a report JSON, as its typed result:
     :class:`GapResult`, :class:`InferenceResult`, :class:`CompareResult`, :class:`AnalyzeResult`,
-    :class:`BenchmarkResult` or :class:`LoopResult`. A path without a report is a ``ValueError`` naming it."""
+    :class:`BenchmarkResult` or :class:`LoopResult` (a loop's report, or its ``loop.json`` record before
+    ``magpie loop report``). A path without a report is a ``ValueError`` naming it."""
     from magpie_core.reports import read_report_json
 
     path = Path(path)

@@ -151,6 +151,31 @@ class GapResult(Result):
 
 # -- inference ---------------------------------------------------------------------------------------------------
 
+#: TraceLens's tables as ``magpie inference`` writes them (``tracelens_tables`` in its summary; the CSV names and the
+#: workbook's sheet names), in TraceLens's order
+TRACELENS_TABLES = (
+    "unified_perf_summary",
+    "ops_summary",
+    "ops_summary_by_category",
+    "ops_unique_args",
+    "gpu_timeline",
+    "kernel_summary",
+    "short_kernels_summary",
+    "short_kernel_histogram",
+    "collective_summary",
+)
+
+
+def _tracelens_table(name: str) -> table:
+    """The DataFrame property of one TraceLens table (:meth:`InferenceResult.tracelens`)."""
+
+    def rows(self: InferenceResult) -> pd.DataFrame:
+        return self.tracelens(name)
+
+    rows.__name__ = name
+    rows.__doc__ = f"TraceLens's ``{name}.csv`` of every trace, with a ``trace`` column (:meth:`tracelens`)."
+    return table(rows)
+
 
 @dataclass(repr=False)
 class InferenceResult(Result):
@@ -166,16 +191,33 @@ class InferenceResult(Result):
     def _stages(self) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
         return [(tr, name, st) for tr in self.data.get("traces", []) for name, st in tr.get("stages", {}).items()]
 
-    def _stage_csvs(self, key: str) -> pd.DataFrame:
-        """One stage table (``roofline_csv``, ``kernels_csv``) of every stage of every trace, stacked."""
+    def _stacked(self, files: list[tuple[str | None, dict[str, Any]]]) -> pd.DataFrame:
+        """CSV tables the analyzer wrote (file, the columns to put first), stacked; a file that is gone is left
+        out."""
         import pandas as pd
 
-        parts = []
-        for tr, name, st in self._stages():
-            path = resolve(st.get(key), self.workspace)
-            if path is not None:
-                parts.append(csv_frame(path, trace=Path(tr["trace_file"]).name, stage=name))
+        parts = [csv_frame(path, **extra) for file, extra in files if (path := resolve(file, self.workspace))]
         return pd.concat(parts, ignore_index=True) if parts else frame([])
+
+    def _stage_csvs(self, key: str) -> pd.DataFrame:
+        """One stage table (``roofline_csv``, ``kernels_csv``) of every stage of every trace, stacked."""
+        return self._stacked(
+            [(st.get(key), {"trace": Path(tr["trace_file"]).name, "stage": name}) for tr, name, st in self._stages()]
+        )
+
+    def tracelens(self, name: str) -> pd.DataFrame:
+        """TraceLens's table ``name`` (one of :data:`TRACELENS_TABLES`, as TraceLens names its CSVs and Excel
+        sheets: ``unified_perf_summary``, ``ops_summary``, ``kernel_summary`` ...) of every trace, stacked with a
+        ``trace`` column; empty when the analysis wrote none (``tracelens_tables: false``, or no such table, as
+        ``collective_summary`` without NCCL/RCCL kernels)."""
+        if name not in TRACELENS_TABLES:
+            raise KeyError(f"no TraceLens table {name!r}; tables: {', '.join(TRACELENS_TABLES)}")
+        return self._stacked(
+            [
+                ((tr.get("tracelens_tables") or {}).get(name), {"trace": Path(tr["trace_file"]).name})
+                for tr in self.data.get("traces", [])
+            ]
+        )
 
     @table
     def stages(self) -> Rows:
@@ -208,17 +250,32 @@ class InferenceResult(Result):
     @table
     def iterations(self) -> pd.DataFrame:
         """Every engine step: phase, window membership, step time, GPU busy and idle time (``iterations.csv``)."""
-        import pandas as pd
+        traces = self.data.get("traces", [])
+        return self._stacked([(tr.get("iterations_csv"), {"trace": Path(tr["trace_file"]).name}) for tr in traces])
 
-        parts = []
-        for tr in self.data.get("traces", []):
-            path = resolve(tr.get("iterations_csv"), self.workspace)
-            if path is not None:
-                parts.append(csv_frame(path, trace=Path(tr["trace_file"]).name))
-        return pd.concat(parts, ignore_index=True) if parts else frame([])
+    # TraceLens's tables, one property each, so that they are among tables() and to_excel() writes them as sheets
+    unified_perf_summary = _tracelens_table("unified_perf_summary")
+    ops_summary = _tracelens_table("ops_summary")
+    ops_summary_by_category = _tracelens_table("ops_summary_by_category")
+    ops_unique_args = _tracelens_table("ops_unique_args")
+    gpu_timeline = _tracelens_table("gpu_timeline")
+    kernel_summary = _tracelens_table("kernel_summary")
+    short_kernels_summary = _tracelens_table("short_kernels_summary")
+    short_kernel_histogram = _tracelens_table("short_kernel_histogram")
+    collective_summary = _tracelens_table("collective_summary")
 
 
 # -- kernel compare and analyze ----------------------------------------------------------------------------------
+
+
+def _timing_samples(kernel_results: list[dict[str, Any]]) -> Rows:
+    """One row per timing sample of each kernel (``performance.samples_us``, in the order they were pooled): the
+    samples the report's medians and intervals were computed from."""
+    return [
+        {"kernel_id": k.get("kernel_id"), "sample": i, "time_us": t}
+        for k in kernel_results
+        for i, t in enumerate((k.get("performance") or {}).get("samples_us") or [])
+    ]
 
 
 @dataclass(repr=False)
@@ -245,6 +302,12 @@ class CompareResult(Result):
         """One row per kernel, as ``magpie compare`` prints it (including the ones not ranked)."""
         return list(self.data.get("summary_rows", []))
 
+    @table
+    def samples(self) -> Rows:
+        """Every timing sample of every kernel (``kernel_id``, ``sample``, ``time_us``); a kernel's median of them is
+        its ``median_us`` in :attr:`candidates`."""
+        return _timing_samples((self.data.get("results") or {}).get("kernel_results", []))
+
 
 @dataclass(repr=False)
 class AnalyzeResult(Result):
@@ -256,6 +319,11 @@ class AnalyzeResult(Result):
     def kernels(self) -> Rows:
         """One row per kernel, as ``magpie analyze`` prints it."""
         return list(self.data.get("summary", []))
+
+    @table
+    def samples(self) -> Rows:
+        """Every timing sample of every kernel (``kernel_id``, ``sample``, ``time_us``)."""
+        return _timing_samples(self.data.get("results", []))
 
 
 # -- benchmark and loop ------------------------------------------------------------------------------------------
@@ -308,9 +376,15 @@ class BenchmarkResult(Result):
 @dataclass(repr=False)
 class LoopResult(Result):
     """``magpie loop report``: the optimization loop's conclusion and the condition that decided it
-    (``loop_report.json``)."""
+    (``loop_report.json``); or the loop's record while it runs (``loop.json``: its steps, kernels and compares, no
+    conclusion yet)."""
 
     kind: ClassVar[str] = "loop"
+
+    @property
+    def concluded(self) -> bool:
+        """Whether this is the loop's report (``magpie loop report`` wrote it), not its record in progress."""
+        return self.data.get("mode") == "loop_report"
 
     @property
     def success(self) -> bool:
@@ -318,6 +392,7 @@ class LoopResult(Result):
 
     @property
     def conclusion(self) -> str:
+        """The report's conclusion ("success", or "not a success: ..."); empty for a record not concluded."""
         return str(self.data.get("conclusion", ""))
 
     @table
@@ -334,6 +409,18 @@ class LoopResult(Result):
     def compares(self) -> Rows:
         """The kernel comparisons the loop recorded."""
         return list(self.data.get("compares", []))
+
+    @table
+    def history(self) -> Rows:
+        """Every step recorded, in order (time, step, path, kernel): the record's own, or for a report the record
+        it names (``files.loop``; empty when that file is gone)."""
+        record = self.data
+        if self.concluded:
+            from magpie_core.reports import read_report_json
+
+            path = resolve((self.data.get("files") or {}).get("loop"), self.workspace)
+            record = read_report_json(path) if path is not None else {}
+        return list(record.get("history", []))
 
 
 RESULT_TYPES: dict[str, type[Result]] = {
