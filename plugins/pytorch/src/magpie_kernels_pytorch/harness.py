@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import itertools
 import platform
 import random
 import traceback
@@ -464,9 +465,12 @@ def _sampler(
     clock = timer.clock(device, graph_replay=perf.graph_replay)
     copies = input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings)
     input_sets = [list(clone(inputs)) for _ in range(copies)]
+    turn = itertools.count()
 
-    def launch(i: int) -> None:
-        fn(*input_sets[i % copies])
+    def launch(_: int) -> None:
+        # the rotation goes on from batch to batch: restarted in each, a batch of n launches would read the
+        # first n copies only, over and over, from a warm cache
+        fn(*input_sets[next(turn) % copies])
 
     return BatchSampler(clock, launch, settings, copies), timer.name
 
