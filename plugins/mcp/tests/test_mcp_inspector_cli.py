@@ -31,15 +31,18 @@ INSPECTOR = REPO / ".npm-inspector" / "node_modules" / ".bin" / "mcp-inspector"
 TOKEN = "throwaway-inspector-token-0123456789"
 # the Inspector CLI's exit codes (its EXIT_CODES): a tool answering isError, a server refusing the credentials
 TOOL_ERROR, AUTH_REQUIRED = 5, 3
+HINTS = {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 
 @dataclass
 class Answer:
-    """One Inspector CLI call: its exit code, the result (stdout, ``--format json``), its error envelope (stderr)."""
+    """One Inspector CLI call: its exit code, the result (stdout, ``--format json``), its error envelope (stderr),
+    and the end of its stderr (so that a failed assertion on an answer shows what the Inspector said)."""
 
     rc: int
     result: dict[str, Any]
     error: dict[str, Any]
+    stderr: str
 
     @property
     def text(self) -> str:
@@ -70,8 +73,14 @@ class Inspector:
             text=True,
             timeout=120,
         )
-        out = json.loads(proc.stdout) if proc.stdout.strip() else {}
-        return Answer(proc.returncode, out.get("result", {}), _last_json(proc.stderr).get("error", {}))
+        try:
+            out = json.loads(proc.stdout) if proc.stdout.strip() else {}
+        except json.JSONDecodeError:  # not the CLI's JSON (a crash, a changed interface): show what it said
+            raise AssertionError(
+                f"Inspector exit {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+            ) from None
+        error = _last_json(proc.stderr).get("error", {})
+        return Answer(proc.returncode, out.get("result", {}), error, proc.stderr[-2000:])
 
 
 @pytest.fixture
@@ -88,9 +97,14 @@ def workspace(tmp_path: Path) -> Path:
     return write_workspace(tmp_path / "ws", roots=[tmp_path / "ws"])
 
 
+def _ok(answer: Answer) -> dict[str, Any]:
+    """The result of a call that must succeed."""
+    assert answer.rc == 0 and not answer.result.get("isError"), answer
+    return answer.result
+
+
 def _tools(answer: Answer) -> dict[str, dict[str, Any]]:
-    assert answer.rc == 0, answer.error
-    return {t["name"]: t for t in answer.result["tools"]}
+    return {t["name"]: t for t in _ok(answer)["tools"]}
 
 
 def test_stdio_tools_metadata_a_call_and_a_refusal(inspector: Inspector, workspace: Path, tmp_path: Path) -> None:
@@ -111,22 +125,22 @@ def test_stdio_tools_metadata_a_call_and_a_refusal(inspector: Inspector, workspa
         title, hints = tool_annotations(fn, name)
         assert listed[name]["title"] == title, name
         assert listed[name]["annotations"] == hints.model_dump(by_alias=True, exclude_none=True), name
+        assert set(listed[name]["annotations"]) >= HINTS, name
         assert listed[name]["outputSchema"]["type"] == "object", name
     assert listed["analyze"]["title"] == "Analyze kernels"
 
     call = ["--method", "tools/call", "--tool-name"]
-    plugins = stdio(*call, "list_plugins")
-    assert plugins.rc == 0 and not plugins.result["isError"], plugins.error
-    assert "magpie-mcp" in {p["distribution"] for p in plugins.result["structuredContent"]["plugins"]}
+    plugins = _ok(stdio(*call, "list_plugins"))["structuredContent"]["plugins"]
+    assert "magpie-mcp" in {p["distribution"] for p in plugins}
 
     outside = tmp_path / "outside" / "kernels.yaml"
     outside.parent.mkdir()
     outside.write_text("kernels:\n  - id: k\n    entry: k.py:run\n")
     refused = stdio(*call, "analyze", "--tool-arg", f"kernel_config={outside}")
     # a policy refusal is a tool result with isError (the Inspector exits 5), saying what and how to allow it
-    assert refused.rc == TOOL_ERROR and refused.result["isError"] is True
-    assert f"{outside} is outside the allowed workspace roots" in refused.text and "--root" in refused.text
-    assert refused.error["code"] == "tool_is_error"
+    assert refused.rc == TOOL_ERROR and refused.result["isError"] is True, refused
+    assert f"{outside} is outside the allowed workspace roots" in refused.text and "--root" in refused.text, refused
+    assert refused.error["code"] == "tool_is_error", refused
     assert not (workspace / "results" / "mcp_jobs").exists(), "a refused call started a job"
     # each Inspector call stopped the server it started (the server's command line names its config)
     deadline = time.monotonic() + 10
@@ -156,16 +170,13 @@ def test_http_bearer_token_and_a_job_reached_from_a_second_call(inspector: Inspe
         assert "slow_job" in _tools(inspector(*configs["with_token"], "--method", "tools/list"))
 
         call = [*configs["with_token"], "--method", "tools/call", "--tool-name"]
-        started = inspector(*call, "slow_job", "--tool-arg", "seconds=1", "wait=false")
-        assert started.rc == 0, started.error
-        job = started.result["structuredContent"]["job"]
-        assert job["state"] in ("queued", "running") and job["job_token"].startswith("mjt_")
+        job = _ok(inspector(*call, "slow_job", "--tool-arg", "seconds=1", "wait=false"))["structuredContent"]["job"]
+        assert job["state"] in ("queued", "running") and job["job_token"].startswith("mjt_"), job
         # a second Inspector call is a new session: the job's id means nothing there, its token does (a test
         # job's token on the Inspector's command line, the only way its CLI takes tool arguments)
         by_id = inspector(*call, "job_status", "--tool-arg", f"job_id={job['job_id']}")
-        assert by_id.rc == TOOL_ERROR and "in this session" in by_id.text
-        done = inspector(*call, "job_result", "--tool-arg", f"job_id={job['job_token']}", "wait_s=60")
-        assert done.rc == 0, done.error
-        result = done.result["structuredContent"]
-        assert result["job"]["job_id"] == job["job_id"] and result["job"]["state"] == "succeeded"
-        assert result["report"]["echo"]["sleep_s"] == 1
+        assert by_id.rc == TOOL_ERROR and "in this session" in by_id.text, by_id
+        done = _ok(inspector(*call, "job_result", "--tool-arg", f"job_id={job['job_token']}", "wait_s=60"))
+        result = done["structuredContent"]
+        assert result["job"]["job_id"] == job["job_id"] and result["job"]["state"] == "succeeded", result
+        assert result["report"]["echo"]["sleep_s"] == 1, result
