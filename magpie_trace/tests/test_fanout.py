@@ -85,14 +85,21 @@ def test_large_results_come_back_through_files_that_are_then_removed() -> None:
     assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
 
 
-def _unpicklable(parent: int) -> object:
-    time.sleep(0.1)
-    return (lambda: None) if os.getpid() != parent else parent
+def _unpicklable(parent: int, marker: str) -> object:
+    if os.getpid() != parent:
+        open(marker, "w").close()
+        return lambda: None
+    # the caller holds its task until the child has taken the other (a fixed sleep lost that race on a
+    # loaded machine: the caller ran both)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return parent
 
 
-def test_a_result_the_child_cannot_send_fails_only_its_task() -> None:
-    me = os.getpid()
-    results = run_tasks([(_unpicklable, (me,)), (_unpicklable, (me,))], workers=2)
+def test_a_result_the_child_cannot_send_fails_only_its_task(tmp_path) -> None:
+    me, marker = os.getpid(), str(tmp_path / "child_took_a_task")
+    results = run_tasks([(_unpicklable, (me, marker)), (_unpicklable, (me, marker))], workers=2)
     assert me in results
     errors = [r for r in results if isinstance(r, RuntimeError)]
     assert len(errors) == 1 and "cannot be sent back" in str(errors[0])
