@@ -85,21 +85,20 @@ def test_large_results_come_back_through_files_that_are_then_removed() -> None:
     assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
 
 
-def _unpicklable(parent: int, marker: str) -> object:
-    if os.getpid() != parent:
-        open(marker, "w").close()
-        return lambda: None
-    # the caller holds its task until the child has taken the other (a fixed sleep lost that race on a
-    # loaded machine: the caller ran both)
+def _unpicklable(parent: int, folder: str) -> object:
+    # each process holds its task until the other has taken one (fixed sleeps lost the race on a loaded
+    # machine: one process ran both tasks), then the child answers with what it cannot send
+    mine, other = ("caller", "child") if os.getpid() == parent else ("child", "caller")
+    open(os.path.join(folder, mine), "w").close()
     deadline = time.monotonic() + 60
-    while not os.path.exists(marker) and time.monotonic() < deadline:
+    while not os.path.exists(os.path.join(folder, other)) and time.monotonic() < deadline:
         time.sleep(0.01)
-    return parent
+    return parent if mine == "caller" else (lambda: None)
 
 
 def test_a_result_the_child_cannot_send_fails_only_its_task(tmp_path) -> None:
-    me, marker = os.getpid(), str(tmp_path / "child_took_a_task")
-    results = run_tasks([(_unpicklable, (me, marker)), (_unpicklable, (me, marker))], workers=2)
+    me = os.getpid()
+    results = run_tasks([(_unpicklable, (me, str(tmp_path))), (_unpicklable, (me, str(tmp_path)))], workers=2)
     assert me in results
     errors = [r for r in results if isinstance(r, RuntimeError)]
     assert len(errors) == 1 and "cannot be sent back" in str(errors[0])
