@@ -10,12 +10,26 @@ import pytest
 from magpie_trace.fanout import WorkerDied, run_tasks, start_method
 
 
-def _pid_and_square(x: int) -> tuple[int, int]:
-    time.sleep(0.05)  # long enough for the child to start and take some tasks
+def _meet(parent: int, folder: str) -> None:
+    """Hold the task until the other process (caller or child) has taken one too: tests that need both to
+    work cannot rely on a child starting within a fixed sleep (a loaded machine ran every task in the caller)."""
+    mine, other = ("caller", "child") if os.getpid() == parent else ("child", "caller")
+    open(os.path.join(folder, mine), "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(folder, other)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _pid_and_square(x: int, meet: tuple[int, str] | None = None) -> tuple[int, int]:
+    if meet:
+        _meet(*meet)
+    time.sleep(0.05)
     return os.getpid(), x * x
 
 
-def _sleep_pid(seconds: float) -> int:
+def _sleep_pid(seconds: float, meet: tuple[int, str] | None = None) -> int:
+    if meet:
+        _meet(*meet)
     time.sleep(seconds)
     return os.getpid()
 
@@ -31,8 +45,8 @@ def _die_in_child(parent: int) -> int:
     return parent
 
 
-def test_results_in_task_order_and_the_caller_works_too() -> None:
-    tasks = [(_pid_and_square, (i,)) for i in range(6)]
+def test_results_in_task_order_and_the_caller_works_too(tmp_path) -> None:
+    tasks = [(_pid_and_square, (i, (os.getpid(), str(tmp_path)))) for i in range(6)]
     results = run_tasks(tasks, workers=2)
     assert [r[1] for r in results] == [i * i for i in range(6)]
     pids = {r[0] for r in results}
@@ -59,27 +73,29 @@ def test_a_dying_child_fails_only_its_tasks() -> None:
     assert len(died) == 1 and "exit code -9" in str(died[0])
 
 
-def test_a_busy_worker_takes_fewer_tasks() -> None:
+def test_a_busy_worker_takes_fewer_tasks(tmp_path) -> None:
     """Tasks go to whichever process is free: the short ones all run beside the long one."""
-    tasks = [(_pid_and_square, (i,)) for i in range(8)] + [(_sleep_pid, (0.6,))]
+    meet = (os.getpid(), str(tmp_path))
+    tasks = [(_pid_and_square, (i, meet)) for i in range(8)] + [(_sleep_pid, (3.0, meet))]
     results = run_tasks(tasks, workers=2, weights=[1.0] * 8 + [10.0])
     assert [r[1] for r in results[:8]] == [i * i for i in range(8)]
     assert all(r[0] != results[8] for r in results[:8])
 
 
-def _big(x: int) -> tuple[int, bytes]:
+def _big(x: int, meet: tuple[int, str]) -> tuple[int, bytes]:
+    _meet(*meet)
     time.sleep(0.05)
     return os.getpid(), bytes([x]) * (3 << 20)
 
 
-def test_large_results_come_back_through_files_that_are_then_removed() -> None:
+def test_large_results_come_back_through_files_that_are_then_removed(tmp_path) -> None:
     """A child's large result travels through a file (the pipe needs the caller's GIL for every read), which
     the caller reads and deletes."""
     from magpie_trace import fanout
 
     where = fanout._result_dir() or __import__("tempfile").gettempdir()
     before = {p for p in os.listdir(where) if p.startswith("magpie-tasks-")}
-    results = run_tasks([(_big, (i,)) for i in range(6)], workers=2)
+    results = run_tasks([(_big, (i, (os.getpid(), str(tmp_path)))) for i in range(6)], workers=2)
     assert [r[1] == bytes([i]) * (3 << 20) for i, r in enumerate(results)] == [True] * 6
     assert len({r[0] for r in results}) == 2  # the child returned some of them
     assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
