@@ -22,8 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from magpie_core import timing_workers
 from magpie_core.pipelines.compare import compare
 from magpie_core.pipelines.kernels import load_kernel_file
 
@@ -44,6 +47,50 @@ def demo_compare(gpu: bool, out: Path) -> dict:
     return {"config": config, "wall_s": round(time.perf_counter() - start, 2), "exit": done.returncode, "tail": tail}
 
 
+class WorkerClock:
+    """Where a compare's worker processes spend their time: each TimingWorker call, timed from outside."""
+
+    CALLS = ("__init__", "check", "prepare", "sample", "close")
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[tuple[float, float]]] = {name: [] for name in self.CALLS}
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> WorkerClock:
+        self.saved = {name: getattr(timing_workers.TimingWorker, name) for name in self.CALLS}
+        for name, original in self.saved.items():
+            setattr(timing_workers.TimingWorker, name, self._timed(name, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self.saved.items():
+            setattr(timing_workers.TimingWorker, name, original)
+
+    def _timed(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.spans[name].append((began - self.start, time.perf_counter() - began))
+
+        return call
+
+    def summary(self) -> dict:
+        """Per call: how many, total and longest seconds, and the wall span from the first start to the last end."""
+        out = {}
+        for name, spans in self.spans.items():
+            if spans:
+                out[name] = {
+                    "n": len(spans),
+                    "sum_s": round(sum(d for _, d in spans), 2),
+                    "max_s": round(max(d for _, d in spans), 3),
+                    "first_s": round(min(s for s, _ in spans), 2),
+                    "last_end_s": round(max(s + d for s, d in spans), 2),
+                }
+        return out
+
+
 def candidates_compare(problem: str, count: int, out: Path) -> dict:
     """The problem's reference against ``count`` candidates, with the phases' start times."""
     file = load_kernel_file(BED / problem / "compare.yaml")
@@ -56,18 +103,20 @@ def candidates_compare(problem: str, count: int, out: Path) -> dict:
     file = file.model_copy(update={"kernels": kernels})
     marks: list[tuple[float, str]] = []
     start = time.perf_counter()
-    report = compare(
-        file,
-        config_dir=BED / problem,
-        output_dir=out,
-        progress=lambda message: marks.append((round(time.perf_counter() - start, 2), message)),
-    )
+    with WorkerClock() as clock:
+        report = compare(
+            file,
+            config_dir=BED / problem,
+            output_dir=out,
+            progress=lambda message: marks.append((round(time.perf_counter() - start, 2), message)),
+        )
     wall = time.perf_counter() - start
     return {
         "problem": problem,
         "candidates": count,
         "wall_s": round(wall, 2),
         "phases": marks,
+        "worker_calls": clock.summary(),
         "verdicts": {e.kernel_id: e.verdict for e in report.ranking},
         "blocks": (report.stability or {}).get("blocks"),
         "message": (report.stability or {}).get("message"),
