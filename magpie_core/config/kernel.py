@@ -101,7 +101,7 @@ class PerformanceConfig(StrictModel):
     processes: PositiveInt | None = Field(
         None,
         description="compare: independent worker processes per kernel, each with its own random memory layout; "
-        "the spread between them is part of every speedup's interval (default: 2, or 3 on hosts with 8+ CPUs)",
+        "the spread between them is part of every speedup's interval (default: 2, or 3 while kernels x 3 <= CPUs)",
         le=16,
     )
     enabled: bool = Field(True, description="false: check correctness only, no timing")

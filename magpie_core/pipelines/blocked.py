@@ -42,7 +42,7 @@ from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 AA = -1
 #: a timed process: (candidate index or :data:`AA`, process number)
 Key = tuple[int, int]
-SLOT_MS = 25.0
+SLOT_MS = 15.0
 MIN_BLOCKS = 20
 MAX_BLOCKS = 5000
 PRECISION_CHECK_EVERY = 5

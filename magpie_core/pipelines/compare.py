@@ -281,7 +281,7 @@ def _check_and_time_in_blocks(
         if not timed:
             return results, None
         anchor = base_index if base_index in timed else timed[0]
-        count = processes_per_instance(jobs[base_index].performance)
+        count = processes_per_instance(jobs[base_index].performance, len(timed) + (anchor == base_index))
         if progress:
             copy = f" and {count} for an identical copy of the baseline" if anchor == base_index else ""
             progress(f"starting {count - 1} more worker process(es) per timed kernel{copy}")

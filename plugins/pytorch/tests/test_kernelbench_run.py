@@ -82,3 +82,17 @@ def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp
     for workspace in (tmp_path / "out").glob("compare_*"):
         tasks = [json.loads(t.read_text()) for t in workspace.glob("*/task.json")]
         assert len({t["kernel"]["env"]["CUDA_VISIBLE_DEVICES"] for t in tasks}) == 1
+
+
+def test_the_tolerance_preset_is_chosen_on_the_command_line(run_magpie, tmp_path: Path) -> None:
+    problems, solutions = _problem_set(tmp_path, {"relu": [DATA / "relu_off_1e3.py"]})
+    correct = {}
+    for preset in ("kernelbench", "kernelbench-v0"):
+        results = tmp_path / f"{preset}.jsonl"
+        argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
+        done = run_magpie([*argv, "-o", str(tmp_path / preset), "--no-perf", "--tolerance", preset])
+        assert done.returncode == 0, done.stderr
+        correct[preset] = _rows(results)["relu_off_1e3"]["correct"]
+    assert correct == {"kernelbench": False, "kernelbench-v0": True}
+    bad = run_magpie(["kernelbench", "run", str(problems), "--solutions", str(solutions), "--tolerance", "1e-3"])
+    assert bad.returncode == 2 and "--tolerance" in bad.stderr

@@ -27,6 +27,8 @@ class CompareProblem:
     #: the framework config's performance/correctness blocks (``magpie -c config.yaml``), as JSON data: read
     #: where the command runs, so that a task on another node runs with them too
     defaults: dict[str, Any] = field(default_factory=dict)
+    #: settings of every problem's ``kernelbench:`` block (tolerance, mode, trials)
+    block_settings: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, problem: Problem) -> dict[str, Any]:
         from magpie_core.config.kernel import KernelConfigFile
@@ -35,7 +37,7 @@ class CompareProblem:
         from magpie_core.pipelines.kernels import prepare_kernel_file
 
         base = problem.reference.parent
-        data = {"kernelbench": problem.block().model_dump(), **self.defaults}
+        data = {"kernelbench": problem.block().model_dump() | self.block_settings, **self.defaults}
         file = prepare_kernel_file(KernelConfigFile.model_validate(data), base)
         if problem.devices is not None:  # every worker process of this problem sees only its GPU
             pinned = dict.fromkeys(VISIBLE_DEVICES, problem.devices)
@@ -77,6 +79,11 @@ def run_command(
     ),
     gpus_per_problem: float = typer.Option(1.0, "--gpus-per-problem", help="GPUs a Ray task asks for (0: CPU)"),
     no_html: bool = typer.Option(False, "--no-html", help="do not write report.html"),
+    tolerance: str = typer.Option(
+        "kernelbench", "--tolerance", help="kernelbench (HEAD's per-dtype table) or kernelbench-v0 (1e-2, leaderboards)"
+    ),
+    mode: str = typer.Option("train", "--mode", help="module mode of Model, ModelNew: train (KernelBench's) or eval"),
+    trials: int = typer.Option(5, "--trials", min=1, help="input sets checked, each with its own seed"),
 ) -> None:
     """Compare every problem's solutions with its reference; print fast_p (KernelBench's, and verified).
 
@@ -87,11 +94,12 @@ def run_command(
     from magpie_core.pipelines.kernels import block_options
 
     output_dir = output_dir.resolve()
+    block_settings = _block_settings(tolerance=tolerance, mode=mode, trials=trials)
     rows = run(
         problems_dir,
         solutions,
         results,
-        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework)),
+        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework), block_settings),
         environment=STATE.resolve_environment(),
         workers=STATE.resolve_workers(),
         gpus=local_devices(gpus),
@@ -105,3 +113,18 @@ def run_command(
     (output_dir / SUMMARY_FILE).write_text(json.dumps(data, indent=1) + "\n")
     write_html(KIND, data, output_dir, skip=no_html, quiet=True)
     typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem")} | {"rows": len(rows)}))
+
+
+def _block_settings(**settings: Any) -> dict[str, Any]:
+    """The options as ``kernelbench:`` block settings, checked by the block's own model (a bad value is a usage
+    error naming the option)."""
+    from pydantic import ValidationError
+
+    from magpie_kernels_pytorch.kernelbench import KernelBenchBlock
+
+    try:
+        KernelBenchBlock.model_validate(settings)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise typer.BadParameter(error["msg"], param_hint=f"--{error['loc'][0]}") from None
+    return settings
