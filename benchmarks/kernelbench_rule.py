@@ -116,13 +116,16 @@ def build_all(todo: list[tuple[str, Path, Path]], ext_root: Path, jobs: int, tim
     def one(item: tuple[str, Path, Path]) -> None:
         problem, _, solution = item
         start = time.monotonic()
-        status, output = child(["--worker", "build", str(solution)], extensions_dir(ext_root, problem, solution), timeout)
+        status, output = child(
+            ["--worker", "build", str(solution)], extensions_dir(ext_root, problem, solution), timeout
+        )
         row = last_row(output)
         if status is None:
             failed[solution] = f"build timed out after {timeout:.0f} s"
         elif row is None or row.get("error"):
             failed[solution] = (row or {}).get("error") or f"build exited {status}: {tail(output)}"
-        log(f"build {problem}/{solution.name}: {'failed' if solution in failed else 'ok'} {time.monotonic() - start:.0f} s")
+        outcome = "failed" if solution in failed else "ok"
+        log(f"build {problem}/{solution.name}: {outcome} {time.monotonic() - start:.0f} s")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, todo))
