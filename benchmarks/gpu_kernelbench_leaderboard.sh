@@ -42,10 +42,10 @@ timeout $(($(left) - 60)) python3 benchmarks/kernelbench_rule.py "$SET/problems"
 say "rule: exit $? ($(wc -l < "$STATE/rule.jsonl" 2>/dev/null || echo 0) rows)"
 save
 
-# (1) magpie kernelbench run, v0 tolerance through the framework config (the command has no tolerance option)
+# (1) magpie kernelbench run, at the v0 tolerance (the leaderboard's)
 say "magpie: start ($(left) s left)"
-timeout $(($(left) - 20)) python3 -m magpie_core -c "$SET/magpie_v0.yaml" kernelbench run "$SET/problems" \
-  --solutions "$SET/solutions" --results "$STATE/magpie.jsonl" -o "$STATE/magpie_out" --no-html \
+timeout $(($(left) - 20)) python3 -m magpie_core kernelbench run "$SET/problems" \
+  --solutions "$SET/solutions" --tolerance kernelbench-v0 --results "$STATE/magpie.jsonl" -o "$STATE/magpie_out" --no-html \
   > "$OUT/magpie_summary.json" 2>> "$OUT/magpie.log"
 say "magpie: exit $? ($(wc -l < "$STATE/magpie.jsonl" 2>/dev/null || echo 0) rows of $(find "$SET/solutions" -name '*.py' | wc -l))"
 save
