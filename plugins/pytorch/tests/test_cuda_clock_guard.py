@@ -1,0 +1,55 @@
+"""The CUDA clock's spin guard follows the host's rate of launching a batch, not one cold launch.
+
+No GPU here: torch.cuda's events, sleep kernel and device properties are replaced by stand-ins that record
+what the clock asks for (the guard's length in cycles). On the H200 a compare's slots each began with one
+untimed launch whose host time, taken as the per-launch rate, made the next guard ~25 ms long
+(benchmarks/compare_speed.py, docs/benchmarks/compare_speed.md).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from magpie_kernels_pytorch import timers
+
+
+class _Event:
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.at = 0.0
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: _Event) -> float:
+        return (end.at - self.at) * 1000
+
+
+@pytest.fixture
+def guards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    slept: list[int] = []
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
+    return slept
+
+
+def test_one_slow_launch_does_not_set_the_next_batchs_guard(guards: list[int]) -> None:
+    clock = timers.CudaClock(torch.device("cuda", 0))
+    per_us = clock._cycles_per_us
+    clock.time_batch(lambda i: None, 100)  # a warm batch: host rate of an empty launch, well under 20 us
+    clock.time_batch(lambda i: time.sleep(0.005), 1)  # the lone, cold launch before a slot: 5 ms on the host
+    guards.clear()
+    clock.time_batch(lambda i: None, 100)
+    guard_us = guards[0] / per_us
+    assert guard_us < 1000, f"guard {guard_us:.0f} us for 100 launches (the cold launch's 5 ms x 100 x 1.25 was 625 ms)"
+    clock.time_batch(lambda i: time.sleep(0.0002), 50)  # a batch that is slow on the host does set the rate
+    guards.clear()
+    clock.time_batch(lambda i: None, 50)
+    assert guards[0] / per_us >= 50 * 200 * 1.25
