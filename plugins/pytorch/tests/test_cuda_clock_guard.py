@@ -13,7 +13,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
 from magpie_kernels_pytorch import timers
 
 
