@@ -12,18 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # report models (pydantic): not imported when a parser plugin loads (every magpie command)
     from magpie_core.reports import ParsedKernelName
 
-CATEGORIES = (
-    "gemm",
-    "attention",
-    "norm",
-    "elementwise",
-    "reduce",
-    "copy/memset",
-    "moe",
-    "communication",
-    "sampling",
-    "other",
-)
+CATEGORIES = tuple("gemm attention norm elementwise reduce copy/memset moe communication sampling other".split())  # noqa: SIM905
 
 
 def installed_parsers() -> list[Any]:

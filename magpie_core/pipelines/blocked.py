@@ -275,7 +275,9 @@ def _others_cpu(
     """CPU seconds used between the two snapshots by processes magpie did not start, per name.
 
     magpie's own processes are this one and every session it started (each worker leads its own), so
-    the compare's own timing workers never make the machine look busy."""
+    the compare's own timing workers never make the machine look busy. Kernel threads (session 0) are named
+    in brackets, as ``ps`` does: much of their work is done for the timed processes (freeing what a kernel
+    allocated each call), so they are reported but do not make the machine busy (:func:`_user_cpus`)."""
     if before is None or after is None:
         return None
     me = os.getpid()
@@ -286,7 +288,7 @@ def _others_cpu(
         earlier = before.get(pid)
         delta = cpu - earlier[2] if earlier and earlier[0] == name else cpu
         if delta > 0:
-            used[name] += delta
+            used[f"[{name}]" if session == 0 else name] += delta
     return dict(used.most_common(5))
 
 
@@ -354,10 +356,16 @@ def _others_text(info: dict[str, Any]) -> str:
         load = info["load_average"][0]
         return f"load average {load:.1f} on {info['cpus']} CPUs" if load is not None else "other load unknown"
     busy = {name: cpus for name, cpus in others.items() if cpus >= 0.05}
-    if not busy:
-        return "nothing else running"
+    user, kernel = _user_cpus(busy), sum(busy.values()) - _user_cpus(busy)
+    parts = [f"other processes used {user:.2f} of {info['cpus']} CPUs"] if user else ["nothing else running"]
+    parts += [f"kernel threads {kernel:.2f}"] if kernel else []
     named = ", ".join(f"{name} {cpus:.2f}" for name, cpus in busy.items())
-    return f"other processes used {sum(busy.values()):.2f} of {info['cpus']} CPUs ({named})"
+    return ", ".join(parts) + (f" ({named})" if named else "")
+
+
+def _user_cpus(others: dict[str, float]) -> float:
+    """CPUs used by other processes, kernel threads ([name]) left out."""
+    return sum(cpus for name, cpus in others.items() if not name.startswith("["))
 
 
 def _stability_message(info: dict[str, Any], min_effect: float) -> str:
@@ -389,6 +397,6 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
             f"{min_effect:.0%}; more worker processes (performance.processes) narrow the intervals"
         )
     others = info["others_cpus"] or {}
-    if sum(others.values()) >= BUSY_CPUS:
+    if _user_cpus(others) >= BUSY_CPUS:
         return f"the machine was busy ({facts}, {info['blocks']} blocks); intervals include that noise"
     return f"stable ({facts}, {info['blocks']} blocks)"
