@@ -38,6 +38,12 @@ def test_compare_and_analyze_take_kernelbench_files_without_a_yaml(workspace: Pa
         # checked the way KernelBench checks: its tolerances, five input sets
         assert clamp["status"] == "passed" and clamp["trials"] == 5 and "preset 'kernelbench'" in clamp["message"]
         assert wrong["status"] == "failed" and "largest error at index" in wrong["message"]
+        # AMD Magpie's kernel_paths naming KernelBench files: the same compare, not a HIP build of .py files
+        by_paths = await call(s, "compare", {"kernel_paths": list(FILES), "measure_performance": False})
+        assert by_paths["report"]["baseline_id"] == "relu_reference"
+        assert [r["correctness"]["status"] for r in by_paths["report"]["results"]["kernel_results"]] == [
+            r["status"] for r in results.values()
+        ]
 
         analyzed = await call(
             s,

@@ -136,6 +136,13 @@ def recognised_file(tool: ToolContext, sources: list[str], kernel_type: str | No
     return prepare_kernel_file(file, folder), folder
 
 
+def recognised(tool: ToolContext, paths: list[str]) -> bool:
+    """Whether an installed plugin recognises these files as kernels it needs no YAML for (KernelBench's)."""
+    from magpie_core.pipelines.kernels import kernel_file_from_sources
+
+    return kernel_file_from_sources([str(tool.check_path(p, "kernel_paths")) for p in paths], None) is not None
+
+
 def kernel_job_args(
     tool: ToolContext,
     file: KernelConfigFile,
@@ -350,6 +357,8 @@ async def compare(
 
     Same execution policy as `analyze`: magpie's harness by default, commands only if the operator
     allowed their programs."""
+    if kernel_paths and not testcase_commands and not (kernels or sources) and recognised(tool, kernel_paths):
+        sources, kernel_paths = kernel_paths, None  # KernelBench files under AMD Magpie's name: no HIP build
     if kernel_paths:
         commands = testcase_commands or [None] * len(kernel_paths)  # type: ignore[list-item]
         if len(commands) != len(kernel_paths):
