@@ -39,7 +39,7 @@ from magpie_core.stats import sample_until_stable, summarize
 from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
 from magpie_kernels_pytorch.extensions import use_folder
-from magpie_kernels_pytorch.layout import Layout
+from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
 
@@ -298,6 +298,7 @@ class _Loaded:
 
 
 def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
+    fix_host_allocator()
     with torch.inference_mode():
         loaded = _Loaded.load(task, options)
         if loaded.error is not None:
@@ -516,10 +517,12 @@ class HarnessSession(SamplerSession):
 
     def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
         torch.inference_mode().__enter__()  # for the life of this worker process, as evaluate's block does
+        allocator = fix_host_allocator()  # before anything is allocated: every instance's malloc alike
         self.loaded = _Loaded.load(task, options)
         self.layout: Layout | None = None
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
         notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(self.loaded.device, self.loaded.perf)]
+        notes += [allocator] if allocator else []
         super().__init__(self._make_sampler, notes, meaningful=options.timing_meaningful)
 
     def check(self) -> EvaluationOutcome:
