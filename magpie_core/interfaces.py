@@ -56,6 +56,9 @@ class KernelBackend(Component):
     #: that compare's worker processes are forked from, so each process start costs a fork, not an import.
     #: They must not start threads or touch a device when imported.
     worker_preload: ClassVar[tuple[str, ...]] = ()
+    #: Environment variables this backend's worker processes start with where the user set none (read as a
+    #: runtime library loads: they reach the fork server as it starts, and every worker started afresh).
+    worker_env: ClassVar[dict[str, str]] = {}
 
     def worker_preload_for(self, kernel: KernelConfig) -> tuple[str, ...]:
         """More modules for the fork server when a compare has ``kernel`` (e.g. a JIT compiler's warm-up, too

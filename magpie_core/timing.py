@@ -1,19 +1,15 @@
 """The timing method shared by every device: batches, cold caches, warm-up, adaptive stopping.
 
-A timer plugin provides one primitive, :meth:`BatchClock.time_batch`: the
-time of ``n`` back-to-back launches taken between two timestamps (for GPUs:
-device events). The core decides batch sizes and when to stop, so "a sample"
-means the same thing on every device.
+A timer plugin provides one primitive, :meth:`BatchClock.time_batch`: the time of ``n`` back-to-back launches taken
+between two timestamps (for GPUs: device events). The core decides batch sizes and when to stop, so "a sample" means the
+same thing on every device.
 
-Why batches: with one launch between two events, host launch latency lands
-inside the interval (on an H200 a 14 µs kernel read as 27-31 µs). A batch
-lasting at least ``min_batch_us`` amortises event overhead and resolution.
+Why batches: with one launch between two events, host launch latency lands inside the interval (on an H200 a 14 µs
+kernel read as 27-31 µs). A batch lasting at least ``min_batch_us`` amortises event overhead and resolution.
 
-Why rotating inputs instead of a flush kernel: a cold-cache time needs the
-inputs out of cache before *each* launch. Launch ``i`` of a batch uses input
-copy ``i mod k``, with ``k`` copies together at least twice the last-level
-cache, so every launch reads its inputs from memory — no flush kernel inside
-the interval and nothing to subtract.
+Why rotating inputs instead of a flush kernel: a cold-cache time needs the inputs out of cache before *each* launch.
+Launch ``i`` of a batch uses input copy ``i mod k``, with ``k`` copies together at least twice the last-level cache, so
+every launch reads its inputs from memory — no flush kernel inside the interval and nothing to subtract.
 """
 
 from __future__ import annotations

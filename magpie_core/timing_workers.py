@@ -1,15 +1,14 @@
 """Long-lived timing workers: isolated processes of a compare's candidates, checked and sampled on command.
 
-Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see
-:mod:`magpie_core.worker` for the line protocol). It is forked from magpie's fork server, which
-imported the kernel backends' heavy modules once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`),
-so starting a worker costs a fork instead of a Python start and a framework import; the fork server
-stays up for the life of this process, so a later compare (an MCP server, a loop session) starts warm.
-A worker whose environment needs variables of its own (read when a process starts) is a fresh
-``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with
-``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers nonsense is
-stopped and fails its candidate alone; the others go on. Any other exception while the parent waits
-on a worker (an interrupt included) stops the worker first.
+Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see :mod:`magpie_core.worker`
+for the line protocol). It is forked from magpie's fork server, which imported the kernel backends' heavy modules
+once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a worker costs a fork instead of a
+Python start and a framework import; the fork server stays up for the life of this process, so a later compare
+(an MCP server, a loop session) starts warm. A worker whose environment needs variables of its own (read when a
+process starts) is a fresh ``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with
+``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers nonsense is stopped and fails
+its candidate alone; the others go on. Any other exception while the parent waits on a worker (an interrupt
+included) stops the worker first.
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ class TimingWorker:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "magpie_core.worker", "--session", str(task_path)],
                 cwd=cwd,
-                env={**os.environ, **env},
+                env={**os.environ, **worker_env(), **env},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
@@ -208,12 +207,27 @@ def _fork_context(extra: Iterable[str] = ()) -> multiprocessing.context.ForkServ
         return _context
 
 
+def worker_env() -> dict[str, str]:
+    """Every kernel backend's :attr:`~magpie_core.interfaces.KernelBackend.worker_env` the user did not set."""
+    from magpie_core.plugins import get_plugin_manager
+
+    wanted = [getattr(b, "worker_env", {}) for b in get_plugin_manager().components("kernel_backend").values()]
+    return {key: value for env in wanted for key, value in env.items() if key not in os.environ}
+
+
 def warm_fork_server(extra: Iterable[str] = ()) -> None:
     """Start the fork server now (it imports the preloaded modules, and ``extra``, in the background), so the
-    first worker does not wait for it."""
+    first worker does not wait for it. It starts with the backends' worker environment (this process's is
+    left as it was)."""
     if fork_server_usable():
         _fork_context(extra)
-        multiprocessing.forkserver.ensure_running()
+        added = worker_env()
+        os.environ.update(added)
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            for key in added:
+                del os.environ[key]
 
 
 class ForkedWorker:

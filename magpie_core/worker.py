@@ -1,18 +1,16 @@
 """Isolated worker: evaluates one kernel in its own process.
 
-``python -m magpie_core.worker TASK.json OUTCOME.json`` loads the backend
-plugin named by the task and writes an
-:class:`~magpie_core.reports.EvaluationOutcome`. A crash or hang here only
-fails this kernel; the parent reads the exit status and the log.
+``python -m magpie_core.worker TASK.json OUTCOME.json`` loads the backend plugin named by the task and writes an
+:class:`~magpie_core.reports.EvaluationOutcome`. A crash or hang here only fails this kernel; the parent reads the exit
+status and the log.
 
 ``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
-(:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per
-command line on stdin: ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this
-process: the worker that checks a kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}``
-(inputs placed, warmed up, batch chosen);
-``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
-It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails.
-Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
+(:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per command line on stdin:
+``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this process: the worker that checks a
+kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}`` (inputs placed, warmed up, batch
+chosen); ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit. It first
+says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails. Everything the kernel itself prints goes
+to stderr (the worker log), never into the protocol.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """Timing a compare in short interleaved blocks, so a busy machine widens the answer instead of biasing it.
 
-Every correct candidate — the baseline and an identical copy of it included — is kept ready in
-several long-lived worker processes (:mod:`magpie_core.timing_workers`), each with its own random
-memory layout. A *block* gives every process one short *slot* (a few batches, ~``slot_ms``) in a
-fresh random order. Blocks repeat until the timing budget is spent or every process's level is known
-precisely enough.
+Every correct candidate — the baseline and an identical copy of it included — is kept ready in several long-lived worker
+processes (:mod:`magpie_core.timing_workers`), each with its own random memory layout. A *block* gives every process one
+short *slot* (a few batches, ~``slot_ms``) in a fresh random order. Blocks repeat until the timing budget is spent or
+every process's level is known precisely enough.
 
-Because the machine's state is roughly constant within a block, each process's time in a block is
-taken relative to the baseline's in the same block: a load change between blocks moves both and
-cancels. A process's *level* is the median of those relative times over blocks; a kernel's estimate
-is the mean of its processes' levels, and the spread between processes — layout, allocator history,
-placement — goes into the interval (:func:`magpie_core.stats.hierarchical_speedup`). The copy of the
-baseline, timed like any candidate, is reported as a check of the whole method.
+Because the machine's state is roughly constant within a block, each process's time in a block is taken relative to the
+baseline's in the same block: a load change between blocks moves both and cancels. A process's *level* is the median of
+those relative times over blocks; a kernel's estimate is the mean of its processes' levels, and the spread between
+processes — layout, allocator history, placement — goes into the interval
+(:func:`magpie_core.stats.hierarchical_speedup`). The copy of the baseline, timed like any candidate, is reported as a
+check of the whole method.
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """``compare``: every variant under one set of settings, then a ranking whose verdicts hold on a busy machine.
 
-Correctness runs first, each candidate in its own worker (baseline first: its outputs are every
-other candidate's check). Timing then depends on where the work runs:
+Correctness runs first, each candidate in its own worker (baseline first: its outputs are every other candidate's
+check). Timing then depends on where the work runs:
 
-* on this machine, with backends that keep a kernel ready for timing (``open_timing``), every
-  correct candidate is timed in short **interleaved blocks** (:mod:`magpie_core.pipelines.blocked`)
-  and its speedup comes from per-block paired ratios against the baseline;
-* elsewhere (a cluster, containers), each candidate is timed in ``performance.rounds`` whole rounds
-  run in rotating order, and each round is a block of the same paired statistics.
+* on this machine, with backends that keep a kernel ready for timing (``open_timing``), every correct candidate
+  is timed in short **interleaved blocks** (:mod:`magpie_core.pipelines.blocked`) and its speedup comes from
+  per-block paired ratios against the baseline;
+* elsewhere (a cluster, containers), each candidate is timed in ``performance.rounds`` whole rounds run in
+  rotating order, and each round is a block of the same paired statistics.
 
-A verdict is FASTER / SLOWER only when the interval supports it beyond ``min_effect``, SAME only
-when the interval rules out a difference of ``min_effect``, and UNSTABLE otherwise — including
-when the baseline timed against itself does not come out the same.
+A verdict is FASTER / SLOWER only when the interval supports it beyond ``min_effect``, SAME only when the
+interval rules out a difference of ``min_effect``, and UNSTABLE otherwise — including when the baseline timed
+against itself does not come out the same.
 """
 
 from __future__ import annotations
@@ -406,10 +406,8 @@ def _more_timing_rounds(
 ) -> None:
     """Rounds 2..n: time every correct candidate again, in rotating order, and pool the samples.
 
-    Sampling all candidates in turn (A B C, B C A, C A B) spreads slow drift —
-    clocks, thermals, other processes — over all of them instead of letting it
-    land on whichever kernel happened to run during a bad minute.
-    """
+    Sampling all candidates in turn (A B C, B C A, C A B) spreads slow drift (clocks, thermals, other processes)
+    over all of them instead of letting it land on whichever kernel happened to run during a bad minute."""
     timed = [i for i, r in enumerate(results) if _rankable(r)]
     if len(timed) < 2:
         return

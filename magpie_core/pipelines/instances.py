@@ -2,11 +2,11 @@
 
 One process start per instance: the worker that proves a kernel correct is the one that times it
 (:class:`SessionHarness`). Every candidate's first process goes through the usual build and checks
-(:func:`magpie_core.pipelines.kernels.evaluate_kernel`); once the baseline's first process has saved its
-input sets and expected outputs, every other process — the baseline's own further processes and an
-identical copy of the baseline (:data:`~magpie_core.pipelines.blocked.AA`) included — is checked on exactly
-that file and later loads its timing inputs from it, so no instance is built differently from another.
-Processes start side by side, as many at a time as the machine has CPUs.
+(:func:`magpie_core.pipelines.kernels.evaluate_kernel`); once the baseline's first process has saved its input sets and
+expected outputs, every other process — the baseline's own further processes and an identical copy of the baseline
+(:data:`~magpie_core.pipelines.blocked.AA`) included — is checked on exactly that file and later loads its timing inputs
+from it, so no instance is built differently from another. Processes start side by side, as many at a time as the
+machine has CPUs.
 """
 
 from __future__ import annotations

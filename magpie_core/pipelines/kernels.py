@@ -1,9 +1,8 @@
 """``analyze``, and the per-kernel work ``compare`` builds on: compile → correctness → performance, isolated.
 
-Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level
-function, so any execution environment (local threads, cluster tasks, containers) can run it.
-The backend's correctness harness and timer run in a separate worker process
-with a timeout: a crash or hang fails that kernel alone.
+Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level function, so any execution environment
+(local threads, cluster tasks, containers) can run it. The backend's correctness harness and timer run in a separate
+worker process with a timeout: a crash or hang fails that kernel alone.
 """
 
 from __future__ import annotations
