@@ -47,7 +47,9 @@ def test_one_slow_launch_does_not_set_the_next_batchs_guard(guards: list[int]) -
     guards.clear()
     clock.time_batch(lambda i: None, 100)
     guard_us = guards[0] / per_us
-    assert guard_us < 1000, f"guard {guard_us:.0f} us for 100 launches (the cold launch's 5 ms x 100 x 1.25 was 625 ms)"
+    # the cold launch's rate would give 5 ms x 100 x 1.25, capped at 200 ms; a warm batch's, well under a
+    # millisecond (a loaded machine may stretch it to a few time slices, never to 100 ms)
+    assert guard_us < 100_000, f"guard {guard_us:.0f} us for 100 launches"
     clock.time_batch(lambda i: time.sleep(0.0002), 50)  # a batch that is slow on the host does set the rate
     guards.clear()
     clock.time_batch(lambda i: None, 50)
