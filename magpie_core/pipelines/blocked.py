@@ -355,7 +355,8 @@ def _others_text(info: dict[str, Any]) -> str:
         load = info["load_average"][0]
         return f"load average {load:.1f} on {info['cpus']} CPUs" if load is not None else "other load unknown"
     busy = {name: cpus for name, cpus in others.items() if cpus >= 0.05}
-    user, kernel = _user_cpus(busy), sum(busy.values()) - _user_cpus(busy)
+    user = _user_cpus(busy)
+    kernel = sum(busy.values()) - user
     parts = [f"other processes used {user:.2f} of {info['cpus']} CPUs"] if user else ["nothing else running"]
     parts += [f"kernel threads {kernel:.2f}"] if kernel else []
     named = ", ".join(f"{name} {cpus:.2f}" for name, cpus in busy.items())
