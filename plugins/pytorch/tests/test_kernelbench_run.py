@@ -96,3 +96,36 @@ def test_the_tolerance_preset_is_chosen_on_the_command_line(run_magpie, tmp_path
     assert correct == {"kernelbench": False, "kernelbench-v0": True}
     bad = run_magpie(["kernelbench", "run", str(problems), "--solutions", str(solutions), "--tolerance", "1e-3"])
     assert bad.returncode == 2 and "--tolerance" in bad.stderr
+
+
+def test_a_correct_solution_without_a_time_says_why_and_launch_bound_kernels_are_flagged() -> None:
+    """A row read from a compare report: correct but unranked (its timing failed) names the reason; a kernel whose
+    host needs longer per launch than its device carries the timer's launch-bound note (KernelBench's per-call
+    times include the launches, magpie's device times do not)."""
+    from magpie_kernels_pytorch.kernelbench_run import row
+
+    launch_note = "launch-bound: the host needs 140.0 us per launch, the device 20.3 us; device time is reported"
+
+    def result(kernel_id: str, notes: list[str]) -> dict:
+        return {
+            "kernel_id": kernel_id,
+            "compile": {"status": "passed", "duration_s": 57.0},
+            "correctness": {"status": "passed", "message": "5 input sets matched"},
+            "performance": {"status": "passed", "notes": notes},
+        }
+
+    report = {
+        "baseline_id": "reference",
+        "results": {"kernel_results": [result("reference", [launch_note]), result("a", []), result("b", [])]},
+        "ranking": [
+            {"kernel_id": "reference", "median_us": 20.3, "speedup": 1.0, "verdict": "BASELINE"},
+            {"kernel_id": "a", "median_us": 16.9, "speedup": 1.2, "speedup_ci95": [1.18, 1.25], "verdict": "FASTER"},
+        ],
+        "unranked": [{"index": 2, "kernel_id": "b", "reason": "performance failed: illegal memory access"}],
+    }
+    timed, untimed = row("p", Path("a.py"), "a", report), row("p", Path("b.py"), "b", report)
+    assert (timed["speedup"], timed["launch_bound"], timed["message"]) == (1.2, None, "5 input sets matched")
+    assert untimed["correct"] and untimed["speedup"] is None and untimed["build_s"] == 57.0
+    assert untimed["message"] == "5 input sets matched; not timed: performance failed: illegal memory access"
+    reference = row("p", Path("r.py"), "reference", report)
+    assert reference["launch_bound"] == launch_note

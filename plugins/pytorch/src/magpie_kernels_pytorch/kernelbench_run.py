@@ -99,12 +99,16 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
     built = build["status"] != "failed"
     # a failed build's message is the compiler's first error; the correctness stage then only says "compile failed"
     message = (result["correctness"].get("message") or "") if built else (build.get("message") or "compile failed")
+    correct = result["correctness"]["status"] == "passed"
+    why_untimed = next((u["reason"] for u in report.get("unranked", []) if u["kernel_id"] == kernel_id), None)
+    if correct and not entry and why_untimed:  # correct but without a time: say why, not just "correct"
+        message = f"{message}; not timed: {why_untimed}"
     return {
         "problem": problem,
         "solution": str(solution),
         # KernelBench's "compiled": the solution built (inline extensions) and its module loaded
         "compiled": built and not message.startswith("could not load the kernel"),
-        "correct": result["correctness"]["status"] == "passed",
+        "correct": correct,
         # seconds spent building its inline extensions (None: it builds none); never part of runtime_us
         "build_s": build.get("duration_s") if build["status"] in ("passed", "failed") else None,
         "runtime_us": entry.get("median_us"),
@@ -112,6 +116,8 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
         "speedup": entry.get("speedup"),
         "speedup_ci95": entry.get("speedup_ci95"),
         "verdict": entry.get("verdict"),
+        # the device time is what is timed (launches hidden); a launch-bound kernel's calls take longer end to end
+        "launch_bound": next((n for n in result["performance"].get("notes", []) if n.startswith("launch-bound")), None),
         "message": message,
     }
 
