@@ -42,7 +42,9 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     shared = tmp_path / "shared_extensions"  # where torch would put every build named relu, were it left alone
     out, results = tmp_path / "out", tmp_path / "r.jsonl"
     argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
-    done = run_magpie([*argv, "-o", str(out), "--no-perf"], env={"TORCH_EXTENSIONS_DIR": str(shared)})
+    done = run_magpie(
+        [*argv, "-o", str(out), "--no-perf", "--build-jobs", "2"], env={"TORCH_EXTENSIONS_DIR": str(shared)}
+    )
     assert done.returncode == 0, done.stderr
     rows = _rows(results)
     good, broken = rows["relu_inline"], rows["relu_inline_broken"]
@@ -53,14 +55,25 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     assert str(out) not in broken["message"]
     # build time is its own field, apart from the run time
     assert good["build_s"] > 0 and broken["build_s"] > 0 and good["runtime_us"] is None  # --no-perf
-    # each extension named relu was built in its own solution's folder, and none in the shared one
-    (workspace,) = out.glob("compare_*")
-    built = workspace / "relu_inline" / "torch_extensions" / "relu"
-    assert [p.name for p in built.glob("*.so")] == ["relu.so"]  # once: the check's worker found it built
-    assert (workspace / "relu_inline_broken" / "torch_extensions" / "relu" / "main.cpp").is_file()
+    # both built first, side by side, each extension named relu in its own solution's folder of the run's cache
+    # (none in the shared one), once: the check's worker found it built
+    assert "inline extensions of 2 solution(s): 2 built (2 at a time" in done.stderr and "1 failed" in done.stderr
+    (built,) = (out / "torch_extensions").glob("relu_inline-*/torch_extensions/relu")
+    assert [p.name for p in built.glob("*.so")] == ["relu.so"]
+    (broken_dir,) = (out / "torch_extensions").glob("relu_inline_broken-*/torch_extensions/relu")
+    assert (broken_dir / "main.cpp").is_file()
     assert not shared.exists()
     report = (out / "report.html").read_text()
     assert "fast_p per problem" in report and "relu_inline_broken.py" in report
+    # a second run (new results file, same output folder) builds nothing: both outcomes come from the cache
+    library = (built / "relu.so").stat().st_mtime_ns
+    again = run_magpie([*argv[:-1], str(tmp_path / "again.jsonl"), "-o", str(out), "--no-perf"])
+    assert again.returncode == 0, again.stderr
+    assert "inline extensions of 2 solution(s): 0 built" in again.stderr and "1 failed" in again.stderr
+    assert (built / "relu.so").stat().st_mtime_ns == library
+    rows_again = _rows(tmp_path / "again.jsonl")
+    assert rows_again["relu_inline"]["build_s"] == good["build_s"] and rows_again["relu_inline"]["correct"]
+    assert rows_again["relu_inline_broken"]["message"] == broken["message"]
 
 
 def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp_path: Path) -> None:

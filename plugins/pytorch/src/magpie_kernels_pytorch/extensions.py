@@ -9,17 +9,26 @@ build directory; the build's time is the compile stage's (not the kernel's run t
 is a failed compile with the compiler's first error. Every worker process that later imports the file gets
 the same folder (:func:`use_folder`), where torch finds the library already built (ninja has nothing to do).
 
+A kernel option ``extensions_cache: DIR`` moves the folder into a cache keyed by the file's bytes and what the
+build depends on (Python, torch, ``TORCH_CUDA_ARCH_LIST``, the kernel's ``env``): the same solution compared again
+is not built again, and :func:`build_all` builds many solutions side by side ahead of their compares (``magpie
+kernelbench run`` does, before its problems run one after another). The cached build's outcome (``build.json``,
+a failed build's error included) is reported again as it was, its ``duration_s`` the time the build took.
+
 ``python -m magpie_kernels_pytorch.extensions FILE`` is the build: it imports ``FILE`` and prints how long
 the import took (the build, without the interpreter's and torch's start-up) as its last line.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +42,8 @@ VARIABLE = "TORCH_EXTENSIONS_DIR"
 #: a file that builds an extension when imported (``load_inline``, ``load``, ``cpp_extension.load*``)
 _USES = re.compile(r"\bcpp_extension\b|\bload_inline\s*\(")
 _TIMING = "magpie-extension-build-s: "
+#: a cached build's outcome (a CompileResult), beside its extensions folder
+RECORD = "build.json"
 
 
 def uses_extensions(path: Path) -> bool:
@@ -73,20 +84,67 @@ def entry_file(kernel: KernelConfig) -> Path | None:
 
 
 def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
-    """Import the kernel's file in a process of its own, its extensions built into ``build_dir``'s folder;
-    None when the file builds no extension (importing it here would only cost torch's start-up)."""
-    from magpie_core.processes import run_command, tail
-    from magpie_core.reports import CompileResult, StageStatus
-
+    """Import the kernel's file in a process of its own, its extensions built into ``build_dir``'s folder (or the
+    ``extensions_cache`` option's); None when the file builds no extension (importing it here would only cost
+    torch's start-up)."""
     path = entry_file(kernel)
     if path is None or not uses_extensions(path):
         return None
-    folder = build_dir / FOLDER
+    timeout = float(kernel.options.get("compile_timeout_seconds", 600))
+    cache = kernel.options.get("extensions_cache")
+    if cache:
+        # relative to the kernel's folder, like its other paths
+        return build_cached(path, (Path(kernel.working_dir or ".") / cache).resolve(), kernel.env, timeout)
+    return build_file(path, build_dir / FOLDER, kernel.env, timeout, build_dir / "compile.log")
+
+
+def cached_folder(path: Path, cache: Path, env: dict[str, str]) -> Path:
+    """The extensions folder of ``path`` in ``cache``: one per file content and build setting (torch rebuilds
+    when sources or flags change, but not for another architecture list or torch; the key covers those)."""
+    digest = hashlib.sha256(path.read_bytes())
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = ""
+    arch = env.get("TORCH_CUDA_ARCH_LIST", os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
+    for part in (sys.executable, torch_version, arch, json.dumps(env, sort_keys=True)):
+        digest.update(b"\0" + part.encode())
+    return cache / f"{path.stem}-{digest.hexdigest()[:16]}" / FOLDER
+
+
+def build_cached(path: Path, cache: Path, env: dict[str, str], timeout: float) -> CompileResult:
+    """The cached outcome when this file was built before with the same settings; else build and keep it (a build
+    that timed out is not kept: it may pass with more time)."""
+    from magpie_core.reports import CompileResult
+
+    folder = cached_folder(path, cache, env)
+    record = folder.parent / RECORD
+    if record.is_file():
+        result = CompileResult.model_validate_json(record.read_text())
+        result.resources["cached"] = True
+        return result
+    result = build_file(path, folder, env, timeout, folder.parent / "compile.log")
+    if not result.resources.get("timed_out"):
+        record.write_text(result.model_dump_json(indent=1))
+    return result
+
+
+def build_all(paths: list[Path], cache: Path, jobs: int, timeout: float = 600.0) -> list[CompileResult]:
+    """Build the extensions of every file that has some into ``cache``, ``jobs`` builds at a time (each build is
+    a process; torch's own ``MAX_JOBS`` sets the compiler processes inside it)."""
+    todo = list(dict.fromkeys(p.resolve() for p in paths if uses_extensions(p)))
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        return list(pool.map(lambda p: build_cached(p, cache, {}, timeout), todo))
+
+
+def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, log_path: Path) -> CompileResult:
+    from magpie_core.processes import run_command, tail
+    from magpie_core.reports import CompileResult, StageStatus
+
     folder.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", __name__, str(path)]
-    env = {VARIABLE: str(folder), **kernel.env}
-    timeout = float(kernel.options.get("compile_timeout_seconds", 600))
-    outcome = run_command(argv, cwd=path.parent, env=env, timeout_s=timeout, log_path=build_dir / "compile.log")
+    env = {VARIABLE: str(folder), **env}
+    outcome = run_command(argv, cwd=path.parent, env=env, timeout_s=timeout, log_path=log_path)
     seconds = build_seconds(outcome.output)
     built = sorted(p.name for p in folder.iterdir() if p.is_dir())
     result = CompileResult(
@@ -96,7 +154,7 @@ def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         artifacts=[str(folder)],
         # the import alone (torch's build): not the interpreter's start-up, when the process got that far
         duration_s=seconds if seconds is not None else outcome.duration_s,
-        resources={"extensions": built, VARIABLE: env[VARIABLE]},
+        resources={"extensions": built, VARIABLE: env[VARIABLE], **({"timed_out": True} if outcome.timed_out else {})},
     )
     if not outcome.ok:
         # the generated sources live in the extensions folder: their path relative to it reads as relu/main.cpp

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from magpie_kernels_pytorch.extensions import FOLDER
 from magpie_kernels_pytorch.kernelbench_report import KIND
-from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, run, summary
+from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, pending, run, summary
 
 #: fast_p and every row, beside report.html in the output folder
 SUMMARY_FILE = "kernelbench_summary.json"
@@ -29,6 +32,8 @@ class CompareProblem:
     defaults: dict[str, Any] = field(default_factory=dict)
     #: settings of every problem's ``kernelbench:`` block (tolerance, mode, trials)
     block_settings: dict[str, Any] = field(default_factory=dict)
+    #: where inline extensions are built and found again (``extensions.build_cached``); None: in each workspace
+    extensions_cache: str | None = None
 
     def __call__(self, problem: Problem) -> dict[str, Any]:
         from magpie_core.config.kernel import KernelConfigFile
@@ -39,11 +44,14 @@ class CompareProblem:
         base = problem.reference.parent
         data = {"kernelbench": problem.block().model_dump() | self.block_settings, **self.defaults}
         file = prepare_kernel_file(KernelConfigFile.model_validate(data), base)
-        if problem.devices is not None:  # every worker process of this problem sees only its GPU
-            pinned = dict.fromkeys(VISIBLE_DEVICES, problem.devices)
-            file = file.model_copy(
-                update={"kernels": [k.model_copy(update={"env": {**k.env, **pinned}}) for k in file.all_kernels()]}
-            )
+        # every worker process of this problem sees only its GPU; extensions come from the shared cache
+        pinned = dict.fromkeys(VISIBLE_DEVICES, problem.devices) if problem.devices is not None else {}
+        cache = {"extensions_cache": self.extensions_cache} if self.extensions_cache else {}
+        kernels = [
+            k.model_copy(update={"env": {**k.env, **pinned}, "options": {**k.options, **cache}})
+            for k in file.all_kernels()
+        ]
+        file = file.model_copy(update={"kernels": kernels})
         report = compare(
             file,
             config_dir=base,
@@ -84,6 +92,12 @@ def run_command(
     ),
     mode: str = typer.Option("train", "--mode", help="module mode of Model, ModelNew: train (KernelBench's) or eval"),
     trials: int = typer.Option(5, "--trials", min=1, help="input sets checked, each with its own seed"),
+    extensions_cache: Path | None = typer.Option(
+        None, "--extensions-cache", help="inline extensions built once per solution here [OUTPUT_DIR/torch_extensions]"
+    ),
+    build_jobs: int = typer.Option(
+        max(1, (os.cpu_count() or 2) // 2), "--build-jobs", min=1, help="inline-extension builds side by side, first"
+    ),
 ) -> None:
     """Compare every problem's solutions with its reference; print fast_p (KernelBench's, and verified).
 
@@ -95,12 +109,16 @@ def run_command(
 
     output_dir = output_dir.resolve()
     block_settings = _block_settings(tolerance=tolerance, mode=mode, trials=trials)
+    cache = (extensions_cache or output_dir / FOLDER).resolve()
+    environment = STATE.resolve_environment()
+    if environment == "local":  # elsewhere each node builds what its problems need, in the same cache folder
+        _build_first([s for p in pending(problems_dir, solutions, results) for s in p.solutions], cache, build_jobs)
     rows = run(
         problems_dir,
         solutions,
         results,
-        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework), block_settings),
-        environment=STATE.resolve_environment(),
+        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework), block_settings, str(cache)),
+        environment=environment,
         workers=STATE.resolve_workers(),
         gpus=local_devices(gpus),
         gpus_per_problem=gpus_per_problem,
@@ -113,6 +131,24 @@ def run_command(
     (output_dir / SUMMARY_FILE).write_text(json.dumps(data, indent=1) + "\n")
     write_html(KIND, data, output_dir, skip=no_html, quiet=True)
     typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem")} | {"rows": len(rows)}))
+
+
+def _build_first(files: list[Path], cache: Path, jobs: int) -> None:
+    """Every pending solution's inline extensions, ``jobs`` builds side by side, before the problems run one after
+    another (a build takes about a minute of torch's headers; problems would otherwise wait for each in turn)."""
+    from magpie_kernels_pytorch.extensions import build_all
+
+    start = time.perf_counter()
+    outcomes = build_all(files, cache, jobs)
+    if outcomes:
+        failed = sum(o.status.value != "passed" for o in outcomes)
+        cached = sum(bool(o.resources.get("cached")) for o in outcomes)
+        typer.echo(
+            f"inline extensions of {len(outcomes)} solution(s): {len(outcomes) - cached} built ({jobs} at a time, "
+            f"{time.perf_counter() - start:.0f} s), {cached} from {cache}; "
+            f"{failed} failed (reported with their problems)",
+            err=True,
+        )
 
 
 def _block_settings(**settings: Any) -> dict[str, Any]:

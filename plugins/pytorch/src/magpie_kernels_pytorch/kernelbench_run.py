@@ -117,7 +117,9 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
         "speedup_ci95": entry.get("speedup_ci95"),
         "verdict": entry.get("verdict"),
         # the device time is what is timed (launches hidden); a launch-bound kernel's calls take longer end to end
-        "launch_bound": next((n for n in result["performance"].get("notes", []) if n.startswith("launch-bound")), None),
+        "launch_bound": next(
+            (n for n in result.get("performance", {}).get("notes", []) if n.startswith("launch-bound")), None
+        ),
         "message": message,
     }
 
