@@ -61,3 +61,27 @@ def _slow_launch_then_batches(guards: list[int]) -> None:
     guards.clear()
     clock.time_batch(lambda i: None, 50)
     assert guards[0] / per_us >= 50 * 200 * 1.25
+
+
+def test_a_kernel_that_synchronizes_does_not_grow_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that waits for the device (``.item()`` in a forward, as a real KernelBench solution does) returns
+    only after the spin guard has run; counted as host time, each guard grew from the last one up to the cap."""
+    busy_until, cycles_per_us = [0.0], [1e6]  # calibration: the stand-in events see the sleep as instant
+
+    def sleep(cycles: int) -> None:  # the stand-in GPU is busy for the guard's length from now
+        busy_until[0] = time.perf_counter() + cycles / cycles_per_us[0] / 1e6
+
+    def synchronizing_call(i: int) -> None:  # waits for the GPU, then 100 us of its own work
+        time.sleep(max(0.0, busy_until[0] - time.perf_counter()) + 0.0001)
+
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "_sleep", sleep)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
+    clock = timers.CudaClock(torch.device("cuda", 0))
+    cycles_per_us[0] = clock._cycles_per_us
+    with injected_load():
+        for _ in range(16):
+            clock.time_batch(synchronizing_call, 20)
+    # each call: ~0.1 ms (more on a loaded machine); counting the guard's wait, each guard was 1.25x the last
+    # plus the batch, up to the 200 ms cap: ~10 ms per launch by now
+    assert clock.host_overhead_us() < 5_000
