@@ -87,6 +87,11 @@ class McpConfig(StrictModel):
     )
     keep_jobs: int = Field(100, ge=1, description="finished jobs kept (their folders too); older ones are pruned")
     keep_days: float = Field(7, gt=0, description="finished jobs older than this are pruned with their folders")
+    warm_job_process: bool = Field(
+        True,
+        description="after a kernel job, keep a job process with magpie and the backends' fork server imported "
+        "for the next one",
+    )
 
 
 CONFIG_BLOCK = ConfigBlock(

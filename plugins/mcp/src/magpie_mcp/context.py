@@ -315,6 +315,7 @@ def limits_from_config(config: McpConfig) -> JobLimits:
         max_seconds=config.max_job_seconds,
         keep_jobs=config.keep_jobs,
         keep_days=config.keep_days,
+        warm_job_process=config.warm_job_process,
     )
 
 

@@ -12,6 +12,12 @@ Every job belongs to the session that made it (:meth:`JobManager.get` with an ow
 token (``Job.token``) that reaches it from any session: a job started with ``wait=false`` is *detached* and
 outlives its session, up to its time limit.
 
+A kernel job (analyze, compare) is started in a *warm* process when one is ready: after such a job ends and
+nothing else runs, the server starts a spare job process that imports magpie and starts the kernel backends'
+fork server (torch and the harness imported once, plus what the last kernel job's fork server had), then waits
+on its stdin for the next kernel job. An agent's next compare then does not wait for those imports, and the
+warm-up runs while nothing is timed (``mcp.warm_job_process: false``: never).
+
 What a job does is its *runner*: a top-level function
 ``runner(args: dict, emit: Callable[[str], None]) -> (report: dict, report_path: str)``
 that the child imports by its module and name. The built-in tools pass theirs;
@@ -135,6 +141,12 @@ class JobLimits:
     max_seconds: float = 6 * 3600
     keep_jobs: int = 100
     keep_days: float = 7.0
+    #: keep a spare job process warm for the next kernel job (module docstring)
+    warm_job_process: bool = True
+
+
+#: job kinds that run kernels: their next job gets the warm spare process, and one ending starts a spare
+WARM_KINDS = frozenset({"analyze", "compare"})
 
 
 class Job:
@@ -236,6 +248,8 @@ class JobManager:
         self._queue: list[tuple[Job, Path]] = []
         self._lock = threading.RLock()
         self._closed = False
+        #: a started job process waiting for its kernel job (None: none yet, or taken)
+        self._spare: subprocess.Popen[bytes] | None = None
         self.prune_folders()
 
     def start(
@@ -329,6 +343,9 @@ class JobManager:
     def shutdown(self) -> None:
         with self._lock:
             self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            stop_group(spare, grace_s=2.0)
         for job in self.list():
             if job.state in ("queued", "running"):
                 self.cancel(job.id, reason="the server stopped")
@@ -380,24 +397,53 @@ class JobManager:
 
     def _launch(self, job: Job, spec: Path) -> None:
         job.state = "running"
-        with job.log_path.open("ab") as log:
-            job.proc = subprocess.Popen(
-                [sys.executable, "-m", "magpie_mcp.jobs", str(spec), str(job.folder / "result.json")],
-                cwd=self.cwd,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env={
-                    **job_environment(os.environ, self.keep_env, self.secret_env),
-                    "PYTHONUNBUFFERED": "1",
-                    "NO_COLOR": "1",
-                },
-            )
+        result = job.folder / "result.json"
+        job.proc = self._hand_to_spare(job, spec) if job.kind in WARM_KINDS else None
+        if job.proc is None:
+            with job.log_path.open("ab") as log:
+                job.proc = self._job_process([str(spec), str(result)], log, subprocess.DEVNULL)
         threading.Thread(target=self._follow, args=(job,), name=f"magpie-job-{job.id}", daemon=True).start()
         timer = threading.Timer(job.timeout_s, self._expire, args=(job,))
         timer.daemon = True
         timer.start()
+
+    def _job_process(self, args: list[str], log: Any, stdin: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "magpie_mcp.jobs", *args],
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=stdin,
+            start_new_session=True,
+            env={
+                **job_environment(os.environ, self.keep_env, self.secret_env),
+                "PYTHONUNBUFFERED": "1",
+                "NO_COLOR": "1",
+            },
+        )
+
+    def _hand_to_spare(self, job: Job, spec: Path) -> subprocess.Popen[bytes] | None:
+        """The spare process, now running ``job`` (None: there is none, or it died)."""
+        spare, self._spare = self._spare, None
+        if spare is None or spare.poll() is not None or spare.stdin is None:
+            return None
+        try:
+            spare.stdin.write(
+                (json.dumps([str(spec), str(job.folder / "result.json"), str(job.log_path)]) + "\n").encode()
+            )
+            spare.stdin.close()
+        except OSError:
+            stop_group(spare, grace_s=1.0)
+            return None
+        job._message("started in a warm job process")
+        return spare
+
+    def _start_spare(self, preload: list[str]) -> None:
+        """A spare job process for the next kernel job, when none is waiting (called with the lock held)."""
+        if not self.limits.warm_job_process or self._closed or (self._spare and self._spare.poll() is None):
+            return
+        with (self.folder / "spare.log").open("ab") as log:
+            self._spare = self._job_process(["--spare", json.dumps(preload)], log, subprocess.PIPE)
 
     def _expire(self, job: Job) -> None:
         with job.lock:
@@ -447,6 +493,9 @@ class JobManager:
                     job.state = "failed"
                     job.error = (result or {}).get("error") or _exit_reason(code, job.log_path)
         job._message(f"{job.kind} {job.state}")
+        with self._lock:  # warm up while nothing runs (nothing being timed), before a waiting client goes on
+            if job.kind in WARM_KINDS and not self._running() and not self._queue:
+                self._start_spare(_read_preload(job.folder))
         self._mark_done(job)
         with self._lock:
             self._dispatch()
@@ -543,6 +592,45 @@ def write_page(kind: str, report: dict[str, Any], report_path: str) -> None:
     write_report_html(PAGE_KINDS[kind], report, Path(report_path).parent)
 
 
+#: what the job's fork server preloaded (written by the job process, read for the next spare)
+PRELOAD_FILE = "fork_server_preload.json"
+
+
+def _read_preload(folder: Path) -> list[str]:
+    try:
+        modules = json.loads((folder / PRELOAD_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
+
+
+def _write_preload(folder: Path) -> None:
+    """The modules this job's fork server imported (multiprocessing keeps the list it was started with)."""
+    import multiprocessing.forkserver
+
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    modules = getattr(server, "_preload_modules", None) if server is not None else None
+    if modules and getattr(server, "_forkserver_pid", None):
+        (folder / PRELOAD_FILE).write_text(json.dumps(sorted(modules)))
+
+
+def wait_as_spare(preload: list[str]) -> int:
+    """A spare job process: import magpie, start the kernel backends' fork server with ``preload``, then run
+    the one job the server hands over on stdin (``[spec, result, log]``; stdin closed: the server is gone)."""
+    from magpie_core.pipelines.compare import compare  # noqa: F401  (the plugins, loaded once)
+    from magpie_core.timing_workers import warm_fork_server
+
+    warm_fork_server(preload)
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    spec, result, log = json.loads(line)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 2)  # from now on this process's stderr is the job's log
+    os.close(fd)
+    return run_job(Path(spec), Path(result))
+
+
 def run_job(spec_path: Path, result_path: Path) -> int:
     from magpie_core.processes import stop_started
 
@@ -555,6 +643,7 @@ def run_job(spec_path: Path, result_path: Path) -> int:
     try:
         report, report_path = _load_runner(spec["runner"])(spec["args"], emit)
         write_page(spec["kind"], report, report_path)
+        _write_preload(spec_path.parent)
         payload: dict[str, Any] = {"ok": True, "report": report, "report_path": report_path}
     except Exception as exc:
         payload = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -565,4 +654,6 @@ def run_job(spec_path: Path, result_path: Path) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--spare":
+        raise SystemExit(wait_as_spare(json.loads(sys.argv[2])))
     raise SystemExit(run_job(Path(sys.argv[1]), Path(sys.argv[2])))

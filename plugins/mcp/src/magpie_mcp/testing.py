@@ -146,6 +146,17 @@ def echo_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict
     return {"echo": args}, ""
 
 
+def process_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
+    """A job runner for tests: which process ran it, and whether a fork server was already running there."""
+    import multiprocessing.forkserver
+    import os
+    import sys
+
+    print("process_runner on stderr", file=sys.stderr, flush=True)
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    return {"pid": os.getpid(), "fork_server": bool(getattr(server, "_forkserver_pid", None))}, ""
+
+
 async def slow_job(
     tool: ToolContext,
     seconds: Annotated[float, Field(ge=0, le=600, description="how long the job sleeps")] = 1.0,
