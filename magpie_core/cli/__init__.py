@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from magpie_core.cli.app import EXIT_USAGE, app, err_console
+from magpie_core.cli.app import EXIT_USAGE, app, err_console, escape
 
 __all__ = ["app", "main", "run"]
 
@@ -29,7 +29,7 @@ def run(argv: list[str] | None = None) -> None:
             add_plugin_commands(app, word=word)
         missing = missing_plugin_message(app, args)
         if missing:
-            err_console.print(f"[red]error:[/red] {missing}", soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(missing)}", soft_wrap=True)
             raise SystemExit(EXIT_USAGE)
         app(args=expand_multi_value_options(args), prog_name="magpie")
     except Exception as exc:  # the policy's last line: one message, never a traceback (see cli.failures)
@@ -43,7 +43,6 @@ def main() -> None:
 
 def _uncaught(exc: Exception, args: list[str]) -> int:
     from magpie_core.cli import failures
-    from magpie_core.cli.app import escape
 
     if isinstance(exc, OSError):
         err_console.print(f"[red]error:[/red] {escape(failures.describe_os_error(exc))}", soft_wrap=True)

@@ -153,7 +153,7 @@ def handle_errors(fn: F) -> F:
             err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         except RunInterrupted as exc:
             where = f"; what was measured is in {exc.report_path}" if exc.report_path else ""
-            err_console.print(f"[yellow]interrupted:[/yellow] {exc.message}{where}", soft_wrap=True)
+            err_console.print(f"[yellow]interrupted:[/yellow] {escape(exc.message + where)}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/yellow] (no report was written)", soft_wrap=True)

@@ -21,6 +21,7 @@ from magpie_core.cli.app import (
     check_output_dir,
     console,
     err_console,
+    escape,
     forwards_interrupts,
     gpu_hardware,
     handle_errors,
@@ -147,13 +148,13 @@ def _print_analyze(report: AnalyzeReport, fmt: str = "table") -> None:
         return
     for r in report.results:
         for msg in r.errors[:2]:
-            console.print(f"  [red]{r.kernel_id}[/red]: {msg}", soft_wrap=True)
+            console.print(f"  [red]{escape(r.kernel_id)}[/red]: {escape(msg)}", soft_wrap=True)
         if r.correctness.status.value == "not_run" and r.correctness.message:
-            console.print(f"  [yellow]{r.kernel_id}[/yellow]: {r.correctness.message}", soft_wrap=True)
+            console.print(f"  [yellow]{escape(r.kernel_id)}[/yellow]: {escape(r.correctness.message)}", soft_wrap=True)
         for note in r.performance.notes:
             if "not meaningful" in note or "launch-bound" in note:
-                console.print(f"  [yellow]{r.kernel_id}[/yellow]: {note}", soft_wrap=True)
-    console.print(f"report: {report.workspace}/analyze_report.json")
+                console.print(f"  [yellow]{escape(r.kernel_id)}[/yellow]: {escape(note)}", soft_wrap=True)
+    console.print(f"report: {report.workspace}/analyze_report.json", markup=False)
 
 
 def _print_compare(report: CompareReport, fmt: str = "table") -> None:
@@ -161,28 +162,22 @@ def _print_compare(report: CompareReport, fmt: str = "table") -> None:
     for e in report.ranking:
         ci = f"{e.speedup_ci95[0]:.3f}–{e.speedup_ci95[1]:.3f}" if e.speedup_ci95 else ""
         speed = f"{e.speedup:.3f}x" if e.speedup is not None else ""
-        rows.append([
-            str(e.rank),
-            e.kernel_id,
-            f"{e.median_us:,.2f}",
-            f"{e.ci95_low_us:,.2f}–{e.ci95_high_us:,.2f}",
-            speed,
-            ci,
-            e.verdict or "",
-        ])  # fmt: skip
+        interval = f"{e.ci95_low_us:,.2f}–{e.ci95_high_us:,.2f}"
+        rows.append([str(e.rank), e.kernel_id, f"{e.median_us:,.2f}", interval, speed, ci, e.verdict or ""])
     columns = ["rank", "kernel", "median µs", "95% CI µs", "speedup", "speedup 95% CI", "verdict"]
     print_rows(columns, rows, fmt, title="magpie compare")
     if fmt != "table":
         return
     for u in report.unranked:
-        console.print(f"  not ranked: [red]{u['kernel_id']}[/red]: {u['reason']}", soft_wrap=True)
-    console.print(f"[bold]{report.verdict}[/bold]", soft_wrap=True)
+        console.print(f"  not ranked: [red]{escape(u['kernel_id'])}[/red]: {escape(u['reason'])}", soft_wrap=True)
+    console.print(f"[bold]{escape(report.verdict)}[/bold]", soft_wrap=True)
     for e in report.ranking:
         if e.verdict == "UNSTABLE" and e.verdict_reason and not (report.stability or {}).get("unstable"):
-            console.print(f"  [yellow]{e.kernel_id}[/yellow]: UNSTABLE: {e.verdict_reason}", soft_wrap=True)
+            why = f"{escape(e.kernel_id)}[/yellow]: UNSTABLE: {escape(e.verdict_reason)}"
+            console.print(f"  [yellow]{why}", soft_wrap=True)
     if report.stability:
-        console.print(f"timing: {report.stability['message']}", soft_wrap=True)
-    console.print(f"report: {report.workspace}/compare_report.json")
+        console.print(f"timing: {report.stability['message']}", markup=False, soft_wrap=True)
+    console.print(f"report: {report.workspace}/compare_report.json", markup=False)
 
 
 class KernelFlags:
@@ -225,7 +220,7 @@ def _export_container_image(from_file: str | None) -> None:
 
 
 def _progress(message: str) -> None:
-    err_console.print(f"[dim]… {message}[/dim]")
+    err_console.print(f"[dim]… {escape(message)}[/dim]")
 
 
 @app.command("analyze")

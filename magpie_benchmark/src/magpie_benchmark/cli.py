@@ -25,6 +25,7 @@ from magpie_core.cli.app import (
     UsageError,
     check_output_dir,
     console,
+    escape,
     forwards_interrupts,
     gpu_hardware,
     handle_errors,
@@ -95,7 +96,7 @@ def run_trace_dir_analysis(trace_dir: Path, config: BaseModel, output_dir: Path,
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     for err in [*(summary.get("errors") or []), *(summary.get("warnings") or [])]:
-        console.print(f"[yellow]warning:[/yellow] {err}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {escape(err)}", soft_wrap=True)
     console.print(f"wrote {summary.get('csv_path')} and {summary.get('json_path')}", markup=False)
     write_html("gap", summary, summary.get("output_dir"), skip=no_html)
     failed = [r for r in summary.get("ranks") or [] if not r.get("ok")]
@@ -181,8 +182,8 @@ def run_benchmark_cli(
         if t.get("request_goodput") is not None:
             console.print(f"goodput: {t['request_goodput']:.2f} req/s meeting every --goodput SLO")
     for err in report.errors:
-        console.print(f"[red]error:[/red] {err}")
-    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}")
+        console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
+    console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}", markup=False)
     if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
         console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1

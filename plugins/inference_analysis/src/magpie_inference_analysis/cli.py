@@ -45,22 +45,24 @@ def run_inference_analysis(trace: Path, options: dict[str, object], output_dir: 
 def print_summary(summary: dict[str, Any]) -> None:
     """The human-readable lines: per trace, its stages, notes and errors, and where the summary is."""
     for tr in summary.get("traces", []):
-        console.print(f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})")
+        console.print(
+            f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})", markup=False
+        )
         for st in tr["stages"].values():
             console.print(
                 f"  {st['label']}: window {len(st['window_iterations'])}/{st['iterations']} iterations, "
                 f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, modelled {st['modelled_kernel_time_pct']}%"
             )
-            console.print(f"    {st['roofline_csv']}")
+            console.print(f"    {st['roofline_csv']}", markup=False)
         for note in tr["notes"]:
-            console.print(f"  note: {note}")
+            console.print(f"  note: {note}", markup=False)
     for warning in summary.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     for err in summary.get("errors", []):
         console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     if summary.get("workbook"):
-        console.print(f"workbook: {summary['workbook']}", soft_wrap=True)
-    console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}")
+        console.print(f"workbook: {summary['workbook']}", markup=False, soft_wrap=True)
+    console.print(f"summary: {Path(str(summary['output_dir'])) / 'inference_summary.json'}", markup=False)
 
 
 STAGE_COLUMNS = ["trace", "stage", "window iterations", "iterations", "kernel time (ms)", "modelled %", "roofline csv"]
