@@ -142,3 +142,19 @@ def test_a_correct_solution_without_a_time_says_why_and_launch_bound_kernels_are
     assert untimed["message"] == "5 input sets matched; not timed: performance failed: illegal memory access"
     reference = row("p", Path("r.py"), "reference", report)
     assert reference["launch_bound"] == launch_note
+
+
+def test_a_build_outcome_is_kept_unless_the_build_was_stopped(tmp_path: Path) -> None:
+    """The cache keeps what a build answered about the file (a failure too), never a build cut short."""
+    from magpie_kernels_pytorch.extensions import RECORD, build_cached, cached_folder
+
+    failing, hanging, cache = tmp_path / "failing.py", tmp_path / "hanging.py", tmp_path / "cache"
+    failing.write_text("# uses torch.utils.cpp_extension\nraise RuntimeError('no compiler here')\n")
+    hanging.write_text("# uses torch.utils.cpp_extension\nimport time\n\ntime.sleep(60)\n")
+    first = build_cached(failing, cache, {}, timeout=120)
+    assert first.status.value == "failed" and "no compiler here" in (first.message or "")
+    again = build_cached(failing, cache, {}, timeout=120)  # answered from the record, no process started
+    assert again.resources.get("cached") and again.message == first.message
+    stopped = build_cached(hanging, cache, {}, timeout=1)
+    assert stopped.status.value == "failed" and stopped.resources.get("stopped")
+    assert not (cached_folder(hanging, cache, {}).parent / RECORD).exists()  # tried again next time

@@ -114,7 +114,7 @@ def cached_folder(path: Path, cache: Path, env: dict[str, str]) -> Path:
 
 def build_cached(path: Path, cache: Path, env: dict[str, str], timeout: float) -> CompileResult:
     """The cached outcome when this file was built before with the same settings; else build and keep it (a build
-    that timed out is not kept: it may pass with more time)."""
+    that was stopped — its time limit, Ctrl-C — is not kept: it may pass next time)."""
     from magpie_core.reports import CompileResult
 
     folder = cached_folder(path, cache, env)
@@ -124,7 +124,7 @@ def build_cached(path: Path, cache: Path, env: dict[str, str], timeout: float) -
         result.resources["cached"] = True
         return result
     result = build_file(path, folder, env, timeout, folder.parent / "compile.log")
-    if not result.resources.get("timed_out"):
+    if not result.resources.get("stopped"):
         record.write_text(result.model_dump_json(indent=1))
     return result
 
@@ -132,9 +132,17 @@ def build_cached(path: Path, cache: Path, env: dict[str, str], timeout: float) -
 def build_all(paths: list[Path], cache: Path, jobs: int, timeout: float = 600.0) -> list[CompileResult]:
     """Build the extensions of every file that has some into ``cache``, ``jobs`` builds at a time (each build is
     a process; torch's own ``MAX_JOBS`` sets the compiler processes inside it)."""
+    from magpie_core.processes import stop_started
+
     todo = list(dict.fromkeys(p.resolve() for p in paths if uses_extensions(p)))
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max(1, jobs))
+    try:
         return list(pool.map(lambda p: build_cached(p, cache, {}, timeout), todo))
+    except KeyboardInterrupt:
+        stop_started()  # Ctrl-C: the builds in flight stop now (their groups), not after their minute
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, log_path: Path) -> CompileResult:
@@ -147,6 +155,7 @@ def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, lo
     outcome = run_command(argv, cwd=path.parent, env=env, timeout_s=timeout, log_path=log_path)
     seconds = build_seconds(outcome.output)
     built = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    stopped = outcome.timed_out or (outcome.returncode is not None and outcome.returncode < 0)
     result = CompileResult(
         status=StageStatus.PASSED if outcome.ok else StageStatus.FAILED,
         command=argv,
@@ -154,7 +163,8 @@ def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, lo
         artifacts=[str(folder)],
         # the import alone (torch's build): not the interpreter's start-up, when the process got that far
         duration_s=seconds if seconds is not None else outcome.duration_s,
-        resources={"extensions": built, VARIABLE: env[VARIABLE], **({"timed_out": True} if outcome.timed_out else {})},
+        # stopped from outside (its time limit, Ctrl-C, a signal): not an answer about the file
+        resources={"extensions": built, VARIABLE: env[VARIABLE], **({"stopped": True} if stopped else {})},
     )
     if not outcome.ok:
         # the generated sources live in the extensions folder: their path relative to it reads as relu/main.cpp
