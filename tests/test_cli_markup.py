@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-KERNEL = '''
+KERNEL = """
 import torch
 
 
@@ -20,7 +20,7 @@ def reference(x):
 
 def bracketed(x):
     raise ValueError("cannot read [/tmp/k.py] in [kworker/0:1]")
-'''
+"""
 
 
 def test_brackets_in_kernel_messages_are_printed_as_they_are(run_magpie, tmp_path: Path) -> None:
