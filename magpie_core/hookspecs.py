@@ -52,19 +52,16 @@ Register = Callable[[Any], None]
 def magpie_register_kernel_backends(register: Register) -> None:
     """Register kernel backends (:class:`~magpie_core.interfaces.KernelBackend`).
 
-    A backend owns one or more kernel ``type`` values of the kernel config
-    (``type: <name>``): it compiles sources, runs the correctness harness and
-    times the kernel. It also contributes the timers its devices need.
-    """
+    A backend owns one or more kernel ``type`` values of the kernel config (``type: <name>``): it compiles
+    sources, runs the correctness harness and times the kernel. It also contributes the timers its devices need."""
 
 
 @hookspec
 def magpie_register_serving_frameworks(register: Register) -> None:
     """Register LLM serving frameworks (:class:`~magpie_core.interfaces.ServingFramework`).
 
-    A framework builds the server command, its environment, the readiness
-    check and the profiler control for ``magpie benchmark``.
-    """
+    A framework builds the server command, its environment, the readiness check and the profiler control for
+    ``magpie benchmark``."""
 
 
 @hookspec

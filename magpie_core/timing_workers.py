@@ -183,6 +183,8 @@ def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
 
 FORK_SWITCH = "MAGPIE_FORK_WORKERS"
 _context: multiprocessing.context.ForkServerContext | None = None
+#: what the fork server imports (set once, as it is first asked for)
+_preloaded: list[str] = []
 _context_lock = threading.Lock()
 
 
@@ -202,9 +204,15 @@ def _fork_context(extra: Iterable[str] = ()) -> multiprocessing.context.ForkServ
             for backend in get_plugin_manager().components("kernel_backend").values():
                 modules.update(getattr(backend, "worker_preload", ()))
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(sorted(modules))
+            _preloaded[:] = sorted(modules)
+            context.set_forkserver_preload(_preloaded)
             _context = context
         return _context
+
+
+def fork_server_modules() -> list[str]:
+    """The modules this process's fork server was started with (none: it was not)."""
+    return list(_preloaded)
 
 
 def worker_env() -> dict[str, str]:

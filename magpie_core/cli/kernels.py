@@ -173,8 +173,8 @@ def _print_compare(report: CompareReport, fmt: str = "table") -> None:
     console.print(f"[bold]{escape(report.verdict)}[/bold]", soft_wrap=True)
     for e in report.ranking:
         if e.verdict == "UNSTABLE" and e.verdict_reason and not (report.stability or {}).get("unstable"):
-            why = f"{escape(e.kernel_id)}[/yellow]: UNSTABLE: {escape(e.verdict_reason)}"
-            console.print(f"  [yellow]{why}", soft_wrap=True)
+            reason = escape(e.verdict_reason)
+            console.print(f"  [yellow]{escape(e.kernel_id)}[/yellow]: UNSTABLE: {reason}", soft_wrap=True)
     if report.stability:
         console.print(f"timing: {report.stability['message']}", markup=False, soft_wrap=True)
     console.print(f"report: {report.workspace}/compare_report.json", markup=False)

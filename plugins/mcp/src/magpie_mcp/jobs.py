@@ -398,7 +398,7 @@ class JobManager:
     def _launch(self, job: Job, spec: Path) -> None:
         job.state = "running"
         result = job.folder / "result.json"
-        job.proc = self._hand_to_spare(job, spec) if job.kind in WARM_KINDS else None
+        job.proc = self._hand_to_spare(job, spec, result) if job.kind in WARM_KINDS else None
         if job.proc is None:
             with job.log_path.open("ab") as log:
                 job.proc = self._job_process([str(spec), str(result)], log, subprocess.DEVNULL)
@@ -422,15 +422,13 @@ class JobManager:
             },
         )
 
-    def _hand_to_spare(self, job: Job, spec: Path) -> subprocess.Popen[bytes] | None:
+    def _hand_to_spare(self, job: Job, spec: Path, result: Path) -> subprocess.Popen[bytes] | None:
         """The spare process, now running ``job`` (None: there is none, or it died)."""
         spare, self._spare = self._spare, None
         if spare is None or spare.poll() is not None or spare.stdin is None:
             return None
         try:
-            spare.stdin.write(
-                (json.dumps([str(spec), str(job.folder / "result.json"), str(job.log_path)]) + "\n").encode()
-            )
+            spare.stdin.write((json.dumps([str(spec), str(result), str(job.log_path)]) + "\n").encode())
             spare.stdin.close()
         except OSError:
             stop_group(spare, grace_s=1.0)
@@ -605,19 +603,18 @@ def _read_preload(folder: Path) -> list[str]:
 
 
 def _write_preload(folder: Path) -> None:
-    """The modules this job's fork server imported (multiprocessing keeps the list it was started with)."""
-    import multiprocessing.forkserver
+    """The modules this job's fork server imported, if it started one."""
+    from magpie_core.timing_workers import fork_server_modules
 
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    modules = getattr(server, "_preload_modules", None) if server is not None else None
-    if modules and getattr(server, "_forkserver_pid", None):
-        (folder / PRELOAD_FILE).write_text(json.dumps(sorted(modules)))
+    modules = fork_server_modules()
+    if modules:
+        (folder / PRELOAD_FILE).write_text(json.dumps(modules))
 
 
 def wait_as_spare(preload: list[str]) -> int:
     """A spare job process: import magpie, start the kernel backends' fork server with ``preload``, then run
     the one job the server hands over on stdin (``[spec, result, log]``; stdin closed: the server is gone)."""
-    from magpie_core.pipelines.compare import compare  # noqa: F401  (the plugins, loaded once)
+    from magpie_core.pipelines.compare import compare  # noqa: F401  (the pipelines and plugins, imported ahead)
     from magpie_core.timing_workers import warm_fork_server
 
     warm_fork_server(preload)

@@ -147,14 +147,14 @@ def echo_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict
 
 
 def process_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
-    """A job runner for tests: which process ran it, and whether a fork server was already running there."""
-    import multiprocessing.forkserver
+    """A job runner for tests: which process ran it, and whether a fork server was already started there."""
     import os
     import sys
 
+    from magpie_core.timing_workers import fork_server_modules
+
     print("process_runner on stderr", file=sys.stderr, flush=True)
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    return {"pid": os.getpid(), "fork_server": bool(getattr(server, "_forkserver_pid", None))}, ""
+    return {"pid": os.getpid(), "fork_server": bool(fork_server_modules())}, ""
 
 
 async def slow_job(
