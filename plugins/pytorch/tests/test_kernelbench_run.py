@@ -158,3 +158,6 @@ def test_a_build_outcome_is_kept_unless_the_build_was_stopped(tmp_path: Path) ->
     stopped = build_cached(hanging, cache, {}, timeout=1)
     assert stopped.status.value == "failed" and stopped.resources.get("stopped")
     assert not (cached_folder(hanging, cache, {}).parent / RECORD).exists()  # tried again next time
+    # built with every GPU visible, found by a compare pinned to one (kernelbench run --gpus); other env counts
+    assert cached_folder(failing, cache, {"CUDA_VISIBLE_DEVICES": "3"}) == cached_folder(failing, cache, {})
+    assert cached_folder(failing, cache, {"CXXFLAGS": "-O0"}) != cached_folder(failing, cache, {})

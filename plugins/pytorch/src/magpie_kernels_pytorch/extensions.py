@@ -101,13 +101,18 @@ def build(kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
 def cached_folder(path: Path, cache: Path, env: dict[str, str]) -> Path:
     """The extensions folder of ``path`` in ``cache``: one per file content and build setting (torch rebuilds
     when sources or flags change, but not for another architecture list or torch; the key covers those)."""
+    from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES
+
     digest = hashlib.sha256(path.read_bytes())
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         torch_version = ""
     arch = env.get("TORCH_CUDA_ARCH_LIST", os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
-    for part in (sys.executable, torch_version, arch, json.dumps(env, sort_keys=True)):
+    # which GPU a process sees is not what it builds (``kernelbench run --gpus`` pins each problem's GPU, after
+    # the builds ran with every GPU visible): left out, or every pinned compare would build again
+    built_with = {k: v for k, v in env.items() if k not in VISIBLE_DEVICES}
+    for part in (sys.executable, torch_version, arch, json.dumps(built_with, sort_keys=True)):
         digest.update(b"\0" + part.encode())
     return cache / f"{path.stem}-{digest.hexdigest()[:16]}" / FOLDER
 
