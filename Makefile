@@ -14,24 +14,33 @@ EXTRAS_magpie_api := [notebook]
 STAMP := $(VENV)/.magpie-installed
 DEMO_OUT ?= magpie_runs/demo
 
-.PHONY: setup demo test lint clean vllm-venv sglang-venv hipcc chromium inspector
+.PHONY: setup demo test test-setup lint clean vllm-venv sglang-venv hipcc chromium inspector
 
 setup: $(STAMP)
 
 # the optional compiled trace readers (magpie_trace_native/): an editable install compiles them once, so a change to
 # their setup.py or C sources reinstalls; every other distribution is pure Python
 NATIVE_SOURCES := magpie_trace_native/setup.py $(wildcard magpie_trace_native/src/magpie_trace_native/*.c)
+# --no-compile: pip would byte-compile every file of torch (half its install time); Python compiles what is imported
 $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
+	$(BIN)/python -m pip install -q --no-compile -c constraints.txt -e '.[test]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/python scripts/demo.py --output-dir $(DEMO_OUT)
 
-test: setup vllm-venv sglang-venv hipcc chromium inspector
-	$(BIN)/python -m pytest -q
+# The test machines' setup steps are independent: they run side by side (their downloads overlap); the suite runs
+# in TEST_JOBS pytest-xdist workers (a test file's tests stay in one worker: conftest.py), then the tests marked
+# `alone` (timing that wants the machine to itself) one after the other.
+TEST_JOBS ?= 2
+test: test-setup
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
+
+test-setup:
+	$(MAKE) --no-print-directory -j 6 --output-sync=target setup vllm-venv sglang-venv hipcc chromium inspector
 
 # SGLang's package without its GPU stack, for the test that feeds magpie's SGLang command lines to SGLang's own
 # argument parser (~1 min once; torch is the CPU build on disk).

@@ -18,6 +18,18 @@ TEST_PLUGINS = ROOT / "tests" / "plugins"
 
 RunMagpie = Callable[..., subprocess.CompletedProcess[str]]
 
+#: session fixtures too costly to build once per pytest-xdist worker (a vLLM server takes ~40 s to start)
+SHARED_SERVER_FIXTURES = {"vllm_server", "vllm_aa_reports", "tiny_llama_model"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """For `make test`'s two pytest-xdist workers (``--dist loadgroup``): a file's tests stay together, so its
+    module fixtures are built once, and every test of the shared vLLM server runs in one worker (one server)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        group = "vllm_server" if fixtures & SHARED_SERVER_FIXTURES else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 def _run(
     args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600

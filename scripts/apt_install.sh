@@ -16,6 +16,10 @@ apt_install() {
     fi
   fi
   export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "$@"
+  # `make test` runs its setup steps side by side: one apt at a time (apt's own lock would fail, not wait)
+  (
+    if command -v flock >/dev/null 2>&1; then flock 9; fi
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "$@"
+  ) 9>"${TMPDIR:-/tmp}/magpie-apt.lock"
 }

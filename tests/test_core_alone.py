@@ -31,6 +31,7 @@ def _pip(python: Path, *args: str) -> None:
             "install",
             "-q",
             "--disable-pip-version-check",
+            "--no-compile",  # byte-compiling all of torch is half its install; Python compiles what it imports
             "-c",
             str(ROOT / "constraints.txt"),
             *args,

@@ -9,11 +9,16 @@ import subprocess
 import sys
 
 PROBE = """
-import json, multiprocessing.forkserver as fs, os
+import json, multiprocessing.forkserver as fs, os, time
 from magpie_core.timing_workers import warm_fork_server
 warm_fork_server()
 server = fs._forkserver._forkserver_pid
-environ = dict(v.split("=", 1) for v in open(f"/proc/{server}/environ").read().split("\\0") if "=" in v)
+# the server may still be between fork and exec (its environ reads empty then) on a busy machine: wait for PATH
+for _ in range(200):
+    environ = dict(v.split("=", 1) for v in open(f"/proc/{server}/environ").read().split("\\0") if "=" in v)
+    if "PATH" in environ:
+        break
+    time.sleep(0.05)
 print(json.dumps({"server": environ.get("GOMP_SPINCOUNT"), "here": os.environ.get("GOMP_SPINCOUNT")}))
 """
 
