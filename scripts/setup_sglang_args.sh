@@ -19,9 +19,9 @@ test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
 # --no-deps: SGLang's own dependencies are its GPU runtime; the parser's module imports only these (triton too:
 # sglang.srt.utils imports it at load; on CPU it is only imported)
-"$VENV/bin/python" -m pip install -q --no-compile --no-deps "$SGLANG_SPEC"
+"$VENV/bin/python" -m pip install -q --no-deps "$SGLANG_SPEC"
 # constraints.txt pins torch to the CPU build that lies on disk (an unpinned torch pulls a CUDA build)
-"$VENV/bin/python" -m pip install -q --no-compile -c constraints.txt torch numpy orjson psutil pybase64 requests packaging \
+"$VENV/bin/python" -m pip install -q -c constraints.txt torch numpy orjson psutil pybase64 requests packaging \
   pillow starlette msgspec pydantic pyzmq tqdm ipython aiohttp triton
 "$VENV/bin/python" -c "import sglang, sglang.srt.server_args; print('setup_sglang_args: sglang', sglang.__version__)"
 echo "$SGLANG_SPEC" > "$STAMP"

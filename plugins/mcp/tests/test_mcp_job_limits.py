@@ -58,3 +58,16 @@ def test_oversized_job_arguments_and_reports_are_refused(tmp_path: Path, monkeyp
         assert "larger than this server keeps (mcp.max_result_bytes=1024)" in str(job.error)
     finally:
         manager.shutdown()
+
+
+def test_a_job_id_is_never_read_as_a_number(tmp_path: Path):
+    """The MCP Inspector's CLI reads ``--tool-arg job_id=...`` as JSON when it can: an id like 1234e5678901 reached
+    the server as infinity (a fresh clone's run of test_mcp_inspector_cli, about 1 run in 100)."""
+    import json
+
+    from magpie_mcp.jobs import Job
+
+    for _ in range(2000):
+        job_id = Job("echo", tmp_path).id
+        with pytest.raises(ValueError):
+            json.loads(job_id)

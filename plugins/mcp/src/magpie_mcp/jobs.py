@@ -151,7 +151,9 @@ WARM_KINDS = frozenset({"analyze", "compare"})
 
 class Job:
     def __init__(self, kind: str, folder: Path, owner: str = LOCAL_OWNER) -> None:
-        self.id = uuid.uuid4().hex[:12]
+        #: never a number: clients that read tool arguments as JSON (the MCP Inspector's CLI) turned an id of
+        #: digits, or digits around one "e", into a number, and an id like 1234e5678901 into infinity
+        self.id = "j" + uuid.uuid4().hex[:12]
         #: 256 random bits: the id is short and appears in folder names and URIs, so it is no credential;
         #: the token is what lets another session reach the job (kept in memory only, never on disk)
         self.token = TOKEN_PREFIX + secrets.token_urlsafe(32)
