@@ -21,7 +21,6 @@ setup: $(STAMP)
 # the optional compiled trace readers (magpie_trace_native/): an editable install compiles them once, so a change to
 # their setup.py or C sources reinstalls; every other distribution is pure Python
 NATIVE_SOURCES := magpie_trace_native/setup.py $(wildcard magpie_trace_native/src/magpie_trace_native/*.c)
-#: pip would byte-compile every file of torch (half its install time); Python compiles what is imported
 $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=24"

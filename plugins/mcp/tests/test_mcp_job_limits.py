@@ -3,10 +3,11 @@ environment (the bearer token never reaches kernel code), and limits on what a j
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from magpie_mcp.jobs import JobLimits, JobManager, job_environment
+from magpie_mcp.jobs import Job, JobLimits, JobManager, job_environment
 from magpie_mcp.testing import echo_runner, environment_runner
 
 TOKEN_VAR = "MAGPIE_TEST_MCP_TOKEN"
@@ -63,10 +64,6 @@ def test_oversized_job_arguments_and_reports_are_refused(tmp_path: Path, monkeyp
 def test_a_job_id_is_never_read_as_a_number(tmp_path: Path):
     """The MCP Inspector's CLI reads ``--tool-arg job_id=...`` as JSON when it can: an id like 1234e5678901 reached
     the server as infinity (a fresh clone's run of test_mcp_inspector_cli, about 1 run in 100)."""
-    import json
-
-    from magpie_mcp.jobs import Job
-
     for _ in range(2000):
         job_id = Job("echo", tmp_path).id
         with pytest.raises(ValueError):
