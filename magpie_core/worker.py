@@ -26,13 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from magpie_core.plugins import get_plugin_manager
-from magpie_core.reports import (
-    CorrectnessResult,
-    EvaluationOutcome,
-    EvaluationTask,
-    PerformanceResult,
-    StageStatus,
-)
+from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 
 EXIT_EXCEPTION = 3
 

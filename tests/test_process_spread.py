@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, _others_cpu, _precise_enough, stability
+from magpie_core.pipelines.blocked import (
+    AA,
+    BlockedTiming,
+    BlockPlan,
+    _clear,
+    _others_cpu,
+    _precise_enough,
+    stability,
+)
 from magpie_core.pipelines.compare import noise_floor
 from magpie_core.stats import Verdict, hierarchical_speedup, pooled_process_spread
 
@@ -120,6 +128,24 @@ def test_blocks_end_once_more_could_not_narrow_the_interval() -> None:
     rng = np.random.default_rng(7)
     assert all(_precise_enough(_blocks(rng, 0.10, 0.02), plan) for _ in range(20))
     assert not any(_precise_enough(_blocks(rng, 0.001, 0.10), plan) for _ in range(20))
+
+
+def test_blocks_end_early_only_when_every_candidate_is_far_from_the_line() -> None:
+    """The clear-verdict rule ends the blocks when every candidate is >= 10 % faster or slower at 99 %: 1.5x
+    slower and 0.6x are decided in 30 blocks, and the 95 % verdicts left are the true ones. A candidate identical
+    to the baseline, or 4 % slower, keeps the blocks going (300 draws each, processes 5 % or 0.5 % apart). Not
+    asserted: processes in two allocator modes 1.5x apart, where every process of the copy can land in the other
+    mode than the baseline's; that verdict is wrong whenever the blocks end (the bound on it is the test above)."""
+    plan = BlockPlan(budget_s=60, min_effect=0.02)
+    rng = np.random.default_rng(5)
+    clear = [_compare(rng, {0: 1.0, AA: 1.0, 1: 1.5, 2: 0.6}, _normal(0.02)) for _ in range(50)]
+    assert sum(_clear(t, plan) for t in clear) >= 45
+    for timing in filter(lambda t: _clear(t, plan), clear):
+        assert [timing.speedup(i, 0.02).verdict for i in (1, 2)] == [Verdict.SLOWER, Verdict.FASTER]
+    for effect in (_normal(0.05), _normal(0.005)):
+        for close in (1.0, 1.04):
+            draws = (_compare(rng, {0: 1.0, AA: 1.0, 1: 1.5, 2: close}, effect) for _ in range(300))
+            assert not any(_clear(t, plan) for t in draws)
 
 
 def test_kernel_threads_are_named_but_do_not_make_the_machine_busy() -> None:

@@ -25,13 +25,7 @@ import typer
 from typer.models import CommandInfo
 
 from magpie_core.cli.lazy import CORE_COMMANDS
-from magpie_core.plugins import (
-    PluginManager,
-    PluginWarning,
-    allowed_names,
-    get_plugin_manager,
-    installed_entry_points,
-)
+from magpie_core.plugins import PluginManager, PluginWarning, allowed_names, get_plugin_manager, installed_entry_points
 
 __all__ = ["COMMANDS_GROUP", "DeclaredCommand", "add_plugin_commands", "command_word", "missing_plugin_message"]
 

@@ -82,11 +82,7 @@ def _kernel_file(
     ids = stems if len(set(stems)) == len(stems) else [f"kernel_{i}_{stem}" for i, stem in enumerate(stems)]
     kernels = [
         KernelConfig(
-            id=kernel_id,
-            type=kernel_type,
-            source_files=[src],
-            testcase_command=testcase,
-            compile_command=compile_cmd,
+            id=kernel_id, type=kernel_type, source_files=[src], testcase_command=testcase, compile_command=compile_cmd
         )
         for kernel_id, src in zip(ids, sources, strict=True)
     ]

@@ -2,8 +2,8 @@
 
 Every correct candidate — the baseline and an identical copy of it included — is kept ready in several long-lived worker
 processes (:mod:`magpie_core.timing_workers`), each with its own random memory layout. A *block* gives every process one
-short *slot* (a few batches, ~``slot_ms``) in a fresh random order. Blocks repeat until the timing budget is spent or
-every process's level is known precisely enough.
+short *slot* (a few batches, ~``slot_ms``) in a fresh random order. Blocks repeat until the timing budget is spent,
+every process's level is known precisely enough, or every candidate is clearly faster or slower than the baseline.
 
 Because the machine's state is roughly constant within a block, each process's time in a block is taken relative to the
 baseline's in the same block: a load change between blocks moves both and cancels. A process's *level* is the median of
@@ -54,6 +54,10 @@ MIN_SPREAD_DF = 3
 MAX_DRIFT_PCT = 400.0
 #: other processes using this much CPU (in CPUs) while the blocks ran are worth naming
 BUSY_CPUS = 0.25
+#: blocks also end once every candidate is at least this much faster or slower than the baseline at this confidence:
+#: far from the line, so more blocks could not change a verdict; an identical copy never gets there by chance
+CLEAR_EFFECT = 0.10
+CLEAR_CONFIDENCE = 0.99
 
 
 @dataclass
@@ -111,7 +115,7 @@ class BlockedTiming:
     def spread(self) -> ProcessSpread:
         return pooled_process_spread([self.levels(i) for i in self.indices()])
 
-    def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0) -> Speedup:
+    def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0, confidence: float = 0.95) -> Speedup:
         """Candidate ``index`` against the baseline, over processes and blocks."""
         return hierarchical_speedup(
             self.levels(self.baseline),
@@ -119,6 +123,7 @@ class BlockedTiming:
             self.spread(),
             min_effect=min_effect,
             noise_floor=noise_floor,
+            confidence=confidence,
             blocks=(self.baseline_blocks(), self.instance_blocks(index)),
         )
 
@@ -140,7 +145,11 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
                 result.blocks[key].append(value)
             result.elapsed_s = time.monotonic() - start
             if result.block_count >= plan.min_blocks and (
-                result.elapsed_s >= plan.budget_s or _precise_enough(result, plan)
+                result.elapsed_s >= plan.budget_s
+                or (
+                    result.block_count % PRECISION_CHECK_EVERY == 0
+                    and (_precise_enough(result, plan) or _clear(result, plan))
+                )
             ):
                 break
     except KeyboardInterrupt:
@@ -223,8 +232,6 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
     """Every process's level known to ``target_rse``, or to half the spread between processes: the part of an
     interval more blocks cannot shrink (its standard error then adds at most a quarter to that variance). A
     precision rule: it ignores which way anything points, so stopping on it does not bias a verdict."""
-    if result.block_count % PRECISION_CHECK_EVERY:
-        return False
     spread = result.spread()
     spread_sd = math.sqrt(spread.variance) if spread.df >= MIN_SPREAD_DF else 0.0
     reference = np.log(result.baseline_blocks())
@@ -234,6 +241,22 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
         if 1.96 * se > plan.target_rse and not se <= spread_sd / 2:
             return False
     return True
+
+
+def _clear(result: BlockedTiming, plan: BlockPlan) -> bool:
+    """Every candidate :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, with the run's own checks
+    clean (the identical copy not called different, the baseline's blocks not drifting). Unlike the precision rule
+    it looks at the answers; being this far from the line, it never ended early on an identical copy in simulations
+    (docs/kernel-evaluation.md), so the 95 % verdicts it leaves are those more blocks would give."""
+    candidates = [i for i in result.indices() if i not in (result.baseline, AA)]
+    copy = copy_speedup(result, plan.min_effect)
+    if not candidates or (copy is not None and copy.verdict in (Verdict.FASTER, Verdict.SLOWER)):
+        return False
+    if _drift_pct(np.asarray(result.baseline_blocks()), 100 * (1 - MAX_DESYNC_SHARE)) > MAX_DRIFT_PCT:
+        return False
+    effect = max(CLEAR_EFFECT, plan.min_effect)
+    decided = (Verdict.FASTER, Verdict.SLOWER)
+    return all(result.speedup(i, effect, confidence=CLEAR_CONFIDENCE).verdict in decided for i in candidates)
 
 
 def _load() -> float | None:

@@ -125,10 +125,7 @@ def _crashed(why: str) -> EvaluationOutcome:
 
 
 def check_first_processes(
-    jobs: list[KernelJob],
-    base_index: int,
-    instances: Instances,
-    on_done: Callable[[int, KernelResult], None],
+    jobs: list[KernelJob], base_index: int, instances: Instances, on_done: Callable[[int, KernelResult], None]
 ) -> list[KernelResult]:
     """Every candidate's first process: built, started side by side, checked (the baseline first, saving
     the input sets every other process is checked and timed on)."""
@@ -151,11 +148,7 @@ def check_first_processes(
 
 
 def check_more_processes(
-    jobs: list[KernelJob],
-    results: list[KernelResult],
-    timed: list[int],
-    base_index: int,
-    instances: Instances,
+    jobs: list[KernelJob], results: list[KernelResult], timed: list[int], base_index: int, instances: Instances
 ) -> dict[int, str]:
     """The further processes of every timed candidate and the baseline's identical copy (:data:`AA`), each
     checked on the baseline's input sets; what went wrong, per candidate index (a failed check or a crash

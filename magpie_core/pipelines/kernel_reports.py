@@ -13,14 +13,7 @@ from typing import Any
 from pydantic import Field, computed_field
 
 from magpie_core.compat import EVALUATION_STATE
-from magpie_core.reports import (
-    CompileResult,
-    CorrectnessResult,
-    Model,
-    PerformanceResult,
-    Report,
-    StageStatus,
-)
+from magpie_core.reports import CompileResult, CorrectnessResult, Model, PerformanceResult, Report, StageStatus
 
 
 class KernelResult(Model):

@@ -23,10 +23,7 @@ from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.config.loader import load_config
 from magpie_core.interrupts import RunInterrupted
-from magpie_core.pipelines.kernel_reports import (
-    AnalyzeReport,
-    KernelResult,
-)
+from magpie_core.pipelines.kernel_reports import AnalyzeReport, KernelResult
 from magpie_core.pipelines.preflight import preflight_problem
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
@@ -152,11 +149,7 @@ def _run_worker(
     task_path.write_text(task.model_dump_json(indent=2))
     outcome_path.unlink(missing_ok=True)
     result = run_command(
-        worker_argv(task_path, outcome_path),
-        cwd=cwd,
-        env=env,
-        timeout_s=timeout,
-        log_path=workdir / "worker.log",
+        worker_argv(task_path, outcome_path), cwd=cwd, env=env, timeout_s=timeout, log_path=workdir / "worker.log"
     )
     if outcome_path.exists() and not result.timed_out:
         try:
