@@ -21,10 +21,13 @@ setup: $(STAMP)
 # the optional compiled trace readers (magpie_trace_native/): an editable install compiles them once, so a change to
 # their setup.py or C sources reinstalls; every other distribution is pure Python
 NATIVE_SOURCES := magpie_trace_native/setup.py $(wildcard magpie_trace_native/src/magpie_trace_native/*.c)
+# --no-build-isolation: every distribution here builds with setuptools alone (its pyproject.toml), so each is built in
+# this venv instead of a throwaway build venv of its own (~2 s each, 33 of them); the sdists among the dependencies
+# (rouge_score, sqlitedict, word2number) build with setuptools too, which ships bdist_wheel since 70.1
 $(STAMP): pyproject.toml constraints.txt $(PLUGIN_PYPROJECTS) $(NATIVE_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
+	$(BIN)/python -m pip install -q --upgrade "pip>=24" "setuptools>=70.1"
+	$(BIN)/python -m pip install -q --no-build-isolation -c constraints.txt -e '.[test]' $(foreach d,$(PLUGIN_DIRS),-e './$(d)$(EXTRAS_$(notdir $(d)))')
 	touch $(STAMP)
 
 demo: setup
