@@ -240,14 +240,6 @@ class PluginManager:
             return
         info.hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
 
-    def register_module(self, module: ModuleType | object, name: str) -> None:
-        """Register one more plugin object after loading; its components of the kinds already collected are
-        collected at once (the others with their kind)."""
-        self._register(module, PluginInfo(name, getattr(module, "__name__", name), "", ""))
-        self._check_pending()
-        for kind in sorted(self._collected):
-            self._collect_kind(kind, only=name)
-
     def _check_pending(self) -> None:
         """A ``magpie_*`` function that matches no hook is a misspelt hook: fail that plugin, say which."""
         for name, plugin in list(self.pm.list_name_plugin()):
@@ -360,7 +352,7 @@ class PluginManager:
             self._collect_kind(kind)
             self._ready.add(kind)
 
-    def _collect_kind(self, kind: str, only: str | None = None) -> None:
+    def _collect_kind(self, kind: str) -> None:
         """Call the registration hook of ``kind`` once per plugin, so each component is credited to its plugin.
 
         Each call still goes through pluggy (a caller restricted to that plugin); a plugin that
@@ -369,7 +361,7 @@ class PluginManager:
         hook_name = KIND_HOOKS[kind]
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             info = self._plugins[impl.plugin_name]
-            if info.status != "loaded" or (only is not None and info.name != only):
+            if info.status != "loaded":
                 continue
             staged: list[Any] = []
             try:

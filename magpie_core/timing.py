@@ -51,6 +51,8 @@ class TimingSettings:
     min_batch_us: float = 1000.0
     flush_cache: bool = True
     max_input_copies: int = 1024
+    #: memory the rotating copies of one process may take (0: no cap); a compare shares half the free memory out
+    max_copy_bytes: int = 0
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
     @classmethod
@@ -64,6 +66,7 @@ class TimingSettings:
             warmup_ms=float(get("warmup_ms", 25.0)),
             min_batch_us=float(get("min_batch_us", 1000.0)),
             flush_cache=bool(get("flush_cache", True)),
+            max_copy_bytes=int(get("copy_memory_mib", None) or 0) << 20,
             sampling=SamplingSettings(
                 min_samples=int(get("min_samples", 10)),
                 max_samples=int(get("max_samples", 1000)),
@@ -77,7 +80,8 @@ def input_copies(input_bytes: int, cache_bytes: int, settings: TimingSettings) -
     """How many rotating input copies make every launch cold (1 for warm-cache timing)."""
     if not settings.flush_cache or input_bytes <= 0:
         return 1
-    return int(min(settings.max_input_copies, max(2, math.ceil(2 * cache_bytes / input_bytes))))
+    cap = settings.max_copy_bytes // input_bytes if settings.max_copy_bytes else settings.max_input_copies
+    return int(max(2, min(settings.max_input_copies, cap, math.ceil(2 * cache_bytes / input_bytes))))
 
 
 @dataclass
@@ -97,6 +101,7 @@ class BatchSampler:
 
     def __init__(self, clock: BatchClock, launch: Launch, settings: TimingSettings, copies: int = 1) -> None:
         self.clock, self.launch, self.copies = clock, launch, copies
+        self.capped = 0 < settings.max_copy_bytes < 2 * clock.cache_bytes
         # warm-up for warmup_ms, not a pass over every input copy: the copies were written when they were
         # made, so a first read is no colder than a later one, and a pass over 1,024 copies took minutes on a
         # loaded 2-core machine
@@ -116,9 +121,9 @@ class BatchSampler:
         """What the reader of these samples must know: cache state, launch-boundness, batch size."""
         notes: list[str] = []
         if self.copies > 1:
-            notes.append(
-                f"cold cache: {self.copies} rotating input copies (>= 2x the {self.clock.cache_bytes >> 20} MiB cache)"
-            )
+            limit = "within copy_memory_mib, under" if self.capped else ">="
+            cache_mib = self.clock.cache_bytes >> 20
+            notes.append(f"cold cache: {self.copies} rotating input copies ({limit} 2x the {cache_mib} MiB cache)")
         else:
             notes.append("warm cache: the same inputs every launch")
         host = self.clock.host_overhead_us()

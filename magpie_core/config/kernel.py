@@ -93,6 +93,11 @@ class PerformanceConfig(StrictModel):
     )
     flush_cache: bool = Field(True, description="flush the last-level cache between samples")
     graph_replay: bool = Field(False, description="capture the launches in a device graph and time replays")
+    copy_memory_mib: PositiveInt | None = Field(
+        None,
+        description="memory one worker process's rotating input copies may take (default, in a compare: "
+        "half the machine's free memory, shared by its processes)",
+    )
     rounds: PositiveInt = Field(
         3,
         description="compare: timing is split into rounds run in turn over all candidates (A B C, B C A, ...), "

@@ -244,10 +244,8 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
 
 
 def _clear(result: BlockedTiming, plan: BlockPlan) -> bool:
-    """Every candidate :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, with the run's own checks
-    clean (the identical copy not called different, the baseline's blocks not drifting). Unlike the precision rule
-    it looks at the answers; being this far from the line, it never ended early on an identical copy in simulations
-    (docs/kernel-evaluation.md), so the 95 % verdicts it leaves are those more blocks would give."""
+    """Every candidate :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, the run's own checks clean
+    (identical copy, drift): it looks at the answers, but never ended early on an identical copy in simulations."""
     candidates = [i for i in result.indices() if i not in (result.baseline, AA)]
     copy = copy_speedup(result, plan.min_effect)
     if not candidates or (copy is not None and copy.verdict in (Verdict.FASTER, Verdict.SLOWER)):
