@@ -1,0 +1,92 @@
+"""How often the clear-verdict stopping rule ends a compare early, and whether its verdicts are the ones a run of
+fixed length gives (docs/kernel-evaluation.md, step 4).
+
+    python benchmarks/clear_rule_simulation.py                        # the rule as shipped: 10 % line, 99 %
+    python benchmarks/clear_rule_simulation.py --line 0.02 --confidence 0.999   # the rejected variant
+
+Simulated compares under the timing model: the baseline, its identical copy and the candidates in two processes
+each (process offsets drawn from a normal), a block effect shared by every process of a block, and heavy-tailed
+(Student t, 3 df) noise per process and block. The rule is looked at every 5 blocks from the 20th to the 150th, as
+`time_in_blocks` does; "wrong" counts a FASTER/SLOWER verdict (95 %) that points the wrong way or names an identical
+kernel different, at the early stop and at the fixed length of 150 blocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from magpie_core.pipelines.blocked import AA, BlockedTiming
+from magpie_core.stats import Verdict, hierarchical_speedup
+
+DECIDED = (Verdict.FASTER, Verdict.SLOWER)
+#: (candidates' time ratios to the baseline, process spread, block noise)
+CASES = [
+    ((1.5,), 0.02, 0.05),
+    ((1.5,), 0.02, 0.15),
+    ((0.8,), 0.02, 0.10),
+    ((1.15, 1.3), 0.02, 0.10),
+    ((1.0,), 0.01, 0.10),
+    ((1.0,), 0.0, 0.10),
+    ((1.0,), 0.03, 0.05),
+    ((0.5, 1.0), 0.01, 0.10),
+]
+
+
+def _verdict(timing: BlockedTiming, index: int, line: float, confidence: float) -> Verdict:
+    return hierarchical_speedup(
+        timing.levels(0),
+        timing.levels(index),
+        timing.spread(),
+        min_effect=line,
+        confidence=confidence,
+        blocks=(timing.baseline_blocks(), timing.instance_blocks(index)),
+    ).verdict
+
+
+def _run(seed: int, ratios: tuple[float, ...], process_sd: float, block_sd: float, args: argparse.Namespace):
+    rng = np.random.default_rng(seed)
+    truth = {0: 0.0, AA: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
+    levels = {(k, p): truth[k] + rng.normal(0, process_sd) for k in truth for p in range(2)}
+    shared = rng.normal(0, 0.05, 150)
+    blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, 150)) for key, lvl in levels.items()}
+    candidates = range(1, len(ratios) + 1)
+    timing, stop = BlockedTiming(baseline=0), 150
+    for n in range(20, 151, 5):
+        timing.blocks = {k: list(v[:n]) for k, v in blocks.items()}
+        if all(_verdict(timing, i, args.line, args.confidence) in DECIDED for i in candidates):
+            stop = n
+            break
+    early = [_verdict(timing, i, 0.02, 0.95) for i in candidates]
+    timing.blocks = {k: list(v) for k, v in blocks.items()}
+    fixed = [_verdict(timing, i, 0.02, 0.95) for i in candidates]
+    return stop, early, fixed
+
+
+def _wrong(verdicts: list[Verdict], ratios: tuple[float, ...]) -> int:
+    right = [Verdict.SLOWER if r > 1.02 else Verdict.FASTER if r < 1 / 1.02 else None for r in ratios]
+    return sum(v in DECIDED and v != want for v, want in zip(verdicts, right, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--line", type=float, default=0.10, help="how far from 1 every candidate must be")
+    parser.add_argument("--confidence", type=float, default=0.99)
+    parser.add_argument("--runs", type=int, default=400)
+    args = parser.parse_args()
+    print("time ratios | process sd | block sd | ended early % | median stop | wrong early % | wrong fixed %")
+    for ratios, process_sd, block_sd in CASES:
+        runs = [_run(seed, ratios, process_sd, block_sd, args) for seed in range(args.runs)]
+        stops = np.array([r[0] for r in runs])
+        wrong_early = 100 * sum(_wrong(r[1], ratios) for r in runs) / args.runs
+        wrong_fixed = 100 * sum(_wrong(r[2], ratios) for r in runs) / args.runs
+        print(
+            f"{ratios} | {process_sd} | {block_sd} | {100 * np.mean(stops < 150):.1f} | {np.median(stops):.0f} | "
+            f"{wrong_early:.2f} | {wrong_fixed:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
