@@ -247,10 +247,8 @@ def _clear(result: BlockedTiming, plan: BlockPlan) -> bool:
     """Every candidate :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, the run's own checks clean
     (identical copy, drift): it looks at the answers, but never ended early on an identical copy in simulations."""
     candidates = [i for i in result.indices() if i not in (result.baseline, AA)]
-    copy = copy_speedup(result, plan.min_effect)
-    if not candidates or (copy is not None and copy.verdict in (Verdict.FASTER, Verdict.SLOWER)):
-        return False
-    if _drift_pct(np.asarray(result.baseline_blocks()), 100 * (1 - MAX_DESYNC_SHARE)) > MAX_DRIFT_PCT:
+    checks = stability(result, plan.min_effect)  # a noise floor: the identical copy came out different
+    if not candidates or checks["unstable"] or checks["noise_floor_pct"] > 0:
         return False
     effect = max(CLEAR_EFFECT, plan.min_effect)
     decided = (Verdict.FASTER, Verdict.SLOWER)
