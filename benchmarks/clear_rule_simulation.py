@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from magpie_core.pipelines.blocked import AA, BlockedTiming
 from magpie_core.stats import Verdict, hierarchical_speedup
 
 DECIDED = (Verdict.FASTER, Verdict.SLOWER)
+LENGTH = 150
 #: (candidates' time ratios to the baseline, process spread, block noise)
 CASES = [
     ((1.5,), 0.02, 0.05),
@@ -35,7 +37,8 @@ CASES = [
 ]
 
 
-def _verdict(timing: BlockedTiming, index: int, line: float, confidence: float) -> Verdict:
+def verdict(timing: BlockedTiming, index: int, line: float, confidence: float) -> Verdict:
+    """A candidate's verdict against the baseline with the given line (min_effect) and confidence."""
     return hierarchical_speedup(
         timing.levels(0),
         timing.levels(index),
@@ -46,23 +49,34 @@ def _verdict(timing: BlockedTiming, index: int, line: float, confidence: float) 
     ).verdict
 
 
-def _run(seed: int, ratios: tuple[float, ...], process_sd: float, block_sd: float, args: argparse.Namespace):
+StopRule = Callable[[BlockedTiming, int], bool]
+
+
+def clear(line: float, confidence: float) -> StopRule:
+    """The shipped rule for one candidate: decided past ``line`` at ``confidence``."""
+    return lambda timing, index: verdict(timing, index, line, confidence) in DECIDED
+
+
+def simulate(
+    seed: int, ratios: tuple[float, ...], process_sd: float, block_sd: float, may_stop: StopRule
+) -> tuple[int, list[Verdict], list[Verdict]]:
+    """One simulated compare: where the blocks stopped (every candidate ``may_stop``), the 95 % verdicts there and
+    at the fixed length."""
     rng = np.random.default_rng(seed)
     truth = {0: 0.0, AA: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
     levels = {(k, p): truth[k] + rng.normal(0, process_sd) for k in truth for p in range(2)}
-    shared = rng.normal(0, 0.05, 150)
-    blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, 150)) for key, lvl in levels.items()}
+    shared = rng.normal(0, 0.05, LENGTH)
+    blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, LENGTH)) for key, lvl in levels.items()}
     candidates = range(1, len(ratios) + 1)
-    timing, stop = BlockedTiming(baseline=0), 150
-    for n in range(20, 151, 5):
+    timing, stop = BlockedTiming(baseline=0), LENGTH
+    for n in range(20, LENGTH + 1, 5):
         timing.blocks = {k: list(v[:n]) for k, v in blocks.items()}
-        if all(_verdict(timing, i, args.line, args.confidence) in DECIDED for i in candidates):
+        if all(may_stop(timing, i) for i in candidates):
             stop = n
             break
-    early = [_verdict(timing, i, 0.02, 0.95) for i in candidates]
+    early = [verdict(timing, i, 0.02, 0.95) for i in candidates]
     timing.blocks = {k: list(v) for k, v in blocks.items()}
-    fixed = [_verdict(timing, i, 0.02, 0.95) for i in candidates]
-    return stop, early, fixed
+    return stop, early, [verdict(timing, i, 0.02, 0.95) for i in candidates]
 
 
 def _wrong(verdicts: list[Verdict], ratios: tuple[float, ...]) -> int:
@@ -78,12 +92,13 @@ def main() -> None:
     args = parser.parse_args()
     print("time ratios | process sd | block sd | ended early % | median stop | wrong early % | wrong fixed %")
     for ratios, process_sd, block_sd in CASES:
-        runs = [_run(seed, ratios, process_sd, block_sd, args) for seed in range(args.runs)]
+        rule = clear(args.line, args.confidence)
+        runs = [simulate(seed, ratios, process_sd, block_sd, rule) for seed in range(args.runs)]
         stops = np.array([r[0] for r in runs])
         wrong_early = 100 * sum(_wrong(r[1], ratios) for r in runs) / args.runs
         wrong_fixed = 100 * sum(_wrong(r[2], ratios) for r in runs) / args.runs
         print(
-            f"{ratios} | {process_sd} | {block_sd} | {100 * np.mean(stops < 150):.1f} | {np.median(stops):.0f} | "
+            f"{ratios} | {process_sd} | {block_sd} | {100 * np.mean(stops < LENGTH):.1f} | {np.median(stops):.0f} | "
             f"{wrong_early:.2f} | {wrong_fixed:.2f}"
         )
 

@@ -18,11 +18,11 @@ import math
 from collections import Counter
 
 import numpy as np
+from clear_rule_simulation import LENGTH, clear, simulate
 
-from magpie_core.pipelines.blocked import AA, BlockedTiming
-from magpie_core.stats import Verdict, _student_t, hierarchical_speedup
+from magpie_core.pipelines.blocked import BlockedTiming
+from magpie_core.stats import _student_t
 
-DECIDED = (Verdict.FASTER, Verdict.SLOWER)
 #: (candidates' time ratios to the baseline, process spread, block noise)
 CASES = [
     ((1.0,), 0.02, 0.05),
@@ -34,12 +34,7 @@ CASES = [
     ((1.0,), 0.0, 0.1),
     ((1.1,), 0.01, 0.1),
 ]
-
-
-def _verdict(timing: BlockedTiming, index: int, line: float, confidence: float) -> Verdict:
-    blocks = (timing.baseline_blocks(), timing.instance_blocks(index))
-    levels = (timing.levels(0), timing.levels(index))
-    return hierarchical_speedup(*levels, timing.spread(), min_effect=line, confidence=confidence, blocks=blocks).verdict
+SHIPPED = clear(0.10, 0.99)
 
 
 def _level_variance(timing: BlockedTiming) -> float:
@@ -64,31 +59,17 @@ def _futile(timing: BlockedTiming, index: int, min_effect: float = 0.02) -> bool
     return limit >= band and abs(centre) + 2 * math.sqrt(noise * weight) < limit + band
 
 
-def _run(seed: int, ratios: tuple[float, ...], process_sd: float, block_sd: float):
-    rng = np.random.default_rng(seed)
-    truth = {0: 0.0, AA: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
-    levels = {(k, p): truth[k] + rng.normal(0, process_sd) for k in truth for p in range(2)}
-    shared = rng.normal(0, 0.05, 150)
-    blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, 150)) for key, lvl in levels.items()}
-    candidates = range(1, len(ratios) + 1)
-    timing, stop = BlockedTiming(baseline=0), 150
-    for n in range(20, 151, 5):
-        timing.blocks = {k: list(v[:n]) for k, v in blocks.items()}
-        if all(_verdict(timing, i, 0.10, 0.99) in DECIDED or _futile(timing, i) for i in candidates):
-            stop = n
-            break
-    early = [_verdict(timing, i, 0.02, 0.95) for i in candidates]
-    timing.blocks = {k: list(v) for k, v in blocks.items()}
-    return stop, early, [_verdict(timing, i, 0.02, 0.95) for i in candidates]
+def _clear_or_futile(timing: BlockedTiming, index: int) -> bool:
+    return SHIPPED(timing, index) or _futile(timing, index)
 
 
 def main() -> None:
     for ratios, process_sd, block_sd in CASES:
-        runs = [_run(seed, ratios, process_sd, block_sd) for seed in range(200)]
+        runs = [simulate(seed, ratios, process_sd, block_sd, _clear_or_futile) for seed in range(200)]
         stops = np.array([r[0] for r in runs])
         early = Counter(v.value for r in runs for v in r[1])
         fixed = Counter(v.value for r in runs for v in r[2])
-        ended = 100 * np.mean(stops < 150)
+        ended = 100 * np.mean(stops < LENGTH)
         print(ratios, process_sd, block_sd, f"ended early {ended:.1f} %, median stop {np.median(stops):.0f}")
         print("   early:", dict(early), " fixed:", dict(fixed))
 
