@@ -161,12 +161,7 @@ class Profiler(Component):
 
     @abstractmethod
     def profile(
-        self,
-        argv: Sequence[str],
-        cwd: Path,
-        env: dict[str, str],
-        out_dir: Path,
-        options: dict[str, Any] | None = None,
+        self, argv: Sequence[str], cwd: Path, env: dict[str, str], out_dir: Path, options: dict[str, Any] | None = None
     ) -> list[KernelCounters]:
         """Run ``argv`` under the profiler and return one row per kernel (launches grouped by name).
 

@@ -112,9 +112,7 @@ class Registered:
 def allowed_names() -> set[str] | None:
     """The plugin and distribution names ``MAGPIE_PLUGINS`` allows (None: not set, everything loads)."""
     raw = os.environ.get("MAGPIE_PLUGINS")
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
+    return None if raw is None else {part.strip() for part in raw.split(",") if part.strip()}
 
 
 _ENTRY_POINTS: dict[tuple[str, ...], Any] = {}

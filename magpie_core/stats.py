@@ -50,9 +50,7 @@ def rse_of_median(samples: Sequence[float]) -> float:
         return math.inf
     lo, hi = median_ci(arr)
     med = float(np.median(arr))
-    if med <= 0:
-        return math.inf
-    return (hi - lo) / (2 * Z95 * med)
+    return math.inf if med <= 0 else (hi - lo) / (2 * Z95 * med)
 
 
 def summarize(samples_us: Sequence[float], stop_reason: str | None = None) -> TimingStats:
@@ -361,9 +359,7 @@ def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]]) -> Proce
     stats = [(float(g.var(ddof=1)), len(g) - 1) for g in groups]
     kept = [(v, d) for i, (v, d) in enumerate(stats) if not _apart(v, d, stats[:i] + stats[i + 1 :])]
     df = sum(d for _, d in kept)
-    if not df:
-        return ProcessSpread(math.nan, 0)
-    return ProcessSpread(sum(v * d for v, d in kept) / df, df)
+    return ProcessSpread(math.nan, 0) if not df else ProcessSpread(sum(v * d for v, d in kept) / df, df)
 
 
 #: a kernel's processes landed far further apart than the others' when the ratio of its variance to theirs

@@ -61,7 +61,10 @@ def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
     # no reference given: every candidate was checked against the baseline's outputs on the baseline's inputs
     for result in report.results.kernel_results:
         assert result.correctness.status.value == "passed"
-        assert len(result.performance.block_medians_us) == stability["blocks"]  # paired block by block
+        # paired block by block: the baseline in every block, a candidate in the first 20 or more (a decided one
+        # leaves early)
+        blocks = len(result.performance.block_medians_us)
+        assert blocks == stability["blocks"] if result.kernel_id == "single" else 20 <= blocks <= stability["blocks"]
     methods = {r.kernel_id: r.correctness.method for r in report.results.kernel_results}
     assert methods["double"] == "baseline outputs" and methods["single_again"] == "baseline outputs"
     saved = json.loads((tmp_path / report.workspace / "compare_report.json").read_text())

@@ -41,6 +41,4 @@ def expand_multi_value_options(argv: list[str], names: tuple[str, ...] = MULTI_V
 
 def split_list(values: list[str] | None) -> list[str] | None:
     """Values of a repeated list option, each of which may be a comma list, as one list (None: not given)."""
-    if values is None:
-        return None
-    return [part for value in values for part in value.split(",") if part]
+    return None if values is None else [part for value in values for part in value.split(",") if part]

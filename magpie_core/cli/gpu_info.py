@@ -27,14 +27,8 @@ def print_gpu_info(as_json: bool, fmt: str = "table") -> None:
     if info["gpus"]:
         table = Table("#", "vendor", "name", "arch", "memory (MiB)", "driver")
         for g in info["gpus"]:
-            table.add_row(
-                str(g["index"]),
-                g["vendor"],
-                g["name"],
-                g["arch"] or "?",
-                str(g["memory_total_mib"] or "?"),
-                g["driver"] or "?",
-            )
+            unknown = (str(g[c] or "?") for c in ("arch", "memory_total_mib", "driver"))
+            table.add_row(str(g["index"]), g["vendor"], g["name"], *unknown)
         console.print(table)
     else:
         console.print("No GPU found on this machine.")

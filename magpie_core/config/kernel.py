@@ -195,9 +195,7 @@ class KernelConfig(StrictModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_values_as_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): str(v) for k, v in value.items()}
-        return value
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else value
 
     @field_validator("entry", "reference")
     @classmethod

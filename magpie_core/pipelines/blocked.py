@@ -2,8 +2,8 @@
 
 Every correct candidate — the baseline and an identical copy of it included — is kept ready in several long-lived worker
 processes (:mod:`magpie_core.timing_workers`), each with its own random memory layout. A *block* gives every process one
-short *slot* (a few batches, ~``slot_ms``) in a fresh random order. Blocks repeat until the timing budget is spent,
-every process's level is known precisely enough, or every candidate is clearly faster or slower than the baseline.
+short *slot* (a few batches, ~``slot_ms``) in a fresh random order, until every kernel's budget is spent or every
+process's level is known precisely enough; a candidate clearly faster or slower than the baseline leaves them early.
 
 Because the machine's state is roughly constant within a block, each process's time in a block is taken relative to the
 baseline's in the same block: a load change between blocks moves both and cancels. A process's *level* is the median of
@@ -54,8 +54,8 @@ MIN_SPREAD_DF = 3
 MAX_DRIFT_PCT = 400.0
 #: other processes using this much CPU (in CPUs) while the blocks ran are worth naming
 BUSY_CPUS = 0.25
-#: blocks also end once every candidate is at least this much faster or slower than the baseline at this confidence:
-#: far from the line, so more blocks could not change a verdict; an identical copy never gets there by chance
+#: a candidate at least this much faster or slower than the baseline at this confidence leaves the blocks: far from
+#: the line, so more blocks could not change its verdict; an identical copy never gets there by chance
 CLEAR_EFFECT = 0.10
 CLEAR_CONFIDENCE = 0.99
 
@@ -88,26 +88,33 @@ class BlockedTiming:
     others_cpu_s: dict[str, float] | None = None
     #: stopped by Ctrl-C: the blocks completed before it are kept, the block in progress is not
     interrupted: bool = False
+    #: candidates that left the blocks early, clearly faster or slower (:func:`_clear`) -> the blocks they ran
+    decided: dict[int, int] = field(default_factory=dict)
 
     @property
     def block_count(self) -> int:
         return min((len(v) for k, v in self.blocks.items() if k[0] == self.baseline), default=0)
 
+    def blocks_of(self, index: int) -> int:  # all, or those before it was decided
+        return min(self.decided.get(index, self.block_count), self.block_count)
+
     def processes(self, index: int) -> list[Key]:
         return sorted(k for k in self.blocks if k[0] == index)
 
-    def instance_blocks(self, index: int) -> list[float]:
-        """A candidate's time per block: the geometric mean over its processes."""
-        logs = [np.log(self.blocks[k][: self.block_count]) for k in self.processes(index)]
+    def instance_blocks(self, index: int, count: int | None = None) -> list[float]:
+        """A candidate's time per block (its first ``count``): the geometric mean over its processes."""
+        n = self.blocks_of(index) if count is None else count
+        logs = [np.log(self.blocks[k][:n]) for k in self.processes(index)]
         return list(np.exp(np.mean(logs, axis=0))) if logs else []
 
-    def baseline_blocks(self) -> list[float]:
-        return self.instance_blocks(self.baseline)
+    def baseline_blocks(self, count: int | None = None) -> list[float]:
+        return self.instance_blocks(self.baseline, count)
 
     def levels(self, index: int) -> list[float]:
         """Each process's level relative to the baseline's blocks (:func:`magpie_core.stats.process_levels`)."""
-        reference = np.log(self.baseline_blocks())
-        return process_levels([self.blocks[k][: self.block_count] for k in self.processes(index)], reference)
+        n = self.blocks_of(index)
+        reference = np.log(self.baseline_blocks(n))
+        return process_levels([self.blocks[k][:n] for k in self.processes(index)], reference)
 
     def indices(self) -> list[int]:
         return sorted({k[0] for k in self.blocks})
@@ -116,7 +123,9 @@ class BlockedTiming:
         return pooled_process_spread([self.levels(i) for i in self.indices()])
 
     def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0, confidence: float = 0.95) -> Speedup:
-        """Candidate ``index`` against the baseline, over processes and blocks."""
+        """Candidate ``index`` against the baseline, over processes and blocks, as the ranking does it
+        (:func:`magpie_core.pipelines.compare.versus`: block pairs over the blocks both ran)."""
+        n = self.blocks_of(index)
         return hierarchical_speedup(
             self.levels(self.baseline),
             self.levels(index),
@@ -124,7 +133,7 @@ class BlockedTiming:
             min_effect=min_effect,
             noise_floor=noise_floor,
             confidence=confidence,
-            blocks=(self.baseline_blocks(), self.instance_blocks(index)),
+            blocks=(self.baseline_blocks(n), self.instance_blocks(index)),
         )
 
 
@@ -138,18 +147,20 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
     rng = random.Random(plan.seed)
     cpu_before = _cpu_by_process()
     start = time.monotonic()
+    # the budget is per kernel: a second of blocks spends it at the rate of the processes still in them, so a
+    # candidate that left early (decided, or failed) takes its unspent share with it
+    processes, spent = len(live), 0.0
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
+            began = time.monotonic()
             block = _one_block(live, counts, plan, rng, result)
             for key, value in block.items():
                 result.blocks[key].append(value)
+            spent += (time.monotonic() - began) * processes / max(1, len(live))
             result.elapsed_s = time.monotonic() - start
+            look = result.block_count % PRECISION_CHECK_EVERY == 0
             if result.block_count >= plan.min_blocks and (
-                result.elapsed_s >= plan.budget_s
-                or (
-                    result.block_count % PRECISION_CHECK_EVERY == 0
-                    and (_precise_enough(result, plan) or _clear(result, plan))
-                )
+                spent >= plan.budget_s or (look and (_precise_enough(result, plan) or _all_decided(live, result, plan)))
             ):
                 break
     except KeyboardInterrupt:
@@ -162,7 +173,7 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
 
 def _drop_partial_block(result: BlockedTiming) -> None:
     """An interrupted block is cut to the length of the complete ones (its samples stay in ``samples``)."""
-    n = min((len(v) for v in result.blocks.values()), default=0)
+    n = min((len(v) for k, v in result.blocks.items() if k[0] not in result.decided), default=0)
     for key in result.blocks:
         del result.blocks[key][n:]
 
@@ -235,7 +246,7 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
     spread = result.spread()
     spread_sd = math.sqrt(spread.variance) if spread.df >= MIN_SPREAD_DF else 0.0
     reference = np.log(result.baseline_blocks())
-    for values in result.blocks.values():
+    for values in (v for k, v in result.blocks.items() if k[0] not in result.decided):
         d = np.log(values[: result.block_count]) - reference
         se = 1.25 * float(np.std(d, ddof=1)) / math.sqrt(len(d))  # 1.25: the median's efficiency
         if 1.96 * se > plan.target_rse and not se <= spread_sd / 2:
@@ -243,16 +254,26 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
     return True
 
 
-def _clear(result: BlockedTiming, plan: BlockPlan) -> bool:
-    """Every candidate :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, the run's own checks clean
-    (identical copy, drift): it looks at the answers, but never ended early on an identical copy in simulations."""
-    candidates = [i for i in result.indices() if i not in (result.baseline, AA)]
+def _clear(result: BlockedTiming, plan: BlockPlan) -> list[int]:
+    """The undecided candidates now :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, while the run's
+    own checks are clean (identical copy, drift): it looks at the answers, but in simulations an identical copy never
+    got there."""
+    candidates = [i for i in result.indices() if i not in (result.baseline, AA, *result.decided)]
     checks = stability(result, plan.min_effect)  # a noise floor: the identical copy came out different
     if not candidates or checks["unstable"] or checks["noise_floor_pct"] > 0:
-        return False
+        return []
     effect = max(CLEAR_EFFECT, plan.min_effect)
     decided = (Verdict.FASTER, Verdict.SLOWER)
-    return all(result.speedup(i, effect, confidence=CLEAR_CONFIDENCE).verdict in decided for i in candidates)
+    return [i for i in candidates if result.speedup(i, effect, confidence=CLEAR_CONFIDENCE).verdict in decided]
+
+
+def _all_decided(live: dict[Key, TimingWorker], result: BlockedTiming, plan: BlockPlan) -> bool:
+    """Clear candidates leave the blocks (their processes stay open, idle); True once none is left undecided."""
+    for index in _clear(result, plan):
+        result.decided[index] = result.block_count
+        for key in [k for k in live if k[0] == index]:
+            del live[key]
+    return bool(result.decided) and all(k[0] in (result.baseline, AA) for k in live)
 
 
 def _load() -> float | None:

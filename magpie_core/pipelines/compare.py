@@ -387,10 +387,12 @@ def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos
         samples = [x for k in keys for x in outcome.samples[k]]
         earlier = results[i].performance  # profiler counters from the check, if a profiler was asked for
         seeds = ", ".join(str((infos.get(k, {}).get("layout") or {}).get("seed")) for k in keys)
+        blocks = outcome.blocks_of(i)
+        early = " (then left them: clearly faster or slower)" if i in outcome.decided else ""
         results[i].performance = PerformanceResult(
             status=StageStatus.PASSED,
             timer=next((n.split(": ", 1)[1] for n in info.get("notes", []) if n.startswith("timer: ")), None),
-            timing=summarize(samples, f"{outcome.block_count} interleaved blocks x {len(keys)} processes"),
+            timing=summarize(samples, f"{blocks} interleaved blocks x {len(keys)} processes"),
             samples_us=samples,
             block_medians_us=outcome.instance_blocks(i),
             process_levels=outcome.levels(i),
@@ -398,7 +400,7 @@ def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos
             notes=[
                 *(n for n in info.get("notes", []) if not n.startswith("timer: ")),
                 *earlier.notes,
-                f"timed in {outcome.block_count} interleaved blocks with every candidate, in {len(keys)} worker "
+                f"timed in {blocks} interleaved blocks with every candidate{early}, in {len(keys)} worker "
                 f"processes with random memory layouts (pad seeds {seeds}); "
                 f"the spread between processes ({spread.pct:.1f} % pooled) is in the speedup's interval",
             ],
@@ -568,13 +570,14 @@ def versus(
     floor = noise_floor(stability)
     spread = process_spread(stability)
     if a.process_levels and b.process_levels and spread is not None and a.block_medians_us and b.block_medians_us:
+        n = min(len(a.block_medians_us), len(b.block_medians_us))  # one side left the blocks early, decided
         return hierarchical_speedup(
             a.process_levels,
             b.process_levels,
             spread,
             min_effect=min_effect,
             noise_floor=floor,
-            blocks=(a.block_medians_us, b.block_medians_us),
+            blocks=(a.block_medians_us[:n], b.block_medians_us[:n]),
         )
     if a.block_medians_us and b.block_medians_us and len(a.block_medians_us) == len(b.block_medians_us):
         return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect, noise_floor=floor)

@@ -110,9 +110,7 @@ def _compile(
         return backend.annotate_compile(kernel, result)
     # Backends get the kernel with its working dir resolved, so relative source paths just work.
     result = backend.compile(kernel.model_copy(update={"working_dir": str(cwd)}), workdir)
-    if result is None:
-        return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile")
-    return result
+    return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile") if result is None else result
 
 
 def _run_testcases(
