@@ -6,9 +6,9 @@
 Measures, in one run, wall seconds of:
 - `magpie compare -k examples/softmax/compare.yaml` (CPU; the README's demo), or
   `examples/softmax/compare_gpu.yaml` with --gpu, through the real command line;
-- compares of a KernelBench bed problem with 1 and with 9 candidates (a mix of identical copies, the
-  correct alternative and the slow variant), in-process, with the time of each phase from the progress
-  messages; the marginal cost of a candidate is (t9 - t1) / 8.
+- compares of a KernelBench bed problem with 1 and with 9 candidates (by default a mix of identical copies, the
+  correct alternative and the slow variant; ``--pool`` picks others), in-process, with the time of each phase
+  from the progress messages; the marginal cost of a candidate is (t9 - t1) / 8.
 Goals (issue 28): demo <= 25 s on a quiet 2-core machine; 9 candidates <= 30 s on the H200; <= 1 s (CPU) /
 <= 2 s (H200) per candidate after the first.
 """
@@ -91,11 +91,11 @@ class WorkerClock:
         return out
 
 
-def candidates_compare(problem: str, count: int, out: Path) -> dict:
-    """The problem's reference against ``count`` candidates, with the phases' start times."""
+def candidates_compare(problem: str, count: int, out: Path, pool: list[str]) -> dict:
+    """The problem's reference against ``count`` candidates taken in turn from ``pool``, with the phases' start
+    times."""
     file = load_kernel_file(BED / problem / "compare.yaml")
     by_id = {k.id: k for k in file.kernels}
-    pool = ["alternative", "slow", "identical"]
     kernels = [by_id["reference"]]
     for i in range(count):
         kernel = by_id[pool[i % len(pool)]]
@@ -136,16 +136,22 @@ def main() -> int:
         default=[1, 9, 1, 9],
         help="candidates per compare, in order (the per-candidate cost is taken from the last 1 and the last 9)",
     )
+    parser.add_argument(
+        "--pool",
+        nargs="+",
+        default=["alternative", "slow", "identical"],
+        help="the bed's variants the candidates are taken from, in turn",
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    results: dict = {"meta": {"cpus": os.cpu_count(), "load_before": load_before, "gpu": args.gpu}}
+    results: dict = {"meta": {"cpus": os.cpu_count(), "load_before": load_before, "gpu": args.gpu, "pool": args.pool}}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_demo:
             results["demo"] = demo_compare(args.gpu, Path(tmp) / "demo")
             print(json.dumps(results["demo"]), flush=True)
         # a first compare warms the fork server; the second of each pair is what a loop or server sees
         for count in args.counts:
-            run = candidates_compare(args.problem, count, Path(tmp) / f"c{count}")
+            run = candidates_compare(args.problem, count, Path(tmp) / f"c{count}", args.pool)
             results.setdefault("candidates", []).append(run)
             print(json.dumps({k: run[k] for k in ("candidates", "wall_s", "blocks")}), flush=True)
     last = {r["candidates"]: r["wall_s"] for r in results["candidates"]}
