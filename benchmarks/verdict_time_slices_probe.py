@@ -41,7 +41,8 @@ def show(report: CompareReport) -> None:
         print(entry.kernel_id, entry.verdict, entry.speedup, entry.verdict_reason)
     print({k: v for k, v in (report.stability or {}).items() if k != "message"})
     blocks = {r.kernel_id: np.array(r.performance.block_medians_us) for r in report.results.kernel_results}
-    print("single / single_again per block:", np.round(blocks["single"] / blocks["single_again"], 2).tolist())
+    n = min(len(blocks["single"]), len(blocks["single_again"]))  # a decided candidate leaves the blocks early
+    print("single / single_again per block:", np.round(blocks["single"][:n] / blocks["single_again"][:n], 2).tolist())
     for kid, medians in blocks.items():
         print(kid, np.round(medians).tolist())
 
