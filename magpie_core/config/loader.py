@@ -69,9 +69,7 @@ def _construct(node: yaml.Node, file: str, path: Loc, lines: dict[Loc, int], bud
         return _construct_mapping(node, file, path, lines, budget)
     if isinstance(node, yaml.SequenceNode):
         return [_construct(item, file, (*path, i), lines, budget) for i, item in enumerate(node.value)]
-    if isinstance(value, str) and "$" in value:
-        value = expand_env(value, file, lines[path], path)
-    return value
+    return expand_env(value, file, lines[path], path) if isinstance(value, str) and "$" in value else value
 
 
 def _construct_mapping(node: yaml.MappingNode, file: str, path: Loc, lines: dict[Loc, int], budget: _Budget) -> Any:

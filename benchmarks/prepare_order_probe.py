@@ -1,0 +1,83 @@
+"""Which worker processes of a compare come out slow, and whether it follows the order they were prepared in.
+
+    python benchmarks/prepare_order_probe.py l1_19_relu --runs 8
+
+Runs the bed problem's compare ``--runs`` times and prints, per run, the three processes prepared first, every
+process's batch size, and every process's level (its median log time relative to the baseline's blocks, in %;
+kernel -1 is magpie's identical copy of the baseline, 0 the baseline, then the bed's variants in file order).
+Found with it (docs/benchmarks/kernelbench_bed.md): on the 2-core VM the process prepared first often ran 10-30 %
+slower than its twin, and when the order was fixed that was always the identical copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import magpie_core.pipelines.blocked as blocked
+import magpie_core.pipelines.compare as compare_module
+import magpie_core.pipelines.instances as instances_module
+from magpie_core.pipelines.kernels import load_kernel_file
+
+BED = Path(__file__).resolve().parent / "kernelbench_bed"
+
+
+class Spy:
+    """Records the prepare order, the batch sizes and the blocks of the compare it is installed in."""
+
+    def __init__(self) -> None:
+        self.order: list[Any] = []
+        self.batches: dict[Any, Any] = {}
+        self.timing: blocked.BlockedTiming | None = None
+
+    def sample(self, population: list[Any], k: int) -> list[Any]:  # stands in for random.sample in prepare_all
+        chosen = random.sample(population, k)
+        self.order = [key for key, _ in chosen]
+        return chosen
+
+    def install(self) -> None:
+        instances_module.random = self  # type: ignore[assignment]
+        slots, blocks = blocked._samples_per_slot, compare_module.time_in_blocks
+
+        def samples_per_slot(live: dict, plan: blocked.BlockPlan, result: blocked.BlockedTiming) -> dict:
+            self.batches = {key: worker.info.get("batch_size") for key, worker in live.items()}
+            return slots(live, plan, result)
+
+        def time_in_blocks(workers: dict, baseline: int, plan: blocked.BlockPlan) -> blocked.BlockedTiming:
+            self.timing = blocks(workers, baseline, plan)
+            return self.timing
+
+        blocked._samples_per_slot = samples_per_slot
+        compare_module.time_in_blocks = time_in_blocks
+
+
+def levels_pct(timing: blocked.BlockedTiming) -> dict[str, list[float]]:
+    return {str(i): [round(100 * v, 1) for v in timing.levels(i)] for i in timing.indices()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("problem")
+    parser.add_argument("--runs", type=int, default=8)
+    args = parser.parse_args()
+    spy = Spy()
+    spy.install()
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            compare_module.compare(
+                load_kernel_file(BED / args.problem / "compare.yaml"),
+                config_dir=BED / args.problem,
+                output_dir=Path(tmp),
+            )
+        assert spy.timing is not None
+        batches = {f"{k[0]},{k[1]}": b for k, b in sorted(spy.batches.items())}
+        print(run, "prepared first:", spy.order[:3], "batch sizes:", batches)
+        aa = spy.timing.speedup(blocked.AA, 0.02).value
+        print(run, "blocks", spy.timing.block_count, "levels %:", levels_pct(spy.timing), f"copy {aa:.3f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
