@@ -160,7 +160,7 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
             result.elapsed_s = time.monotonic() - start
             look = result.block_count % PRECISION_CHECK_EVERY == 0
             if result.block_count >= plan.min_blocks and (
-                spent >= plan.budget_s or (look and (_precise_enough(result, plan) or _all_decided(live, result, plan)))
+                spent >= plan.budget_s or (look and (_precise_enough(result, plan) or _release(live, result, plan)))
             ):
                 break
     except KeyboardInterrupt:
@@ -267,7 +267,7 @@ def _clear(result: BlockedTiming, plan: BlockPlan) -> list[int]:
     return [i for i in candidates if result.speedup(i, effect, confidence=CLEAR_CONFIDENCE).verdict in decided]
 
 
-def _all_decided(live: dict[Key, TimingWorker], result: BlockedTiming, plan: BlockPlan) -> bool:
+def _release(live: dict[Key, TimingWorker], result: BlockedTiming, plan: BlockPlan) -> bool:
     """Clear candidates leave the blocks (their processes stay open, idle); True once none is left undecided."""
     for index in _clear(result, plan):
         result.decided[index] = result.block_count

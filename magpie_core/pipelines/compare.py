@@ -267,7 +267,7 @@ def _check_and_time_in_blocks(
         if i != base_index:
             job.baseline_outputs = jobs[base_index].save_outputs
     instances = Instances()
-    _share_copy_memory(jobs)
+    _share_copy_memory(jobs, base_index)
     warm_fork_server(_preload_for(jobs))
 
     def checked(index: int, result: KernelResult) -> None:
@@ -312,14 +312,14 @@ def _check_and_time_in_blocks(
     return results, stable
 
 
-def _share_copy_memory(jobs: list[KernelJob]) -> None:
+def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:
     """Cap every process's rotating input copies, the same for all, at half the free memory over the most processes
     the compare may start: 2x a 480 MiB shared L3 is ~1 GiB per process (9 candidates, 22 processes: 21 GB)."""
     try:
         free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return
-    processes = (len(jobs) + 1) * processes_per_instance(jobs[0].performance, len(jobs) + 1)
+    processes = (len(jobs) + 1) * processes_per_instance(jobs[base_index].performance, len(jobs) + 1)
     share = max(1, free // 2 // processes >> 20)
     for job in jobs:
         job.performance["copy_memory_mib"] = job.performance.get("copy_memory_mib") or share
