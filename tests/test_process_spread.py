@@ -8,10 +8,9 @@ for any such draw, not for one lucky machine.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from magpie_core.pipelines import blocked
 from magpie_core.pipelines.blocked import (
     AA,
     BlockedTiming,
@@ -25,6 +24,7 @@ from magpie_core.pipelines.blocked import (
 )
 from magpie_core.pipelines.compare import noise_floor
 from magpie_core.stats import Verdict, hierarchical_speedup, pooled_process_spread
+from .helpers.load_injector import injected_load
 
 BLOCKS = 30
 
@@ -154,30 +154,45 @@ def test_a_candidate_leaves_the_blocks_only_when_far_from_the_line() -> None:
             assert not any(2 in _clear(t, plan) for t in draws)
 
 
-class _FakeWorker:
-    """A timed process: per-launch times of ``cost`` us, noisy from block to block, 1 ms of wall time per slot."""
+class _FakeClock:
+    """The blocks' clock, moved only by the stand-in workers: the budget's accounting, not this machine's speed."""
 
-    def __init__(self, cost: float, rng: np.random.Generator) -> None:
-        self.cost, self.rng, self.info, self.calls = cost, rng, {"batch_size": 1}, 0
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    perf_counter = monotonic
+
+
+class _FakeWorker:
+    """A timed process: per-launch times of ``cost`` us, noisy from block to block, 1 ms of the clock per slot."""
+
+    def __init__(self, cost: float, rng: np.random.Generator, clock: _FakeClock) -> None:
+        self.cost, self.rng, self.clock, self.info, self.calls = cost, rng, clock, {"batch_size": 1}, 0
         self.proc = type("Proc", (), {"pid": -1})()
 
     def sample(self, count: int, timeout: float) -> list[float]:
         self.calls += 1
-        time.sleep(0.001)
+        self.clock.now += 0.001
         return list(self.cost * self.rng.lognormal(0, 0.1) * self.rng.lognormal(0, 0.01, count))
 
     def stop(self) -> None:
         pass
 
 
-def test_decided_candidates_leave_the_blocks_and_take_their_budget_with_them() -> None:
+def test_decided_candidates_leave_the_blocks_and_take_their_budget_with_them(monkeypatch) -> None:
     """A 3x slower candidate leaves at the first look (20 blocks) and is not sampled again; the identical
     candidate and the copy stay until the budget of the kernels still in the blocks is spent; each verdict is
-    over the blocks its candidate ran."""
+    over the blocks its candidate ran. The blocks' clock is the workers' own, so load (injected) changes nothing."""
+    clock = _FakeClock()
+    monkeypatch.setattr(blocked, "time", clock)
     rng = np.random.default_rng(1)
     costs = {0: 100.0, AA: 100.0, 1: 300.0, 2: 100.0}
-    workers = {(i, p): _FakeWorker(cost, rng) for i, cost in costs.items() for p in range(2)}
-    result = time_in_blocks(workers, 0, BlockPlan(budget_s=4 * 0.5, min_effect=0.02))  # 0.5 s per kernel
+    workers = {(i, p): _FakeWorker(cost, rng, clock) for i, cost in costs.items() for p in range(2)}
+    with injected_load():
+        result = time_in_blocks(workers, 0, BlockPlan(budget_s=4 * 0.5, min_effect=0.02))  # 0.5 s per kernel
     assert result.decided == {1: 20} and result.blocks_of(1) == 20 < result.block_count
     assert workers[(1, 0)].calls == 21  # the probe, then 20 slots
     assert result.speedup(1, 0.02).verdict == Verdict.SLOWER
