@@ -24,6 +24,7 @@ from magpie_core.pipelines.blocked import (
 )
 from magpie_core.pipelines.compare import noise_floor
 from magpie_core.stats import Verdict, hierarchical_speedup, pooled_process_spread
+
 from .helpers.load_injector import injected_load
 
 BLOCKS = 30
