@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from magpie_benchmark.fingerprint import redact_argv, redact_env
 from magpie_benchmark.pipeline import run_benchmark
@@ -55,6 +56,36 @@ def test_single_repeat_needs_an_effect_that_dwarfs_the_floor() -> None:
     assert compare_metric(THROUGHPUT, [30], [100]).verdict == E2EVerdict.IMPROVED  # symmetric in log
     assert repeats_needed(0.05, 0.10) is not None and repeats_needed(0.05, 0.0001) is None
 
+
+
+def _restarted_run(rng: np.random.Generator, cv: float) -> dict:
+    """A 3-repeat report, every repeat on its own server (the noise is in the repeats: no floor), whose nine
+    end-to-end metrics are independent draws of the same process at ``cv``."""
+    repeats = []
+    for _ in range(3):
+        metrics: dict = {"completed": 8}
+        for metric in E2E_METRICS:
+            *path, last = metric.keys
+            node = metrics
+            for key in path:
+                node = node.setdefault(key, {})
+            node[last] = float(100 * np.exp(rng.normal(0, cv)))
+        repeats.append({"metrics": metrics})
+    config = {"restart_between_repeats": True}
+    return {"summary_point": 0, "points": [{"repeats": repeats}], "config": config, "repeats": 3, "fingerprint": {"workload": {}}}
+
+
+def test_an_aa_pair_is_rarely_called_over_all_its_metrics() -> None:
+    # the run's verdict is REGRESSED when any metric is: nine metrics each at 95% alone would call about a third
+    # of A/A pairs (a CI run's A/A TTFT once was); joint intervals keep it at 5% for the whole run
+    rng = np.random.default_rng(7)
+    called = sum(
+        compare_reports(_restarted_run(rng, 0.1), _restarted_run(rng, 0.1)).verdict != E2EVerdict.WITHIN_NOISE
+        for _ in range(400)
+    )
+    assert called <= 0.07 * 400, called
+    first = compare_reports(_restarted_run(rng, 0.1), _restarted_run(rng, 0.1))
+    assert first.noise == "restarted" and "jointly over 9 metrics" in first.metrics[0].reason
 
 def _report(values: list[float], start: float, *, url: str, load: float = 0.1) -> dict:
     """A benchmark_report.json with one load point whose repeats measured ``values`` (output tok/s) from ``start``."""

@@ -8,9 +8,10 @@ A serving benchmark's numbers move from run to run far more than its per-request
 * the change is the ratio of the two runs' geometric means, with Welch's t interval on the log
   values (unequal spreads and repeat counts allowed);
 * IMPROVED / REGRESSED only when the 95% interval excludes "no change" *and* the change is at least
-  ``min_effect``; WITHIN NOISE otherwise. A run with a single repeat has no spread of its own: the
-  change is called only when it dwarfs the metric's default noise floor (:data:`NOISE_FLOOR`),
-  and the reason says how many repeats would settle it.
+  ``min_effect``; WITHIN NOISE otherwise. The metrics' intervals hold jointly at 95% (a run is REGRESSED
+  when any metric is). A run with a single repeat has no spread of its own: the change is called only when
+  it dwarfs the metric's default noise floor (:data:`NOISE_FLOOR`), and the reason says how many repeats
+  would settle it.
 * the two sides of one interleaved run (``--interleave``, :mod:`magpie_benchmark.interleave`) are judged on
   their paired rounds instead (:func:`compare_paired_metric`): the noise between server lifetimes is measured
   by the rounds' spread, no floor is assumed, and the metrics' intervals hold jointly at 95%;
@@ -142,9 +143,12 @@ def repeat_stats(repeat_metrics: Sequence[dict[str, Any]]) -> dict[str, dict[str
     return out
 
 
-def _t(dof: float) -> float:
-    """Two-sided 95% Student t quantile; dof rounded down (a wider, safer interval)."""
-    return _t_family(max(math.floor(dof), 1), 1) if dof < 200 else Z95
+def _t(dof: float, family: int = 1) -> float:
+    """Two-sided Student t quantile for ``family`` intervals at 95% together; dof rounded down (a wider, safer
+    interval)."""
+    if dof >= 200 and family == 1:
+        return Z95
+    return _t_family(max(math.floor(min(dof, 1000)), 1), family)
 
 
 @functools.lru_cache(maxsize=256)
@@ -169,8 +173,9 @@ class MetricVerdict(Model):
     repeats_needed: int | None = None
 
 
-def welch_log_interval(base: Sequence[float], new: Sequence[float]) -> tuple[float, float, float]:
-    """Log of new/base (geometric means) with Welch's 95% t interval: (estimate, low, high)."""
+def welch_log_interval(base: Sequence[float], new: Sequence[float], family: int = 1) -> tuple[float, float, float]:
+    """Log of new/base (geometric means) with Welch's 95% t interval: (estimate, low, high). ``family``: the
+    interval is one of that many judged together, at 95% for all of them (Bonferroni)."""
     x, y = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(new, dtype=float))
     n, m = len(x), len(y)
     vx, vy = float(x.var(ddof=1)) / n, float(y.var(ddof=1)) / m
@@ -179,18 +184,18 @@ def welch_log_interval(base: Sequence[float], new: Sequence[float]) -> tuple[flo
     if se2 <= 0:
         return est, est, est
     dof = se2 * se2 / ((vx * vx) / (n - 1) + (vy * vy) / (m - 1))
-    half = _t(dof) * math.sqrt(se2)
+    half = _t(dof, family) * math.sqrt(se2)
     return est, est - half, est + half
 
 
-def repeats_needed(cv: float, change: float, at_least: int = 2) -> int | None:
+def repeats_needed(cv: float, change: float, at_least: int = 2, family: int = 1) -> int | None:
     """Repeats per side (from ``at_least``) for a 95% t interval of a ``change`` (fraction) to exclude zero at
     noise ``cv``; conservative: Student's t with n-1 degrees of freedom, as for very unequal spreads."""
     effect = abs(math.log1p(change)) if change > -1 else math.inf
     if cv <= 0 or effect == 0:
         return None
     for n in range(max(at_least, 2), MAX_SUGGESTED_REPEATS + 1):
-        if _t(n - 1) * cv * math.sqrt(2 / n) < effect:
+        if _t(n - 1, family) * cv * math.sqrt(2 / n) < effect:
             return n
     return None
 
@@ -236,12 +241,15 @@ def compare_metric(
     *,
     min_effect: float = 0.02,
     noise_floor: float | None = None,
+    family: int = 1,
 ) -> MetricVerdict:
     """The verdict on one metric from each run's repeat values.
 
     ``noise_floor``: the run-to-run change that repeats inside one run cannot see (restarts, the
     machine's load moving between the two runs); default :data:`NOISE_FLOOR` for the metric. A change
     is called only when the interval excludes no change *and* it exceeds ``max(min_effect, floor)``.
+    ``family``: how many metrics are judged together; their intervals hold at 95% jointly (an A/A pair has at
+    most a 5% chance of any metric being called by its interval, not 5% per metric).
     """
     b, c = spread(base), spread(new)
     if not base or not new or min(base) <= 0 or min(new) <= 0:
@@ -249,14 +257,15 @@ def compare_metric(
     floor = NOISE_FLOOR.get(metric.name, DEFAULT_NOISE_FLOOR) if noise_floor is None else noise_floor
     if len(base) < 2 or len(new) < 2:
         return _single_run_verdict(metric, b, c, min_effect, floor)
-    est, lo, hi = welch_log_interval(base, new)
+    est, lo, hi = welch_log_interval(base, new, family)
     change, ci = math.expm1(est), [100 * math.expm1(lo), 100 * math.expm1(hi)]
     cv = math.sqrt(((b["cv"] or 0.0) ** 2 + (c["cv"] or 0.0) ** 2) / 2)
     bar = max(min_effect, floor)
     excludes_zero = lo > 0 or hi < 0
+    joint = f" (jointly over {family} metrics)" if family > 1 else ""
     if excludes_zero and abs(est) >= math.log1p(bar):
         verdict = E2EVerdict.IMPROVED if _better(metric.higher_is_better, est) else E2EVerdict.REGRESSED
-        reason = f"the 95% CI excludes zero and {change:+.1%} is beyond {_bounds(bar)}"
+        reason = f"the 95% CI{joint} excludes zero and {change:+.1%} is beyond {_bounds(bar)}"
         return _verdict(metric, b, c, 100 * change, ci, verdict, reason)
     if excludes_zero and floor > min_effect and abs(change) >= min_effect:
         reason = (
@@ -266,10 +275,10 @@ def compare_metric(
         )
         return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
     if excludes_zero:
-        reason = f"the 95% CI excludes zero, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
+        reason = f"the 95% CI{joint} excludes zero, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
         return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
-    reason = f"95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
-    needed = repeats_needed(cv, change, at_least=max(b["n"], c["n"]) + 1)
+    reason = f"95% CI{joint} {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
+    needed = repeats_needed(cv, change, at_least=max(b["n"], c["n"]) + 1, family=family)
     if abs(change) >= min_effect:
         reason += _settle_hint(needed, change, cv, floor)
     return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason, needed)
@@ -636,15 +645,20 @@ def _restarted(report: dict[str, Any]) -> bool:
 def _compare_metrics(
     base_runs: list[dict[str, Any]], new_runs: list[dict[str, Any]], min_effect: float, noise_floor: float | None
 ) -> list[MetricVerdict]:
-    out = []
+    columns = {}
     for metric in E2E_METRICS:
         b = [metric_value(m, metric.keys) for m in base_runs]
         n = [metric_value(m, metric.keys) for m in new_runs]
         if all(v is None for v in b) and all(v is None for v in n):
             continue  # e.g. goodput without SLOs in either run
-        b_vals, n_vals = [v for v in b if v is not None], [v for v in n if v is not None]
-        out.append(compare_metric(metric, b_vals, n_vals, min_effect=min_effect, noise_floor=noise_floor))
-    return out
+        columns[metric] = [v for v in b if v is not None], [v for v in n if v is not None]
+    # the run's verdict is REGRESSED when any metric is: the intervals hold jointly, or an A/A pair of 3-repeat runs
+    # over 9 metrics was called REGRESSED on its TTFT (CI, 2026-12-02)
+    family = len(columns)
+    return [
+        compare_metric(m, b, n, min_effect=min_effect, noise_floor=noise_floor, family=family)
+        for m, (b, n) in columns.items()
+    ]
 
 
 def _overall(metrics: list[MetricVerdict]) -> E2EVerdict:
