@@ -57,7 +57,6 @@ def test_single_repeat_needs_an_effect_that_dwarfs_the_floor() -> None:
     assert repeats_needed(0.05, 0.10) is not None and repeats_needed(0.05, 0.0001) is None
 
 
-
 def _restarted_run(rng: np.random.Generator, cv: float) -> dict:
     """A 3-repeat report, every repeat on its own server (the noise is in the repeats: no floor), whose nine
     end-to-end metrics are independent draws of the same process at ``cv``."""
@@ -71,8 +70,8 @@ def _restarted_run(rng: np.random.Generator, cv: float) -> dict:
                 node = node.setdefault(key, {})
             node[last] = float(100 * np.exp(rng.normal(0, cv)))
         repeats.append({"metrics": metrics})
-    config = {"restart_between_repeats": True}
-    return {"summary_point": 0, "points": [{"repeats": repeats}], "config": config, "repeats": 3, "fingerprint": {"workload": {}}}
+    run = {"config": {"restart_between_repeats": True}, "repeats": 3, "fingerprint": {"workload": {}}}
+    return {**run, "summary_point": 0, "points": [{"repeats": repeats}]}
 
 
 def test_an_aa_pair_is_rarely_called_over_all_its_metrics() -> None:
@@ -86,6 +85,7 @@ def test_an_aa_pair_is_rarely_called_over_all_its_metrics() -> None:
     assert called <= 0.07 * 400, called
     first = compare_reports(_restarted_run(rng, 0.1), _restarted_run(rng, 0.1))
     assert first.noise == "restarted" and "jointly over 9 metrics" in first.metrics[0].reason
+
 
 def _report(values: list[float], start: float, *, url: str, load: float = 0.1) -> dict:
     """A benchmark_report.json with one load point whose repeats measured ``values`` (output tok/s) from ``start``."""

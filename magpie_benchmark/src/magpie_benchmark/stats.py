@@ -277,7 +277,8 @@ def compare_metric(
     if excludes_zero:
         reason = f"the 95% CI{joint} excludes zero, but {change:+.1%} is below the {min_effect:.0%} effect of interest"
         return _verdict(metric, b, c, 100 * change, ci, E2EVerdict.WITHIN_NOISE, reason)
-    reason = f"95% CI{joint} {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
+    reason = f"95% CI{joint} {ci[0]:+.1f}% to {ci[1]:+.1f}% includes no change"
+    reason += f" (repeats {b['n']} and {c['n']}, CV {cv:.1%})"
     needed = repeats_needed(cv, change, at_least=max(b["n"], c["n"]) + 1, family=family)
     if abs(change) >= min_effect:
         reason += _settle_hint(needed, change, cv, floor)
