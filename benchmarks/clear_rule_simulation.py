@@ -57,7 +57,13 @@ def clear(line: float, confidence: float) -> StopRule:
 
 
 def simulate(
-    seed: int, ratios: tuple[float, ...], process_sd: float, block_sd: float, may_stop: StopRule, each: bool = False
+    seed: int,
+    ratios: tuple[float, ...],
+    process_sd: float,
+    block_sd: float,
+    may_stop: StopRule,
+    each: bool = False,
+    first_look: int = 20,
 ) -> tuple[int, list[Verdict], list[Verdict], int]:
     """One simulated compare: where the blocks stopped (every candidate ``may_stop``, at once or ``each`` at its
     own look), the 95 % verdicts there and at the fixed length, and how many candidates left before the stop."""
@@ -68,7 +74,7 @@ def simulate(
     blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, LENGTH)) for key, lvl in levels.items()}
     candidates = range(1, len(ratios) + 1)
     timing, stop = BlockedTiming(baseline=0), LENGTH
-    for n in range(20, LENGTH + 1, 5):
+    for n in range(first_look, LENGTH + 1, 5):
         timing.blocks = {k: list(v[: timing.decided.get(k[0], n)]) for k, v in blocks.items()}
         undecided = [i for i in candidates if i not in timing.decided]
         leaving = [i for i in undecided if may_stop(timing, i)]
@@ -94,6 +100,7 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.99)
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--each", action="store_true", help="each clear candidate leaves (as shipped)")
+    parser.add_argument("--first-look", type=int, default=20, help="the first block count the rule is looked at")
     args = parser.parse_args()
     print(
         "time ratios | process sd | block sd | ended early % | median stop | candidates that left while others went on "
@@ -101,7 +108,7 @@ def main() -> None:
     )
     for ratios, process_sd, block_sd in CASES:
         rule = clear(args.line, args.confidence)
-        runs = [simulate(seed, ratios, process_sd, block_sd, rule, args.each) for seed in range(args.runs)]
+        runs = [simulate(seed, ratios, process_sd, block_sd, rule, args.each, args.first_look) for seed in range(args.runs)]
         stops = np.array([r[0] for r in runs])
         wrong_early = 100 * sum(_wrong(r[1], ratios) for r in runs) / args.runs
         wrong_fixed = 100 * sum(_wrong(r[2], ratios) for r in runs) / args.runs

@@ -54,10 +54,9 @@ MIN_SPREAD_DF = 3
 MAX_DRIFT_PCT = 400.0
 #: other processes using this much CPU (in CPUs) while the blocks ran are worth naming
 BUSY_CPUS = 0.25
-#: a candidate at least this much faster or slower than the baseline at this confidence leaves the blocks: far from
-#: the line, so more blocks could not change its verdict; an identical copy never gets there by chance
-CLEAR_EFFECT = 0.10
-CLEAR_CONFIDENCE = 0.99
+#: a candidate this far from the baseline at this confidence leaves the blocks, looked at from this block (the
+#: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
+CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
 
 
 @dataclass
@@ -159,9 +158,10 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
             spent += (time.monotonic() - began) * processes / max(1, len(live))
             result.elapsed_s = time.monotonic() - start
             look = result.block_count % PRECISION_CHECK_EVERY == 0
-            if result.block_count >= plan.min_blocks and (
-                spent >= plan.budget_s or (look and (_precise_enough(result, plan) or _release(live, result, plan)))
-            ):
+            enough = result.block_count >= plan.min_blocks
+            if enough and (spent >= plan.budget_s or (look and _precise_enough(result, plan))):
+                break
+            if look and result.block_count >= CLEAR_FIRST_LOOK and _release(live, result, plan):
                 break
     except KeyboardInterrupt:
         result.interrupted = True
