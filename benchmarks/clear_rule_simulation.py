@@ -108,7 +108,9 @@ def main() -> None:
     )
     for ratios, process_sd, block_sd in CASES:
         rule = clear(args.line, args.confidence)
-        runs = [simulate(seed, ratios, process_sd, block_sd, rule, args.each, args.first_look) for seed in range(args.runs)]
+        runs = [
+            simulate(seed, ratios, process_sd, block_sd, rule, args.each, args.first_look) for seed in range(args.runs)
+        ]
         stops = np.array([r[0] for r in runs])
         wrong_early = 100 * sum(_wrong(r[1], ratios) for r in runs) / args.runs
         wrong_fixed = 100 * sum(_wrong(r[2], ratios) for r in runs) / args.runs
