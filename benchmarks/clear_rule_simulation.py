@@ -64,9 +64,10 @@ def simulate(
     may_stop: StopRule,
     each: bool = False,
     first_look: int = 20,
-) -> tuple[int, list[Verdict], list[Verdict], int]:
+) -> tuple[int, list[Verdict], list[Verdict], int, int]:
     """One simulated compare: where the blocks stopped (every candidate ``may_stop``, at once or ``each`` at its
-    own look), the 95 % verdicts there and at the fixed length, and how many candidates left before the stop."""
+    own look), the 95 % verdicts there and at the fixed length, how many candidates left before the stop, and how
+    many identical candidates (ratio 1.0) were decided early (left, or in a run that ended early)."""
     rng = np.random.default_rng(seed)
     truth = {0: 0.0, AA: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
     levels = {(k, p): truth[k] + rng.normal(0, process_sd) for k in truth for p in range(2)}
@@ -85,8 +86,9 @@ def simulate(
             break
     early = [verdict(timing, i, 0.02, 0.95) for i in candidates]
     left = sum(n < stop for n in timing.decided.values())
+    identical_early = sum(ratios[i - 1] == 1.0 and (i in timing.decided or stop < LENGTH) for i in candidates)
     timing.blocks, timing.decided = {k: list(v) for k, v in blocks.items()}, {}
-    return stop, early, [verdict(timing, i, 0.02, 0.95) for i in candidates], left
+    return stop, early, [verdict(timing, i, 0.02, 0.95) for i in candidates], left, identical_early
 
 
 def _wrong(verdicts: list[Verdict], ratios: tuple[float, ...]) -> int:
@@ -104,7 +106,7 @@ def main() -> None:
     args = parser.parse_args()
     print(
         "time ratios | process sd | block sd | ended early % | median stop | candidates that left while others went on "
-        "| wrong early % | wrong fixed %"
+        "| wrong early % | wrong fixed % | identical decided early (of all identical)"
     )
     for ratios, process_sd, block_sd in CASES:
         rule = clear(args.line, args.confidence)
@@ -116,7 +118,8 @@ def main() -> None:
         wrong_fixed = 100 * sum(_wrong(r[2], ratios) for r in runs) / args.runs
         print(
             f"{ratios} | {process_sd} | {block_sd} | {100 * np.mean(stops < LENGTH):.1f} | {np.median(stops):.0f} | "
-            f"{sum(r[3] for r in runs)} | {wrong_early:.2f} | {wrong_fixed:.2f}"
+            f"{sum(r[3] for r in runs)} | {wrong_early:.2f} | {wrong_fixed:.2f} | "
+            f"{sum(r[4] for r in runs)} of {args.runs * ratios.count(1.0)}"
         )
 
 
