@@ -6,13 +6,13 @@ Runs the bed problem's compare ``--runs`` times and prints, per run, the three p
 process's batch size, and every process's level (its median log time relative to the baseline's blocks, in %;
 kernel -1 is magpie's identical copy of the baseline, 0 the baseline, then the bed's variants in file order).
 Found with it (docs/benchmarks/kernelbench_bed.md): on the 2-core VM the process prepared first often ran 10-30 %
-slower than its twin, and when the order was fixed that was always the identical copy.
+slower than its twin, and when the order was fixed that was always the identical copy; hence the counterbalanced
+(ABBA) order of :func:`magpie_core.pipelines.instances.counterbalanced`.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,13 +33,14 @@ class Spy:
         self.batches: dict[Any, Any] = {}
         self.timing: blocked.BlockedTiming | None = None
 
-    def sample(self, population: list[Any], k: int) -> list[Any]:  # stands in for random.sample in prepare_all
-        chosen = random.sample(population, k)
-        self.order = [key for key, _ in chosen]
-        return chosen
-
     def install(self) -> None:
-        instances_module.random = self  # type: ignore[assignment]
+        counterbalanced = instances_module.counterbalanced
+
+        def prepare_order(keys: list[Any]) -> list[Any]:
+            self.order = counterbalanced(keys)
+            return self.order
+
+        instances_module.counterbalanced = prepare_order
         slots, blocks = blocked._samples_per_slot, compare_module.time_in_blocks
 
         def samples_per_slot(live: dict, plan: blocked.BlockPlan, result: blocked.BlockedTiming) -> dict:

@@ -1,13 +1,12 @@
 """Every AMD Magpie config key, and what magpie does with it (the source of docs/compatibility.md).
 
-Three outcomes per key: **implemented** (the meaning AMD Magpie gives it, or magpie's stated
-equivalent), **warned** (accepted; the load logs a warning naming the key and what magpie does
-instead; see :data:`magpie_core.compat.UNIMPLEMENTED`), **refused** (a file that switches it on
-stops with exit 2 naming the key). The benchmark YAML's table lives with the benchmark
-(``magpie_benchmark.compat_keys``); :func:`describe_in` and :func:`status_in` serve any table.
-Patterns use ``*`` for one free-form key (an env var name, a metric name, a GPU index).
-``tests/test_magpie_corpus.py`` checks every key of the gathered AMD Magpie configs against this
-table and against what the loaders actually do.
+Three outcomes per key: **implemented** (the meaning AMD Magpie gives it, or magpie's stated equivalent), **warned**
+(accepted; the load logs a warning naming the key and what magpie does instead; see
+:data:`magpie_core.compat.UNIMPLEMENTED`), **refused** (a file that switches it on stops with exit 2 naming the key).
+The benchmark YAML's table lives with the benchmark (``magpie_benchmark.compat_keys``); :func:`describe_in` and
+:func:`status_in` serve any table. Patterns use ``*`` for one free-form key (an env var name, a metric name, a GPU
+index). ``tests/test_magpie_corpus.py`` checks every key of the gathered AMD Magpie configs against this table and
+against what the loaders actually do.
 """
 
 from __future__ import annotations

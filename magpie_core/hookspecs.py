@@ -1,8 +1,7 @@
 """The magpie plugin surface: every hook a plugin can implement, in one file.
 
-magpie is built from plugins. A plugin is a Python module that
-implements one or more of the hooks below with ``@magpie_core.hookimpl`` and is
-declared under the ``magpie`` entry-point group of its distribution::
+magpie is built from plugins. A plugin is a Python module that implements one or more of the hooks below with
+``@magpie_core.hookimpl`` and is declared under the ``magpie`` entry-point group of its distribution::
 
     # pyproject.toml
     [project.entry-points.magpie]
@@ -15,19 +14,16 @@ declared under the ``magpie`` entry-point group of its distribution::
     def magpie_register_kernel_backends(register):
         register(MyBackend())
 
-Every ``magpie_register_*`` hook receives a ``register`` callable; call it once
-per component. Each component has a ``name`` (kernel backends may instead list
-``kernel_types``); names are unique per kind across all installed plugins, and
-a second plugin claiming a taken name is a :class:`PluginConflictError`.
-The interfaces each kind must satisfy live in :mod:`magpie_core.interfaces`.
+Every ``magpie_register_*`` hook receives a ``register`` callable; call it once per component. Each component has a
+``name`` (kernel backends may instead list ``kernel_types``); names are unique per kind across all installed plugins,
+and a second plugin claiming a taken name is a :class:`PluginConflictError`. The interfaces each kind must satisfy live
+in :mod:`magpie_core.interfaces`.
 
-magpie's own built-in plugins register through exactly these hooks, so
-anything a built-in does, a third-party plugin can do too: ``magpie gap``,
-``magpie inference`` and ``magpie mcp`` are plugins, and so is every MCP tool.
+magpie's own built-in plugins register through exactly these hooks, so anything a built-in does, a third-party plugin
+can do too: ``magpie gap``, ``magpie inference`` and ``magpie mcp`` are plugins, and so is every MCP tool.
 
-Hooks are called through pluggy (``pm.hook.<name>(...)``); a function in a
-plugin whose name starts with ``magpie_`` but matches no hook below is an
-error at load time that names the plugin (pluggy's ``check_pending``).
+Hooks are called through pluggy (``pm.hook.<name>(...)``); a function in a plugin whose name starts with ``magpie_`` but
+matches no hook below is an error at load time that names the plugin (pluggy's ``check_pending``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,20 @@
 """Ctrl-C and SIGTERM for commands that run children: stop at once, keep what was measured.
 
-magpie starts every child in its own session or process group (so a child's crash, or a signal
-meant for it, touches nothing else). The terminal's Ctrl-C therefore reaches magpie alone, and
-:func:`handling_interrupts` forwards it:
+magpie starts every child in its own session or process group (so a child's crash, or a signal meant for it, touches
+nothing else). The terminal's Ctrl-C therefore reaches magpie alone, and :func:`handling_interrupts` forwards it:
 
-* **first signal**: no new child starts, every process group magpie started gets SIGTERM and,
-  :data:`GRACE_S` later, SIGKILL (:func:`magpie_core.processes.stop_everything`). Then the innermost
-  :func:`on_interrupt` callback runs (the load generator's event loop cancels its task and keeps the
-  requests that completed) or, without one, ``KeyboardInterrupt`` is raised in the main thread.
-  Pipelines catch it, write their report marked ``interrupted`` and raise :class:`RunInterrupted`.
-* **another signal**: SIGKILL to every group now (the report is still written). If the first came
-  more than :data:`FORCE_AFTER_S` ago, something is stuck: the process exits at once.
+* **first signal**: no new child starts, every process group magpie started gets SIGTERM and, :data:`GRACE_S` later,
+  SIGKILL (:func:`magpie_core.processes.stop_everything`). Then the innermost :func:`on_interrupt` callback runs (the
+  load generator's event loop cancels its task and keeps the requests that completed) or, without one,
+  ``KeyboardInterrupt`` is raised in the main thread. Pipelines catch it, write their report marked ``interrupted`` and
+  raise :class:`RunInterrupted`.
+* **another signal**: SIGKILL to every group now (the report is still written). If the first came more than
+  :data:`FORCE_AFTER_S` ago, something is stuck: the process exits at once.
 * If the process is still alive :data:`HARD_EXIT_S` after the first signal, it exits regardless.
 
-Commands exit with 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM — at once, through
-:func:`exit_now` once the partial report is written and the message printed, so that a further
-Ctrl-C cannot land in the interpreter's shutdown (which would end the process by the signal itself).
+Commands exit with 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM — at once, through :func:`exit_now` once the
+partial report is written and the message printed, so that a further Ctrl-C cannot land in the interpreter's shutdown
+(which would end the process by the signal itself).
 """
 
 from __future__ import annotations

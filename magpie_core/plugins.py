@@ -1,20 +1,17 @@
 """The plugin manager: discovery, hook calls, and the registry of named components.
 
-Plugins come from two places, as in pytest and llm: :data:`DEFAULT_PLUGINS`, the
-few modules that ship inside the core, and every entry point of the ``magpie``
-group (each first-party plugin is its own distribution). ``MAGPIE_PLUGINS`` (a
-comma list of entry-point or distribution names; set but empty means none)
-restricts which entry points load, through pluggy's own blocking.
+Plugins come from two places, as in pytest and llm: :data:`DEFAULT_PLUGINS`, the few modules that ship inside the core,
+and every entry point of the ``magpie`` group (each first-party plugin is its own distribution). ``MAGPIE_PLUGINS`` (a
+comma list of entry-point or distribution names; set but empty means none) restricts which entry points load, through
+pluggy's own blocking.
 
-Every hook is called through pluggy (``pm.hook.<name>(...)``). A plugin that
-fails to import, that implements a ``magpie_*`` function no hook knows (a
-misspelt hook: pluggy's ``check_pending``), or that raises inside a hook is
-reported once as a warning naming its distribution and the error; it is then
-unregistered and everything else keeps working.
+Every hook is called through pluggy (``pm.hook.<name>(...)``). A plugin that fails to import, that implements a
+``magpie_*`` function no hook knows (a misspelt hook: pluggy's ``check_pending``), or that raises inside a hook is
+reported once as a warning naming its distribution and the error; it is then unregistered and everything else keeps
+working.
 
-The process-wide manager is :func:`get_plugin_manager`; code that needs another
-one (tests with ad-hoc plugins, an embedding application) builds a
-:class:`PluginManager` and passes it, or installs it with :func:`use_plugin_manager`.
+The process-wide manager is :func:`get_plugin_manager`; code that needs another one (tests with ad-hoc plugins, an
+embedding application) builds a :class:`PluginManager` and passes it, or installs it with :func:`use_plugin_manager`.
 """
 
 from __future__ import annotations
@@ -142,14 +139,12 @@ def _core_version() -> str:
 class PluginManager:
     """Loads plugins, calls hooks through pluggy, and holds every registered component by kind and name.
 
-    ``entry_points``: the entry points to load (default: every one of the ``magpie`` group, as
-    ``importlib.metadata`` finds them; ``[]`` for none). ``plugins``: extra ``(name, module_or_object)`` pairs
-    registered in-process, as a test or an embedding application would. ``defaults``: load :data:`DEFAULT_PLUGINS`.
-    ``lazy``: call a kind's registration hook when that kind is first looked up (:meth:`components`,
-    :meth:`get`, :meth:`owner`; :attr:`plugins` collects every kind), not all of them at once: a command
-    then imports only the plugin modules that register what it uses (``magpie gap`` reads kernel-name
-    parsers and config blocks, not MCP tools or environments). A plugin that fails or conflicts in a
-    kind's hook is reported when that kind is first used.
+    ``entry_points``: those to load (default: the ``magpie`` group's, as ``importlib.metadata`` finds them; ``[]``
+    for none). ``plugins``: extra ``(name, module_or_object)`` pairs registered in-process (a test, an embedding
+    application). ``defaults``: load :data:`DEFAULT_PLUGINS`. ``lazy``: call a kind's registration hook when that
+    kind is first looked up (:meth:`components`, :meth:`get`, :meth:`owner`; :attr:`plugins` collects every kind),
+    so a command imports only the plugin modules that register what it uses (``magpie gap`` reads kernel-name
+    parsers and config blocks, not MCP tools); a plugin failing in a kind's hook is reported when that kind is used.
     """
 
     def __init__(

@@ -1,15 +1,13 @@
 """Running external commands safely: argv lists only, own process group, bounded waits.
 
-Only processes magpie started are ever signalled, and always as the whole
-group magpie created for them. Whatever ends a wait on a child early — its
-timeout, an exception (``OverflowError`` from an absurd timeout included),
-``KeyboardInterrupt``, a cancelled task — stops the child's group before the
-exception goes on, so no child outlives the code that started it.
+Only processes magpie started are ever signalled, and always as the whole group magpie created for them. Whatever ends a
+wait on a child early — its timeout, an exception (``OverflowError`` from an absurd timeout included),
+``KeyboardInterrupt``, a cancelled task — stops the child's group before the exception goes on, so no child outlives the
+code that started it.
 
-Every wait is bounded: a timeout of ``None``, infinity or more than
-:data:`MAX_WAIT_S` waits :data:`MAX_WAIT_S` (:func:`bounded_timeout`).
-Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`magpie_core.interrupts`),
-no new child starts: :func:`run_command` raises :class:`Interrupted`.
+Every wait is bounded: a timeout of ``None``, infinity or more than :data:`MAX_WAIT_S` waits :data:`MAX_WAIT_S`
+(:func:`bounded_timeout`). Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`magpie_core.interrupts`), no new
+child starts: :func:`run_command` raises :class:`Interrupted`.
 """
 
 from __future__ import annotations

@@ -345,10 +345,10 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
     """The run's own noise: process spread, the identical copy's check, drift, within-slot spread, what else ran."""
     copy = copy_speedup(result, min_effect)
     spread = result.spread()
-    # identical work called different beyond its interval: the method missed some noise, so no candidate is
-    # called FASTER or SLOWER by less than how far the copy landed
-    missed = copy is not None and copy.verdict in (Verdict.FASTER, Verdict.SLOWER)
-    floor_pct = 100 * (math.exp(max(abs(math.log(copy.ci_low)), abs(math.log(copy.ci_high)))) - 1) if missed else 0.0
+    # identical work whose interval excludes 1: noise the method missed; no verdict by less than that interval reaches
+    missed = copy is not None and (copy.ci_low > 1 or copy.ci_high < 1)
+    far_pct = 100 * (math.exp(max(abs(math.log(copy.ci_low)), abs(math.log(copy.ci_high)))) - 1) if missed else 0.0
+    floor_pct = far_pct if far_pct > 100 * min_effect else 0.0
     base = np.asarray(result.baseline_blocks())
     slow_fifth_pct = _drift_pct(base, 100 * (1 - MAX_DESYNC_SHARE))
     elapsed = max(result.elapsed_s, 1e-9)
