@@ -73,9 +73,8 @@ def magpie_register_profilers(register: Register) -> None:
 def magpie_register_trace_analyzers(register: Register) -> None:
     """Register trace analyzers (:class:`~magpie_core.interfaces.TraceAnalyzer`).
 
-    An analyzer reads profiler trace files (with :mod:`magpie_trace`, the
-    public trace-reading library) and writes tables and a summary: ``gap``
-    (kernel tables, GPU idle gaps), ``inference`` (stage split, roofline), ...
+    An analyzer reads profiler trace files (with :mod:`magpie_trace`, the public trace-reading library) and writes
+    tables and a summary: ``gap`` (kernel tables, GPU idle gaps), ``inference`` (stage split, roofline), ...
     """
 
 
@@ -83,8 +82,7 @@ def magpie_register_trace_analyzers(register: Register) -> None:
 def magpie_register_source_finders(register: Register) -> None:
     """Register kernel-source finders (:class:`~magpie_core.interfaces.KernelSourceFinder`).
 
-    A finder maps kernel names (as they appear in traces) to the source files
-    that define them, and says how sure it is.
+    A finder maps kernel names (as they appear in traces) to the source files that define them, and says how sure it is.
     """
 
 
@@ -157,9 +155,8 @@ def magpie_register_timers(register: Register) -> None:
 def magpie_detect_gpus() -> list[Any]:
     """Return the GPUs this plugin can see, as :class:`~magpie_core.reports.GpuInfo`.
 
-    Called by ``magpie gpu-info`` and by automatic GPU selection. A vendor
-    plugin returns an empty list when its tools are absent; it never raises
-    for "no GPU".
+    Called by ``magpie gpu-info`` and by automatic GPU selection. A vendor plugin returns an empty list when its tools
+    are absent; it never raises for "no GPU".
     """
 
 
@@ -167,9 +164,8 @@ def magpie_detect_gpus() -> list[Any]:
 def magpie_register_mcp_tools(register: Register) -> None:
     """Register tools for ``magpie mcp``: plain typed Python callables.
 
-    The function's name becomes the tool name, its docstring the description
-    and its type hints the input and output schema. Every built-in tool is
-    registered through this hook too.
+    The function's name becomes the tool name, its docstring the description and its type hints the input and output
+    schema. Every built-in tool is registered through this hook too.
     """
 
 

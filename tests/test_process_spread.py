@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -326,3 +327,49 @@ def test_a_kernel_dropped_while_others_warm_up_is_not_prepared() -> None:
     failures = prepare_all(instances, [SimpleNamespace(performance={}) for _ in range(3)], 0)
     assert list(failures) == [1] and "out of memory" in failures[1]
     assert sorted(prepared) == [(0, 0), (0, 1), (2, 0), (2, 1)] and (1, 0) not in instances.workers
+
+
+def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) -> None:
+    """On the 2-core VM, workers loaded and checked side by side came out in a persistent slow state 3x as often as
+    ones loaded one at a time; on a big host they stay side by side (each start there costs GPU driver time)."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import magpie_core.pipelines.instances as instances_module
+    from magpie_core.reports import CorrectnessResult, EvaluationOutcome, PerformanceResult, StageStatus
+    from magpie_core.threads import map_in_threads
+
+    passed = EvaluationOutcome(
+        correctness=CorrectnessResult(status=StageStatus.PASSED),
+        performance=PerformanceResult(status=StageStatus.SKIPPED),
+    )
+    guard, running, most = threading.Lock(), [0], [0]
+
+    def phase() -> None:
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with guard:
+            running[0] -= 1
+
+    class Worker:
+        def __init__(self, *args, **kwargs) -> None:
+            phase()  # loading
+
+        def check(self, timeout: float) -> EvaluationOutcome:
+            phase()
+            return passed
+
+    monkeypatch.setattr(instances_module, "TimingWorker", Worker)
+    task = SimpleNamespace(settings={})
+    for cpus, expected in ((2, 1), (16, 4)):
+        monkeypatch.setattr(instances_module.os, "cpu_count", lambda cpus=cpus: cpus)
+        instances, most[0] = instances_module.Instances(), 0
+
+        def start(index: int, instances=instances) -> EvaluationOutcome:
+            return instances_module.SessionHarness((index, 0), instances)(task, Path("."), Path("."), {}, 10.0)
+
+        outcomes = map_in_threads(start, range(4), workers=4)
+        assert all(o is passed for o in outcomes) and most[0] == expected, (cpus, most[0])

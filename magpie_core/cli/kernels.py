@@ -94,8 +94,7 @@ def _recognised_sources(
 ) -> KernelConfigFile | None:
     """A kernel file a plugin builds for sources it recognises (e.g. a problem file and its solutions).
 
-    Only asked when no testcase or compile command is given: those say the files are built and run the
-    AMD Magpie way.
+    Only asked when no testcase or compile command is given: those say the files are built and run the AMD Magpie way.
     """
     if testcase is not None or compile_cmd is not None:
         return None

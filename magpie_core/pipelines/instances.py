@@ -5,8 +5,8 @@ One process start per instance: the worker that proves a kernel correct is the o
 (:func:`magpie_core.pipelines.kernels.evaluate_kernel`); once the baseline's first process has saved its input sets and
 expected outputs, every other process — the baseline's own further processes and an identical copy of the baseline
 (:data:`~magpie_core.pipelines.blocked.AA`) included — is checked on exactly that file and later loads its timing inputs
-from it, so no instance is built differently from another. Processes start side by side, as many at a time as the
-machine has CPUs.
+from it, so no instance is built differently from another. Builds run side by side; on a small machine workers load and
+check one at a time (:attr:`Instances.starting`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import random
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,7 @@ DEFAULT_PROCESSES = 2
 
 
 def processes_per_instance(performance: dict[str, Any], instances: int) -> int:
-    """As configured; else one more than two while every process of every instance starts at once (each start
-    costs ~0.7 s of a GPU's driver time, one after the other: on the H200 33 processes took 16 s to start)."""
+    """As configured; else 3 while instances x 3 <= CPUs, else 2 (docs/kernel-evaluation.md: GPU start costs)."""
     configured = performance.get("processes")
     if configured:
         return int(configured)
@@ -58,6 +58,9 @@ class Instances:
 
     workers: dict[Key, TimingWorker] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: held while a worker loads or checks on <= 4 CPUs (a guess): side by side 11-15 % of the 2-core VM's processes
+    #: stayed 4-11 % slow for life, one at a time 4 %; on the 16-CPU H200 host it cost 0.25 s a process, not needed
+    starting: Any = field(default_factory=lambda: threading.Lock() if (os.cpu_count() or 1) <= 4 else nullcontext())
 
     def add(self, key: Key, worker: TimingWorker) -> None:
         with self.lock:
@@ -106,11 +109,13 @@ class SessionHarness:
         try:
             # a forked worker cannot honour variables read when a process starts: only magpie's own may be set
             fork = set(env) <= {BUILD_DIR_VAR}
-            worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
+            with self.instances.starting:
+                worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
             self.instances.add(self.key, worker)
-            if self.wait is not None:  # loaded side by side; checked once the baseline saved its input sets
+            if self.wait is not None:  # checked once the baseline saved its input sets
                 self.wait.wait()
-            outcome = worker.check(float(task.settings.get("correctness", {}).get("timeout_seconds", 300)))
+            with self.instances.starting:
+                outcome = worker.check(float(task.settings.get("correctness", {}).get("timeout_seconds", 300)))
         except TimingWorkerError as exc:
             return _crashed(str(exc))
         if outcome.correctness.status != StageStatus.PASSED:
