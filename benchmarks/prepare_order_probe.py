@@ -7,7 +7,7 @@ process's batch size, and every process's level (its median log time relative to
 kernel -1 is magpie's identical copy of the baseline, 0 the baseline, then the bed's variants in file order).
 Found with it (docs/benchmarks/kernelbench_bed.md): on the 2-core VM the process prepared first often ran 10-30 %
 slower than its twin, and when the order was fixed that was always the identical copy; hence the counterbalanced
-(ABBA) order of :func:`magpie_core.pipelines.instances.counterbalanced`.
+warm-up order of :func:`magpie_core.pipelines.instances.counterbalanced`.
 """
 
 from __future__ import annotations

@@ -210,10 +210,10 @@ def counterbalanced(keys: list[Key]) -> list[Key]:
     its first two swapped. So every kernel's mean position is within one place of the others' and no kernel's two
     processes come back to back: on the 2-core VM a process warmed up earlier ran slower (first +1.6 %, last -0.5 %,
     30 runs; 10-30 % at times, cause unknown), and two processes warmed up back to back landed closer together."""
-    kernels = random.sample(sorted({k[0] for k in keys}), len({k[0] for k in keys}))
+    kernels, present = random.sample(sorted(ids := {k[0] for k in keys}), len(ids)), set(keys)
     order: list[Key] = []
     for process in sorted({k[1] for k in keys}):
-        order += [(i, process) for i in kernels if (i, process) in keys]
+        order += [(i, process) for i in kernels if (i, process) in present]
         kernels = kernels[::-1]
         kernels[:2] = kernels[1::-1]
     return order
