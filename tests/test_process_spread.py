@@ -350,7 +350,9 @@ def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) ->
         with guard:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        time.sleep(0.05)
+        until = time.monotonic() + 0.3  # long enough for another thread to join on a loaded machine, if it may
+        while most[0] < 2 and time.monotonic() < until:
+            time.sleep(0.005)
         with guard:
             running[0] -= 1
 
@@ -364,7 +366,7 @@ def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) ->
 
     monkeypatch.setattr(instances_module, "TimingWorker", Worker)
     task = SimpleNamespace(settings={})
-    for cpus, expected in ((2, 1), (16, 4)):
+    for cpus, side_by_side in ((2, False), (16, True)):
         monkeypatch.setattr(instances_module.os, "cpu_count", lambda cpus=cpus: cpus)
         instances, most[0] = instances_module.Instances(), 0
 
@@ -372,4 +374,4 @@ def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) ->
             return instances_module.SessionHarness((index, 0), instances)(task, Path("."), Path("."), {}, 10.0)
 
         outcomes = map_in_threads(start, range(4), workers=4)
-        assert all(o is passed for o in outcomes) and most[0] == expected, (cpus, most[0])
+        assert all(o is passed for o in outcomes) and (most[0] > 1) == side_by_side, (cpus, most[0])
