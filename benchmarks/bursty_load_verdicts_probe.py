@@ -3,34 +3,42 @@
     python benchmarks/bursty_load_verdicts_probe.py --runs 100 --spinners 3 --jsonl rows.jsonl
 
 Each row: every candidate's verdict, speedup and interval, its processes' levels and block medians, and the
-run's stability block. The load: ``--spinners`` processes, each busy 60 % of random 50-500 ms periods (what a
-parallel test suite next door looks like). Results: docs/benchmarks/kernelbench_bed.md, "Bursty load".
+run's stability block. The load: ``--spinners`` processes of the tests' load injector
+(tests/helpers/load_injector.py: busy 200-700 ms, idle 100-500 ms, ~60 % busy). Results:
+docs/benchmarks/kernelbench_bed.md, "Bursty load".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import random
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.load_injector import injected_load  # noqa: E402
 
-def _spin(seed: int) -> None:
-    rng = random.Random(seed)
-    while True:
-        end = time.time() + rng.uniform(0.05, 0.5)
-        if rng.random() < 0.6:
-            while time.time() < end:
-                pass
-        else:
-            time.sleep(max(0.0, end - time.time()))
+
+def _row(run: int, seconds: float, report: Any) -> dict[str, Any]:
+    """One compare: the run's stability block and, per ranked candidate, its verdict and processes."""
+    row: dict[str, Any] = {"run": run, "s": round(seconds, 1), "stab": report.stability or {}}
+    for entry in report.ranking:
+        perf = next(r for r in report.results.kernel_results if r.kernel_id == entry.kernel_id).performance
+        row[entry.kernel_id] = {
+            "v": entry.verdict,
+            "med": entry.median_us,
+            "s": entry.speedup,
+            "ci": entry.speedup_ci95,
+            "why": entry.verdict_reason,
+            "levels": perf.process_levels,
+            "blocks": perf.block_medians_us,
+        }
+    return row
 
 
 def main() -> None:
@@ -42,41 +50,23 @@ def main() -> None:
     from magpie_core.pipelines.compare import compare
     from plugins.ray.tests.test_ray_environment import KERNELS, _fanout_file
 
-    spinners = [mp.Process(target=_spin, args=(i,), daemon=True) for i in range(args.spinners)]
-    for p in spinners:
-        p.start()
     out = args.jsonl.open("a") if args.jsonl else None
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for run in range(args.runs):
-                start = time.time()
-                report = compare(
-                    _fanout_file(Path(tmp) / f"barrier{run}", 1),
-                    config_dir=KERNELS,
-                    output_dir=Path(tmp) / f"out{run}",
-                    environment="local",
-                    min_effect=0.25,
-                )
-                row: dict = {"run": run, "s": round(time.time() - start, 1), "stab": report.stability or {}}
-                for entry in report.ranking:
-                    perf = next(r for r in report.results.kernel_results if r.kernel_id == entry.kernel_id).performance
-                    row[entry.kernel_id] = {
-                        "v": entry.verdict,
-                        "med": entry.median_us,
-                        "s": entry.speedup,
-                        "ci": entry.speedup_ci95,
-                        "why": entry.verdict_reason,
-                        "levels": perf.process_levels,
-                        "blocks": perf.block_medians_us,
-                    }
-                if out:
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-                verdicts = {k: (v["v"], round(v["s"], 3)) for k, v in row.items() if isinstance(v, dict) and "v" in v}
-                print(run, row["s"], verdicts, flush=True)
-    finally:
-        for p in spinners:
-            p.terminate()
+    with injected_load(processes=args.spinners), tempfile.TemporaryDirectory() as tmp:
+        for run in range(args.runs):
+            start = time.time()
+            report = compare(
+                _fanout_file(Path(tmp) / f"barrier{run}", 1),
+                config_dir=KERNELS,
+                output_dir=Path(tmp) / f"out{run}",
+                environment="local",
+                min_effect=0.25,
+            )
+            row = _row(run, time.time() - start, report)
+            if out:
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+            verdicts = {k: (v["v"], round(v["s"], 3)) for k, v in row.items() if k not in ("run", "s", "stab")}
+            print(run, row["s"], verdicts, flush=True)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster,
         assert set(by_id) == {"single", "single_b", "heavy_b"}
         # orderings only through verdicts the statistics stand behind: the 8x-work candidate is never
         # FASTER, the identical one never FASTER or SLOWER (UNSTABLE: the machine was too busy to say)
-        which = f"{report.settings['environment']} compare: {report.stability or 'rounds'}"  # which run, if not
+        which = f"{report.settings['environment']} compare: {report.stability or 'rounds'}"  # names the failing compare
         assert by_id["heavy_b"].verdict in ("SLOWER", "UNSTABLE"), which
         assert by_id["single_b"].verdict in ("SAME", "UNSTABLE"), which
         assert report.winner_id != "heavy_b"
