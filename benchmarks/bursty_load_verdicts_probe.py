@@ -37,6 +37,7 @@ def _row(run: int, seconds: float, report: Any) -> dict[str, Any]:
             "why": entry.verdict_reason,
             "levels": perf.process_levels,
             "blocks": perf.block_medians_us,
+            "process_blocks": perf.process_blocks_us,
         }
     return row
 
@@ -51,7 +52,7 @@ def main() -> None:
     from plugins.ray.tests.test_ray_environment import KERNELS, _fanout_file
 
     out = args.jsonl.open("a") if args.jsonl else None
-    with injected_load(processes=args.spinners), tempfile.TemporaryDirectory() as tmp:
+    with injected_load(processes=args.spinners, max_seconds=24 * 3600), tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
             start = time.time()
             report = compare(

@@ -146,6 +146,8 @@ class PerformanceResult(Model):
     #: compare: the level of each worker process that timed this kernel (the median over blocks of its log
     #: block time minus the baseline's of the same block); their spread is the between-process variance
     process_levels: list[float] | None = None
+    #: compare: each worker process's median in each block (a process stalled on its own leaves no verdict)
+    process_blocks_us: list[list[float]] | None = None
 
 
 class EvaluationTask(Model):

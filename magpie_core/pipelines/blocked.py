@@ -5,12 +5,11 @@ processes (:mod:`magpie_core.timing_workers`), each with its own random memory l
 short *slot* (a few batches, ~``slot_ms``) in a fresh random order, until every kernel's budget is spent or every
 process's level is known precisely enough; a candidate clearly faster or slower than the baseline leaves them early.
 
-Because the machine's state is roughly constant within a block, each process's time in a block is taken relative to the
-baseline's in the same block: a load change between blocks moves both and cancels. A process's *level* is the median of
-those relative times over blocks; a kernel's estimate is the mean of its processes' levels, and the spread between
-processes — layout, allocator history, placement — goes into the interval
-(:func:`magpie_core.stats.hierarchical_speedup`). The copy of the baseline, timed like any candidate, is reported as a
-check of the whole method.
+Each process's time in a block is taken relative to the baseline's in the same block: a load change between blocks
+moves both and cancels. A process's *level* is the median of those relative times; a kernel's estimate is the mean of
+its processes' levels, and the spread between processes (layout, allocator history, placement) goes into the interval
+(:func:`magpie_core.stats.hierarchical_speedup`), which also checks each process pair for stalls of one process alone.
+The copy of the baseline, timed like any candidate, is reported as a check of the whole method.
 """
 
 from __future__ import annotations
@@ -132,7 +131,7 @@ class BlockedTiming:
             min_effect=min_effect,
             noise_floor=noise_floor,
             confidence=confidence,
-            blocks=(self.baseline_blocks(n), self.instance_blocks(index)),
+            blocks=tuple([self.blocks[k][:n] for k in self.processes(i)] for i in (self.baseline, index)),
         )
 
 

@@ -396,6 +396,7 @@ def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos
             samples_us=samples,
             block_medians_us=outcome.instance_blocks(i),
             process_levels=outcome.levels(i),
+            process_blocks_us=[outcome.blocks[k][:blocks] for k in keys],
             counters=earlier.counters,
             notes=[
                 *(n for n in info.get("notes", []) if not n.startswith("timer: ")),
@@ -577,7 +578,7 @@ def versus(
             spread,
             min_effect=min_effect,
             noise_floor=floor,
-            blocks=(a.block_medians_us[:n], b.block_medians_us[:n]),
+            blocks=tuple([p[:n] for p in x.process_blocks_us or [x.block_medians_us]] for x in (a, b)),
         )
     if a.block_medians_us and b.block_medians_us and len(a.block_medians_us) == len(b.block_medians_us):
         return paired_speedup(a.block_medians_us, b.block_medians_us, min_effect=min_effect, noise_floor=floor)

@@ -1,12 +1,11 @@
 """The timed instances of a compare: each candidate in several long-lived worker processes, checked where timed.
 
-One process start per instance: the worker that proves a kernel correct is the one that times it
-(:class:`SessionHarness`). Every candidate's first process goes through the usual build and checks
-(:func:`magpie_core.pipelines.kernels.evaluate_kernel`); once the baseline's first process has saved its input sets and
-expected outputs, every other process — the baseline's own further processes and an identical copy of the baseline
-(:data:`~magpie_core.pipelines.blocked.AA`) included — is checked on exactly that file and later loads its timing inputs
-from it, so no instance is built differently from another. Builds run side by side; on a small machine workers load and
-check one at a time (:attr:`Instances.starting`).
+One process start per instance: the worker that proves a kernel correct times it (:class:`SessionHarness`). Every
+candidate's first process goes through the usual build and checks (:func:`~.kernels.evaluate_kernel`);
+once the baseline's first process has saved its input sets and expected outputs, every other process (the baseline's
+further ones and its identical copy :data:`~magpie_core.pipelines.blocked.AA` included) is checked on that file and
+loads its timing inputs from it, so no instance is built differently. Builds run side by side; on a small machine
+workers load and check one at a time (:attr:`Instances.starting`).
 """
 
 from __future__ import annotations
