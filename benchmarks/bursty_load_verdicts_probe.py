@@ -1,6 +1,7 @@
 """Repeat the Ray fan-out test's local compare (an identical copy, an 8x-work candidate) under bursty load.
 
     python benchmarks/bursty_load_verdicts_probe.py --runs 100 --spinners 3 --jsonl rows.jsonl
+    python benchmarks/bursty_load_verdicts_probe.py --runs 10 --env OMP_NUM_THREADS=1   # 1-thread kernels
 
 Each row: every candidate's verdict, speedup and interval, its processes' levels and block medians, and the
 run's stability block. The load: ``--spinners`` processes of the tests' load injector
@@ -47,16 +48,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--spinners", type=int, default=3)
     parser.add_argument("--jsonl", type=Path, default=None)
+    parser.add_argument("--busy-ms", type=int, nargs=2, default=(200, 700), help="each spinner's busy periods")
+    parser.add_argument("--idle-ms", type=int, nargs=2, default=(100, 500), help="and its idle ones")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="added to every kernel's env")
     args = parser.parse_args()
     from magpie_core.pipelines.compare import compare
     from plugins.ray.tests.test_ray_environment import KERNELS, _fanout_file
 
     out = args.jsonl.open("a") if args.jsonl else None
-    with injected_load(processes=args.spinners, max_seconds=24 * 3600), tempfile.TemporaryDirectory() as tmp:
+    load = injected_load(args.spinners, 24 * 3600, busy_ms=tuple(args.busy_ms), idle_ms=tuple(args.idle_ms))
+    with load, tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
             start = time.time()
+            file = _fanout_file(Path(tmp) / f"barrier{run}", 1)
+            for kernel in file.kernels:
+                kernel.env.update(item.split("=", 1) for item in args.env)
             report = compare(
-                _fanout_file(Path(tmp) / f"barrier{run}", 1),
+                file,
                 config_dir=KERNELS,
                 output_dir=Path(tmp) / f"out{run}",
                 environment="local",

@@ -123,7 +123,7 @@ class Speedup:
     ci_high: float
     verdict: Verdict
     reason: str = ""
-    #: paired only: the share of blocks in which one side was stalled (:func:`desynchronised_blocks`)
+    #: over blocks: the share of blocks in which one side (its worst process pair) was stalled on its own
     desynchronised: float = 0.0
 
 

@@ -40,12 +40,19 @@ def churn(
 
 
 @contextmanager
-def injected_load(processes: int | None = None, max_seconds: float = 600, seed: int = 0) -> Iterator[None]:
+def injected_load(
+    processes: int | None = None,
+    max_seconds: float = 600,
+    seed: int = 0,
+    busy_ms: tuple[int, int] = BUSY_MS,
+    idle_ms: tuple[int, int] = IDLE_MS,
+) -> Iterator[None]:
     """Alternating busy/idle load on every core (``processes``: default one per core) while the block runs."""
     count = processes or os.cpu_count() or 1
+    periods = ["--busy-ms", *map(str, busy_ms), "--idle-ms", *map(str, idle_ms)]
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--seconds", str(max_seconds), "--seed", str(seed + i)],
+            [sys.executable, __file__, "--seconds", str(max_seconds), "--seed", str(seed + i), *periods],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -69,5 +76,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--busy-ms", type=int, nargs=2, default=BUSY_MS)
+    parser.add_argument("--idle-ms", type=int, nargs=2, default=IDLE_MS)
     args = parser.parse_args()
-    churn(args.seed, args.seconds)
+    churn(args.seed, args.seconds, tuple(args.busy_ms), tuple(args.idle_ms))
