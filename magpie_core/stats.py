@@ -313,7 +313,7 @@ def desync_reason(stalled: int, blocks: int) -> str:
         f"in {stalled} of {blocks} blocks one side (or one of its processes) was stalled on its own (its ratio "
         f"{DESYNC_FACTOR:g}x or more away from that of the two sides' fastest blocks): the machine is overloaded "
         "(launches or threads waiting whole CPU time slices, or another process sharing the device), which, not the "
-        "kernels, set those times; too noisy to decide (a quieter machine)"
+        "kernels, set those times; too noisy to decide (a quieter machine; a CPU kernel: fewer threads than cores)"
     )
 
 
