@@ -405,11 +405,10 @@ def hierarchical_speedup(
     is Student's t with Welch-Satterthwaite degrees of freedom. An identical copy's interval therefore
     straddles 1 however the processes landed, and a kernel whose processes disagree is undecided alone.
 
-    ``blocks``: each side's per-block times, process by process; when a baseline process and a candidate process
-    had one of them stalled on its own in more than :data:`MAX_DESYNC_SHARE` of their blocks
-    (:func:`desynchronised_blocks`), the verdict is UNSTABLE as in :func:`paired_speedup`. Not per kernel: a process
-    of a 2-thread CPU matmul on a busy 2-core machine sat at 1x or ~6x for seconds, which the mean of two processes
-    shrinks to ~2.5x, under the stall factor (docs/benchmarks/kernelbench_bed.md, "Bursty load").
+    ``blocks``: each side's per-block times, process by process; when any baseline/candidate process pair had one
+    stalled on its own (:func:`desynchronised_blocks`) in over :data:`MAX_DESYNC_SHARE` of blocks: UNSTABLE. Not per
+    kernel: a 2-thread CPU matmul's process on a busy 2-core machine sat at 1x or ~6x for seconds, which the mean of
+    two processes shrinks to ~2.5x, under the stall factor (docs/benchmarks/kernelbench_bed.md, "Bursty load").
     """
     base = np.asarray(baseline_levels, dtype=float)
     cand = np.asarray(candidate_levels, dtype=float)

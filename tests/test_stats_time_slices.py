@@ -157,10 +157,10 @@ def test_processes_in_states_of_their_own_never_give_identical_work_a_verdict():
         info = stability(timing, 0.25)
         floor = 0.0 if info["unstable"] else noise_floor(info)  # an unstable run calls nothing anyway
         whole = ([timing.baseline_blocks()], [timing.instance_blocks(1)])
-        old = hierarchical_speedup(timing.levels(0), timing.levels(1), timing.spread(), min_effect=0.25, blocks=whole)
-        kernel_level.append(
-            Verdict.UNSTABLE if info["unstable"] else decide(old.value, old.ci_low, old.ci_high, 0.25, floor)[0]
+        old = hierarchical_speedup(
+            timing.levels(0), timing.levels(1), timing.spread(), min_effect=0.25, noise_floor=floor, blocks=whole
         )
+        kernel_level.append(Verdict.UNSTABLE if info["unstable"] else old.verdict)
         process_level += [timing.speedup(1, 0.25, floor).verdict, timing.speedup(2, 0.25, floor).verdict]
     assert {Verdict.FASTER, Verdict.SLOWER} & set(kernel_level)  # the check before this test was fooled
     assert set(process_level[0::2]) <= {Verdict.SAME, Verdict.UNSTABLE}

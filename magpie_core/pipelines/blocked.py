@@ -99,10 +99,14 @@ class BlockedTiming:
     def processes(self, index: int) -> list[Key]:
         return sorted(k for k in self.blocks if k[0] == index)
 
+    def process_blocks(self, index: int, count: int | None = None) -> list[list[float]]:
+        """Each process's time per block: its first ``count``, or those before it was decided."""
+        n = self.blocks_of(index) if count is None else count
+        return [self.blocks[k][:n] for k in self.processes(index)]
+
     def instance_blocks(self, index: int, count: int | None = None) -> list[float]:
         """A candidate's time per block (its first ``count``): the geometric mean over its processes."""
-        n = self.blocks_of(index) if count is None else count
-        logs = [np.log(self.blocks[k][:n]) for k in self.processes(index)]
+        logs = [np.log(blocks) for blocks in self.process_blocks(index, count)]
         return list(np.exp(np.mean(logs, axis=0))) if logs else []
 
     def baseline_blocks(self, count: int | None = None) -> list[float]:
@@ -110,9 +114,7 @@ class BlockedTiming:
 
     def levels(self, index: int) -> list[float]:
         """Each process's level relative to the baseline's blocks (:func:`magpie_core.stats.process_levels`)."""
-        n = self.blocks_of(index)
-        reference = np.log(self.baseline_blocks(n))
-        return process_levels([self.blocks[k][:n] for k in self.processes(index)], reference)
+        return process_levels(self.process_blocks(index), np.log(self.baseline_blocks(self.blocks_of(index))))
 
     def indices(self) -> list[int]:
         return sorted({k[0] for k in self.blocks})
@@ -131,7 +133,7 @@ class BlockedTiming:
             min_effect=min_effect,
             noise_floor=noise_floor,
             confidence=confidence,
-            blocks=tuple([self.blocks[k][:n] for k in self.processes(i)] for i in (self.baseline, index)),
+            blocks=(self.process_blocks(self.baseline, n), self.process_blocks(index)),
         )
 
 

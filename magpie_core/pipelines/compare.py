@@ -396,7 +396,7 @@ def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos
             samples_us=samples,
             block_medians_us=outcome.instance_blocks(i),
             process_levels=outcome.levels(i),
-            process_blocks_us=[outcome.blocks[k][:blocks] for k in keys],
+            process_blocks_us=outcome.process_blocks(i),
             counters=earlier.counters,
             notes=[
                 *(n for n in info.get("notes", []) if not n.startswith("timer: ")),

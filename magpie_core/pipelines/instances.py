@@ -1,11 +1,10 @@
 """The timed instances of a compare: each candidate in several long-lived worker processes, checked where timed.
 
 One process start per instance: the worker that proves a kernel correct times it (:class:`SessionHarness`). Every
-candidate's first process goes through the usual build and checks (:func:`~.kernels.evaluate_kernel`);
-once the baseline's first process has saved its input sets and expected outputs, every other process (the baseline's
-further ones and its identical copy :data:`~magpie_core.pipelines.blocked.AA` included) is checked on that file and
-loads its timing inputs from it, so no instance is built differently. Builds run side by side; on a small machine
-workers load and check one at a time (:attr:`Instances.starting`).
+candidate's first process goes through the usual build and checks (:func:`~.kernels.evaluate_kernel`); once the
+baseline's first process has saved its input sets and expected outputs, every other process (its further ones and its
+identical copy :data:`~.blocked.AA` included) is checked on that file and loads its timing inputs from it, so no
+instance is built differently. Builds run side by side; on a small machine workers load and check one at a time.
 """
 
 from __future__ import annotations
