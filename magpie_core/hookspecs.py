@@ -123,11 +123,10 @@ def magpie_register_commands(cli: Any) -> None:
 def magpie_register_config_blocks(register: Register) -> None:
     """Register config blocks (:class:`~magpie_core.interfaces.ConfigBlock`) that a plugin owns.
 
-    A block is a top-level key of a config file (``mcp:`` in ``config.yaml``,
-    ``ray_config:`` in a kernel or benchmark file, ``gap_analysis:`` in a benchmark file) or of a
-    nested section that allows blocks (``profiler.targeted_trace:`` of a benchmark file) with the
-    plugin's own pydantic model. The core validates it with that model, with the same file:line
-    errors as its own keys; without the plugin the key is an unknown key.
+    A block is a top-level key of a config file (``mcp:`` in ``config.yaml``, ``ray_config:`` in a kernel or benchmark
+    file, ``gap_analysis:`` in a benchmark file) or of a nested section that allows blocks (``profiler.targeted_trace:``
+    of a benchmark file) with the plugin's own pydantic model. The core validates it with that model, with the same
+    file:line errors as its own keys; without the plugin the key is an unknown key.
     """
 
 

@@ -1,9 +1,8 @@
 """What each plugin kind must provide.
 
-Components are plain objects; subclassing these ABCs is the easy way to get
-the defaults, and :func:`component_names` is how the registry names them.
-Methods that run inside an isolated worker process say so: they may crash or
-hang without harming the run, because the core runs them in a subprocess.
+Components are plain objects; subclassing these ABCs is the easy way to get the defaults, and :func:`component_names` is
+how the registry names them. Methods that run inside an isolated worker process say so: they may crash or hang without
+harming the run, because the core runs them in a subprocess.
 """
 
 from __future__ import annotations
@@ -165,10 +164,9 @@ class Profiler(Component):
     ) -> list[KernelCounters]:
         """Run ``argv`` under the profiler and return one row per kernel (launches grouped by name).
 
-        ``options`` is the profiler's block of the performance settings (``performance.<profiler name>: {...}``)
-        plus ``profiler_ranges: true`` when ``argv`` marks its region of interest with the device
-        runtime's profiler start/stop calls (the built-in harness does), so only that region
-        needs profiling.
+        ``options`` is the profiler's block of the performance settings (``performance.<profiler name>: {...}``) plus
+        ``profiler_ranges: true`` when ``argv`` marks its region of interest with the device runtime's profiler
+        start/stop calls (the built-in harness does), so only that region needs profiling.
         """
 
     def notes(self, options: dict[str, Any] | None = None) -> list[str]:
@@ -248,9 +246,8 @@ class ExecutionEnvironment(Component):
 class ConfigBlock:
     """A top-level config key owned by a plugin, validated by the plugin's own model.
 
-    ``scopes`` says which files may hold it: ``framework`` (``config.yaml``),
-    ``kernel_file`` (a kernel YAML, also inside its ``scheduler:``),
-    ``benchmark`` (the ``benchmark:`` block) and ``benchmark.profiler`` (its ``profiler:``).
+    ``scopes`` says which files may hold it: ``framework`` (``config.yaml``), ``kernel_file`` (a kernel YAML, also
+    inside its ``scheduler:``), ``benchmark`` (the ``benchmark:`` block) and ``benchmark.profiler`` (its ``profiler:``).
     """
 
     name: str

@@ -282,10 +282,9 @@ class PluginManager:
 
         ``only``: ask just the plugins of these names (the others are left out as if skipped).
 
-        The plugin whose implementation raised is found in the traceback. With ``fatal`` it is
-        marked failed and unregistered (a plugin that cannot register is not half-installed);
-        without, it is only warned about and skipped for this call. The call is then repeated,
-        with fresh arguments, without it. Errors outside any plugin propagate.
+        The plugin whose implementation raised is found in the traceback. With ``fatal`` it is marked failed and
+        unregistered (a plugin that cannot register is not half-installed); without, it is only warned about and skipped
+        for this call. The call is then repeated, with fresh arguments, without it. Errors outside any plugin propagate.
         """
         skipped = [p for name, p in self.pm.list_name_plugin() if only is not None and name not in only]
         while True:

@@ -111,10 +111,9 @@ class TimingStats(Model):
 class KernelCounters(Model):
     """One row of profiler output, normalized across profilers.
 
-    One row per kernel name; every quantity is per launch (the mean over ``invocations``
-    launches), ``total_time_us`` is the sum. ``pct_of_peak`` keys: ``compute`` (SM / CU
-    throughput), ``memory`` (memory-system throughput), ``dram`` where the profiler has them.
-    ``arithmetic_intensity`` is FLOPs per DRAM byte (read + write).
+    One row per kernel name; every quantity is per launch (the mean over ``invocations`` launches), ``total_time_us`` is
+    the sum. ``pct_of_peak`` keys: ``compute`` (SM / CU throughput), ``memory`` (memory-system throughput), ``dram``
+    where the profiler has them. ``arithmetic_intensity`` is FLOPs per DRAM byte (read + write).
     """
 
     kernel_name: str

@@ -87,8 +87,7 @@ class SamplingSettings:
 def sample_until_stable(take_sample: Callable[[], float], settings: SamplingSettings) -> tuple[list[float], str]:
     """Call ``take_sample`` until the median is known to ``target_rse``, or limits hit.
 
-    Returns the samples and the stopping reason: ``"converged"``,
-    ``"max_samples"`` or ``"budget"``.
+    Returns the samples and the stopping reason: ``"converged"``, ``"max_samples"`` or ``"budget"``.
     """
     samples: list[float] = []
     deadline = time.perf_counter() + settings.budget_seconds

@@ -178,6 +178,28 @@ def test_ctrl_c_during_compare_keeps_finished_candidates(tmp_path: Path) -> None
     assert_none_left(marker)
 
 
+def test_a_hanging_check_holds_up_the_other_candidates_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a small machine workers load and check one at a time; a check that hangs (for its whole timeout) must not
+    keep the next candidate waiting: in CI the hanging candidate took the turn first and held it past 240 s."""
+    from magpie_core.pipelines import instances
+
+    monkeypatch.setattr(instances.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(instances, "TURN_PATIENCE_S", 0.5)
+    turns, hang_has_the_turn, waited = instances.Instances(), threading.Event(), []
+
+    def hanging_check() -> None:
+        with turns.one_at_a_time():
+            hang_has_the_turn.set()
+            time.sleep(30)
+
+    threading.Thread(target=hanging_check, daemon=True).start()
+    assert hang_has_the_turn.wait(10)
+    start = time.monotonic()
+    with turns.one_at_a_time():
+        waited.append(time.monotonic() - start)
+    assert 0.4 <= waited[0] < 0.5 + LOAD_SLACK_S
+
+
 def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:
     marker = f"procsafe-{uuid.uuid4().hex}"
     config = kernel_file(tmp_path, [("base", "good"), ("other", "good")], budget_s=120)

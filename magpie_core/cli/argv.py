@@ -16,8 +16,7 @@ MULTI_VALUE_OPTIONS = ("--categories", "--ignore-categories", "--kernel-source-r
 def expand_multi_value_options(argv: list[str], names: tuple[str, ...] = MULTI_VALUE_OPTIONS) -> list[str]:
     """Rewrite ``--categories a b`` into ``--categories a --categories b`` (values stop at the next ``-x``).
 
-    ``--categories=a`` and a value that looks like an option stay as they are;
-    everything after ``--`` is left alone.
+    ``--categories=a`` and a value that looks like an option stay as they are; everything after ``--`` is left alone.
     """
     out: list[str] = []
     i = 0

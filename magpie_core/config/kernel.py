@@ -1,10 +1,9 @@
 """Kernel configs for ``magpie analyze`` and ``magpie compare``.
 
-AMD Magpie kernel YAML loads unchanged: ``kernel:``/``kernels:`` entries with
-``id, type, source_files, working_dir, env, testcase_command, compile_command``
-and the ``performance:``, ``correctness:``, ``scheduler:``, ``latency:`` blocks.
-magpie adds the built-in harness (``entry``, ``reference``, ``get_inputs``),
-per-kernel tolerances and timing settings, and an explicit ``baseline``.
+AMD Magpie kernel YAML loads unchanged: ``kernel:``/``kernels:`` entries with ``id, type, source_files, working_dir,
+env, testcase_command, compile_command`` and the ``performance:``, ``correctness:``, ``scheduler:``, ``latency:``
+blocks. magpie adds the built-in harness (``entry``, ``reference``, ``get_inputs``), per-kernel tolerances and timing
+settings, and an explicit ``baseline``.
 """
 
 from __future__ import annotations
@@ -72,9 +71,8 @@ class CorrectnessConfig(StrictModel):
 class PerformanceConfig(StrictModel):
     """How a kernel is timed, and which profiler (if any) collects counters.
 
-    Keys whose values are mappings and that are not fields below are option
-    blocks for profiler plugins (AMD Magpie's per-profiler blocks such as
-    ``metrix:``); they are checked by the profiler that is selected.
+    Keys whose values are mappings and that are not fields below are option blocks for profiler plugins (AMD Magpie's
+    per-profiler blocks such as ``metrix:``); they are checked by the profiler that is selected.
     """
 
     model_config = StrictModel.model_config | {"extra": "allow"}

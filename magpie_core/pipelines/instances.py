@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,8 @@ from magpie_core.reports import CorrectnessResult, EvaluationOutcome, Evaluation
 from magpie_core.threads import map_in_threads
 from magpie_core.timing_workers import TimingWorker, TimingWorkerError
 
+#: a worker that loads or checks for longer stops holding up the rest (a hanging check would, for its whole timeout)
+TURN_PATIENCE_S = 20.0
 #: worker processes per instance when the config does not say: two is the fewest that measure a spread
 DEFAULT_PROCESSES = 2
 
@@ -56,9 +58,19 @@ class Instances:
 
     workers: dict[Key, TimingWorker] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: held while a worker loads or checks on <= 4 CPUs (a guess): side by side 11-15 % of the 2-core VM's processes
-    #: stayed 4-11 % slow for life, one at a time 4 %; on the 16-CPU H200 host it cost 0.25 s a process, not needed
-    starting: Any = field(default_factory=lambda: threading.Lock() if (os.cpu_count() or 1) <= 4 else nullcontext())
+    starting: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextmanager
+    def one_at_a_time(self) -> Iterator[None]:
+        """A worker loads or checks alone on <= 4 CPUs (a guess): side by side 11-15 % of the 2-core VM's processes
+        stayed 4-11 % slow for life, one at a time 4 % (on the 16-CPU H200 host it cost 0.25 s a process, not needed);
+        after :data:`TURN_PATIENCE_S` of waiting it goes on."""
+        held = (os.cpu_count() or 1) <= 4 and self.starting.acquire(timeout=TURN_PATIENCE_S)
+        try:
+            yield
+        finally:
+            if held:
+                self.starting.release()
 
     def add(self, key: Key, worker: TimingWorker) -> None:
         with self.lock:
@@ -107,12 +119,12 @@ class SessionHarness:
         try:
             # a forked worker cannot honour variables read when a process starts: only magpie's own may be set
             fork = set(env) <= {BUILD_DIR_VAR}
-            with self.instances.starting:
+            with self.instances.one_at_a_time():
                 worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
             self.instances.add(self.key, worker)
             if self.wait is not None:  # checked once the baseline saved its input sets
                 self.wait.wait()
-            with self.instances.starting:
+            with self.instances.one_at_a_time():
                 outcome = worker.check(float(task.settings.get("correctness", {}).get("timeout_seconds", 300)))
         except TimingWorkerError as exc:
             return _crashed(str(exc))

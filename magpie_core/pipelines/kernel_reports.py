@@ -1,9 +1,8 @@
 """Reports of ``analyze`` and ``compare``.
 
-They carry AMD Magpie's fields (``results`` with ``compiling_state``,
-``correctness_state``, ``performance_state``; ``kernel_results``,
-``comparison_metrics``, ``winner``, ``rankings``, ``summary``) next to magpie's
-richer ones (stage details, timing statistics, speedup intervals, verdicts).
+They carry AMD Magpie's fields (``results`` with ``compiling_state``, ``correctness_state``, ``performance_state``;
+``kernel_results``, ``comparison_metrics``, ``winner``, ``rankings``, ``summary``) next to magpie's richer ones (stage
+details, timing statistics, speedup intervals, verdicts).
 """
 
 from __future__ import annotations
