@@ -1,18 +1,18 @@
 """Long-lived timing workers: isolated processes of a compare's candidates, checked and sampled on command.
 
-Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see :mod:`magpie_core.worker`
-for the line protocol). It is forked from magpie's fork server, which imported the kernel backends' heavy modules
-once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a worker costs a fork instead of a
-Python start and a framework import; the fork server stays up for the life of this process, so a later compare
-(an MCP server, a loop session) starts warm. A worker whose environment needs variables of its own (read when a
-process starts) is a fresh ``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with
-``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers nonsense is stopped and fails
-its candidate alone; the others go on. Any other exception while the parent waits on a worker (an interrupt
-included) stops the worker first.
+Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see :mod:`magpie_core.worker` for
+the line protocol). It is forked from magpie's fork server, which imported the kernel backends' heavy modules once
+(:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a worker costs a fork instead of a Python
+start and a framework import; the fork server stays up for the life of this process, so a later compare (an MCP server,
+a loop session) starts warm. A worker whose environment needs variables of its own (read when a process starts) is a
+fresh ``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with ``MAGPIE_FORK_WORKERS=0``. A
+worker that crashes, hangs past its timeout or answers nonsense is stopped and fails its candidate alone; the others go
+on. Any other exception while the parent waits on a worker (an interrupt included) stops the worker first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.context
@@ -72,7 +72,14 @@ class TimingWorker:
         except BaseException:
             self._log.close()
             raise
-        self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+        try:
+            self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+        except TimingWorkerError as exc:  # a forked worker runs the script that started magpie again, as __mp_main__
+            main = sys.modules["__main__"]
+            file = None if getattr(main, "__spec__", None) else getattr(main, "__file__", None)
+            if isinstance(self.proc, ForkedWorker) and file:
+                exc.args = (f"{exc}\n(if {file} lacks `if __name__ == '__main__':`, it runs in each worker)",)
+            raise
 
     def check(self, timeout_s: float) -> EvaluationOutcome:
         """Correctness of the kernel in this worker (the process that is timed later is the one checked)."""
@@ -136,13 +143,14 @@ class TimingWorker:
             raise
 
     def _answer(self, timeout_s: float, key: str) -> Any:
-        line = _readline(self.proc.stdout, timeout_s)
+        try:
+            line = _readline(self.proc.stdout, timeout_s)
+        except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            raise self._failure(f"timing worker exited with status {self.proc.poll()}") from None
         if line is None:
-            raise self._failure(
-                f"timing worker gave no answer within {timeout_s:g} s (hung)"
-                if self.proc.poll() is None
-                else f"timing worker exited with status {self.proc.returncode}"
-            )
+            raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
         try:
             message = json.loads(line)
         except ValueError:
@@ -160,9 +168,9 @@ class TimingWorker:
 
 
 def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
-    """One line from ``stream`` within ``timeout_s``, or None (timeout or end of stream)."""
+    """One line from ``stream`` within ``timeout_s``, or None (timeout); EOFError at the end of the stream."""
     if stream is None:
-        return None
+        raise EOFError
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout_s
@@ -173,7 +181,7 @@ def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
                 return None
             chunk = os.read(stream.fileno(), 1 << 16)
             if not chunk:
-                return None
+                raise EOFError
             buffer += chunk
             if buffer.endswith(b"\n"):  # the worker writes one whole line per answer and then waits
                 return buffer.decode(errors="replace").strip()
@@ -224,9 +232,8 @@ def worker_env() -> dict[str, str]:
 
 
 def warm_fork_server(extra: Iterable[str] = ()) -> None:
-    """Start the fork server now (it imports the preloaded modules, and ``extra``, in the background), so the
-    first worker does not wait for it. It starts with the backends' worker environment (this process's is
-    left as it was)."""
+    """Start the fork server now (it imports the preloaded modules, and ``extra``, in the background), so the first
+    worker does not wait for it. It starts with the backends' worker environment (this process's is left as it was)."""
     if fork_server_usable():
         _fork_context(extra)
         added = worker_env()

@@ -157,6 +157,35 @@ def test_absurd_kernel_timeouts_are_refused_naming_the_field(tmp_path: Path) -> 
     assert "correctness.timeout_seconds" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_script_without_a_main_guard_is_told_why_its_workers_die(tmp_path: Path) -> None:
+    """multiprocessing's fork server runs the script that started it again in every worker (as ``__mp_main__``);
+    without ``if __name__ == "__main__":`` each worker starts a compare of its own and dies. Once this read
+    "gave no answer within 600 s (hung)" two seconds in; now: the exit status and the reason."""
+    config = kernel_file(tmp_path, [("base", "good"), ("other", "good")])
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from pathlib import Path\n"
+        "from magpie_core.pipelines.compare import compare\n"
+        "from magpie_core.pipelines.kernels import load_kernel_file\n"
+        f"config = Path({str(config)!r})\n"
+        f"out = Path({str(tmp_path / 'out')!r})\n"
+        "report = compare(load_kernel_file(config), config_dir=config.parent, output_dir=out)\n"
+        "print('VERDICT', report.verdict)\n"
+    )
+    marker = f"procsafe-{uuid.uuid4().hex}"
+    env = {**os.environ, "MAGPIE_TEST_MARKER": marker}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert_none_left(marker)
+    assert done.returncode == 0 and "VERDICT" in done.stdout, done.stderr[-3000:]
+    (path,) = (tmp_path / "out").glob("*/compare_report.json")  # the workers' own compares never got that far
+    for result in json.loads(path.read_text())["results"]["kernel_results"]:
+        message = result["correctness"]["message"]
+        assert "exited with status" in message and "hung" not in message, message
+        assert "__name__ == '__main__'" in message and str(script) in message, message
+
+
 # --- part B: Ctrl-C keeps what was measured, stops children, exits 130 -------------------------------
 
 

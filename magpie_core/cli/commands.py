@@ -91,8 +91,7 @@ def add_plugin_commands(cli: typer.Typer, manager: PluginManager | None = None, 
 
     The declared commands (``magpie.commands``) of loaded distributions are noted for the lazy group and
     credited to their plugins without importing anything. Unless ``word`` (the command about to run) is one of
-    them, ``magpie_register_commands`` is then called for the plugins whose distribution declares none.
-    """
+    them, ``magpie_register_commands`` is then called for the plugins whose distribution declares none."""
     manager = manager or get_plugin_manager()
     DECLARED.clear()
     UNLOADED.clear()

@@ -57,8 +57,7 @@ class PluginBlocksModel(StrictModel):
 
     ``block_scope`` names the file it stands for (``framework``, ``kernel_file``, ``benchmark``).
     An extra key is validated by the model of the plugin that registered it for that scope; a key no
-    installed plugin owns is an unknown key, reported like any other (file, line, "did you mean").
-    """
+    installed plugin owns is an unknown key, reported like any other (file, line, "did you mean")."""
 
     model_config = StrictModel.model_config | {"extra": "allow"}
     block_scope: ClassVar[str] = ""

@@ -72,8 +72,7 @@ class PerformanceConfig(StrictModel):
     """How a kernel is timed, and which profiler (if any) collects counters.
 
     Keys whose values are mappings and that are not fields below are option blocks for profiler plugins (AMD Magpie's
-    per-profiler blocks such as ``metrix:``); they are checked by the profiler that is selected.
-    """
+    per-profiler blocks such as ``metrix:``); they are checked by the profiler that is selected."""
 
     model_config = StrictModel.model_config | {"extra": "allow"}
 

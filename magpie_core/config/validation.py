@@ -130,8 +130,7 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
 def _real_loc(data: Any, loc: Loc) -> Loc:
     """Drop pydantic's union and validator tags from ``loc``, keeping the keys the file has.
 
-    A key the data lacks is kept when it is the last thing named (a missing field).
-    """
+    A key the data lacks is kept when it is the last thing named (a missing field)."""
     kept: list[str | int] = []
     current = data
     for part in loc:
