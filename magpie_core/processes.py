@@ -139,8 +139,7 @@ def stop_started(grace_s: float = 2.0) -> None:
 def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
     """SIGTERM the process group magpie created for ``proc``, then SIGKILL after ``grace_s``.
 
-    The group is killed even when ``proc`` itself has exited: its children may still be in it.
-    """
+    The group is killed even when ``proc`` itself has exited: its children may still be in it."""
     if proc.poll() is None:
         signal_group(proc, signal.SIGTERM)
         try:
@@ -170,8 +169,7 @@ def run_command(
     ``timeout_s`` is bounded by :func:`bounded_timeout`. Any exception while the child runs stops its
     group before it propagates. ``stream_to``: the output goes straight into that file as it is written
     (a long run's log is readable while it runs and survives a crash of magpie); ``output`` is then the
-    file's last lines. ``grace_s``: how long a timed-out child gets between SIGTERM and SIGKILL.
-    """
+    file's last lines. ``grace_s``: how long a timed-out child gets between SIGTERM and SIGKILL."""
     wait_s = bounded_timeout(timeout_s, "timeout")
     if stopping():
         raise Interrupted(f"magpie is stopping: {argv[0]!r} was not started")

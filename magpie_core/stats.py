@@ -133,8 +133,7 @@ def decide(point: float, lo: float, hi: float, min_effect: float, noise_floor: f
     beyond the run's ``noise_floor`` (how far apart identical work came out, as a fraction) when larger.
     SAME: the whole interval inside ``[1/(1+min_effect), 1+min_effect]`` — no difference that matters.
     UNSTABLE: anything else — the interval reaches past the effect of interest on a side the data
-    cannot rule out, or the effect is within the noise floor, so any other answer could be wrong.
-    """
+    cannot rule out, or the effect is within the noise floor, so any other answer could be wrong."""
     needed = max(min_effect, noise_floor)
     band_hi, band_lo = 1 + min_effect, 1 / (1 + min_effect)
     if not all(map(math.isfinite, (point, lo, hi))):
@@ -192,8 +191,7 @@ def log_ratio_ci(log_ratios: Sequence[float], *, confidence: float = 0.95) -> tu
 
     Many blocks: the median with its distribution-free interval from order statistics (the sign
     test's), robust to a few disturbed blocks and honest for any shape of noise. Few blocks (compare
-    rounds run elsewhere): the mean with Student's t interval. Fewer than two: nan.
-    """
+    rounds run elsewhere): the mean with Student's t interval. Fewer than two: nan."""
     d = np.asarray(log_ratios, dtype=float)
     n = len(d)
     if n < 2:
@@ -288,8 +286,7 @@ def paired_speedup(
     between windows moves both and cancels in the ratio; the interval is over blocks, so load
     that hits one side of a block unevenly widens it instead of biasing the answer. That needs the
     blocks to be independent: when more than :data:`MAX_DESYNC_SHARE` of them had one side stalled
-    on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE whatever the interval says.
-    """
+    on its own (:func:`desynchronised_blocks`), the verdict is UNSTABLE whatever the interval says."""
     base = np.asarray(baseline_blocks, dtype=float)
     cand = np.asarray(candidate_blocks, dtype=float)
     if len(base) != len(cand):
@@ -407,8 +404,7 @@ def hierarchical_speedup(
     ``blocks``: each side's per-block times, process by process; when any baseline/candidate process pair had one
     stalled on its own (:func:`desynchronised_blocks`) in over :data:`MAX_DESYNC_SHARE` of blocks: UNSTABLE. Not per
     kernel: a 2-thread CPU matmul's process on a busy 2-core machine sat at 1x or ~6x for seconds, which the mean of
-    two processes shrinks to ~2.5x, under the stall factor (docs/benchmarks/kernelbench_bed.md, "Bursty load").
-    """
+    two processes shrinks to ~2.5x, under the stall factor (docs/benchmarks/kernelbench_bed.md, "Bursty load")."""
     base = np.asarray(baseline_levels, dtype=float)
     cand = np.asarray(candidate_levels, dtype=float)
     centre = float(base.mean() - cand.mean())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -59,13 +60,16 @@ class Instances:
     workers: dict[Key, TimingWorker] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     starting: threading.Lock = field(default_factory=threading.Lock)
+    turn_began: float = 0.0  # when the worker loading or checking alone now began
 
     @contextmanager
     def one_at_a_time(self) -> Iterator[None]:
         """A worker loads or checks alone on <= 4 CPUs (a guess): side by side 11-15 % of the 2-core VM's processes
         stayed 4-11 % slow for life, one at a time 4 % (on the 16-CPU H200 host it cost 0.25 s a process, not needed);
-        after :data:`TURN_PATIENCE_S` of waiting it goes on."""
-        held = (os.cpu_count() or 1) <= 4 and self.starting.acquire(timeout=TURN_PATIENCE_S)
+        a turn :data:`TURN_PATIENCE_S` old (a hanging check) no longer holds anyone up."""
+        wait = self.turn_began + TURN_PATIENCE_S - time.monotonic() if self.starting.locked() else TURN_PATIENCE_S
+        if held := (os.cpu_count() or 1) <= 4 and self.starting.acquire(timeout=max(0.0, wait)):
+            self.turn_began = time.monotonic()
         try:
             yield
         finally:
