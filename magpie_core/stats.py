@@ -342,14 +342,16 @@ def process_levels(process_blocks: Sequence[Sequence[float]], reference_log: Seq
     return [float(np.median(np.log(np.asarray(blocks, dtype=float)) - ref)) for blocks in process_blocks]
 
 
-def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]]) -> ProcessSpread:
-    """The between-process variance of levels, pooled over every kernel that ran in two processes or more,
-    leaving out a kernel whose processes landed far further apart than the others' (:func:`_apart`): that
-    kernel keeps its own, larger variance in :func:`hierarchical_speedup`, so only its own verdicts widen,
-    and the others keep the pool and its degrees of freedom."""
-    groups = [np.asarray(levels, dtype=float) for levels in levels_per_kernel if len(levels) > 1]
-    stats = [(float(g.var(ddof=1)), len(g) - 1) for g in groups]
-    kept = [(v, d) for i, (v, d) in enumerate(stats) if not _apart(v, d, stats[:i] + stats[i + 1 :])]
+def pooled_process_spread(levels_per_kernel: Sequence[Sequence[float]], always: int | None = None) -> ProcessSpread:
+    """The between-process variance of levels, pooled over every kernel that ran in two processes or more, leaving
+    out a kernel whose processes landed far further apart than the others' (:func:`_apart`): that kernel keeps its
+    own, larger variance in :func:`hierarchical_speedup`, so only its own verdicts widen. Kernel ``always`` (the
+    baseline's identical copy) is never left out: how far apart identical code lands is the machine's spread
+    (processes in rare 1x/6.2x states, simulated: left out, identical work got a verdict in 1.9 % of compares, kept
+    0.7 %; benchmarks/precision_scale_simulation.py)."""
+    groups = [(np.asarray(lv, dtype=float), i == always) for i, lv in enumerate(levels_per_kernel) if len(lv) > 1]
+    stats = [(float(g.var(ddof=1)), len(g) - 1) for g, _ in groups]
+    kept = [(v, d) for i, (v, d) in enumerate(stats) if groups[i][1] or not _apart(v, d, stats[:i] + stats[i + 1 :])]
     df = sum(d for _, d in kept)
     return ProcessSpread(math.nan, 0) if not df else ProcessSpread(sum(v * d for v, d in kept) / df, df)
 

@@ -28,8 +28,7 @@ def map_in_threads(
     """``call`` on each item, ``workers`` at a time; an exception is that item's result.
 
     Interrupted (``KeyboardInterrupt`` in the waiting thread), items not started yet are cancelled and
-    the interrupt goes on at once: the running items end when their processes are stopped.
-    """
+    the interrupt goes on at once: the running items end when their processes are stopped."""
     results: list[Any] = [None] * len(items)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, workers))
     try:

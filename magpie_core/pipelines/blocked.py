@@ -120,7 +120,8 @@ class BlockedTiming:
         return sorted({k[0] for k in self.blocks})
 
     def spread(self) -> ProcessSpread:
-        return pooled_process_spread([self.levels(i) for i in self.indices()])
+        indices = self.indices()
+        return pooled_process_spread([self.levels(i) for i in indices], indices.index(AA) if AA in indices else None)
 
     def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0, confidence: float = 0.95) -> Speedup:
         """Candidate ``index`` against the baseline, over processes and blocks, as the ranking does it
