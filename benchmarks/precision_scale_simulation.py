@@ -15,7 +15,9 @@ bursty-load runs showed, but switching rarely), the plain SD sees a switch as it
 until the stall checks can see it; the robust scale stops at the 20th block regardless, and identical work was
 called FASTER/SLOWER about twice as often (1000 runs per switch rate, 2026-12-03: per block 0.01: 19 -> 35; 0.02:
 7 -> 19; 0.04: 0 -> 9; 0.08: 0 -> 1; 0.2 and quiet: 0 -> 0). A guard (no stop while any process pair had a stalled
-block among the last 5) ran to 150 blocks at most rates and still gave 13 and 28 wrong at 0.02 and 0.01.
+block among the last 5) ran to 150 blocks at most rates and still gave 13 and 28 wrong at 0.02 and 0.01. Since
+magpie's identical copy always stays in the pooled spread (`pooled_process_spread`'s ``always``, found with this
+script): plain SD 7, 3, 0 and robust 17, 9, 3 wrong at 0.01, 0.02, 0.04 (data/precision_scale_2026-12-03/).
 
 Model per run: baseline, its identical copy (AA), an identical candidate and an 8x-work one, 2 processes each; a
 process offset (5 % SD), load shared by a block (1x or 1.3x), 2 % noise per block, and each process's own two-state
