@@ -32,64 +32,57 @@ import argparse
 import itertools
 import json
 import math
+import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from magpie_core.pipelines.blocked import (
-    AA,
-    MIN_SPREAD_DF,
-    BlockedTiming,
-    BlockPlan,
-    stability,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from magpie_core.pipelines import blocked
+from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, stability
 from magpie_core.pipelines.compare import noise_floor
 from magpie_core.stats import desynchronised_blocks
+from tests.helpers.process_states import two_states
 
 LENGTH = 150
 Rule = Callable[[BlockedTiming, BlockPlan], bool]
 
 
-def _scale_sd(d: np.ndarray) -> float:
-    return float(np.std(d, ddof=1))
+def _mad_se(log_ratios: np.ndarray) -> float:
+    """The level's standard error from the robust scale (1.4826 MAD) instead of the plain SD."""
+    return 1.25 * 1.4826 * float(np.median(np.abs(log_ratios - np.median(log_ratios)))) / math.sqrt(len(log_ratios))
 
 
-def _scale_mad(d: np.ndarray) -> float:
-    return 1.4826 * float(np.median(np.abs(d - np.median(d))))
+@contextmanager
+def _level_se(se: Callable[[np.ndarray], float] | None) -> Iterator[None]:
+    """The shipped `_precise_enough`, with its level standard error swapped for ``se`` (None: as shipped)."""
+    shipped = blocked._level_se
+    blocked._level_se = se or shipped
+    try:
+        yield
+    finally:
+        blocked._level_se = shipped
 
 
-def precise(scale: Callable[[np.ndarray], float]) -> Rule:
-    """`_precise_enough` as shipped (``_scale_sd``), or with another scale of the blocks."""
-
+def precise(se: Callable[[np.ndarray], float] | None) -> Rule:
     def rule(result: BlockedTiming, plan: BlockPlan) -> bool:
-        spread = result.spread()
-        spread_sd = math.sqrt(spread.variance) if spread.df >= MIN_SPREAD_DF else 0.0
-        reference = np.log(result.baseline_blocks())
-        for values in (v for k, v in result.blocks.items() if k[0] not in result.decided):
-            d = np.log(values[: result.block_count]) - reference
-            se = 1.25 * scale(d) / math.sqrt(len(d))
-            if 1.96 * se > plan.target_rse and not se <= spread_sd / 2:
-                return False
-        return True
+        with _level_se(se):
+            return blocked._precise_enough(result, plan)
 
     return rule
 
 
 def guarded(result: BlockedTiming, plan: BlockPlan) -> bool:
     """The robust rule, and no process pair with a stalled block among the last 5."""
-    if not precise(_scale_mad)(result, plan):
+    if not precise(_mad_se)(result, plan):
         return False
     base = result.process_blocks(result.baseline)
     candidates = [i for i in result.indices() if i != result.baseline and i not in result.decided]
     pairs = ((b, c) for i in candidates for b, c in itertools.product(base, result.process_blocks(i)))
     return not any(desynchronised_blocks(b, c)[-5:].any() for b, c in pairs)
-
-
-def _two_states(rng: np.random.Generator, n: int, switch: float) -> np.ndarray:
-    flips = np.cumsum(rng.random(n) < switch) + rng.integers(0, 2)
-    return np.where(flips % 2 == 0, 1.0, 6.2)
 
 
 def run(seed: int, switch: float | None, rule: Rule) -> tuple[int, list[str]]:
@@ -101,7 +94,7 @@ def run(seed: int, switch: float | None, rule: Rule) -> tuple[int, list[str]]:
         (i, p): 53
         * cost
         * shared
-        * (1.0 if switch is None else _two_states(rng, LENGTH, switch))
+        * (1.0 if switch is None else two_states(rng, LENGTH, switch))
         * rng.lognormal(0, 0.02, LENGTH)
         * math.exp(rng.normal(0, 0.05))
         for i, cost in work.items()
@@ -135,9 +128,8 @@ def replay(report: Path) -> None:
     for n in range(20, full + 1, 5):
         timing.blocks = {k: v[: min(n, len(v))] for k, v in blocks.items()}
         plan = BlockPlan(budget_s=60, min_effect=0.02)
-        print(
-            f"block {n}: plain SD stops {precise(_scale_sd)(timing, plan)}, robust {precise(_scale_mad)(timing, plan)}"
-        )
+        plain, robust = precise(None)(timing, plan), precise(_mad_se)(timing, plan)
+        print(f"block {n}: plain SD stops {plain}, robust {robust}")
 
 
 def main() -> None:
@@ -147,7 +139,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         replay(args.report)
-    rules = {"plain SD (shipped)": precise(_scale_sd), "robust MAD": precise(_scale_mad), "robust, guarded": guarded}
+    rules = {"plain SD (shipped)": precise(None), "robust MAD": precise(_mad_se), "robust, guarded": guarded}
     for switch in (0.01, 0.02, 0.04, 0.08, 0.2, None):
         for name, rule in rules.items():
             runs = [run(seed, switch, rule) for seed in range(args.runs)]

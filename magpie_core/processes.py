@@ -78,8 +78,7 @@ def register_started(proc: subprocess.Popen[bytes]) -> None:
     """Count a long-lived process magpie started (in its own group) among those :func:`stop_started` stops.
 
     If magpie is already stopping, the process's group is killed at once and :class:`Interrupted` raised:
-    a child started while Ctrl-C was being handled must not be missed.
-    """
+    a child started while Ctrl-C was being handled must not be missed."""
     with _LIVE_LOCK:
         refused = _STOPPING.is_set()
         if not refused:

@@ -24,8 +24,7 @@ def median_ci(sorted_samples: np.ndarray, confidence: float = 0.95) -> tuple[flo
     """Distribution-free confidence interval of the median from order statistics.
 
     Uses the normal approximation to the binomial: the interval between ranks
-    ``n/2 ± z·√n/2`` covers the true median with probability ``confidence``.
-    """
+    ``n/2 ± z·√n/2`` covers the true median with probability ``confidence``."""
     n = len(sorted_samples)
     if n == 0:
         return math.nan, math.nan
@@ -87,8 +86,7 @@ class SamplingSettings:
 def sample_until_stable(take_sample: Callable[[], float], settings: SamplingSettings) -> tuple[list[float], str]:
     """Call ``take_sample`` until the median is known to ``target_rse``, or limits hit.
 
-    Returns the samples and the stopping reason: ``"converged"``, ``"max_samples"`` or ``"budget"``.
-    """
+    Returns the samples and the stopping reason: ``"converged"``, ``"max_samples"`` or ``"budget"``."""
     samples: list[float] = []
     deadline = time.perf_counter() + settings.budget_seconds
     check_every = 1

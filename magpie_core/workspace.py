@@ -63,8 +63,7 @@ def create_run_folder(output_dir: str | Path, mode: str, label: str | None = Non
     """A new, empty ``<output_dir>/<mode>_<label>_<timestamp>[_<n>]/``; never one that exists.
 
     Creating the folder is the claim on its name, so two runs started in the same second (even by two
-    processes) get two folders.
-    """
+    processes) get two folders."""
     stamp = dt.datetime.now().strftime("%Y%m%d_%H%M%S")
     parts = [mode, safe_label(label), stamp]
     parent = Path(output_dir)

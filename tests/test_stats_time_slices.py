@@ -23,6 +23,8 @@ from magpie_core.stats import (
     paired_speedup,
 )
 
+from .helpers.process_states import two_states
+
 SINGLE = [22993, 230, 3736, 240, 219, 195, 206, 39005, 3207, 207, 216, 44502, 25035, 229, 185, 183, 182, 184, 179, 179]
 AA_SINGLE = [19996, 35989, 31963, 188, 192, 229, 187, 190, 173, 173, 187, 39689, 38761, 32025, 173, 172, 31975, 27983,
              39981, 172]  # fmt: skip
@@ -131,13 +133,6 @@ def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_basel
     assert timing.speedup(1, 0.25, noise_floor(info)).verdict == Verdict.SLOWER
 
 
-def _two_states(rng: np.random.Generator, n: int, switch: float) -> np.ndarray:
-    """A process's slow-down per block: 1x or 6.2x, flipped with probability ``switch`` per block — a 2-thread CPU
-    matmul on a busy 2-core machine, its threads on one CPU or two (docs/benchmarks/kernelbench_bed.md)."""
-    flips = np.cumsum(rng.random(n) < switch) + rng.integers(0, 2)
-    return np.where(flips % 2 == 0, 1.0, 6.2)
-
-
 def test_processes_in_states_of_their_own_never_give_identical_work_a_verdict():
     """Each process in its own 1x/6.2x state for ~12 blocks at a time (seeded): a kernel's mean over its two
     processes shrinks a jump to 2.5x, under the stall factor, so the kernel-level check gave identical work
@@ -149,7 +144,7 @@ def test_processes_in_states_of_their_own_never_give_identical_work_a_verdict():
         work = {0: 1.0, 1: 1.0, 2: 8.0, AA: 1.0}
         timing = _timing(
             {
-                (i, p): 53 * cost * shared[:n] * _two_states(rng, n, 0.08) * rng.lognormal(0, 0.02, n)
+                (i, p): 53 * cost * shared[:n] * two_states(rng, n, 0.08) * rng.lognormal(0, 0.02, n)
                 for i, cost in work.items()
                 for p in range(2)
             }

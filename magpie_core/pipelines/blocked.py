@@ -249,11 +249,15 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
     spread_sd = math.sqrt(spread.variance) if spread.df >= MIN_SPREAD_DF else 0.0
     reference = np.log(result.baseline_blocks())
     for values in (v for k, v in result.blocks.items() if k[0] not in result.decided):
-        d = np.log(values[: result.block_count]) - reference
-        se = 1.25 * float(np.std(d, ddof=1)) / math.sqrt(len(d))  # 1.25: the median's efficiency
+        se = _level_se(np.log(values[: result.block_count]) - reference)
         if 1.96 * se > plan.target_rse and not se <= spread_sd / 2:
             return False
     return True
+
+
+def _level_se(log_ratios: np.ndarray) -> float:
+    """A process level's standard error from its blocks' log ratios to the baseline (1.25: the median's efficiency)."""
+    return 1.25 * float(np.std(log_ratios, ddof=1)) / math.sqrt(len(log_ratios))
 
 
 def _clear(result: BlockedTiming, plan: BlockPlan) -> list[int]:
