@@ -90,6 +90,8 @@ class CorrectnessResult(Model):
     trials: int = 0
     message: str | None = None
     details: list[dict[str, Any]] = Field(default_factory=list)
+    #: outputs written for a trusted process to judge (a compare's referee); the check is not over until it has
+    handover: str | None = None
 
 
 class TimingStats(Model):

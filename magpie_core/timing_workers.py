@@ -19,6 +19,7 @@ import multiprocessing.context
 import multiprocessing.forkserver
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import threading
@@ -27,12 +28,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
-from magpie_core.reports import EvaluationOutcome, EvaluationTask
+from magpie_core.processes import (
+    bounded_timeout,
+    register_started,
+    signal_group,
+    stop_group,
+    stopping,
+    tail,
+    unregister_started,
+)
+from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask
 
 
 class TimingWorkerError(RuntimeError):
     """The timing worker of one candidate failed (crash, hang, error); it has been stopped."""
+
+
+class IntegrityError(TimingWorkerError):
+    """The code under test was caught faking its speed or its correctness: the candidate is REJECTED."""
 
 
 class TimingWorker:
@@ -54,6 +67,7 @@ class TimingWorker:
         task_path.write_text(task.model_dump_json(indent=2))
         self.log_path = workdir / "timing_worker.log"
         self._log = self.log_path.open("ab")
+        self._turn = threading.Lock()  # one request and its answer at a time (the referee serves many threads)
         self.proc: subprocess.Popen[bytes] | ForkedWorker
         if fork and fork_server_usable():
             self.proc = ForkedWorker(task_path, cwd, env, self.log_path)
@@ -74,6 +88,7 @@ class TimingWorker:
             raise
         try:
             self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
+            signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]  # frozen whenever it is not asked
         except TimingWorkerError as exc:  # a forked worker runs the script that started magpie again, as __mp_main__
             main = sys.modules["__main__"]
             file = None if getattr(main, "__spec__", None) else getattr(main, "__file__", None)
@@ -83,21 +98,34 @@ class TimingWorker:
 
     def check(self, timeout_s: float) -> EvaluationOutcome:
         """Correctness of the kernel in this worker (the process that is timed later is the one checked)."""
-        self._send({"check": True})
-        return EvaluationOutcome.model_validate(self._read(timeout_s, "checked"))
+        return EvaluationOutcome.model_validate(self._ask({"check": True}, timeout_s, "checked"))
+
+    def verify(self, request: dict[str, Any], timeout_s: float) -> CorrectnessResult:
+        """The referee's judgement of outputs another worker handed over."""
+        return CorrectnessResult.model_validate(self._ask({"verify": request}, timeout_s, "verified"))
+
+    def handover(self, launch: int, timeout_s: float) -> str:
+        """The file with the output of the latest slot's launch number ``launch`` (and its inputs), for the referee."""
+        return str(self._ask({"handover": {"launch": launch}}, timeout_s, "handed"))
 
     def prepare(self, timeout_s: float) -> None:
         """Warm up and choose the batch size; call for one worker at a time."""
-        self._send({"prepare": True})
-        self.info = self._read(timeout_s, "ready")
+        self.info = self._ask({"prepare": True}, timeout_s, "ready")
 
-    def sample(self, count: int, timeout_s: float) -> list[float]:
-        """``count`` per-launch times (µs) taken now."""
-        self._send({"samples": count})
-        samples = self._read(timeout_s, "samples_us")
+    def sample(self, count: int, timeout_s: float, slot: int | None = None) -> list[float]:
+        """``count`` per-launch times (µs) taken now (``slot``: the secret seed of their fresh input values)."""
+        began = time.perf_counter()
+        samples = self._ask({"samples": count} | ({} if slot is None else {"slot": slot}), timeout_s, "samples_us")
+        wall_us = (time.perf_counter() - began) * 1e6
         if not isinstance(samples, list) or not samples or not all(isinstance(x, (int, float)) for x in samples):
             self.stop()
             raise TimingWorkerError(f"timing worker answered without samples: {str(samples)[:200]}")
+        timed_us = sum(float(x) for x in samples) * int(self.info.get("batch_size") or 1)
+        if timed_us > 1.05 * wall_us + 1000:  # more time inside the timed intervals than passed: not a measurement
+            self.stop()
+            raise IntegrityError(
+                f"it reported {timed_us:.0f} us of timed launches in a request that took {wall_us:.0f} us"
+            )
         return [float(x) for x in samples]
 
     def close(self, timeout_s: float = 30) -> dict[str, Any]:
@@ -105,14 +133,24 @@ class TimingWorker:
         try:
             if stopping():  # interrupted: the worker is being killed, it will not answer
                 raise TimingWorkerError("magpie is stopping")
-            self._send({"stop": True})
-            self.info = self._read(timeout_s, "info")
+            self.info = self._ask({"stop": True}, timeout_s, "info", freeze=False)
             # it exits by itself once it has answered; a signal now would cut short its exit's clean-up
             self.proc.wait(timeout=2.0)
         except (TimingWorkerError, subprocess.TimeoutExpired):
             pass
         self.stop()
         return self.info
+
+    def _ask(self, message: dict[str, Any], timeout_s: float, key: str, freeze: bool = True) -> Any:
+        """One request and its answer, the worker running only meanwhile: frozen (SIGSTOP, every thread of its
+        group) while other kernels are timed, so nothing it started can slow them down or watch them."""
+        with self._turn:
+            signal_group(self.proc, signal.SIGCONT)  # type: ignore[arg-type]
+            self._send(message)
+            answer = self._read(timeout_s, key)
+            if freeze:
+                signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]
+            return answer
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0 if stopping() else 2.0)
@@ -157,6 +195,9 @@ class TimingWorker:
             raise self._failure(f"timing worker wrote something that is not the protocol: {line[:200]!r}") from None
         if "error" in message:
             raise self._failure(str(message["error"]))
+        if "integrity" in message:
+            self.stop()
+            raise IntegrityError(str(message["integrity"]))
         if key not in message:
             raise self._failure(f"timing worker answered {sorted(message)} instead of {key!r}")
         return message[key]

@@ -8,9 +8,12 @@ status and the log.
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per command line on stdin:
 ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this process: the worker that checks a
 kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}`` (inputs placed, warmed up, batch
-chosen); ``{"samples": N}`` -> ``{"samples_us": [...]}``; ``{"stop": true}`` -> ``{"info": {...}}`` and exit. It first
-says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails. Everything the kernel itself prints goes
-to stderr (the worker log), never into the protocol.
+chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}`` (fresh input values from the secret seed);
+``{"handover": {...}}`` -> ``{"handed": FILE}`` (a timed launch's output, for the referee); ``{"verify": {...}}`` ->
+``{"verified": <CorrectnessResult>}`` (the referee's judgement); ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
+Before each answer the session's ``integrity()`` may replace it with ``{"integrity": "..."}`` (a patched clock).
+It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails. Everything the kernel itself
+prints goes to stderr (the worker log), never into the protocol.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 
 EXIT_EXCEPTION = 3
+_dumps = json.dumps  # the reply path as magpie loaded it, before any kernel
 
 
 def main(argv: list[str]) -> int:
@@ -59,38 +63,49 @@ def _protocol_stream() -> IO[str]:
 
 
 def _say(stream: IO[str], message: dict[str, Any]) -> None:
-    stream.write(json.dumps(message) + "\n")
+    stream.write(_dumps(message) + "\n")
     stream.flush()
 
 
 def serve_session(task_path: Path) -> int:
     """Open a timing session for the task's kernel and sample it on command until told to stop."""
-    out = _protocol_stream()
+    out, say = _protocol_stream(), _say  # bound before the kernel is imported: a patched module global changes nothing
     try:
         task = EvaluationTask.model_validate_json(task_path.read_text())
         session = get_plugin_manager().get("kernel_backend", task.kernel_type).open_timing(task)
         if session is None:
-            _say(out, {"error": f"kernel backend {task.kernel_type!r} has no timing session"})
+            say(out, {"error": f"kernel backend {task.kernel_type!r} has no timing session"})
             return EXIT_EXCEPTION
-        _say(out, {"loaded": session.info()})
+        say(out, {"loaded": session.info()})
         for line in sys.stdin:
             command = json.loads(line)
             if command.get("stop"):
-                _say(out, {"info": session.info()})
+                say(out, {"info": session.info()})
                 return 0
-            if command.get("check"):
-                _say(out, {"checked": session.check().model_dump(mode="json")})
-                continue
-            if command.get("prepare"):
-                session.prepare()
-                _say(out, {"ready": session.info()})
-                continue
-            _say(out, {"samples_us": session.sample(int(command["samples"]))})
+            answer = _answer(session, command)
+            # checked before every answer: a kernel that replaced a clock or the reply path is caught, not believed
+            tampered = session.integrity() if hasattr(session, "integrity") else None
+            say(out, {"integrity": tampered} if tampered else answer)
     except Exception as exc:
         sys.stderr.write("".join(traceback.format_exception(exc)))
-        _say(out, {"error": f"{type(exc).__name__}: {exc}"})
+        say(out, {"error": f"{type(exc).__name__}: {exc}"})
         return EXIT_EXCEPTION
     return 0  # the parent closed stdin: nothing more to do
+
+
+def _answer(session: Any, command: dict[str, Any]) -> dict[str, Any]:
+    if command.get("check"):
+        return {"checked": session.check().model_dump(mode="json")}
+    if command.get("prepare"):
+        session.prepare()
+        return {"ready": session.info()}
+    if "verify" in command:  # the referee judges another process's outputs
+        return {"verified": session.verify(command["verify"]).model_dump(mode="json")}
+    if "handover" in command:
+        return {"handed": session.handover(command["handover"])}
+    if "slot" in command:
+        return {"samples_us": session.sample(int(command["samples"]), int(command["slot"]))}
+    return {"samples_us": session.sample(int(command["samples"]))}
 
 
 def forked_session(

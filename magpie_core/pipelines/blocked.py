@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from magpie_core.stats import (
     pooled_process_spread,
     process_levels,
 )
-from magpie_core.timing_workers import TimingWorker, TimingWorkerError
+from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError
 
 #: the candidate index of the baseline's identical copy, timed in its own processes like any candidate
 AA = -1
@@ -56,6 +57,8 @@ BUSY_CPUS = 0.25
 #: a candidate this far from the baseline at this confidence leaves the blocks, looked at from this block (the
 #: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
+#: the share of the blocks' wall time spot checks of timed launches may take (each process's first slot is always one)
+SPOT_SHARE, SPOT_RATE = 0.05, 0.1
 
 
 @dataclass
@@ -88,6 +91,11 @@ class BlockedTiming:
     interrupted: bool = False
     #: candidates that left the blocks early, clearly faster or slower (:func:`_clear`) -> the blocks they ran
     decided: dict[int, int] = field(default_factory=dict)
+    #: candidates caught faking (a timed launch's output wrong, a patched clock, an impossible report) -> what was seen
+    rejected: dict[int, str] = field(default_factory=dict)
+    spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
+    spot_s: float = 0.0  # the wall time they took
+    spot_off: str | None = None  # why no more spot checks are made (the referee failed)
 
     @property
     def block_count(self) -> int:
@@ -138,8 +146,11 @@ class BlockedTiming:
         )
 
 
-def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan) -> BlockedTiming:
-    """Run blocks over ``workers`` (one per timed process) until budget or precision."""
+def time_in_blocks(
+    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: TimingWorker | None = None
+) -> BlockedTiming:
+    """Run blocks over ``workers`` (one per timed process) until budget or precision; timed launches spot-checked by
+    the ``referee``."""
     result = BlockedTiming(baseline=baseline, load_before=_load())
     live = dict(workers)
     counts = _samples_per_slot(live, plan, result)
@@ -154,7 +165,7 @@ def time_in_blocks(workers: dict[Key, TimingWorker], baseline: int, plan: BlockP
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
             began = time.monotonic()
-            block = _one_block(live, counts, plan, rng, result)
+            block = _one_block(live, counts, plan, rng, result, referee)
             for key, value in block.items():
                 result.blocks[key].append(value)
             spent += (time.monotonic() - began) * processes / max(1, len(live))
@@ -205,18 +216,30 @@ def _batch(worker: TimingWorker) -> int:
 
 
 def _one_block(
-    live: dict[Key, TimingWorker], counts: dict[Key, int], plan: BlockPlan, rng: random.Random, result: BlockedTiming
+    live: dict[Key, TimingWorker],
+    counts: dict[Key, int],
+    plan: BlockPlan,
+    rng: random.Random,
+    result: BlockedTiming,
+    referee: TimingWorker | None = None,
 ) -> dict[Key, float]:
     """One slot per live process in random order; the block's median per process (a failed candidate is
-    dropped with all its processes)."""
+    dropped with all its processes, a rejected one too)."""
     order = list(live)
     rng.shuffle(order)
     block: dict[Key, float] = {}
     for key in order:
         if key not in live:  # its candidate failed earlier in this block
             continue
+        slot = secrets.randbits(62)  # the seed of this slot's fresh input values: unknown to the kernel until now
         try:
-            got = live[key].sample(counts[key], plan.timeout_s)
+            got = live[key].sample(counts[key], plan.timeout_s, slot)
+            if referee is not None and live[key] is not referee and _spot_due(key, result):
+                _spot_check(live[key], referee, key, slot, counts[key], plan, result)
+        except IntegrityError as exc:
+            result.rejected[key[0]] = str(exc)
+            _drop(live, key[0], str(exc), result)
+            continue
         except TimingWorkerError as exc:
             _drop(live, key[0], str(exc), result)
             continue
@@ -225,6 +248,44 @@ def _one_block(
         if key[0] == result.baseline:
             result.spreads.append(_spread(got))
     return {key: value for key, value in block.items() if key in live}
+
+
+def _spot_due(key: Key, result: BlockedTiming) -> bool:
+    """Every process's first slot; then slots drawn at random (:data:`SPOT_RATE` of them, all through the run: a cache
+    is honest the first time it sees an input copy), while spot checks took under :data:`SPOT_SHARE` of the time."""
+    if result.spot_off is not None:
+        return False
+    if not result.spot_checks[key]:
+        return True
+    return random.random() < SPOT_RATE and result.spot_s <= SPOT_SHARE * max(result.elapsed_s, 1e-9)
+
+
+def _spot_check(
+    worker: TimingWorker, referee: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming
+) -> None:
+    """The referee judges one launch of the slot just timed, chosen now (after it ran): its output and inputs."""
+    began = time.monotonic()
+    batch = int(worker.info.get("batch_size") or 1)
+    launches = 1 + max(1, count) * batch
+    launch = secrets.randbelow(launches)
+    file = worker.handover(launch, plan.timeout_s)
+    request = {"file": file, "slot": slot, "launch": launch, "launches": launches, "batch": batch}
+    try:
+        verdict = referee.verify(request, plan.timeout_s)
+    except IntegrityError as exc:  # the referee's own process: the baseline, which is trusted
+        result.spot_off = f"the referee (the baseline's first worker) failed: {exc}"
+        return
+    except TimingWorkerError as exc:
+        result.spot_off = f"the referee (the baseline's first worker) failed: {exc}"
+        return
+    result.spot_checks[key] += 1
+    result.spot_s += time.monotonic() - began
+    if verdict.status.value != "passed":
+        raise IntegrityError(
+            (verdict.message or "a timed launch failed its check")
+            .removeprefix("REJECTED (integrity: ")
+            .removesuffix(")")
+        )
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:
@@ -382,6 +443,9 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
             else None
         ),
         "unstable": bool(slow_fifth_pct > MAX_DRIFT_PCT),
+        "spot_checks": sum(result.spot_checks.values()),
+        "spot_checks_s": round(result.spot_s, 3),
+        "spot_checks_off": result.spot_off,
     }
     info["message"] = _stability_message(info, min_effect)
     return info

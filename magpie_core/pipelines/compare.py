@@ -34,6 +34,7 @@ from magpie_core.pipelines.instances import (
     check_more_processes,
     prepare_all,
     processes_per_instance,
+    rejected,
 )
 from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
 from magpie_core.pipelines.kernels import (
@@ -165,7 +166,7 @@ def _write_interrupted(
 def _use_blocks(
     timing: str, measure_performance: bool, environment: str, kernels: list[KernelConfig], jobs: list[KernelJob]
 ) -> bool:
-    if timing == "rounds" or not measure_performance:
+    if timing == "rounds":  # without timing too: the checks are then the referee's, as with timing
         return False
     possible = environment == "local" and _sessions_supported(kernels, jobs)
     if timing == "blocks" and not possible:
@@ -279,6 +280,8 @@ def _check_and_time_in_blocks(
         if progress:
             progress(f"checking {len(jobs)} kernel(s), each in the worker process that will time it")
         results = check_first_processes(jobs, base_index, instances, checked)
+        if not jobs[base_index].measure_performance:
+            return _untimed(results), None
         timed = _timed_candidates(results, instances)
         if not timed:
             return results, None
@@ -300,16 +303,35 @@ def _check_and_time_in_blocks(
         )
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
-        outcome = time_in_blocks(dict(instances.workers), anchor, plan)
+        outcome = time_in_blocks(dict(instances.workers), anchor, plan, instances.referee)
         infos = instances.close_all()
     finally:
         instances.stop_all()
-    _mark_failed(results, outcome.failed, timing=True)
+    _mark_failed(results, _reject(results, outcome), timing=True)
     _fill_performance(results, outcome, infos)
     stable = _stability_of(outcome, min_effect)
     if stable is not None and copy_failed:
         stable["copy_failed"] = copy_failed
     return results, stable
+
+
+def _untimed(results: list[KernelResult]) -> list[KernelResult]:
+    for r in results:
+        if r.performance.status == StageStatus.SKIPPED:
+            r.performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
+    return results
+
+
+def _reject(results: list[KernelResult], outcome: BlockedTiming) -> dict[int, str]:
+    """Candidates caught faking while timed: REJECTED, with what was seen, never a speedup; the other failures."""
+    for i, why in outcome.rejected.items():
+        outcome.failed.pop(i, None)
+        if i == AA:
+            continue
+        results[i].correctness = rejected(why)
+        results[i].performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: REJECTED")
+        results[i].errors.append(f"REJECTED (integrity: {why.splitlines()[0]})")
+    return outcome.failed
 
 
 def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:

@@ -32,7 +32,7 @@ from magpie_core.pipelines.kernels import (
 )
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 from magpie_core.threads import map_in_threads
-from magpie_core.timing_workers import TimingWorker, TimingWorkerError
+from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError
 
 #: a worker that loads or checks for longer stops holding up the rest (a hanging check would, for its whole timeout)
 TURN_PATIENCE_S = 20.0
@@ -58,6 +58,8 @@ class Instances:
     """The live workers of a compare, by process key, and the candidates that cannot be timed, with why."""
 
     workers: dict[Key, TimingWorker] = field(default_factory=dict)
+    #: the baseline's first worker: the trusted side that holds the expected outputs and judges every other's
+    referee: TimingWorker | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     starting: threading.Lock = field(default_factory=threading.Lock)
     turn_began: float = 0.0  # when the worker loading or checking alone now began
@@ -126,15 +128,39 @@ class SessionHarness:
             with self.instances.one_at_a_time():
                 worker = TimingWorker(task, cwd=cwd, workdir=workdir, env=env, start_timeout_s=timeout, fork=fork)
             self.instances.add(self.key, worker)
+            if task.save_outputs:
+                self.instances.referee = worker
             if self.wait is not None:  # checked once the baseline saved its input sets
                 self.wait.wait()
+            timeout_s = float(task.settings.get("correctness", {}).get("timeout_seconds", 300))
             with self.instances.one_at_a_time():
-                outcome = worker.check(float(task.settings.get("correctness", {}).get("timeout_seconds", 300)))
+                outcome = worker.check(timeout_s)
+                if outcome.correctness.handover:  # judged by the referee, never in the candidate's own process
+                    outcome.correctness = self._judged(outcome.correctness.handover, timeout_s)
+        except IntegrityError as exc:
+            outcome = _crashed(str(exc))
+            outcome.correctness = rejected(str(exc))
         except TimingWorkerError as exc:
             return _crashed(str(exc))
         if outcome.correctness.status != StageStatus.PASSED:
             self.instances.drop(self.key[0])
         return outcome
+
+    def _judged(self, handover: str, timeout_s: float) -> CorrectnessResult:
+        referee = self.instances.referee
+        if referee is None:
+            return CorrectnessResult(status=StageStatus.NOT_RUN, message="no referee: the baseline did not pass")
+        try:
+            return referee.verify({"file": handover}, timeout_s)
+        except TimingWorkerError as exc:
+            return CorrectnessResult(
+                status=StageStatus.ERROR, message=f"the referee (the baseline's worker) failed: {exc}"
+            )
+
+
+def rejected(why: str) -> CorrectnessResult:
+    """A candidate caught faking its speed or correctness (docs/kernel-evaluation.md, threat model)."""
+    return CorrectnessResult(status=StageStatus.FAILED, method="integrity", message=f"REJECTED (integrity: {why})")
 
 
 def _crashed(why: str) -> EvaluationOutcome:

@@ -36,6 +36,7 @@ class _Event:
 def guards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     slept: list[int] = []
     monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(timers, "_elapsed", _Event.elapsed_time)  # the clock binds the real one when loaded
     monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
     return slept
@@ -75,6 +76,7 @@ def test_a_kernel_that_synchronizes_does_not_grow_the_guard(monkeypatch: pytest.
         time.sleep(max(0.0, busy_until[0] - time.perf_counter()) + 0.0001)
 
     monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(timers, "_elapsed", _Event.elapsed_time)  # the clock binds the real one when loaded
     monkeypatch.setattr(torch.cuda, "_sleep", sleep)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
     clock = timers.CudaClock(torch.device("cuda", 0))

@@ -17,6 +17,7 @@ import inspect
 import itertools
 import platform
 import random
+import secrets
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import numpy as np
 import torch
 
 from magpie_core.config.kernel import CorrectnessConfig, KernelConfig, PerformanceConfig
+from magpie_core.pipelines.instances import rejected
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import (
     CorrectnessResult,
@@ -39,6 +41,16 @@ from magpie_core.stats import sample_until_stable, summarize
 from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
 from magpie_kernels_pytorch.extensions import use_folder
+from magpie_kernels_pytorch.integrity import (
+    FreshInputs,
+    IntegrityError,
+    plain_problems,
+    Tamper,
+    last_use,
+    launch_copy,
+    load_handover,
+    save_handover,
+)
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
@@ -194,6 +206,13 @@ def _call(fn: Callable[..., Any], args: Sequence[Any], output_args: list[int]) -
 
 
 def _run_candidate(prepared: _Prepared, fn: Callable[..., Any], inputs: Any, device: torch.device, poison: bool) -> Any:
+    return _run_with_args(prepared, fn, inputs, device, poison)[0]
+
+
+def _run_with_args(
+    prepared: _Prepared, fn: Callable[..., Any], inputs: Any, device: torch.device, poison: bool
+) -> tuple[Any, list[Any]]:
+    """The kernel's outputs on a copy of ``inputs``, and that copy after the call (in-place writes show there)."""
     args = list(clone(inputs))
     for i in prepared.output_args:
         if poison:
@@ -201,7 +220,7 @@ def _run_candidate(prepared: _Prepared, fn: Callable[..., Any], inputs: Any, dev
     with poisoned_outputs(device, poison):
         out = _call(fn, args, prepared.output_args)
     synchronize(device)
-    return out
+    return out, args
 
 
 def _error_text(exc: BaseException) -> str:
@@ -284,17 +303,21 @@ class _Loaded:
         assert self.prepared is not None and self.fn is not None
         baseline = self.stored()
         if self.task.baseline_outputs and baseline is None and self.prepared.reference is None:
-            return CorrectnessResult(
-                status=StageStatus.NOT_RUN,
-                method="baseline",
-                message="the baseline produced no expected outputs, so this candidate cannot be checked",
-            ), None
+            return _no_expected(), None
         correctness, first_inputs, saved = _check(
             self.task, self.corr, self.prepared, self.fn, self.device, self.tol, baseline
         )
         if self.task.save_outputs and saved:
             torch.save({"trials": saved}, self.task.save_outputs)
         return correctness, first_inputs
+
+
+def _no_expected() -> CorrectnessResult:
+    return CorrectnessResult(
+        status=StageStatus.NOT_RUN,
+        method="baseline",
+        message="the baseline produced no expected outputs, so this candidate cannot be checked",
+    )
 
 
 def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
@@ -509,49 +532,237 @@ def _time(
 class HarnessSession(SamplerSession):
     """A compare instance in its own long-lived worker process: loaded once, checked, then timed in blocks.
 
-    Every instance — the baseline's included — is built the same way: the kernel is loaded, checked on
-    the baseline's saved input sets, its reference dropped, and its timing inputs are loaded afresh from
-    that same file behind random-size pad allocations (:mod:`magpie_kernels_pytorch.layout`). Nothing
-    about the baseline is special except its place in the ratio.
+    Every instance — the baseline's included — is built the same way: the kernel is loaded, checked on the baseline's
+    saved input sets, and its timing inputs are loaded afresh from that same file behind random-size pad allocations
+    (:mod:`magpie_kernels_pytorch.layout`). Nothing about the baseline is special except its place in the ratio, and
+    that its first process is the **referee** (``save_outputs``): it alone computes expected outputs, keeps them in
+    its memory, writes the input sets (and nothing else) for the others, and judges the outputs every other process
+    hands over, at its check and from timed launches (:mod:`magpie_kernels_pytorch.integrity`).
     """
 
     def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
+        self.tamper = Tamper()  # before the kernel is imported: the clocks and reply path as magpie loaded them
         torch.inference_mode().__enter__()  # for the life of this worker process, as evaluate's block does
         allocator = fix_host_allocator()  # before anything is allocated: every instance's malloc alike
         self.loaded = _Loaded.load(task, options)
         self.layout: Layout | None = None
+        self.fresh: FreshInputs | None = None
+        self.expected: list[dict[str, Any]] = []  # the referee's: input sets and expected outputs, in memory only
+        self.stochastic = False  # the expected outputs depend on the random state: spot checks compare types only
+        self.latest: dict[int, Any] = {}  # the output of each input copy's latest launch
+        self.cursor = 0
+        self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
+        self.problems: list[str] = []
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
         notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(self.loaded.device, self.loaded.perf)]
         notes += [allocator] if allocator else []
         super().__init__(self._make_sampler, notes, meaningful=options.timing_meaningful)
 
+    @property
+    def referee(self) -> bool:
+        return bool(self.loaded.task.save_outputs)
+
     def check(self) -> EvaluationOutcome:
         loaded = self.loaded
         if loaded.error is not None:
             return _failed(loaded.error, loaded.env)
-        correctness, _ = loaded.check()
+        correctness = self._referee_check() if self.referee else self._check_for_handover()
         performance = PerformanceResult(status=StageStatus.SKIPPED, message="timed in interleaved blocks")
         return EvaluationOutcome(correctness=correctness, performance=performance, environment=loaded.env)
+
+    def _referee_check(self) -> CorrectnessResult:
+        """The baseline's own check (trusted code); the expected outputs stay here, the input sets go to the file."""
+        loaded = self.loaded
+        assert loaded.prepared is not None and loaded.fn is not None and loaded.task.save_outputs
+        correctness, _, saved = _check(
+            loaded.task, loaded.corr, loaded.prepared, loaded.fn, loaded.device, loaded.tol, None
+        )
+        if saved:
+            self.expected = saved
+            torch.save({"trials": [{"inputs": t["inputs"]} for t in saved]}, loaded.task.save_outputs)
+            again = self._expected_for(saved[0]["inputs"], loaded.corr.seed + 7919)
+            self.stochastic = bool(compare_outputs(saved[0]["expected"], again, loaded.tol))
+        return correctness
+
+    def _expected_for(self, inputs: Any, seed: int) -> Any:
+        """What the reference (else the baseline) returns for ``inputs``, on the host."""
+        loaded = self.loaded
+        assert loaded.prepared is not None and loaded.fn is not None
+        producer = loaded.prepared.reference if loaded.prepared.reference is not None else loaded.fn
+        seed_everything(seed)
+        out = _call(producer, list(clone(to_device(inputs, loaded.device))), loaded.prepared.output_args)
+        synchronize(loaded.device)
+        return to_device(out, torch.device("cpu"))
+
+    def _check_for_handover(self) -> CorrectnessResult:
+        """Run every input set of the baseline's file and hand the outputs over: the referee judges them."""
+        loaded = self.loaded
+        assert loaded.prepared is not None and loaded.fn is not None
+        path = loaded.task.baseline_outputs
+        if not path or not Path(path).exists():
+            return _no_expected()
+        trials = torch.load(path, weights_only=True)["trials"]
+        handed: list[tuple[Any, list[Any]]] = []
+        for t, trial in enumerate(trials):
+            seed = loaded.corr.seed + t
+            seed_everything(seed)
+            try:
+                inputs = to_device(trial["inputs"], loaded.device)
+                handed.append(
+                    _run_with_args(loaded.prepared, loaded.fn, inputs, loaded.device, loaded.corr.poison_outputs)
+                )
+            except Exception as exc:
+                msg = f"trial {t} (seed {seed}): the kernel raised {_error_text(exc)}"
+                return CorrectnessResult(status=StageStatus.FAILED, method="referee", trials=t + 1, message=msg)
+            if problems := plain_problems(handed[-1][0]):
+                return rejected(problems[0])
+        file = str(Path(loaded.task.workspace) / "handover_check.pt")
+        save_handover(file, [out for out, _ in handed], [args for _, args in handed])
+        return CorrectnessResult(status=StageStatus.NOT_RUN, method="referee", trials=len(trials), handover=file)
+
+    def verify(self, request: dict[str, Any]) -> CorrectnessResult:
+        """The referee's judgement of another process's handover: the check's input sets, or one timed launch."""
+        if not self.expected:
+            return _no_expected()
+        try:
+            data = load_handover(str(request["file"]))
+            if "slot" in request:
+                return self._judge_launch(data, request)
+            return self._judge_trials(data)
+        except IntegrityError as exc:
+            return rejected(str(exc))
+
+    def _judge_trials(self, data: dict[str, Any]) -> CorrectnessResult:
+        loaded, method = self.loaded, "reference" if self._has_reference() else "baseline outputs"
+        if len(data["outputs"]) != len(self.expected):
+            raise IntegrityError(f"it handed over {len(data['outputs'])} trials of {len(self.expected)}")
+        details = []
+        for t, (trial, out, after) in enumerate(zip(self.expected, data["outputs"], data["inputs_after"], strict=True)):
+            _judge_inputs(trial["inputs"], after, loaded.prepared.output_args if loaded.prepared else [], "its check")
+            problems = compare_outputs(trial["expected"], out, loaded.tol)
+            details.append({"trial": t, "seed": loaded.corr.seed + t, "ok": not problems, "problems": problems[:5]})
+            if problems:
+                msg = f"trial {t} (seed {loaded.corr.seed + t}): {problems[0]}"
+                return CorrectnessResult(
+                    status=StageStatus.FAILED, method=method, trials=t + 1, message=msg, details=details
+                )
+        n, tol = len(self.expected), _tolerance_text(loaded.tol)
+        message = f"{n} input sets matched ({method}, judged by the referee; {tol}; outputs poisoned: {loaded.corr.poison_outputs})"
+        return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
+
+    def _judge_launch(self, data: dict[str, Any], request: dict[str, Any]) -> CorrectnessResult:
+        """A timed launch: its inputs rebuilt from the slot's seed, its output against the reference's for them."""
+        assert self.fresh is not None and self.loaded.prepared is not None
+        seed, launch, copies = int(request["slot"]), int(request["launch"]), self.fresh.copies
+        launches, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
+        last = last_use(first, launch, launches, copies)
+        inputs = self.fresh.values(seed, 0 if last == 0 else (last - 1) // batch + 1, launch_copy(first, last, copies))
+        _judge_inputs(inputs, data["inputs_after"], self.loaded.prepared.output_args, "a timed launch")
+        expected = self._expected_for(inputs, self.loaded.corr.seed)
+        if self.stochastic:
+            problems = [
+                p for p in compare_outputs(expected, data["outputs"], self.loaded.tol) if "mismatch at" not in p
+            ]
+        else:
+            problems = compare_outputs(expected, data["outputs"], self.loaded.tol)
+        if problems:
+            raise IntegrityError(f"a timed launch's output is wrong although its check passed: {problems[0]}")
+        return CorrectnessResult(status=StageStatus.PASSED, method="referee: timed launch", trials=1)
+
+    def _has_reference(self) -> bool:
+        return self.loaded.prepared is not None and self.loaded.prepared.reference is not None
 
     def _make_sampler(self) -> BatchSampler:
         loaded = self.loaded
         if loaded.error is not None:
             raise LoadError(loaded.error)
         assert loaded.prepared is not None and loaded.fn is not None
-        loaded.prepared.reference = None  # the check's: not part of any timed instance
+        if not self.referee:
+            loaded.prepared.reference = None  # the check's: not part of any timed instance
         gc.collect()
         self.layout = Layout(loaded.device)  # random pads before the inputs ...
         file = loaded.task.baseline_outputs or loaded.task.save_outputs
-        stored = torch.load(file, weights_only=False) if file and Path(file).exists() else None
+        stored = torch.load(file, weights_only=True) if file and Path(file).exists() else None
         inputs = _timing_inputs(loaded.prepared, loaded.corr, loaded.device, stored)
         self.layout.pad()  # ... and between the inputs and what the kernel allocates
-        return _sampler(loaded.fn, inputs, loaded.device, loaded.perf)[0]
+        timer = get_plugin_manager().get("timer", loaded.device.type)
+        settings = TimingSettings.from_performance(loaded.perf)
+        clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
+        self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
+        fn, fresh, latest, output_args = loaded.fn, self.fresh, self.latest, loaded.prepared.output_args
+
+        def launch(_: int) -> None:
+            copy = self.cursor % fresh.copies
+            self.cursor += 1
+            out = _call(fn, fresh.sets[copy], output_args)
+            if out.__class__ is not torch.Tensor and not isinstance(out, (tuple, list)) and out is not None:
+                self.problems.append(f"a timed launch returned a {type(out).__qualname__}, not a plain torch.Tensor")
+            latest[copy] = out
+
+        return BatchSampler(clock, launch, settings, fresh.copies)
+
+    def sample(self, count: int, slot: int | None = None) -> list[float]:
+        """``count`` samples on fresh input values: a chunk of every copy a batch uses is rewritten before it."""
+        sampler, fresh = self.sampler, self.fresh
+        assert fresh is not None
+        seed = secrets.randbits(62) if slot is None else slot
+        fresh.start_slot(seed)
+        first, batch = seed % fresh.copies, sampler.batch
+        self.cursor, self.slot = first, (seed, first, 1 + max(1, count) * batch)
+        fresh.refresh(0, [first])
+        sampler.clock.time_batch(sampler.launch, 1)  # untimed: after its wait the device queue and threads are cold
+        got = []
+        for k in range(1, max(1, count) + 1):
+            fresh.refresh(k, _batch_copies(self.cursor, batch, fresh.copies))
+            got.append(sampler.sample())
+        self.taken.extend(got[: max(0, 64 - len(self.taken))])
+        return got
+
+    def handover(self, request: dict[str, Any]) -> str:
+        """Write the output of the latest slot's launch ``request["launch"]``'s copy and its inputs for the referee."""
+        assert self.fresh is not None
+        _, first, launches = self.slot
+        copy = launch_copy(first, int(request["launch"]) % launches, self.fresh.copies)
+        file = str(Path(self.loaded.task.workspace) / "handover_slot.pt")
+        save_handover(file, self.latest.get(copy), list(self.fresh.sets[copy]))
+        return file
+
+    def integrity(self) -> str | None:
+        """What this process saw that no honest kernel does (a patched clock, a lazy output), if anything."""
+        changed = self.tamper.changes()
+        if changed:
+            return f"the kernel replaced magpie's clock or reply code: {', '.join(changed)}"
+        return self.problems[0] if self.problems else None
 
     def info(self) -> dict[str, Any]:
         info = super().info()
         if self.layout is not None:
             info["layout"] = self.layout.describe()
+        if self.fresh is not None:
+            kept = "" if self.fresh.active else " (no input whose values can change: integer or structured inputs)"
+            info["notes"] = [
+                *info.get("notes", []),
+                f"fresh input values for every batch{kept}; timed launches spot-checked",
+            ]
         return info
+
+
+def _batch_copies(cursor: int, batch: int, copies: int) -> range | list[int]:
+    """The input copies the next ``batch`` launches use."""
+    if batch >= copies:
+        return range(copies)
+    return [(cursor + i) % copies for i in range(batch)]
+
+
+def _judge_inputs(expected: list[Any], after: list[Any], output_args: list[int], when: str) -> None:
+    """The inputs after the call must be the inputs given (bit for bit), except arguments declared as outputs."""
+    if len(expected) != len(after):
+        raise IntegrityError(f"{when}: it handed over {len(after)} inputs of {len(expected)}")
+    for i, (given, now) in enumerate(zip(expected, after, strict=True)):
+        if i in output_args or not isinstance(given, torch.Tensor):
+            continue
+        if not isinstance(now, torch.Tensor) or now.shape != given.shape or not torch.equal(now.cpu(), given.cpu()):
+            raise IntegrityError(f"{when}: the kernel wrote into its input {i} (in place; not declared in output_args)")
 
 
 def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> HarnessSession:

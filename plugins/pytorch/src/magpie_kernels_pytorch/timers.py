@@ -21,6 +21,10 @@ import torch
 from magpie_core.timing import Launch
 
 _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
+#: the clocks as they were when magpie loaded (before any kernel): a kernel that patches ``time.perf_counter_ns`` or
+#: ``torch.cuda.Event.elapsed_time`` later changes nothing here, and :class:`~.integrity.Tamper` reports the patch
+_now = time.perf_counter_ns
+_elapsed = torch.cuda.Event.elapsed_time
 
 
 def _cpu_llc_bytes() -> int:
@@ -45,10 +49,10 @@ class CpuClock:
         self.cache_bytes = _cpu_llc_bytes()
 
     def time_batch(self, launch: Launch, n: int) -> float:
-        start = time.perf_counter_ns()
+        start = _now()
         for i in range(n):
             launch(i)
-        return (time.perf_counter_ns() - start) / 1000
+        return (_now() - start) / 1000
 
     def host_overhead_us(self) -> float | None:
         return None  # on the CPU, host time is the measurement
@@ -93,7 +97,7 @@ class CudaClock:
             self._guard(n)
             start.record()
             launch(0)
-            host_start = time.perf_counter_ns()
+            host_start = _now()
             for i in range(1, n):
                 launch(i)
             end.record()
@@ -102,9 +106,9 @@ class CudaClock:
                 # slot) it is the slowest, and taken as the rate the next guard held the H200 ~25 ms per slot for
                 # nothing; and a call that synchronizes (``.item()``) returns only after the guard ran, so counting
                 # it grew every guard to the 200 ms cap and reported a 22 ms "host time" per launch
-                self._host_per_launch_us = (time.perf_counter_ns() - host_start) / 1000 / (n - 1)
+                self._host_per_launch_us = (_now() - host_start) / 1000 / (n - 1)
         end.synchronize()
-        return start.elapsed_time(end) * 1000
+        return _elapsed(start, end) * 1000
 
     def _graph(self, launch: Launch, n: int) -> torch.cuda.CUDAGraph:
         if n not in self._graphs:

@@ -1,0 +1,257 @@
+"""What a compare's trusted side needs so that the code under test can fake neither its speed nor its correctness.
+
+A candidate kernel is untrusted code written by an agent rewarded for a FASTER verdict, and it runs inside the worker
+process that times it, where it can read and patch anything Python can. So nothing a verdict rests on is decided
+there (docs/kernel-evaluation.md, "Threat model"):
+
+* **Fresh values for every batch** (:class:`FreshInputs`): the rotating input copies live in one stacked buffer per
+  input; before each batch of timed launches a chunk of every copy the batch will use (a random ~1/61 of the
+  elements, the same place for the whole slot) is rewritten as the original values times a factor in [0.75, 1) drawn
+  per copy and batch from the slot's secret seed, which the parent sends with the request. A result cache keyed on
+  ``id()``, ``data_ptr()`` or a cheap fingerprint either misses (and the kernel does the work) or returns an output
+  that is wrong on that chunk. Inputs whose structure a perturbation could break (integers, symmetric matrices,
+  rows that sum to one) keep their values.
+* **Timed launches are checked launches**: the latest output of every copy is kept; after a slot the parent names
+  one launch at random, the worker hands that copy's output and its inputs over (:func:`save_handover`), and the
+  trusted process that holds the expected values (the baseline's first worker, which never loads a candidate)
+  rebuilds the inputs from the seed (:meth:`FreshInputs.values`), runs the reference on them and compares.
+* **Plain outputs** (:func:`plain_problems`): an output must be a dense ``torch.Tensor`` of exactly that type, so a
+  lazy subclass that defers its work until read is rejected before it is ever timed as fast.
+* **Unchanged clocks** (:class:`Tamper`): the timer functions, device events and magpie's own timing and reply code,
+  recorded when the worker started (before any kernel was imported) and compared before each answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import torch
+
+#: a prime, so a chunk never lines up with whole rows of a power-of-two shape (a row scaled as a whole leaves a
+#: normalisation's output unchanged, and a stale cached output would then still be right)
+CHUNK_DIVISOR = 61
+FACTOR_LOW, FACTOR_HIGH = 0.75, 1.0
+#: the stacked copies of one input start on this many bytes (vectorised kernels assume 16; allocators give 512)
+ALIGN_BYTES = 512
+
+
+class IntegrityError(Exception):
+    """The code under test was caught faking (its speed or its correctness): the candidate is REJECTED."""
+
+
+def plain_problems(value: Any, where: str = "output") -> list[str]:
+    """Why ``value`` is not made of plain dense tensors (exact type, strided layout), if it is not."""
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor and type(value) is not torch.nn.Parameter:
+            return [f"{where} is a {type(value).__module__}.{type(value).__qualname__}, not a plain torch.Tensor"]
+        if value.layout != torch.strided:
+            return [f"{where} has layout {value.layout}, not a dense tensor"]
+        return []
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in plain_problems(v, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in plain_problems(v, f"{where}[{k!r}]")]
+    return []
+
+
+def _perturbable(tensor: torch.Tensor) -> bool:
+    """A floating-point input whose values can change without breaking a structure kernels may rely on."""
+    if not tensor.is_floating_point() or tensor.numel() < 2:
+        return False
+    flat = tensor.detach().reshape(tensor.shape[0], -1) if tensor.dim() >= 2 else None
+    if tensor.dim() >= 2 and tensor.shape[-1] == tensor.shape[-2] and torch.equal(tensor, tensor.transpose(-1, -2)):
+        return False  # symmetric matrices
+    if flat is not None and bool((tensor >= 0).all()):
+        sums = tensor.detach().double().sum(dim=-1)
+        if bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3)):
+            return False  # probability rows
+    return True
+
+
+class FreshInputs:
+    """The rotating input copies of one timed kernel, in one stacked, aligned buffer per perturbable tensor input."""
+
+    def __init__(self, inputs: list[Any], copies: int) -> None:
+        self.base = inputs
+        self.copies = max(1, copies)
+        self.fresh = [isinstance(x, torch.Tensor) and _perturbable(x) for x in inputs]
+        self.stacks: dict[int, torch.Tensor] = {}
+        self.sets: list[list[Any]] = [[] for _ in range(self.copies)]
+        for position, value in enumerate(inputs):
+            if isinstance(value, torch.Tensor):
+                stack, views = _stacked(value, self.copies)
+                self.stacks[position] = stack
+                for c in range(self.copies):
+                    self.sets[c].append(views[c])
+            else:
+                for c in range(self.copies):
+                    self.sets[c].append(_clone(value))
+        self.chunk: tuple[int, int] | None = None  # (start, length) of the elements rewritten in this slot
+
+    @property
+    def active(self) -> bool:
+        return any(self.fresh)
+
+    def start_slot(self, seed: int) -> None:
+        """Undo the previous slot's chunk in every copy; place this slot's."""
+        for position, stack in self.stacks.items():
+            if self.fresh[position] and self.chunk is not None:
+                start, length = self._span(position, self.chunk)
+                stack[:, start : start + length] = self._base_flat(position)[start : start + length]
+        self.chunk = (int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed)
+
+    def _span(self, position: int, chunk: tuple[int, int]) -> tuple[int, int]:
+        numel = self.base[position].numel()
+        length = max(1, numel // CHUNK_DIVISOR)
+        return chunk[0] % max(1, numel - length + 1), length
+
+    def _base_flat(self, position: int) -> torch.Tensor:
+        return self.base[position].reshape(-1)
+
+    def factors(self, batch: int) -> np.ndarray:
+        """This slot's factor per copy for batch number ``batch`` (0: the untimed launch before the samples)."""
+        assert self.chunk is not None
+        rng = np.random.default_rng([self.chunk[1], 2, batch])
+        return rng.uniform(FACTOR_LOW, FACTOR_HIGH, self.copies)
+
+    def refresh(self, batch: int, copies: Iterable[int]) -> None:
+        """Rewrite the chunk of ``copies`` with batch ``batch``'s factors (outside any timed interval)."""
+        if self.chunk is None or not self.active:
+            return
+        index = torch.as_tensor(sorted(set(copies)), dtype=torch.long)
+        factors = self.factors(batch)[index.numpy()]
+        for position, stack in self.stacks.items():
+            if not self.fresh[position]:
+                continue
+            start, length = self._span(position, self.chunk)
+            base = self._base_flat(position)[start : start + length]
+            scale = torch.as_tensor(factors, dtype=base.dtype).to(base.device).unsqueeze(1)
+            stack[index.to(stack.device), start : start + length] = base.unsqueeze(0) * scale
+
+    def values(self, seed: int, batch: int, copy: int) -> list[Any]:
+        """The inputs copy ``copy`` held in batch ``batch`` of the slot with ``seed`` (rebuilt on the trusted side)."""
+        chunk = (int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed)
+        factor = np.random.default_rng([seed, 2, batch]).uniform(FACTOR_LOW, FACTOR_HIGH, self.copies)[copy]
+        out: list[Any] = []
+        for position, value in enumerate(self.base):
+            if not (isinstance(value, torch.Tensor) and self.fresh[position]):
+                out.append(_clone(value))
+                continue
+            flat = value.reshape(-1).clone()
+            start, length = self._span(position, chunk)
+            flat[start : start + length] = flat[start : start + length] * torch.as_tensor(factor, dtype=flat.dtype)
+            out.append(flat.reshape(value.shape))
+        return out
+
+
+def _stacked(value: torch.Tensor, copies: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """``copies`` contiguous copies of ``value`` in one buffer, each starting on :data:`ALIGN_BYTES`."""
+    numel = value.numel()
+    per = ALIGN_BYTES // value.element_size() if value.element_size() <= ALIGN_BYTES else 1
+    stride = -(-max(1, numel) // per) * per
+    stack = torch.empty((copies, stride), dtype=value.dtype, device=value.device)
+    stack[:, :numel] = value.reshape(1, -1)
+    return stack, [stack[c, :numel].view(value.shape) for c in range(copies)]
+
+
+def _clone(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    return value
+
+
+def launch_copy(start: int, launch: int, copies: int) -> int:
+    """The input copy launch number ``launch`` of a slot uses (0: the untimed launch before the samples)."""
+    return (start + launch) % copies
+
+
+def last_use(start: int, launch: int, launches: int, copies: int) -> int:
+    """The last launch of a slot (``launches`` in all) that used the copy launch ``launch`` used."""
+    return launch + (launches - 1 - launch) // copies * copies
+
+
+def save_handover(path: str, outputs: Any, inputs_after: list[Any]) -> None:
+    """What the trusted side judges: an output and the inputs after the call, moved to the host."""
+    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}, path)
+
+
+def load_handover(path: str) -> dict[str, Any]:
+    """A candidate's handover, read without running any of its code (``weights_only``: tensors and containers)."""
+    try:
+        data = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # a tensor subclass or any other object cannot be loaded here
+        raise IntegrityError(f"its outputs are not plain tensors ({type(exc).__name__}: {str(exc)[:160]})") from None
+    if not isinstance(data, dict) or set(data) != {"outputs", "inputs_after"}:
+        raise IntegrityError("its handover file is not what magpie's harness writes")
+    return data
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):  # its own storage: a view of a stacked copy would save the whole stack
+        return value.detach().to("cpu").clone(memory_format=torch.contiguous_format)
+    if isinstance(value, (list, tuple)):
+        return [_to_cpu(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    return value
+
+
+def _recorded() -> dict[str, Callable[[], Any]]:
+    """Where each watched function is looked up from (by name, so a patch of the attribute shows)."""
+    from magpie_core import timing, worker
+    from magpie_kernels_pytorch import checking, harness, timers
+
+    watched: dict[str, Callable[[], Any]] = {
+        "time.perf_counter_ns": lambda: time.perf_counter_ns,
+        "time.perf_counter": lambda: time.perf_counter,
+        "time.monotonic": lambda: time.monotonic,
+        "json.dumps": lambda: json.dumps,
+        "magpie_core.worker._say": lambda: worker._say,
+        "BatchSampler.sample": lambda: timing.BatchSampler.sample,
+        "SamplerSession.sample": lambda: timing.SamplerSession.sample,
+        "CpuClock.time_batch": lambda: timers.CpuClock.time_batch,
+        "CudaClock.time_batch": lambda: timers.CudaClock.time_batch,
+        "timers._now": lambda: timers._now,
+        "timers._elapsed": lambda: timers._elapsed,
+        "checking.compare_outputs": lambda: checking.compare_outputs,
+        "harness.compare_outputs": lambda: harness.compare_outputs,
+        "HarnessSession.sample": lambda: harness.HarnessSession.sample,
+        "HarnessSession.handover": lambda: harness.HarnessSession.handover,
+    }
+    if torch.cuda.is_available():
+        watched |= {
+            "torch.cuda.Event.elapsed_time": lambda: torch.cuda.Event.elapsed_time,
+            "torch.cuda.Event.record": lambda: torch.cuda.Event.record,
+            "torch.cuda.Event.synchronize": lambda: torch.cuda.Event.synchronize,
+            "torch.cuda.synchronize": lambda: torch.cuda.synchronize,
+        }
+    return watched
+
+
+class Tamper:
+    """The timing and reply functions as they were when recorded; :meth:`changes` names any replaced since."""
+
+    def __init__(self) -> None:
+        self.lookups = _recorded()
+        self.objects = {name: lookup() for name, lookup in self.lookups.items()}
+        self.codes = {name: getattr(obj, "__code__", None) for name, obj in self.objects.items()}
+
+    def changes(self) -> list[str]:
+        changed = []
+        for name, lookup in self.lookups.items():
+            try:
+                now = lookup()
+            except Exception:  # deleted
+                changed.append(name)
+                continue
+            if now is not self.objects[name] or getattr(now, "__code__", None) is not self.codes[name]:
+                changed.append(name)
+        return changed
