@@ -44,11 +44,11 @@ from magpie_kernels_pytorch.extensions import use_folder
 from magpie_kernels_pytorch.integrity import (
     FreshInputs,
     IntegrityError,
-    plain_problems,
     Tamper,
     last_use,
     launch_copy,
     load_handover,
+    plain_problems,
     save_handover,
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
@@ -647,7 +647,8 @@ class HarnessSession(SamplerSession):
                     status=StageStatus.FAILED, method=method, trials=t + 1, message=msg, details=details
                 )
         n, tol = len(self.expected), _tolerance_text(loaded.tol)
-        message = f"{n} input sets matched ({method}, judged by the referee; {tol}; outputs poisoned: {loaded.corr.poison_outputs})"
+        poisoned = loaded.corr.poison_outputs
+        message = f"{n} input sets matched ({method}, judged by the referee; {tol}; outputs poisoned: {poisoned})"
         return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
 
     def _judge_launch(self, data: dict[str, Any], request: dict[str, Any]) -> CorrectnessResult:
