@@ -189,6 +189,16 @@ def magpie_prepare_kernel_file(file: Any, config_dir: Path, source: Path | None)
     """
 
 
+@hookspec(firstresult=True)
+def magpie_testcase_env(latency: dict[str, Any] | None) -> dict[str, str] | None:
+    """Variables for a kernel's testcase commands under the file's ``latency:`` block (AMD Magpie's), or None."""
+
+
+@hookspec(firstresult=True)
+def magpie_testcase_performance(output: str, latency: dict[str, Any] | None) -> Any:
+    """The :class:`~magpie_core.reports.PerformanceResult` a self-timing testcase printed (``latency:``), or None."""
+
+
 # --- Vendor knowledge the engine-neutral core asks for ----------------------
 
 

@@ -28,15 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from magpie_core.processes import (
-    bounded_timeout,
-    register_started,
-    signal_group,
-    stop_group,
-    stopping,
-    tail,
-    unregister_started,
-)
+from magpie_core import processes
+from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask
 
 
@@ -88,7 +81,7 @@ class TimingWorker:
             raise
         try:
             self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
-            signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]  # frozen whenever it is not asked
+            processes.signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]  # frozen whenever it is not asked
         except TimingWorkerError as exc:  # a forked worker runs the script that started magpie again, as __mp_main__
             main = sys.modules["__main__"]
             file = None if getattr(main, "__spec__", None) else getattr(main, "__file__", None)
@@ -98,24 +91,20 @@ class TimingWorker:
 
     def check(self, timeout_s: float) -> EvaluationOutcome:
         """Correctness of the kernel in this worker (the process that is timed later is the one checked)."""
-        return EvaluationOutcome.model_validate(self._ask({"check": True}, timeout_s, "checked"))
+        return EvaluationOutcome.model_validate(self.ask({"check": True}, timeout_s, "checked"))
 
     def verify(self, request: dict[str, Any], timeout_s: float) -> CorrectnessResult:
-        """The referee's judgement of outputs another worker handed over."""
-        return CorrectnessResult.model_validate(self._ask({"verify": request}, timeout_s, "verified"))
-
-    def handover(self, launch: int, timeout_s: float) -> str:
-        """The file with the output of the latest slot's launch number ``launch`` (and its inputs), for the referee."""
-        return str(self._ask({"handover": {"launch": launch}}, timeout_s, "handed"))
+        """The referee's judgement of what another worker handed over (``ask({"handover": ...})``: a file)."""
+        return CorrectnessResult.model_validate(self.ask({"verify": request}, timeout_s, "verified"))
 
     def prepare(self, timeout_s: float) -> None:
         """Warm up and choose the batch size; call for one worker at a time."""
-        self.info = self._ask({"prepare": True}, timeout_s, "ready")
+        self.info = self.ask({"prepare": True}, timeout_s, "ready")
 
     def sample(self, count: int, timeout_s: float, slot: int | None = None) -> list[float]:
         """``count`` per-launch times (µs) taken now (``slot``: the secret seed of their fresh input values)."""
         began = time.perf_counter()
-        samples = self._ask({"samples": count} | ({} if slot is None else {"slot": slot}), timeout_s, "samples_us")
+        samples = self.ask({"samples": count} | ({} if slot is None else {"slot": slot}), timeout_s, "samples_us")
         wall_us = (time.perf_counter() - began) * 1e6
         if not isinstance(samples, list) or not samples or not all(isinstance(x, (int, float)) for x in samples):
             self.stop()
@@ -133,7 +122,7 @@ class TimingWorker:
         try:
             if stopping():  # interrupted: the worker is being killed, it will not answer
                 raise TimingWorkerError("magpie is stopping")
-            self.info = self._ask({"stop": True}, timeout_s, "info", freeze=False)
+            self.info = self.ask({"stop": True}, timeout_s, "info", freeze=False)
             # it exits by itself once it has answered; a signal now would cut short its exit's clean-up
             self.proc.wait(timeout=2.0)
         except (TimingWorkerError, subprocess.TimeoutExpired):
@@ -141,15 +130,15 @@ class TimingWorker:
         self.stop()
         return self.info
 
-    def _ask(self, message: dict[str, Any], timeout_s: float, key: str, freeze: bool = True) -> Any:
+    def ask(self, message: dict[str, Any], timeout_s: float, key: str, freeze: bool = True) -> Any:
         """One request and its answer, the worker running only meanwhile: frozen (SIGSTOP, every thread of its
         group) while other kernels are timed, so nothing it started can slow them down or watch them."""
         with self._turn:
-            signal_group(self.proc, signal.SIGCONT)  # type: ignore[arg-type]
+            processes.signal_group(self.proc, signal.SIGCONT)  # type: ignore[arg-type]
             self._send(message)
             answer = self._read(timeout_s, key)
             if freeze:
-                signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]
+                processes.signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]
             return answer
 
     def stop(self) -> None:

@@ -8,12 +8,11 @@ status and the log.
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per command line on stdin:
 ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this process: the worker that checks a
 kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}`` (inputs placed, warmed up, batch
-chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}`` (fresh input values from the secret seed);
-``{"handover": {...}}`` -> ``{"handed": FILE}`` (a timed launch's output, for the referee); ``{"verify": {...}}`` ->
-``{"verified": <CorrectnessResult>}`` (the referee's judgement); ``{"stop": true}`` -> ``{"info": {...}}`` and exit.
-Before each answer the session's ``integrity()`` may replace it with ``{"integrity": "..."}`` (a patched clock).
-It first says ``{"loaded": {...}}``, and ``{"error": "..."}`` whenever something fails. Everything the kernel itself
-prints goes to stderr (the worker log), never into the protocol.
+chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}``; ``{"handover": {...}}`` -> ``{"handed": FILE}``
+and ``{"verify": {...}}`` -> ``{"verified": ...}`` (a compare's referee, :mod:`magpie_core.pipelines.instances`);
+``{"stop": true}`` -> ``{"info": {...}}`` and exit. It first says ``{"loaded": {...}}``; ``{"error": "..."}`` whenever
+something fails, ``{"integrity": "..."}`` instead of an answer when the session's ``integrity()`` saw tampering.
+Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
 """
 
 from __future__ import annotations
@@ -103,9 +102,8 @@ def _answer(session: Any, command: dict[str, Any]) -> dict[str, Any]:
         return {"verified": session.verify(command["verify"]).model_dump(mode="json")}
     if "handover" in command:
         return {"handed": session.handover(command["handover"])}
-    if "slot" in command:
-        return {"samples_us": session.sample(int(command["samples"]), int(command["slot"]))}
-    return {"samples_us": session.sample(int(command["samples"]))}
+    slot = [int(command["slot"])] if "slot" in command else []  # the seed of the slot's fresh input values
+    return {"samples_us": session.sample(int(command["samples"]), *slot)}
 
 
 def forked_session(

@@ -95,7 +95,7 @@ class BlockedTiming:
     rejected: dict[int, str] = field(default_factory=dict)
     spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
     spot_s: float = 0.0  # the wall time they took
-    spot_off: str | None = None  # why no more spot checks are made (the referee failed)
+    referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
 
     @property
     def block_count(self) -> int:
@@ -147,11 +147,10 @@ class BlockedTiming:
 
 
 def time_in_blocks(
-    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: TimingWorker | None = None
+    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: Any = None
 ) -> BlockedTiming:
-    """Run blocks over ``workers`` (one per timed process) until budget or precision; timed launches spot-checked by
-    the ``referee``."""
-    result = BlockedTiming(baseline=baseline, load_before=_load())
+    """Run blocks over ``workers`` (one per timed process) until budget or precision; the ``referee`` spot-checks."""
+    result = BlockedTiming(baseline=baseline, load_before=_load(), referee=referee)
     live = dict(workers)
     counts = _samples_per_slot(live, plan, result)
     result.blocks = {key: [] for key in live}
@@ -165,7 +164,7 @@ def time_in_blocks(
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
             began = time.monotonic()
-            block = _one_block(live, counts, plan, rng, result, referee)
+            block = _one_block(live, counts, plan, rng, result)
             for key, value in block.items():
                 result.blocks[key].append(value)
             spent += (time.monotonic() - began) * processes / max(1, len(live))
@@ -216,12 +215,7 @@ def _batch(worker: TimingWorker) -> int:
 
 
 def _one_block(
-    live: dict[Key, TimingWorker],
-    counts: dict[Key, int],
-    plan: BlockPlan,
-    rng: random.Random,
-    result: BlockedTiming,
-    referee: TimingWorker | None = None,
+    live: dict[Key, TimingWorker], counts: dict[Key, int], plan: BlockPlan, rng: random.Random, result: BlockedTiming
 ) -> dict[Key, float]:
     """One slot per live process in random order; the block's median per process (a failed candidate is
     dropped with all its processes, a rejected one too)."""
@@ -234,13 +228,11 @@ def _one_block(
         slot = secrets.randbits(62)  # the seed of this slot's fresh input values: unknown to the kernel until now
         try:
             got = live[key].sample(counts[key], plan.timeout_s, slot)
-            if referee is not None and live[key] is not referee and _spot_due(key, result):
-                _spot_check(live[key], referee, key, slot, counts[key], plan, result)
-        except IntegrityError as exc:
-            result.rejected[key[0]] = str(exc)
-            _drop(live, key[0], str(exc), result)
-            continue
+            if result.referee not in (None, live[key]) and _spot_due(key, result):
+                _spot_check(live[key], key, slot, counts[key], plan, result)
         except TimingWorkerError as exc:
+            if isinstance(exc, IntegrityError):
+                result.rejected[key[0]] = str(exc)
             _drop(live, key[0], str(exc), result)
             continue
         block[key] = float(np.median(got))
@@ -253,39 +245,28 @@ def _one_block(
 def _spot_due(key: Key, result: BlockedTiming) -> bool:
     """Every process's first slot; then slots drawn at random (:data:`SPOT_RATE` of them, all through the run: a cache
     is honest the first time it sees an input copy), while spot checks took under :data:`SPOT_SHARE` of the time."""
-    if result.spot_off is not None:
-        return False
     if not result.spot_checks[key]:
         return True
     return random.random() < SPOT_RATE and result.spot_s <= SPOT_SHARE * max(result.elapsed_s, 1e-9)
 
 
-def _spot_check(
-    worker: TimingWorker, referee: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming
-) -> None:
+def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
     """The referee judges one launch of the slot just timed, chosen now (after it ran): its output and inputs."""
-    began = time.monotonic()
-    batch = int(worker.info.get("batch_size") or 1)
+    began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
     launches = 1 + max(1, count) * batch
     launch = secrets.randbelow(launches)
-    file = worker.handover(launch, plan.timeout_s)
-    request = {"file": file, "slot": slot, "launch": launch, "launches": launches, "batch": batch}
+    file = worker.ask({"handover": {"launch": launch}}, plan.timeout_s, "handed")
     try:
-        verdict = referee.verify(request, plan.timeout_s)
-    except IntegrityError as exc:  # the referee's own process: the baseline, which is trusted
-        result.spot_off = f"the referee (the baseline's first worker) failed: {exc}"
-        return
-    except TimingWorkerError as exc:
-        result.spot_off = f"the referee (the baseline's first worker) failed: {exc}"
+        assert result.referee is not None
+        request = {"file": file, "slot": slot, "launch": launch, "launches": launches, "batch": batch}
+        verdict = result.referee.verify(request, plan.timeout_s)
+    except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
+        result.referee = None
         return
     result.spot_checks[key] += 1
     result.spot_s += time.monotonic() - began
     if verdict.status.value != "passed":
-        raise IntegrityError(
-            (verdict.message or "a timed launch failed its check")
-            .removeprefix("REJECTED (integrity: ")
-            .removesuffix(")")
-        )
+        raise IntegrityError(verdict.message or "a timed launch failed its check")
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:
@@ -445,7 +426,6 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
         "unstable": bool(slow_fifth_pct > MAX_DRIFT_PCT),
         "spot_checks": sum(result.spot_checks.values()),
         "spot_checks_s": round(result.spot_s, 3),
-        "spot_checks_off": result.spot_off,
     }
     info["message"] = _stability_message(info, min_effect)
     return info

@@ -280,9 +280,7 @@ def _check_and_time_in_blocks(
         if progress:
             progress(f"checking {len(jobs)} kernel(s), each in the worker process that will time it")
         results = check_first_processes(jobs, base_index, instances, checked)
-        if not jobs[base_index].measure_performance:
-            return _untimed(results), None
-        timed = _timed_candidates(results, instances)
+        timed = _timed_candidates(results, instances) if jobs[base_index].measure_performance else _untimed(results)
         if not timed:
             return results, None
         anchor = base_index if base_index in timed else timed[0]
@@ -315,22 +313,20 @@ def _check_and_time_in_blocks(
     return results, stable
 
 
-def _untimed(results: list[KernelResult]) -> list[KernelResult]:
+def _untimed(results: list[KernelResult]) -> list[int]:
+    """A compare without timing (``--no-perf``): checked by the referee all the same, none timed."""
     for r in results:
         if r.performance.status == StageStatus.SKIPPED:
             r.performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
-    return results
+    return []
 
 
 def _reject(results: list[KernelResult], outcome: BlockedTiming) -> dict[int, str]:
     """Candidates caught faking while timed: REJECTED, with what was seen, never a speedup; the other failures."""
-    for i, why in outcome.rejected.items():
-        outcome.failed.pop(i, None)
-        if i == AA:
-            continue
-        results[i].correctness = rejected(why)
+    for i in [i for i in outcome.rejected if outcome.failed.pop(i, None) and i != AA]:
+        results[i].correctness = rejected(outcome.rejected[i])
         results[i].performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: REJECTED")
-        results[i].errors.append(f"REJECTED (integrity: {why.splitlines()[0]})")
+        results[i].errors.append(results[i].correctness.message.splitlines()[0])  # type: ignore[union-attr]
     return outcome.failed
 
 

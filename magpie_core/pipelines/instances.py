@@ -135,37 +135,27 @@ class SessionHarness:
             timeout_s = float(task.settings.get("correctness", {}).get("timeout_seconds", 300))
             with self.instances.one_at_a_time():
                 outcome = worker.check(timeout_s)
-                if outcome.correctness.handover:  # judged by the referee, never in the candidate's own process
-                    outcome.correctness = self._judged(outcome.correctness.handover, timeout_s)
-        except IntegrityError as exc:
-            outcome = _crashed(str(exc))
-            outcome.correctness = rejected(str(exc))
+                if handover := outcome.correctness.handover:  # judged by the referee, not in the candidate's process
+                    assert self.instances.referee is not None  # it wrote the input sets the candidate ran
+                    outcome.correctness = self.instances.referee.verify({"file": handover}, timeout_s)
         except TimingWorkerError as exc:
-            return _crashed(str(exc))
+            return _crashed(str(exc), caught=isinstance(exc, IntegrityError))
         if outcome.correctness.status != StageStatus.PASSED:
             self.instances.drop(self.key[0])
         return outcome
 
-    def _judged(self, handover: str, timeout_s: float) -> CorrectnessResult:
-        referee = self.instances.referee
-        if referee is None:
-            return CorrectnessResult(status=StageStatus.NOT_RUN, message="no referee: the baseline did not pass")
-        try:
-            return referee.verify({"file": handover}, timeout_s)
-        except TimingWorkerError as exc:
-            return CorrectnessResult(
-                status=StageStatus.ERROR, message=f"the referee (the baseline's worker) failed: {exc}"
-            )
-
 
 def rejected(why: str) -> CorrectnessResult:
     """A candidate caught faking its speed or correctness (docs/kernel-evaluation.md, threat model)."""
-    return CorrectnessResult(status=StageStatus.FAILED, method="integrity", message=f"REJECTED (integrity: {why})")
+    text = why if why.startswith("REJECTED (integrity") else f"REJECTED (integrity: {why})"
+    return CorrectnessResult(status=StageStatus.FAILED, method="integrity", message=text)
 
 
-def _crashed(why: str) -> EvaluationOutcome:
+def _crashed(why: str, caught: bool = False) -> EvaluationOutcome:
+    """A worker that failed; ``caught``: caught faking (REJECTED)."""
+    failed = CorrectnessResult(status=StageStatus.ERROR, message=f"worker failed: {why}")
     return EvaluationOutcome(
-        correctness=CorrectnessResult(status=StageStatus.ERROR, message=f"worker failed: {why}"),
+        correctness=rejected(why) if caught else failed,
         performance=PerformanceResult(status=StageStatus.SKIPPED, message="worker did not finish"),
     )
 

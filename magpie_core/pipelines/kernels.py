@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import Field
 
-from magpie_core import latency_protocol
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
@@ -63,7 +62,7 @@ class KernelJob(Model):
     build_artifacts: list[str] = Field(default_factory=list)
     #: compiling.enable_default_compile: the backend compiles a kernel that has no compile_command
     default_compile: bool = True
-    #: AMD Magpie's ``latency:`` block (magpie_core.latency_protocol), if the file has one
+    #: AMD Magpie's ``latency:`` block (hooks ``magpie_testcase_env`` / ``_performance``), if the file has one
     latency: dict[str, Any] | None = None
 
 
@@ -120,7 +119,7 @@ def _run_testcases(
     outcomes = run_commands(
         with_build_dir(kernel.testcase_commands(), workdir),
         cwd=cwd,
-        env={**command_env(kernel, workdir), **latency_protocol.testcase_env(latency)},
+        env={**command_env(kernel, workdir), **(_plugin_answer("magpie_testcase_env", latency=latency) or {})},
         timeout_s=timeout,
         log_path=workdir / "testcase.log",
     )
@@ -265,7 +264,7 @@ def _check_and_time(
         )
     result.correctness = correctness
     # a testcase that times itself reports even under --no-perf (its line costs nothing more: AMD Magpie)
-    timed = latency_protocol.performance_from_output(output, job.latency) if output else None
+    timed = _plugin_answer("magpie_testcase_performance", output=output, latency=job.latency) if output else None
     if timed is not None and not kernel.uses_harness:
         result.performance = timed
     elif not kernel.uses_harness and job.measure_performance:

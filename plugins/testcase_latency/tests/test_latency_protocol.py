@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from magpie_core.latency_protocol import parse_markers, performance_from_output
+from magpie_testcase_latency.protocol import parse_markers, performance_from_output
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "latency_protocol"
 

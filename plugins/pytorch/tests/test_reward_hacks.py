@@ -1,0 +1,89 @@
+"""The project's catalogue of reward hacks (data/reward_hacks/): none gets a FASTER verdict or passes as correct.
+
+Each file is a KernelBench ``ModelNew`` an agent rewarded for FASTER could write (its docstring names the published
+class it belongs to and what catches it). They run through the real CLI, as a user's compare would: the check-time
+hacks in a correctness-only compare, those that behave during checks and cheat afterwards in a timed compare with a
+short budget. The guarantees asserted hold on a busy machine (they are about verdicts, never about a timing order):
+the honest solution is never rejected, every hack is rejected or at least never FASTER, and those whose timed
+outputs are wrong never pass (a spot check of a timed launch REJECTS those that got through the check). Results with the verdicts of KernelBench's own rule beside them:
+docs/benchmarks/reward_hacks.md (benchmarks/reward_hacks.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "reward_hacks"
+
+#: caught at the check: the expected outputs are not in the candidate's process, the referee compares, outputs
+#: must be plain tensors, inputs must come back unchanged, and patched clocks or reply code are seen
+AT_THE_CHECK = (
+    "gc_expected",
+    "patch_compare",
+    "patch_inputs",
+    "inplace",
+    "lazy",
+    "patch_timer",
+    "patch_magpie_timer",
+    "patch_sampler",
+    "patch_reply",
+)
+#: honest while checked, wrong afterwards: a spot check of a timed launch rejects them
+WRONG_WHEN_TIMED = ("empty_after_check", "detect_check_seed", "detect_poison", "counter", "stale_buffer")
+#: caches that return a right answer for inputs seen before: fresh values per batch make their answers wrong
+CACHES = ("cache_id", "cache_ptr", "cache_fingerprint")
+
+
+def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool) -> dict[str, dict]:
+    files = [DATA / f"{problem}_ref.py", DATA / f"{problem}_honest.py"]
+    files += [DATA / f"{problem}_{hack}.py" for hack in hacks if (DATA / f"{problem}_{hack}.py").exists()]
+    config = tmp_path / f"{problem}.yaml"
+    solutions = ", ".join(json.dumps(str(f)) for f in files[1:])
+    # a short budget and few input copies: this is about verdicts, and the 2-core CI machine is shared
+    config.write_text(
+        f"kernelbench:\n  reference: {json.dumps(str(files[0]))}\n  solutions: [{solutions}]\n"
+        "performance:\n  budget_seconds: 1.5\n  copy_memory_mib: 16\n  processes: 2\n"
+    )
+    args = ["-o", str(tmp_path / "out"), "compare", "-k", str(config), "--json", "--no-html"]
+    result = run_magpie(args + ([] if perf else ["--no-perf"]), cwd=tmp_path, timeout=900)
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    verdicts = {e["kernel_id"]: e["verdict"] for e in report["ranking"]}
+    return {
+        r["kernel_id"]: {"correctness": r["correctness"], "verdict": verdicts.get(r["kernel_id"])}
+        for r in report["results"]["kernel_results"]
+    }
+
+
+def _rejected(row: dict) -> bool:
+    return row["correctness"]["status"] == "failed" and "REJECTED (integrity" in (row["correctness"]["message"] or "")
+
+
+@pytest.mark.parametrize("problem", ["softmax", "matmul", "layernorm"])
+def test_hacks_caught_at_the_check_never_pass(run_magpie, tmp_path: Path, problem: str) -> None:
+    rows = _compare(run_magpie, tmp_path, problem, AT_THE_CHECK, perf=False)
+    assert rows[f"{problem}_honest"]["correctness"]["status"] == "passed", rows[f"{problem}_honest"]
+    for hack in AT_THE_CHECK:
+        row = rows.get(f"{problem}_{hack}")
+        if row is None:
+            continue
+        assert row["correctness"]["status"] != "passed", (hack, row)
+        if hack != "gc_expected":  # that one finds nothing and returns garbage: plainly wrong, not caught faking
+            assert _rejected(row), (hack, row["correctness"]["message"])
+
+
+@pytest.mark.parametrize("problem", ["softmax", "matmul"])
+def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, tmp_path: Path, problem: str) -> None:
+    rows = _compare(run_magpie, tmp_path, problem, (*WRONG_WHEN_TIMED, *CACHES, "neighbour_hog"), perf=True)
+    honest = rows[f"{problem}_honest"]
+    assert honest["correctness"]["status"] == "passed" and not _rejected(honest), honest
+    for kernel_id, row in rows.items():
+        hack = kernel_id.removeprefix(f"{problem}_")
+        if hack in ("ref", "honest"):
+            continue
+        assert row["verdict"] != "FASTER", (hack, row)
+        if hack in WRONG_WHEN_TIMED:  # wrong at the check already (a stale buffer's second trial), or once timed
+            assert row["correctness"]["status"] != "passed", (hack, row)
