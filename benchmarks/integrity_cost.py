@@ -45,9 +45,11 @@ def _run(args: list[str], checkout: Path | None, out: Path) -> float:
     if checkout is not None:
         env["PYTHONPATH"] = _pythonpath(checkout)
     start = time.perf_counter()
+    # run from outside the repository: ``python -m`` puts the working directory first on sys.path, and the
+    # repository's own magpie_core would then shadow the older checkout's
     done = subprocess.run(
         [sys.executable, "-m", "magpie_core", "-o", str(out), *args, "--no-html"],
-        cwd=ROOT,
+        cwd=out.parent,
         env=env,
         capture_output=True,
         text=True,

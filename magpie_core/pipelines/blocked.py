@@ -58,7 +58,7 @@ BUSY_CPUS = 0.25
 #: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
 #: the share of the blocks' wall time spot checks of timed launches may take (each process's first slot is always one)
-SPOT_SHARE, SPOT_RATE = 0.05, 0.1
+SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES = 0.05, 0.1, 3, 16
 
 
 @dataclass
@@ -243,23 +243,22 @@ def _one_block(
 
 
 def _spot_due(key: Key, result: BlockedTiming) -> bool:
-    """Every process's first slot; then slots drawn at random (:data:`SPOT_RATE` of them, all through the run: a cache
-    is honest the first time it sees an input copy), while spot checks took under :data:`SPOT_SHARE` of the time."""
-    if not result.spot_checks[key]:
-        return True
+    """:data:`SPOT_FIRST` of each process's first slots (a third drawn), then :data:`SPOT_RATE` of them all through the
+    run (a cache is honest the first time it sees an input) while spot checks took under :data:`SPOT_SHARE` of it."""
+    if result.spot_checks[key] < SPOT_FIRST:
+        return random.random() < 0.33
     return random.random() < SPOT_RATE and result.spot_s <= SPOT_SHARE * max(result.elapsed_s, 1e-9)
 
 
 def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
-    """The referee judges one launch of the slot just timed, chosen now (after it ran): its output and inputs."""
+    """The referee judges :data:`SPOT_LAUNCHES` launches of the slot just timed, chosen now (after they ran)."""
     began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
-    launches = 1 + max(1, count) * batch
-    launch = secrets.randbelow(launches)
-    file = worker.ask({"handover": {"launch": launch}}, plan.timeout_s, "handed")
-    try:
-        assert result.referee is not None
-        request = {"file": file, "slot": slot, "launch": launch, "launches": launches, "batch": batch}
-        verdict = result.referee.verify(request, plan.timeout_s)
+    launches = 1 + max(1, count) * batch  # the untimed one, then count batches
+    pick = {"launch": [secrets.randbelow(launches) for _ in range(SPOT_LAUNCHES)], "sample": secrets.randbits(62)}
+    file = worker.ask({"handover": pick}, plan.timeout_s, "handed")
+    try:  # the caller made sure there is a referee
+        request = {"file": file, "slot": slot, "launches": launches, "batch": batch, **pick}
+        verdict = result.referee.verify(request, plan.timeout_s)  # type: ignore[union-attr]
     except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
         result.referee = None
         return

@@ -301,7 +301,8 @@ def _check_and_time_in_blocks(
         )
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
-        outcome = time_in_blocks(dict(instances.workers), anchor, plan, instances.referee)
+        referee = None if perf.get("graph_replay") else instances.referee  # a replayed graph's launches are fixed
+        outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee)
         infos = instances.close_all()
     finally:
         instances.stop_all()

@@ -49,7 +49,11 @@ from magpie_kernels_pytorch.integrity import (
     launch_copy,
     load_handover,
     plain_problems,
+    refreshed_by,
+    same,
+    sampled,
     save_handover,
+    slot_factors,
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
@@ -584,15 +588,15 @@ class HarnessSession(SamplerSession):
             self.stochastic = bool(compare_outputs(saved[0]["expected"], again, loaded.tol))
         return correctness
 
-    def _expected_for(self, inputs: Any, seed: int) -> Any:
-        """What the reference (else the baseline) returns for ``inputs``, on the host."""
+    def _expected_for(self, inputs: Any, seed: int, host: bool = True) -> Any:
+        """What the reference (else the baseline) returns for ``inputs`` (on the host, or where it ran)."""
         loaded = self.loaded
         assert loaded.prepared is not None and loaded.fn is not None
         producer = loaded.prepared.reference if loaded.prepared.reference is not None else loaded.fn
         seed_everything(seed)
         out = _call(producer, list(clone(to_device(inputs, loaded.device))), loaded.prepared.output_args)
         synchronize(loaded.device)
-        return to_device(out, torch.device("cpu"))
+        return to_device(out, torch.device("cpu")) if host else out
 
     def _check_for_handover(self) -> CorrectnessResult:
         """Run every input set of the baseline's file and hand the outputs over: the referee judges them."""
@@ -652,23 +656,31 @@ class HarnessSession(SamplerSession):
         return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
 
     def _judge_launch(self, data: dict[str, Any], request: dict[str, Any]) -> CorrectnessResult:
-        """A timed launch: its inputs rebuilt from the slot's seed, its output against the reference's for them."""
+        """Timed launches: each one's inputs rebuilt from the slot's seed, its output (the elements drawn from
+        ``sample``) against the reference's for those inputs."""
         assert self.fresh is not None and self.loaded.prepared is not None
-        seed, launch, copies = int(request["slot"]), int(request["launch"]), self.fresh.copies
-        launches, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
-        last = last_use(first, launch, launches, copies)
-        inputs = self.fresh.values(seed, 0 if last == 0 else (last - 1) // batch + 1, launch_copy(first, last, copies))
-        _judge_inputs(inputs, data["inputs_after"], self.loaded.prepared.output_args, "a timed launch")
-        expected = self._expected_for(inputs, self.loaded.corr.seed)
-        if self.stochastic:
-            problems = [
-                p for p in compare_outputs(expected, data["outputs"], self.loaded.tol) if "mismatch at" not in p
-            ]
-        else:
-            problems = compare_outputs(expected, data["outputs"], self.loaded.tol)
-        if problems:
-            raise IntegrityError(f"a timed launch's output is wrong although its check passed: {problems[0]}")
-        return CorrectnessResult(status=StageStatus.PASSED, method="referee: timed launch", trials=1)
+        seed, draw, copies, launches = (
+            int(request["slot"]),
+            int(request["sample"]),
+            self.fresh.copies,
+            request["launch"],
+        )
+        total, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
+        if len(data["outputs"]) != len(launches):
+            raise IntegrityError(f"it handed over {len(data['outputs'])} timed launches of {len(launches)}")
+        factors = slot_factors(seed, total)
+        for n, (launch, out, after) in enumerate(zip(launches, data["outputs"], data["inputs_after"], strict=True)):
+            inputs = self.fresh.values(
+                seed, float(factors[refreshed_by(first, last_use(first, launch, total, copies), batch, copies)])
+            )
+            _judge_inputs(sampled(inputs, draw + n), after, self.loaded.prepared.output_args, "a timed launch")
+            expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw + n)
+            problems = compare_outputs(expected, out, self.loaded.tol)
+            if self.stochastic:  # the reference draws random numbers: only what does not depend on them is compared
+                problems = [p for p in problems if "mismatch at" not in p]
+            if problems:
+                raise IntegrityError(f"a timed launch's output is wrong although its check passed: {problems[0]}")
+        return CorrectnessResult(status=StageStatus.PASSED, method="referee: timed launches", trials=len(launches))
 
     def _has_reference(self) -> bool:
         return self.loaded.prepared is not None and self.loaded.prepared.reference is not None
@@ -707,25 +719,34 @@ class HarnessSession(SamplerSession):
         sampler, fresh = self.sampler, self.fresh
         assert fresh is not None
         seed = secrets.randbits(62) if slot is None else slot
-        fresh.start_slot(seed)
         first, batch = seed % fresh.copies, sampler.batch
-        self.cursor, self.slot = first, (seed, first, 1 + max(1, count) * batch)
-        fresh.refresh(0, [first])
+        self.slot = (seed, first, 1 + max(1, count) * batch)
+        fresh.start_slot(seed, self.slot[2])
+        self.cursor = first
+        fresh.refresh(first, 0, 1)
         sampler.clock.time_batch(sampler.launch, 1)  # untimed: after its wait the device queue and threads are cold
         got = []
-        for k in range(1, max(1, count) + 1):
-            fresh.refresh(k, _batch_copies(self.cursor, batch, fresh.copies))
+        for k in range(max(1, count)):
+            fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
             got.append(sampler.sample())
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got
 
     def handover(self, request: dict[str, Any]) -> str:
-        """Write the output of the latest slot's launch ``request["launch"]``'s copy and its inputs for the referee."""
+        """Write what the referee compares of the latest slot's launches ``request["launch"]``: the latest output of
+        each one's input copy and that copy's inputs, at the elements drawn from ``request["sample"]`` (+ n)."""
         assert self.fresh is not None
-        _, first, launches = self.slot
-        copy = launch_copy(first, int(request["launch"]) % launches, self.fresh.copies)
+        _, first, total = self.slot
+        outputs, inputs, draw = [], [], int(request["sample"])
+        for n, launch in enumerate(request["launch"]):
+            copy = launch_copy(first, int(launch) % total, self.fresh.copies)
+            if problems := plain_problems(out := self.latest.get(copy)):
+                self.problems.append(problems[0])  # said instead of the answer (integrity())
+                return ""
+            outputs.append(sampled(out, draw + n))
+            inputs.append(sampled(list(self.fresh.sets[copy]), draw + n))
         file = str(Path(self.loaded.task.workspace) / "handover_slot.pt")
-        save_handover(file, self.latest.get(copy), list(self.fresh.sets[copy]))
+        save_handover(file, outputs, inputs)
         return file
 
     def integrity(self) -> str | None:
@@ -748,21 +769,14 @@ class HarnessSession(SamplerSession):
         return info
 
 
-def _batch_copies(cursor: int, batch: int, copies: int) -> range | list[int]:
-    """The input copies the next ``batch`` launches use."""
-    if batch >= copies:
-        return range(copies)
-    return [(cursor + i) % copies for i in range(batch)]
-
-
 def _judge_inputs(expected: list[Any], after: list[Any], output_args: list[int], when: str) -> None:
     """The inputs after the call must be the inputs given (bit for bit), except arguments declared as outputs."""
     if len(expected) != len(after):
         raise IntegrityError(f"{when}: it handed over {len(after)} inputs of {len(expected)}")
     for i, (given, now) in enumerate(zip(expected, after, strict=True)):
-        if i in output_args or not isinstance(given, torch.Tensor):
+        if i in output_args:
             continue
-        if not isinstance(now, torch.Tensor) or now.shape != given.shape or not torch.equal(now.cpu(), given.cpu()):
+        if not same(given, now):
             raise IntegrityError(f"{when}: the kernel wrote into its input {i} (in place; not declared in output_args)")
 
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 44 on the lent H200: the reward-hack catalogue against the GPU timing path, and what the hack-proof checks
+# cost there (README GPU demo and a KernelBench bed problem, with and without them, alternating).
+#   benchmarks/gpu_integrity.sh hacks    # plugins/pytorch/tests/data/reward_hacks on the GPU (patch_elapsed included)
+#   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
+# Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
+# .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/deps .whl/*.whl || exit 1
+rm -rf /tmp/new /tmp/old
+install() {  # $1: checkout, $2: target
+  (cd "$1" && python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$2" ./ ./plugins/pytorch \
+    ./magpie_kernels_triton ./plugins/gpu_nvidia) || exit 1
+}
+install . /tmp/new
+NEW=/tmp/new:/tmp/deps
+ROOT=$PWD  # commands run from /tmp: `python -m` puts the working directory first on sys.path, and this checkout's
+cd /tmp    # magpie_core would shadow .old_magpie's
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$OUT/log.txt"
+case "${1:-hacks}" in
+  hacks)
+    for problem in softmax matmul; do
+      solutions=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v _ref.py | sed 's/^/"/; s/$/"/' | paste -sd, -)
+      printf 'kernelbench:\n  reference: "%s/plugins/pytorch/tests/data/reward_hacks/%s_ref.py"\n  solutions: [%s]\nperformance:\n  budget_seconds: 2\n' \
+        "$ROOT" "$problem" "$solutions" > "/tmp/$problem.yaml"
+      PYTHONPATH=$NEW timeout 280 python3 -m magpie_core -o /tmp/runs compare -k "/tmp/$problem.yaml" --json --no-html \
+        > "$OUT/hacks_$problem.json" 2>> "$OUT/hacks_$problem.log"
+      echo "hacks $problem exit $?" | tee -a "$OUT/log.txt"
+    done
+    ;;
+  cost)
+    install "$ROOT/.old_magpie" /tmp/old
+    OLD=/tmp/old:/tmp/deps
+    BED=$ROOT/benchmarks/kernelbench_bed/l1_23_softmax
+    for round in 1 2; do
+      for side in old new; do
+        [ "$round" = 2 ] && side=$([ "$side" = old ] && echo new || echo old)
+        path=$([ "$side" = old ] && echo "$OLD" || echo "$NEW")
+        for case in demo bed; do
+          if [ "$case" = demo ]; then args=(compare -k "$ROOT/examples/softmax/compare_gpu.yaml"); else
+            args=(compare "$BED/reference.py" "$BED/alternative.py" "$BED/identical.py"); fi
+          start=$(date +%s%N)
+          PYTHONPATH=$path timeout 200 python3 -m magpie_core -o /tmp/runs "${args[@]}" --json --no-html \
+            > "$OUT/cost_${case}_${side}_$round.json" 2>> "$OUT/cost.log"
+          code=$?
+          echo "cost $case $side round $round exit $code wall_ms $(( ($(date +%s%N) - start) / 1000000 ))" | tee -a "$OUT/log.txt"
+        done
+      done
+    done
+    ;;
+esac
