@@ -722,12 +722,14 @@ class HarnessSession(SamplerSession):
         first, batch = seed % fresh.copies, sampler.batch
         self.slot = (seed, first, 1 + max(1, count) * batch)
         fresh.start_slot(seed, self.slot[2])
-        self.cursor = first
-        fresh.refresh(first, 0, 1)
+        self.cursor, once = first, self.slot[2] <= fresh.copies
+        # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
+        fresh.refresh(first, 0, self.slot[2] if once else 1)
         sampler.clock.time_batch(sampler.launch, 1)  # untimed: after its wait the device queue and threads are cold
         got = []
         for k in range(max(1, count)):
-            fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
+            if not once:
+                fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
             got.append(sampler.sample())
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got

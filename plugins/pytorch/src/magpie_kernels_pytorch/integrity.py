@@ -90,48 +90,51 @@ class FreshInputs:
             else:
                 for c in range(self.copies):
                     self.sets[c].append(_clone(value))
-        self.chunk: tuple[int, int] | None = None  # (start, length) of the elements rewritten in this slot
+        self.chunk: tuple[int, int] | None = None  # (place, seed) of this slot's chunk
+        self.held = np.full(self.copies, -1, dtype=np.int64)  # the place of the chunk each copy holds (-1: none)
 
     @property
     def active(self) -> bool:
         return any(self.fresh)
 
     def start_slot(self, seed: int, launches: int) -> None:
-        """Undo the previous slot's chunk in every copy; place this slot's, and draw its factors (one per launch)."""
-        for position, stack in self.stacks.items():
-            if self.fresh[position] and self.chunk is not None:
-                start, length = self._span(position, self.chunk)
-                stack[:, start : start + length] = self._base_flat(position)[start : start + length]
+        """Place this slot's chunk and draw its factors (one per launch); copies change only when a batch uses them."""
         self.chunk = (int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed)
         table = slot_factors(seed, launches)
         # on the device once per slot: a copy from the host inside the loop would wait for the batch before it
         self.scales = {p: torch.as_tensor(table, dtype=s.dtype).to(s.device) for p, s in self.stacks.items()}
 
-    def _span(self, position: int, chunk: tuple[int, int]) -> tuple[int, int]:
+    def _span(self, position: int, chunk: tuple[int, int] | int) -> tuple[int, int]:
         numel = self.base[position].numel()
         length = max(1, numel // CHUNK_DIVISOR)
-        return chunk[0] % max(1, numel - length + 1), length
+        return (chunk[0] if isinstance(chunk, tuple) else chunk) % max(1, numel - length + 1), length
 
     def _base_flat(self, position: int) -> torch.Tensor:
         return self.base[position].reshape(-1)
 
     def refresh(self, first: int, lo: int, hi: int) -> None:
         """Before launches ``lo``..``hi - 1`` of the slot (a batch; copy of launch j: ``(first + j) % copies``): the
-        chunk of every copy they use rewritten with the factor of the first launch that uses it."""
+        chunk of every copy they use rewritten with the factor of the first launch that uses it, after the chunk it
+        held from an earlier slot is put back (only the copies used: a slot's cost follows its launches)."""
         if self.chunk is None or not self.active:
             return
         n = min(hi - lo, self.copies)
-        a = (first + lo) % self.copies
-        for position, stack in self.stacks.items():
-            if not self.fresh[position]:
-                continue
-            start, length = self._span(position, self.chunk)
-            base = self._base_flat(position)[start : start + length].unsqueeze(0)
-            scales = self.scales[position][lo : lo + n].unsqueeze(1)
-            head = min(n, self.copies - a)  # the copies from a to the end, then from 0 (the rotation wraps)
-            stack[a : a + head, start : start + length] = base * scales[:head]
-            if head < n:
-                stack[: n - head, start : start + length] = base * scales[head:]
+        index = (first + lo + np.arange(n)) % self.copies
+        held = self.held[index]
+        # runs of copies that are contiguous in the buffer and held the same chunk: one slice each
+        cuts = np.flatnonzero((np.diff(index) != 1) | (np.diff(held) != 0)) + 1
+        for begin, end in zip([0, *cuts], [*cuts, n], strict=True):
+            rows = slice(int(index[begin]), int(index[begin]) + end - begin)
+            for position, stack in self.stacks.items():
+                if not self.fresh[position]:
+                    continue
+                if held[begin] >= 0 and held[begin] != self.chunk[0]:
+                    start, length = self._span(position, int(held[begin]))
+                    stack[rows, start : start + length] = self._base_flat(position)[start : start + length]
+                start, length = self._span(position, self.chunk)
+                scales = self.scales[position][lo + begin : lo + end].unsqueeze(1)
+                stack[rows, start : start + length] = self._base_flat(position)[start : start + length] * scales
+        self.held[index] = self.chunk[0]
 
     def values(self, seed: int, factor: float) -> list[Any]:
         """The inputs of a copy refreshed with ``factor`` in the slot with ``seed`` (rebuilt on the trusted side)."""
@@ -263,6 +266,7 @@ def _recorded() -> dict[str, Callable[[], Any]]:
         "time.monotonic": lambda: time.monotonic,
         "json.dumps": lambda: json.dumps,
         "magpie_core.worker._say": lambda: worker._say,
+        "magpie_core.worker._answer": lambda: worker._answer,
         "BatchSampler.sample": lambda: timing.BatchSampler.sample,
         "SamplerSession.sample": lambda: timing.SamplerSession.sample,
         "CpuClock.time_batch": lambda: timers.CpuClock.time_batch,

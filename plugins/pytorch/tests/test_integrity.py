@@ -1,0 +1,111 @@
+"""The pieces the trusted side rests on (magpie_kernels_pytorch.integrity), each on its own.
+
+The whole path — a referee process, spot checks of timed launches, frozen workers — runs end to end against the
+reward-hack catalogue in test_reward_hacks.py; these tests pin down what it relies on: that the referee rebuilds
+exactly the input values a timed launch saw, that the drawn elements compare what they should, and that a patched
+clock or a lazy output is seen.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from magpie_kernels_pytorch import integrity, timers
+from magpie_kernels_pytorch.integrity import (
+    FreshInputs,
+    IntegrityError,
+    Tamper,
+    last_use,
+    launch_copy,
+    load_handover,
+    plain_problems,
+    refreshed_by,
+    same,
+    sampled,
+    save_handover,
+    slot_factors,
+)
+
+
+@pytest.mark.parametrize(("copies", "batch", "count"), [(8, 3, 5), (4, 9, 2), (1, 4, 3), (16, 1, 20)])
+def test_the_referee_rebuilds_exactly_what_every_timed_launch_saw(copies: int, batch: int, count: int) -> None:
+    """As HarnessSession.sample drives it: for every launch of a slot, the values its copy held when it ran are what
+    FreshInputs.values rebuilds from the seed alone (the launch's copy keeps them to the end of its batch)."""
+    torch.manual_seed(0)
+    inputs = [torch.randn(6, 97), torch.arange(12), 3]
+    fresh, seen = FreshInputs(inputs, copies), {}
+    for seed in (11, 12345):
+        total = 1 + count * batch
+        fresh.start_slot(seed, total)
+        first = seed % copies
+        for k in range(count + 1):
+            lo, hi = (0, 1) if k == 0 else (1 + (k - 1) * batch, 1 + k * batch)
+            fresh.refresh(first, lo, hi)
+            for launch in range(lo, hi):
+                seen[launch] = [
+                    v.clone() if isinstance(v, torch.Tensor) else v for v in fresh.sets[(first + launch) % copies]
+                ]
+        factors = slot_factors(seed, total)
+        for launch in range(total):
+            rebuilt = fresh.values(seed, float(factors[refreshed_by(first, launch, batch, copies)]))
+            assert same(rebuilt, seen[launch]), (seed, launch)
+            assert launch_copy(first, last_use(first, launch, total, copies), copies) == launch_copy(
+                first, launch, copies
+            )
+        changed = ~torch.isclose(seen[total - 1][0], inputs[0])
+        assert 0 < int(changed.sum()) <= inputs[0].numel() // integrity.CHUNK_DIVISOR  # a chunk, not everything
+        assert torch.equal(seen[total - 1][1], inputs[1])  # integers keep their values
+
+
+def test_structured_inputs_keep_their_values() -> None:
+    symmetric = torch.randn(8, 8)
+    symmetric = symmetric + symmetric.T
+    probabilities = torch.softmax(torch.randn(4, 10), dim=1)
+    fresh = FreshInputs([symmetric, probabilities], 4)
+    assert not fresh.active
+
+
+def test_drawn_elements_compare_shape_and_values_and_catch_a_stale_chunk() -> None:
+    out = torch.randn(300, 300)
+    stale = out.clone()
+    stale.view(-1)[5000 : 5000 + out.numel() // 61] *= 0.9
+    assert same(sampled(out, 7), sampled(out.clone(), 7))
+    assert not same(sampled(out, 7), sampled(stale, 7))  # 4,096 draws land in the stale 1/61
+    assert not same(sampled(out, 7), sampled(out.reshape(900, 100), 7))  # the shape is compared too
+    small = torch.randn(10)
+    assert torch.equal(sampled(small, 3)[1], small)  # a small tensor is compared whole
+
+
+class Lazy(torch.Tensor):
+    """A tensor subclass, as a lazy output would be (module level: a handover file must be able to name it)."""
+
+
+def test_only_plain_dense_tensors_are_outputs(tmp_path: Path) -> None:
+    lazy = torch.randn(3).as_subclass(Lazy)
+    assert plain_problems(lazy) and plain_problems([torch.randn(2), lazy])
+    assert plain_problems(torch.randn(4, 4).to_sparse())
+    assert not plain_problems((torch.randn(2), {"a": torch.randn(1)}))
+    file = tmp_path / "handover.pt"
+    torch.save({"outputs": lazy, "inputs_after": []}, file)
+    with pytest.raises(IntegrityError, match="not plain tensors"):
+        load_handover(str(file))
+    save_handover(str(file), [torch.randn(2)], [torch.randn(2)])
+    assert set(load_handover(str(file))) == {"outputs", "inputs_after"}
+
+
+def test_a_patched_clock_is_seen_and_changes_nothing_in_magpies_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    tamper = Tamper()
+    assert tamper.changes() == []
+    real = time.perf_counter_ns
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: real() // 3)
+    assert "time.perf_counter_ns" in tamper.changes()
+    assert timers._now is real  # bound when magpie loaded: the patch does not reach the clock
+
+    def fake_code() -> None:
+        pass
+
+    monkeypatch.setattr(timers.CpuClock.time_batch, "__code__", fake_code.__code__, raising=True)
+    assert "CpuClock.time_batch" in tamper.changes()  # same function object, other code
