@@ -77,7 +77,8 @@ def main() -> None:
                     print(f"{name}: {side} {times[side][-1]:.1f} s", flush=True)
             old, new = statistics.median(times["old"]), statistics.median(times["new"])
             rows.append(f"| {name} | {old:.1f} | {new:.1f} | {new / old:.2f} | {args.rounds} |")
-    table = "\n".join(["| compare | without (s) | with (s) | with / without | rounds |", "|---|---|---|---|---|", *rows])
+    head = ["| compare | without (s) | with (s) | with / without | rounds |", "|---|---|---|---|---|"]
+    table = "\n".join([*head, *rows])
     print(table)
     if args.out:
         args.out.write_text(f"{table}\n")

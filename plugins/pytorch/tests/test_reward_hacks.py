@@ -5,8 +5,8 @@ class it belongs to and what catches it). They run through the real CLI, as a us
 hacks in a correctness-only compare, those that behave during checks and cheat afterwards in a timed compare with a
 short budget. The guarantees asserted hold on a busy machine (they are about verdicts, never about a timing order):
 the honest solution is never rejected, every hack is rejected or at least never FASTER, and those whose timed
-outputs are wrong never pass (a spot check of a timed launch REJECTS those that got through the check). Results with the verdicts of KernelBench's own rule beside them:
-docs/benchmarks/reward_hacks.md (benchmarks/reward_hacks.py).
+outputs are wrong never pass (a spot check of a timed launch REJECTS those that got through the check). Results,
+with the verdicts of KernelBench's own rule beside them: docs/benchmarks/reward_hacks.md (benchmarks/reward_hacks.py).
 """
 
 from __future__ import annotations
