@@ -226,7 +226,7 @@ class _FakeWorker:
         self.cost, self.rng, self.clock, self.info, self.calls = cost, rng, clock, {"batch_size": 1}, 0
         self.proc = type("Proc", (), {"pid": -1})()
 
-    def sample(self, count: int, timeout: float) -> list[float]:
+    def sample(self, count: int, timeout: float, slot: int | None = None) -> list[float]:
         self.calls += 1
         self.clock.now += 0.001
         return list(self.cost * self.rng.lognormal(0, 0.1) * self.rng.lognormal(0, 0.01, count))
@@ -365,7 +365,7 @@ def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) ->
             return passed
 
     monkeypatch.setattr(instances_module, "TimingWorker", Worker)
-    task = SimpleNamespace(settings={})
+    task = SimpleNamespace(settings={}, save_outputs=None)
     for cpus, side_by_side in ((2, False), (16, True)):
         monkeypatch.setattr(instances_module.os, "cpu_count", lambda cpus=cpus: cpus)
         instances, most[0] = instances_module.Instances(), 0

@@ -58,7 +58,7 @@ BUSY_CPUS = 0.25
 #: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
 #: the share of the blocks' wall time spot checks of timed launches may take (each process's first slot is always one)
-SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES = 0.05, 0.1, 3, 16
+SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES = 0.05, 0.1, 2, 8
 
 
 @dataclass

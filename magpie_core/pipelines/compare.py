@@ -263,10 +263,9 @@ def _check_and_time_in_blocks(
 
     Returns the results and the run's stability; ``done`` is filled in as candidates are checked.
     """
-    jobs[base_index].save_outputs = str(workspace / "baseline_outputs")
-    for i, job in enumerate(jobs):
-        if i != base_index:
-            job.baseline_outputs = jobs[base_index].save_outputs
+    jobs[base_index].save_outputs = saved = str(workspace / "baseline_outputs")  # the referee's input sets
+    for job in (job for i, job in enumerate(jobs) if i != base_index):
+        job.baseline_outputs = saved
     instances = Instances()
     _share_copy_memory(jobs, base_index)
     warm_fork_server(_preload_for(jobs))

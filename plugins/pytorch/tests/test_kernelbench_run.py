@@ -93,7 +93,10 @@ def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp
     assert summary["fast_p"]["fast_0"] == 0.5 and summary["per_problem"]["relu_a"]["fast_p"]["fast_0"] == 1.0
     # every kernel of a problem ran with only its GPU visible
     for workspace in (tmp_path / "out").glob("compare_*"):
-        tasks = [json.loads(t.read_text()) for t in workspace.glob("*/task.json")]
+        # a compare's kernels run in session workers (timing_task.json), checks and all (--no-perf too)
+        tasks = [
+            json.loads(t.read_text()) for t in [*workspace.glob("*/task.json"), *workspace.glob("*/timing_task.json")]
+        ]
         assert len({t["kernel"]["env"]["CUDA_VISIBLE_DEVICES"] for t in tasks}) == 1
 
 
