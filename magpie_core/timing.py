@@ -154,8 +154,8 @@ class TimingSession(Protocol):
         """Warm up and choose the batch size (called once, while no other candidate runs)."""
         ...
 
-    def sample(self, count: int) -> list[float]:
-        """``count`` per-launch times in microseconds, one batch of launches each."""
+    def sample(self, count: int, slot: int | None = None) -> list[float]:
+        """``count`` per-launch times in microseconds, one batch of launches each (``slot``: a secret seed)."""
         ...
 
     def info(self) -> dict[str, Any]:
@@ -185,7 +185,7 @@ class SamplerSession:
         assert self._sampler is not None
         return self._sampler
 
-    def sample(self, count: int) -> list[float]:
+    def sample(self, count: int, slot: int | None = None) -> list[float]:
         # one untimed launch first: after waiting for its turn, the device queue and the thread pool
         # are cold, and that cost belongs to no candidate
         self.sampler.clock.time_batch(self.sampler.launch, 1)

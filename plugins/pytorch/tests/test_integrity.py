@@ -92,8 +92,9 @@ def test_only_plain_dense_tensors_are_outputs(tmp_path: Path) -> None:
     torch.save({"outputs": lazy, "inputs_after": []}, file)
     with pytest.raises(IntegrityError, match="not plain tensors"):
         load_handover(str(file))
-    save_handover(str(file), [torch.randn(2)], [torch.randn(2)])
-    assert set(load_handover(str(file))) == {"outputs", "inputs_after"}
+    written = save_handover(str(tmp_path), "check", [torch.randn(2)], [torch.randn(2)])
+    assert set(load_handover(written)) == {"outputs", "inputs_after"}
+    assert not Path(written).exists()  # the referee removes what it read
 
 
 def test_a_patched_clock_is_seen_and_changes_nothing_in_magpies_clock(monkeypatch: pytest.MonkeyPatch) -> None:

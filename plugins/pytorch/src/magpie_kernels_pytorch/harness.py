@@ -620,8 +620,7 @@ class HarnessSession(SamplerSession):
                 return CorrectnessResult(status=StageStatus.FAILED, method="referee", trials=t + 1, message=msg)
             if problems := plain_problems(handed[-1][0]):
                 return rejected(problems[0])
-        file = str(Path(loaded.task.workspace) / "handover_check.pt")
-        save_handover(file, [out for out, _ in handed], [args for _, args in handed])
+        file = save_handover(loaded.task.workspace, "check", [out for out, _ in handed], [args for _, args in handed])
         return CorrectnessResult(status=StageStatus.NOT_RUN, method="referee", trials=len(trials), handover=file)
 
     def verify(self, request: dict[str, Any]) -> CorrectnessResult:
@@ -643,7 +642,8 @@ class HarnessSession(SamplerSession):
         details = []
         for t, (trial, out, after) in enumerate(zip(self.expected, data["outputs"], data["inputs_after"], strict=True)):
             _judge_inputs(trial["inputs"], after, loaded.prepared.output_args if loaded.prepared else [], "its check")
-            problems = compare_outputs(trial["expected"], out, loaded.tol)
+            on = loaded.device  # compared where the kernels run (a GPU compares 128 MiB in milliseconds)
+            problems = compare_outputs(to_device(trial["expected"], on), to_device(out, on), loaded.tol)
             details.append({"trial": t, "seed": loaded.corr.seed + t, "ok": not problems, "problems": problems[:5]})
             if problems:
                 msg = f"trial {t} (seed {loaded.corr.seed + t}): {problems[0]}"
@@ -747,9 +747,7 @@ class HarnessSession(SamplerSession):
                 return ""
             outputs.append(sampled(out, draw + n))
             inputs.append(sampled(list(self.fresh.sets[copy]), draw + n))
-        file = str(Path(self.loaded.task.workspace) / "handover_slot.pt")
-        save_handover(file, outputs, inputs)
-        return file
+        return save_handover(self.loaded.task.workspace, "slot", outputs, inputs)
 
     def integrity(self) -> str | None:
         """What this process saw that no honest kernel does (a patched clock, a lazy output), if anything."""

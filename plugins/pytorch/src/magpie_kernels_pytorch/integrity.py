@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,9 +230,12 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def save_handover(path: str, outputs: Any, inputs_after: list[Any]) -> None:
-    """What the trusted side judges: an output and the inputs after the call, moved to the host."""
-    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}, path)
+def save_handover(workspace: str, name: str, outputs: Any, inputs_after: list[Any]) -> str:
+    """Write what the trusted side judges (an output and the inputs after the call, on the host) into the worker's
+    folder; the file (the referee removes it once read)."""
+    file = Path(workspace) / f"handover_{name}.pt"
+    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}, file)
+    return str(file)
 
 
 def load_handover(path: str) -> dict[str, Any]:
@@ -240,6 +244,8 @@ def load_handover(path: str) -> dict[str, Any]:
         data = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # a tensor subclass or any other object cannot be loaded here
         raise IntegrityError(f"its outputs are not plain tensors ({type(exc).__name__}: {str(exc)[:160]})") from None
+    finally:
+        Path(path).unlink(missing_ok=True)
     if not isinstance(data, dict) or set(data) != {"outputs", "inputs_after"}:
         raise IntegrityError("its handover file is not what magpie's harness writes")
     return data
