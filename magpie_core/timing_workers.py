@@ -38,7 +38,7 @@ class TimingWorkerError(RuntimeError):
 
 
 class IntegrityError(TimingWorkerError):
-    """The code under test was caught faking its speed or its correctness: the candidate is REJECTED."""
+    """The code under test was caught faking its speed or its correctness: ``REJECTED (integrity: what was seen)``."""
 
 
 class TimingWorker:
@@ -112,9 +112,7 @@ class TimingWorker:
         timed_us = sum(float(x) for x in samples) * int(self.info.get("batch_size") or 1)
         if timed_us > 1.05 * wall_us + 1000:  # more time inside the timed intervals than passed: not a measurement
             self.stop()
-            raise IntegrityError(
-                f"it reported {timed_us:.0f} us of timed launches in a request that took {wall_us:.0f} us"
-            )
+            raise IntegrityError(f"REJECTED (integrity: it reported {timed_us:.0f} us timed in {wall_us:.0f} us)")
         return [float(x) for x in samples]
 
     def close(self, timeout_s: float = 30) -> dict[str, Any]:
@@ -186,7 +184,7 @@ class TimingWorker:
             raise self._failure(str(message["error"]))
         if "integrity" in message:
             self.stop()
-            raise IntegrityError(str(message["integrity"]))
+            raise IntegrityError(f"REJECTED (integrity: {message['integrity']})")
         if key not in message:
             raise self._failure(f"timing worker answered {sorted(message)} instead of {key!r}")
         return message[key]

@@ -91,8 +91,6 @@ class BlockedTiming:
     interrupted: bool = False
     #: candidates that left the blocks early, clearly faster or slower (:func:`_clear`) -> the blocks they ran
     decided: dict[int, int] = field(default_factory=dict)
-    #: candidates caught faking (a timed launch's output wrong, a patched clock, an impossible report) -> what was seen
-    rejected: dict[int, str] = field(default_factory=dict)
     spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
     spot_s: float = 0.0  # the wall time they took
     referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
@@ -218,7 +216,7 @@ def _one_block(
     live: dict[Key, TimingWorker], counts: dict[Key, int], plan: BlockPlan, rng: random.Random, result: BlockedTiming
 ) -> dict[Key, float]:
     """One slot per live process in random order; the block's median per process (a failed candidate is
-    dropped with all its processes, a rejected one too)."""
+    dropped with all its processes)."""
     order = list(live)
     rng.shuffle(order)
     block: dict[Key, float] = {}
@@ -230,9 +228,7 @@ def _one_block(
             got = live[key].sample(counts[key], plan.timeout_s, slot)
             if result.referee not in (None, live[key]) and _spot_due(key, result):
                 _spot_check(live[key], key, slot, counts[key], plan, result)
-        except TimingWorkerError as exc:
-            if isinstance(exc, IntegrityError):
-                result.rejected[key[0]] = str(exc)
+        except TimingWorkerError as exc:  # a crash, or caught faking (an IntegrityError: REJECTED)
             _drop(live, key[0], str(exc), result)
             continue
         block[key] = float(np.median(got))
@@ -266,7 +262,7 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
     result.spot_checks[key] += 1
     result.spot_s += time.monotonic() - began
     if verdict.status.value != "passed":
-        raise IntegrityError(verdict.message or "a timed launch failed its check")
+        raise IntegrityError(verdict.message or "REJECTED (integrity: a timed launch failed its check)")
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:

@@ -305,7 +305,7 @@ def _check_and_time_in_blocks(
         infos = instances.close_all()
     finally:
         instances.stop_all()
-    _mark_failed(results, _reject(results, outcome), timing=True)
+    _mark_failed(results, outcome.failed, timing=True)
     _fill_performance(results, outcome, infos)
     stable = _stability_of(outcome, min_effect)
     if stable is not None and copy_failed:
@@ -319,15 +319,6 @@ def _untimed(results: list[KernelResult]) -> list[int]:
         if r.performance.status == StageStatus.SKIPPED:
             r.performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
     return []
-
-
-def _reject(results: list[KernelResult], outcome: BlockedTiming) -> dict[int, str]:
-    """Candidates caught faking while timed: REJECTED, with what was seen, never a speedup; the other failures."""
-    for i in [i for i in outcome.rejected if outcome.failed.pop(i, None) and i != AA]:
-        results[i].correctness = rejected(outcome.rejected[i])
-        results[i].performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: REJECTED")
-        results[i].errors.append(results[i].correctness.message.splitlines()[0])  # type: ignore[union-attr]
-    return outcome.failed
 
 
 def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:
@@ -369,7 +360,7 @@ def _mark_failed(results: list[KernelResult], failures: dict[int, str], timing: 
         if i == AA:
             continue
         result = results[i]
-        if timing:
+        if timing or "REJECTED (integrity" in why:
             _timing_failed(result, why)
             continue
         message = f"{why} (its first process passed: its results depend on the process or its memory layout)"
@@ -389,6 +380,8 @@ def _stability_of(outcome: BlockedTiming, min_effect: float) -> dict[str, Any] |
 
 
 def _timing_failed(result: KernelResult, why: str) -> None:
+    if "REJECTED (integrity" in why:  # caught faking while prepared or timed: never a speedup
+        result.correctness = rejected(why[why.index("REJECTED (integrity") :])
     result.performance = PerformanceResult(status=StageStatus.ERROR, message=f"timing worker failed: {why}")
     result.errors.append(f"timing worker failed: {why.splitlines()[0] if why else ''}")
 

@@ -35,6 +35,8 @@ AT_THE_CHECK = (
 WRONG_WHEN_TIMED = ("empty_after_check", "detect_check_seed", "detect_poison", "counter", "stale_buffer")
 #: caches that return a right answer for inputs seen before: fresh values per batch make their answers wrong
 CACHES = ("cache_id", "cache_ptr", "cache_fingerprint")
+#: patches the live timing objects once they exist (not the classes): seen before its first timed answer
+LIVE_PATCHES = ("patch_live_clock",)
 
 
 def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool) -> dict[str, dict]:
@@ -77,7 +79,8 @@ def test_hacks_caught_at_the_check_never_pass(run_magpie, tmp_path: Path, proble
 
 @pytest.mark.parametrize("problem", ["softmax", "matmul"])
 def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, tmp_path: Path, problem: str) -> None:
-    rows = _compare(run_magpie, tmp_path, problem, (*WRONG_WHEN_TIMED, *CACHES, "neighbour_hog"), perf=True)
+    hacks = (*WRONG_WHEN_TIMED, *CACHES, *LIVE_PATCHES, "neighbour_hog")
+    rows = _compare(run_magpie, tmp_path, problem, hacks, perf=True)
     honest = rows[f"{problem}_honest"]
     assert honest["correctness"]["status"] == "passed" and not _rejected(honest), honest
     for kernel_id, row in rows.items():
@@ -87,3 +90,5 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
         assert row["verdict"] != "FASTER", (hack, row)
         if hack in WRONG_WHEN_TIMED:  # wrong at the check already (a stale buffer's second trial), or once timed
             assert row["correctness"]["status"] != "passed", (hack, row)
+        if hack in LIVE_PATCHES:
+            assert _rejected(row), (hack, row)

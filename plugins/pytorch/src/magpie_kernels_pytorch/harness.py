@@ -701,6 +701,7 @@ class HarnessSession(SamplerSession):
         timer = get_plugin_manager().get("timer", loaded.device.type)
         settings = TimingSettings.from_performance(loaded.perf)
         clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
+        self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
         fn, fresh, latest, output_args = loaded.fn, self.fresh, self.latest, loaded.prepared.output_args
 
@@ -751,7 +752,10 @@ class HarnessSession(SamplerSession):
 
     def integrity(self) -> str | None:
         """What this process saw that no honest kernel does (a patched clock, a lazy output), if anything."""
-        changed = self.tamper.changes()
+        live = [(self, HarnessSession)]
+        if self._sampler is not None:
+            live += [(self._sampler, BatchSampler), (self._sampler.clock, self.clock_class)]
+        changed = self.tamper.changes() + self.tamper.overridden(*live)
         if changed:
             return f"the kernel replaced magpie's clock or reply code: {', '.join(changed)}"
         return self.problems[0] if self.problems else None

@@ -302,6 +302,16 @@ class Tamper:
         self.objects = {name: lookup() for name, lookup in self.lookups.items()}
         self.codes = {name: getattr(obj, "__code__", None) for name, obj in self.objects.items()}
 
+    def overridden(self, *objects: tuple[Any, type]) -> list[str]:
+        """For each (live object, the class magpie made it as): methods set on the object itself
+        (``session._sampler.clock.time_batch = fake``: a patch the classes above do not show), or another class."""
+        found = []
+        for obj, kind in objects:
+            if type(obj) is not kind:
+                found.append(f"{kind.__qualname__} (its class)")
+            found += [f"{kind.__qualname__}.{k}" for k, v in vars(obj).items() if callable(v) and hasattr(kind, k)]
+        return found
+
     def changes(self) -> list[str]:
         changed = []
         for name, lookup in self.lookups.items():

@@ -116,7 +116,7 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
         "speedup": entry.get("speedup"),
         "speedup_ci95": entry.get("speedup_ci95"),
         # caught faking its speed or correctness (docs/kernel-evaluation.md, threat model): never a speedup
-        "verdict": "REJECTED" if message.startswith("REJECTED (integrity") else entry.get("verdict"),
+        "verdict": "REJECTED" if "REJECTED (integrity" in message else entry.get("verdict"),
         # the device time is what is timed (launches hidden); a launch-bound kernel's calls take longer end to end
         "launch_bound": next(
             (n for n in result.get("performance", {}).get("notes", []) if n.startswith("launch-bound")), None
