@@ -700,6 +700,9 @@ class HarnessSession(SamplerSession):
         self.layout.pad()  # ... and between the inputs and what the kernel allocates
         timer = get_plugin_manager().get("timer", loaded.device.type)
         settings = TimingSettings.from_performance(loaded.perf)
+        # each copy's latest output is kept for the spot checks: the copies and their outputs share the process's
+        # memory (an output about as large as its inputs), so that it holds no more than before they were kept
+        settings.max_copy_bytes //= 2
         clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
         self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
