@@ -45,6 +45,7 @@ from magpie_kernels_pytorch.integrity import (
     FreshInputs,
     IntegrityError,
     Tamper,
+    clone,
     last_use,
     launch_copy,
     load_handover,
@@ -90,16 +91,6 @@ def to_device(value: Any, device: torch.device) -> Any:
         return type(value)(to_device(v, device) for v in value)
     if isinstance(value, dict):
         return {k: to_device(v, device) for k, v in value.items()}
-    return value
-
-
-def clone(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(clone(v) for v in value)
-    if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
     return value
 
 

@@ -90,7 +90,7 @@ class FreshInputs:
                     self.sets[c].append(views[c])
             else:
                 for c in range(self.copies):
-                    self.sets[c].append(_clone(value))
+                    self.sets[c].append(clone(value))
         self.chunk: tuple[int, int] | None = None  # (place, seed) of this slot's chunk
         self.held = np.full(self.copies, -1, dtype=np.int64)  # the place of the chunk each copy holds (-1: none)
 
@@ -100,7 +100,7 @@ class FreshInputs:
 
     def start_slot(self, seed: int, launches: int) -> None:
         """Place this slot's chunk and draw its factors (one per launch); copies change only when a batch uses them."""
-        self.chunk = (int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed)
+        self.chunk = _chunk(seed)
         table = slot_factors(seed, launches)
         # on the device once per slot: a copy from the host inside the loop would wait for the batch before it
         self.scales = {p: torch.as_tensor(table, dtype=s.dtype).to(s.device) for p, s in self.stacks.items()}
@@ -139,11 +139,11 @@ class FreshInputs:
 
     def values(self, seed: int, factor: float) -> list[Any]:
         """The inputs of a copy refreshed with ``factor`` in the slot with ``seed`` (rebuilt on the trusted side)."""
-        chunk = (int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed)
+        chunk = _chunk(seed)
         out: list[Any] = []
         for position, value in enumerate(self.base):
             if not (isinstance(value, torch.Tensor) and self.fresh[position]):
-                out.append(_clone(value))
+                out.append(clone(value))
                 continue
             flat = value.reshape(-1).clone()
             start, length = self._span(position, chunk)
@@ -151,6 +151,11 @@ class FreshInputs:
             flat[start : start + length] = flat[start : start + length] * scale
             out.append(flat.reshape(value.shape))
         return out
+
+
+def _chunk(seed: int) -> tuple[int, int]:
+    """(place, seed) of the chunk a slot rewrites: the same for the worker and the referee."""
+    return int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed
 
 
 def slot_factors(seed: int, launches: int) -> np.ndarray:
@@ -179,13 +184,14 @@ def _stacked(value: torch.Tensor, copies: int) -> tuple[torch.Tensor, list[torch
     return stack, [stack[c, :numel].view(value.shape) for c in range(copies)]
 
 
-def _clone(value: Any) -> Any:
+def clone(value: Any) -> Any:
+    """A copy of every tensor in ``value`` (lists, tuples, dicts kept as they are)."""
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_clone(v) for v in value)
+        return type(value)(clone(v) for v in value)
     if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
+        return {k: clone(v) for k, v in value.items()}
     return value
 
 
