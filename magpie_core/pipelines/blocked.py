@@ -93,6 +93,7 @@ class BlockedTiming:
     decided: dict[int, int] = field(default_factory=dict)
     spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
     spot_s: float = 0.0  # the wall time they took
+    spot_empty: Counter[Key] = field(default_factory=Counter)  # spot checks that found no kept launch, per process
     referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
 
     @property
@@ -247,14 +248,14 @@ def _spot_due(key: Key, result: BlockedTiming) -> bool:
 
 
 def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
-    """The referee judges :data:`SPOT_LAUNCHES` launches of the slot just timed, chosen now (after they ran)."""
+    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker kept from the slot just timed (each
+    kept or not by chance after it ran); their elements compared are drawn now."""
     began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
-    launches = 1 + max(1, count) * batch  # the untimed one, then count batches
-    pick = {"launch": [secrets.randbelow(launches) for _ in range(SPOT_LAUNCHES)], "sample": secrets.randbits(62)}
+    pick = {"most": SPOT_LAUNCHES, "sample": secrets.randbits(62)}
     if not (file := worker.ask({"handover": pick}, plan.timeout_s, "handed")):
         return  # a backend whose sessions cannot hand launches over (magpie's harness always can: it is watched)
     try:  # the caller made sure there is a referee
-        request = {"file": file, "slot": slot, "launches": launches, "batch": batch, **pick}
+        request = {"file": file, "slot": slot, "launches": 1 + max(1, count) * batch, "batch": batch, **pick}
         verdict = result.referee.verify(request, plan.timeout_s)  # type: ignore[union-attr]
     except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
         result.referee = None
@@ -263,6 +264,9 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
     result.spot_s += time.monotonic() - began
     if verdict.status.value != "passed":
         raise IntegrityError(verdict.message or "REJECTED (integrity: a timed launch failed its check)")
+    result.spot_empty[key] += not verdict.trials
+    if result.spot_empty[key] >= 2:  # an honest worker keeps none of a slot's launches once in ~160,000 slots
+        raise IntegrityError("REJECTED (integrity: it kept none of its timed launches for two spot checks)")
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from magpie_testcase_latency.protocol import parse_markers, performance_from_output
 
 from tests.conftest import ROOT

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import inspect
 import itertools
+import os
 import platform
 import random
 import secrets
@@ -59,6 +60,12 @@ from magpie_kernels_pytorch.integrity import (
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info
+
+#: a slot keeps about this many of its launches' outputs (each drawn after the launch) for a spot check: none kept
+#: in a slot happens once in e^12 (160,000) slots, and twice for one process rejects it
+KEPT_LAUNCHES = 12
+_KEEP_ALL = 1 << 16
+_urandom = os.urandom  # bound before any kernel is imported (integrity.Tamper watches it)
 
 
 @dataclass
@@ -544,8 +551,9 @@ class HarnessSession(SamplerSession):
         self.fresh: FreshInputs | None = None
         self.expected: list[dict[str, Any]] = []  # the referee's: input sets and expected outputs, in memory only
         self.stochastic = False  # the expected outputs depend on the random state: spot checks compare types only
-        self.latest: dict[int, Any] = {}  # the output of each input copy's latest launch
-        self.cursor = 0
+        self.kept: dict[int, Any] = {}  # outputs of the latest slot's launches kept for a spot check, by launch
+        self.keep_below = 0  # a launch's output is kept when a fresh 16-bit random number is below this (slots only)
+        self.launched = 0  # launches of the latest slot so far
         self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
         self.problems: list[str] = []
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
@@ -647,24 +655,26 @@ class HarnessSession(SamplerSession):
         return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
 
     def _judge_launch(self, data: dict[str, Any], request: dict[str, Any]) -> CorrectnessResult:
-        """Timed launches: each one's inputs rebuilt from the slot's seed, its output (the elements drawn from
-        ``sample``) against the reference's for those inputs."""
+        """Timed launches kept by the worker: each one's inputs rebuilt from the slot's seed, its output (the elements
+        drawn from ``sample``) against the reference's for those inputs; its copy's inputs as the copy's last launch
+        of the slot must have left them."""
         assert self.fresh is not None and self.loaded.prepared is not None
-        seed, draw, copies, launches = (
-            int(request["slot"]),
-            int(request["sample"]),
-            self.fresh.copies,
-            request["launch"],
-        )
+        seed, draw, copies = int(request["slot"]), int(request["sample"]), self.fresh.copies
         total, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
-        if len(data["outputs"]) != len(launches):
-            raise IntegrityError(f"it handed over {len(data['outputs'])} timed launches of {len(launches)}")
+        launches = data["launches"]
+        if len(data["outputs"]) != len(launches) or len(set(launches)) != len(launches):
+            raise IntegrityError("its handover of timed launches does not match its own list of them")
+        if any(not isinstance(n, int) or not 0 <= n < total for n in launches):
+            raise IntegrityError(f"it handed over launches that its slot of {total} did not have")
         factors = slot_factors(seed, total)
+
+        def inputs_of(launch: int) -> list[Any]:  # the values launch ``launch`` saw
+            return self.fresh.values(seed, float(factors[refreshed_by(first, launch, batch, copies)]))  # type: ignore[union-attr]
+
         for n, (launch, out, after) in enumerate(zip(launches, data["outputs"], data["inputs_after"], strict=True)):
-            inputs = self.fresh.values(
-                seed, float(factors[refreshed_by(first, last_use(first, launch, total, copies), batch, copies)])
-            )
-            _judge_inputs(sampled(inputs, draw + n), after, self.loaded.prepared.output_args, "a timed launch")
+            inputs = inputs_of(launch)
+            left = inputs_of(last_use(first, launch, total, copies))
+            _judge_inputs(sampled(left, draw + n), after, self.loaded.prepared.output_args, "a timed launch")
             expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw + n)
             problems = compare_outputs(expected, out, self.loaded.tol)
             if self.stochastic:  # the reference draws random numbers: only what does not depend on them is compared
@@ -691,21 +701,22 @@ class HarnessSession(SamplerSession):
         self.layout.pad()  # ... and between the inputs and what the kernel allocates
         timer = get_plugin_manager().get("timer", loaded.device.type)
         settings = TimingSettings.from_performance(loaded.perf)
-        # each copy's latest output is kept for the spot checks: the copies and their outputs share the process's
-        # memory (an output about as large as its inputs), so that it holds no more than before they were kept
-        settings.max_copy_bytes //= 2
         clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
         self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
-        fn, fresh, latest, output_args = loaded.fn, self.fresh, self.latest, loaded.prepared.output_args
+        fn, fresh, kept, output_args = loaded.fn, self.fresh, self.kept, loaded.prepared.output_args
 
         def launch(_: int) -> None:
-            copy = self.cursor % fresh.copies
-            self.cursor += 1
-            out = _call(fn, fresh.sets[copy], output_args)
+            n = self.launched
+            self.launched += 1
+            out = _call(fn, fresh.sets[(self.slot[1] + n) % fresh.copies], output_args)
             if out.__class__ is not torch.Tensor and not isinstance(out, (tuple, list)) and out is not None:
                 self.problems.append(f"a timed launch returned a {type(out).__qualname__}, not a plain torch.Tensor")
-            latest[copy] = out
+            # kept or not is drawn after the kernel returned, from the OS: it cannot know which of its launches a
+            # spot check can reach; the others' outputs are freed at once, as before (the allocator hands the
+            # next launch the same, warm buffer: keeping every output made a 2 MiB CPU softmax 2x slower)
+            if int.from_bytes(_urandom(2), "little") < self.keep_below:
+                kept[n] = out
 
         return BatchSampler(clock, launch, settings, fresh.copies)
 
@@ -717,7 +728,9 @@ class HarnessSession(SamplerSession):
         first, batch = seed % fresh.copies, sampler.batch
         self.slot = (seed, first, 1 + max(1, count) * batch)
         fresh.start_slot(seed, self.slot[2])
-        self.cursor, once = first, self.slot[2] <= fresh.copies
+        self.kept.clear()
+        self.launched, once = 0, self.slot[2] <= fresh.copies
+        self.keep_below = _KEEP_ALL if self.slot[2] <= KEPT_LAUNCHES else _KEEP_ALL * KEPT_LAUNCHES // self.slot[2]
         # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
         fresh.refresh(first, 0, self.slot[2] if once else 1)
         sampler.clock.time_batch(sampler.launch, 1)  # untimed: after its wait the device queue and threads are cold
@@ -730,19 +743,21 @@ class HarnessSession(SamplerSession):
         return got
 
     def handover(self, request: dict[str, Any]) -> str:
-        """Write what the referee compares of the latest slot's launches ``request["launch"]``: the latest output of
-        each one's input copy and that copy's inputs, at the elements drawn from ``request["sample"]`` (+ n)."""
+        """Write what the referee compares of the latest slot: up to ``request["most"]`` of its kept launches
+        (drawn from ``request["sample"]``), each one's output and its input copy, at the elements drawn from that
+        seed (+ n)."""
         assert self.fresh is not None
-        _, first, total = self.slot
-        outputs, inputs, draw = [], [], int(request["sample"])
-        for n, launch in enumerate(request["launch"]):
-            copy = launch_copy(first, int(launch) % total, self.fresh.copies)
-            if problems := plain_problems(out := self.latest.get(copy)):
+        first = self.slot[1]
+        draw = int(request["sample"])
+        chosen = sorted(random.Random(draw).sample(sorted(self.kept), min(len(self.kept), int(request["most"]))))
+        outputs, inputs = [], []
+        for n, launch in enumerate(chosen):
+            if problems := plain_problems(out := self.kept[launch]):
                 self.problems.append(problems[0])  # said instead of the answer (integrity())
                 return ""
             outputs.append(sampled(out, draw + n))
-            inputs.append(sampled(list(self.fresh.sets[copy]), draw + n))
-        return save_handover(self.loaded.task.workspace, "slot", outputs, inputs)
+            inputs.append(sampled(list(self.fresh.sets[launch_copy(first, launch, self.fresh.copies)]), draw + n))
+        return save_handover(self.loaded.task.workspace, "slot", outputs, inputs, chosen)
 
     def integrity(self) -> str | None:
         """What this process saw that no honest kernel does (a patched clock, a lazy output), if anything."""

@@ -11,10 +11,11 @@ there (docs/kernel-evaluation.md, "Threat model"):
   ``id()``, ``data_ptr()`` or a cheap fingerprint either misses (and the kernel does the work) or returns an output
   that is wrong on that chunk. Inputs whose structure a perturbation could break (integers, symmetric matrices,
   rows that sum to one) keep their values.
-* **Timed launches are checked launches**: the latest output of every copy is kept; after a slot the parent names
-  one launch at random, the worker hands that copy's output and its inputs over (:func:`save_handover`), and the
-  trusted process that holds the expected values (the baseline's first worker, which never loads a candidate)
-  rebuilds the inputs from the seed (:meth:`FreshInputs.values`), runs the reference on them and compares.
+* **Timed launches are checked launches**: after each launch returns, a fresh random number from the OS decides
+  whether its output is kept (about 12 a slot); after a slot the worker hands up to 8 of them over, with their input
+  copies (:func:`save_handover`), at elements the parent draws then, and the trusted process that holds the
+  expected values (the baseline's first worker, which never loads a candidate) rebuilds each launch's inputs from the
+  seed (:meth:`FreshInputs.values`), runs the reference on them and compares.
 * **Plain outputs** (:func:`plain_problems`): an output must be a dense ``torch.Tensor`` of exactly that type, so a
   lazy subclass that defers its work until read is rejected before it is ever timed as fast.
 * **Unchanged clocks** (:class:`Tamper`): the timer functions, device events and magpie's own timing and reply code,
@@ -24,6 +25,7 @@ there (docs/kernel-evaluation.md, "Threat model"):
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -236,11 +238,14 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def save_handover(workspace: str, name: str, outputs: Any, inputs_after: list[Any]) -> str:
-    """Write what the trusted side judges (an output and the inputs after the call, on the host) into the worker's
-    folder; the file (the referee removes it once read)."""
+def save_handover(
+    workspace: str, name: str, outputs: Any, inputs_after: list[Any], launches: list[int] | None = None
+) -> str:
+    """Write what the trusted side judges (outputs and the inputs after the calls, on the host; for timed launches,
+    which ones) into the worker's folder; the file (the referee removes it once read)."""
     file = Path(workspace) / f"handover_{name}.pt"
-    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}, file)
+    data = {"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}
+    torch.save(data if launches is None else {**data, "launches": [int(n) for n in launches]}, file)
     return str(file)
 
 
@@ -252,7 +257,8 @@ def load_handover(path: str) -> dict[str, Any]:
         raise IntegrityError(f"its outputs are not plain tensors ({type(exc).__name__}: {str(exc)[:160]})") from None
     finally:
         Path(path).unlink(missing_ok=True)
-    if not isinstance(data, dict) or set(data) != {"outputs", "inputs_after"}:
+    known = {"outputs", "inputs_after", "launches"}
+    if not isinstance(data, dict) or not {"outputs", "inputs_after"} <= set(data) <= known:
         raise IntegrityError("its handover file is not what magpie's harness writes")
     return data
 
@@ -289,6 +295,8 @@ def _recorded() -> dict[str, Callable[[], Any]]:
         "harness.compare_outputs": lambda: harness.compare_outputs,
         "HarnessSession.sample": lambda: harness.HarnessSession.sample,
         "HarnessSession.handover": lambda: harness.HarnessSession.handover,
+        "harness._urandom": lambda: harness._urandom,
+        "os.urandom": lambda: os.urandom,
     }
     if torch.cuda.is_available():
         watched |= {
