@@ -100,7 +100,6 @@ def stop_everything(sig: int = signal.SIGTERM) -> int:
         live = list(_LIVE)
     for proc in live:
         signal_group(proc, sig)
-        signal_group(proc, signal.SIGCONT)  # a frozen timing worker acts on it only once continued
     return len(live)
 
 
@@ -142,7 +141,6 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
     The group is killed even when ``proc`` itself has exited: its children may still be in it."""
     if proc.poll() is None:
         signal_group(proc, signal.SIGTERM)
-        signal_group(proc, signal.SIGCONT)  # a frozen timing worker acts on it only once continued
         try:
             proc.wait(timeout=bounded_timeout(grace_s) if grace_s > 0 else 0.001)
         except subprocess.TimeoutExpired:

@@ -19,7 +19,6 @@ import multiprocessing.context
 import multiprocessing.forkserver
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +27,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from magpie_core import processes
 from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask
 
@@ -39,6 +37,14 @@ class TimingWorkerError(RuntimeError):
 
 class IntegrityError(TimingWorkerError):
     """The code under test was caught faking its speed or its correctness: ``REJECTED (integrity: what was seen)``."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` used so far, all threads (Linux: its CPUCLOCK_SCHED clock; 0 elsewhere, or gone)."""
+    try:
+        return time.clock_gettime((~pid << 3) | 2)
+    except (OSError, OverflowError, AttributeError):
+        return 0.0
 
 
 class TimingWorker:
@@ -61,6 +67,7 @@ class TimingWorker:
         self.log_path = workdir / "timing_worker.log"
         self._log = self.log_path.open("ab")
         self._turn = threading.Lock()  # one request and its answer at a time (the referee serves many threads)
+        self.turn_cpu_s = 0.0  # CPU seconds its process used while answering
         self.proc: subprocess.Popen[bytes] | ForkedWorker
         if fork and fork_server_usable():
             self.proc = ForkedWorker(task_path, cwd, env, self.log_path)
@@ -81,7 +88,6 @@ class TimingWorker:
             raise
         try:
             self.info: dict[str, Any] = self._read(start_timeout_s, "loaded")
-            processes.signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]  # frozen whenever it is not asked
         except TimingWorkerError as exc:  # a forked worker runs the script that started magpie again, as __mp_main__
             main = sys.modules["__main__"]
             file = None if getattr(main, "__spec__", None) else getattr(main, "__file__", None)
@@ -120,7 +126,7 @@ class TimingWorker:
         try:
             if stopping():  # interrupted: the worker is being killed, it will not answer
                 raise TimingWorkerError("magpie is stopping")
-            self.info = self.ask({"stop": True}, timeout_s, "info", freeze=False)
+            self.info = self.ask({"stop": True}, timeout_s, "info")
             # it exits by itself once it has answered; a signal now would cut short its exit's clean-up
             self.proc.wait(timeout=2.0)
         except (TimingWorkerError, subprocess.TimeoutExpired):
@@ -128,16 +134,15 @@ class TimingWorker:
         self.stop()
         return self.info
 
-    def ask(self, message: dict[str, Any], timeout_s: float, key: str, freeze: bool = True) -> Any:
-        """One request and its answer, the worker running only meanwhile: frozen (SIGSTOP, every thread of its
-        group) while other kernels are timed, so nothing it started can slow them down or watch them."""
+    def ask(self, message: dict[str, Any], timeout_s: float, key: str) -> Any:
+        """One request and its answer; the worker's CPU meanwhile is its own turn's (:attr:`turn_cpu_s`)."""
         with self._turn:
-            processes.signal_group(self.proc, signal.SIGCONT)  # type: ignore[arg-type]
-            self._send(message)
-            answer = self._read(timeout_s, key)
-            if freeze:
-                processes.signal_group(self.proc, signal.SIGSTOP)  # type: ignore[arg-type]
-            return answer
+            before = cpu_seconds(self.proc.pid)
+            try:
+                self._send(message)
+                return self._read(timeout_s, key)
+            finally:
+                self.turn_cpu_s += cpu_seconds(self.proc.pid) - before
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0 if stopping() else 2.0)

@@ -35,7 +35,7 @@ from magpie_core.stats import (
     pooled_process_spread,
     process_levels,
 )
-from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError
+from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError, cpu_seconds
 
 #: the candidate index of the baseline's identical copy, timed in its own processes like any candidate
 AA = -1
@@ -57,8 +57,8 @@ BUSY_CPUS = 0.25
 #: a candidate this far from the baseline at this confidence leaves the blocks, looked at from this block (the
 #: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
-#: the share of the blocks' wall time spot checks of timed launches may take (each process's first slot is always one)
-SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES = 0.05, 0.1, 2, 8
+#: spot checks (:func:`_spot_due`); the CPU a worker may use in a block outside its own turns (~1 ms honestly)
+SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES, IDLE_CPU_S, IDLE_CPU_SHARE = 0.05, 0.1, 2, 8, 0.02, 0.05
 
 
 @dataclass
@@ -94,6 +94,7 @@ class BlockedTiming:
     spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
     spot_s: float = 0.0  # the wall time they took
     spot_empty: Counter[Key] = field(default_factory=Counter)  # spot checks that found no kept launch, per process
+    idle_cpu_s: Counter[Key] = field(default_factory=Counter)  # CPU each process used outside its own turns
     referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
 
     @property
@@ -162,10 +163,11 @@ def time_in_blocks(
     processes, spent = len(live), 0.0
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
-            began = time.monotonic()
+            began, cpu = time.monotonic(), {key: (cpu_seconds(w.proc.pid), w.turn_cpu_s) for key, w in live.items()}
             block = _one_block(live, counts, plan, rng, result)
-            for key, value in block.items():
-                result.blocks[key].append(value)
+            if not _idle_workers(live, cpu, time.monotonic() - began, result):  # else the others' block is spoilt
+                for key, value in block.items():
+                    result.blocks[key].append(value)
             spent += (time.monotonic() - began) * processes / max(1, len(live))
             result.elapsed_s = time.monotonic() - start
             look = result.block_count % PRECISION_CHECK_EVERY == 0
@@ -239,34 +241,46 @@ def _one_block(
     return {key: value for key, value in block.items() if key in live}
 
 
+def _idle_workers(
+    live: dict[Key, TimingWorker], before: dict[Key, tuple[float, float]], wall_s: float, result: BlockedTiming
+) -> list[Key]:
+    """Workers that used CPU outside their own turns in this block (``before``: CPU, of it in turns): REJECTED."""
+    caught: list[Key] = []
+    for key, worker in list(live.items()):
+        idle = max(0.0, cpu_seconds(worker.proc.pid) - before[key][0] - (worker.turn_cpu_s - before[key][1]))
+        result.idle_cpu_s[key] += idle
+        if idle > IDLE_CPU_S + IDLE_CPU_SHARE * wall_s:
+            caught.append(key)
+            used = f"{1000 * idle:.0f} ms of CPU ({idle / wall_s:.0%} of a core)"
+            _drop(live, key[0], f"REJECTED (integrity: its process used {used} while others were timed)", result)
+    return caught
+
+
 def _spot_due(key: Key, result: BlockedTiming) -> bool:
     """:data:`SPOT_FIRST` of each process's first slots (a third drawn), then :data:`SPOT_RATE` of them all through the
     run (a cache is honest the first time it sees an input) while spot checks took under :data:`SPOT_SHARE` of it."""
-    if result.spot_checks[key] < SPOT_FIRST:
-        return random.random() < 0.33
-    return random.random() < SPOT_RATE and result.spot_s <= SPOT_SHARE * max(result.elapsed_s, 1e-9)
+    early = result.spot_checks[key] < SPOT_FIRST
+    return random.random() < (0.33 if early else SPOT_RATE) and (
+        early or result.spot_s <= SPOT_SHARE * result.elapsed_s
+    )
 
 
 def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
-    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker kept from the slot just timed (each
-    kept or not by chance after it ran); their elements compared are drawn now."""
+    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker kept (by chance, after each ran)."""
     began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
     pick = {"most": SPOT_LAUNCHES, "sample": secrets.randbits(62)}
     if not (file := worker.ask({"handover": pick}, plan.timeout_s, "handed")):
         return  # a backend whose sessions cannot hand launches over (magpie's harness always can: it is watched)
-    try:  # the caller made sure there is a referee
+    try:
         request = {"file": file, "slot": slot, "launches": 1 + max(1, count) * batch, "batch": batch, **pick}
         verdict = result.referee.verify(request, plan.timeout_s)  # type: ignore[union-attr]
     except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
         result.referee = None
         return
-    result.spot_checks[key] += 1
-    result.spot_s += time.monotonic() - began
-    if verdict.status.value != "passed":
-        raise IntegrityError(verdict.message or "REJECTED (integrity: a timed launch failed its check)")
-    result.spot_empty[key] += not verdict.trials
-    if result.spot_empty[key] >= 2:  # an honest worker keeps none of a slot's launches once in ~160,000 slots
-        raise IntegrityError("REJECTED (integrity: it kept none of its timed launches for two spot checks)")
+    result.spot_checks[key], result.spot_s = result.spot_checks[key] + 1, result.spot_s + time.monotonic() - began
+    result.spot_empty[key] += not verdict.trials  # an honest worker keeps none of a slot's launches once in ~160,000
+    if (failed := verdict.status.value != "passed") or result.spot_empty[key] >= 2:
+        raise IntegrityError(verdict.message if failed else "REJECTED (integrity: no kept launch in two spot checks)")
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:
@@ -298,8 +312,10 @@ def _precise_enough(result: BlockedTiming, plan: BlockPlan) -> bool:
 
 
 def _level_se(log_ratios: np.ndarray) -> float:
-    """A process level's standard error from its blocks' log ratios to the baseline (1.25: the median's efficiency)."""
-    return 1.25 * float(np.std(log_ratios, ddof=1)) / math.sqrt(len(log_ratios))
+    """A process level's (a median's) standard error from its blocks' log ratios to the baseline, sigma from the MAD:
+    a rare slow block (after a spot check, on the H200) must not keep the blocks going."""
+    sigma = 1.4826 * float(np.median(np.abs(log_ratios - np.median(log_ratios)))) or float(np.std(log_ratios, ddof=1))
+    return 1.25 * sigma / math.sqrt(len(log_ratios))
 
 
 def _clear(result: BlockedTiming, plan: BlockPlan) -> list[int]:
@@ -357,25 +373,24 @@ def _cpu_by_process() -> dict[int, tuple[str, int, float]] | None:
 def _others_cpu(
     before: dict[int, tuple[str, int, float]] | None,
     after: dict[int, tuple[str, int, float]] | None,
-    own_sessions: set[int],
+    workers: set[int],
 ) -> dict[str, float] | None:
-    """CPU seconds used between the two snapshots by processes magpie did not start, per name.
-
-    magpie's own processes are this one and every session it started (each worker leads its own), so
-    the compare's own timing workers never make the machine look busy. Kernel threads (session 0) are named
-    in brackets, as ``ps`` does: much of their work is done for the timed processes (freeing what a kernel
-    allocated each call), so they are reported but do not make the machine busy (:func:`_user_cpus`)."""
+    """CPU seconds used between the two snapshots by processes other than this one and its timing ``workers`` (those
+    are metered by :func:`_idle_workers`), per name; a process a worker started (in its session) is named so. Kernel
+    threads (session 0) are named in brackets, as ``ps`` does: much of their work is done for the timed processes
+    (freeing what a kernel allocated each call), so they do not make the machine busy (:func:`_user_cpus`)."""
     if before is None or after is None:
         return None
     me = os.getpid()
     used: Counter[str] = Counter()
     for pid, (name, session, cpu) in after.items():
-        if pid == me or session in own_sessions:
+        if pid == me or pid in workers:
             continue
         earlier = before.get(pid)
         delta = cpu - earlier[2] if earlier and earlier[0] == name else cpu
         if delta > 0:
-            used[f"[{name}]" if session == 0 else name] += delta
+            label = f"[{name}]" if session == 0 else name
+            used[f"{label} (started by a timing worker)" if session in workers else label] += delta
     return dict(used.most_common(5))
 
 
@@ -426,6 +441,7 @@ def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:
         "unstable": bool(slow_fifth_pct > MAX_DRIFT_PCT),
         "spot_checks": sum(result.spot_checks.values()),
         "spot_checks_s": round(result.spot_s, 3),
+        "idle_cpu_ms_most": round(1000 * max(result.idle_cpu_s.values(), default=0.0), 1),
     }
     info["message"] = _stability_message(info, min_effect)
     return info
@@ -439,18 +455,14 @@ def _drift_pct(blocks: np.ndarray, upper_percentile: float) -> float:
 
 
 def _others_text(info: dict[str, Any]) -> str:
-    """What else used the CPUs while the blocks ran (magpie's own workers never count)."""
+    """What else used the CPUs while the blocks ran (not magpie's workers; kernel threads only in ``others_cpus``)."""
     others = info["others_cpus"]
     if others is None:
         load = info["load_average"][0]
         return f"load average {load:.1f} on {info['cpus']} CPUs" if load is not None else "other load unknown"
-    busy = {name: cpus for name, cpus in others.items() if cpus >= 0.05}
-    user = _user_cpus(busy)
-    kernel = sum(busy.values()) - user
-    parts = [f"other processes used {user:.2f} of {info['cpus']} CPUs"] if user else ["nothing else running"]
-    parts += [f"kernel threads {kernel:.2f}"] if kernel else []
+    busy = {name: cpus for name, cpus in others.items() if cpus >= 0.05 and not name.startswith("[")}
     named = ", ".join(f"{name} {cpus:.2f}" for name, cpus in busy.items())
-    return ", ".join(parts) + (f" ({named})" if named else "")
+    return f"other processes used {_user_cpus(busy):.2f} of {info['cpus']} CPUs ({named})" if busy else "machine idle"
 
 
 def _user_cpus(others: dict[str, float]) -> float:
@@ -459,19 +471,18 @@ def _user_cpus(others: dict[str, float]) -> float:
 
 
 def _stability_message(info: dict[str, Any], min_effect: float) -> str:
-    spread = info["process_spread_pct"]
+    spread, copy = info["process_spread_pct"], info["aa_verdict"] and f"{info['aa_speedup']:.3f}x {info['aa_verdict']}"
     facts = (
-        f"{_others_text(info)}; drift {info['drift_pct']:.0f} %"
-        + (f", process spread {spread:.1f} %" if spread is not None else "")
-        + (f", identical copy {info['aa_speedup']:.3f}x {info['aa_verdict']}" if info["aa_verdict"] else "")
+        f"{_others_text(info)}; the baseline's blocks varied {info['drift_pct']:.0f} %"
+        + (f", identical work {spread:.1f} % apart between processes" if spread is not None else "")
+        + (f", the baseline's identical copy {copy}" if copy else "")
     )
     if info["unstable"]:
         return (
             f"UNSTABLE: the baseline's slowest {MAX_DESYNC_SHARE:.0%} of blocks took "
             f"{info['slow_blocks_drift_pct'] / 100 + 1:.0f}x or more its fastest ({facts}): "
             "the machine is overloaded (launches waiting whole CPU time slices, or another process sharing the "
-            "device), in a state each process keeps "
-            "across blocks, so the blocks are not independent and no verdict is trusted (a quieter machine)"
+            "device), in a state each process keeps across blocks: no verdict is trusted (try a quieter machine)"
         )
     if info["noise_floor_pct"] > 0:
         lo, hi = info["aa_ci95"]

@@ -279,7 +279,7 @@ def _check_and_time_in_blocks(
         if progress:
             progress(f"checking {len(jobs)} kernel(s), each in the worker process that will time it")
         results = check_first_processes(jobs, base_index, instances, checked)
-        timed = _timed_candidates(results, instances) if jobs[base_index].measure_performance else _untimed(results)
+        timed = _timed_candidates(results, instances, jobs[base_index].measure_performance)
         if not timed:
             return results, None
         anchor = base_index if base_index in timed else timed[0]
@@ -313,14 +313,6 @@ def _check_and_time_in_blocks(
     return results, stable
 
 
-def _untimed(results: list[KernelResult]) -> list[int]:
-    """A compare without timing (``--no-perf``): checked by the referee all the same, none timed."""
-    for r in results:
-        if r.performance.status == StageStatus.SKIPPED:
-            r.performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
-    return []
-
-
 def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:
     """Cap every process's rotating input copies, the same for all, at half the free memory over the most processes
     the compare may start: 2x a 480 MiB shared L3 is ~1 GiB per process (9 candidates, 22 processes: 21 GB)."""
@@ -334,11 +326,14 @@ def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:
         job.performance["copy_memory_mib"] = job.performance.get("copy_memory_mib") or share
 
 
-def _timed_candidates(results: list[KernelResult], instances: Instances) -> list[int]:
-    """Candidates that passed in a live worker; those whose timings mean nothing here are not timed."""
+def _timed_candidates(results: list[KernelResult], instances: Instances, measure: bool) -> list[int]:
+    """Candidates that passed in a live worker (none without ``measure``: ``--no-perf``, checked by the referee all
+    the same); those whose timings mean nothing here are not timed."""
     timed = []
     for i, r in enumerate(results):
-        if not (r.passed and (i, 0) in instances.workers):
+        if not measure and r.performance.status == StageStatus.SKIPPED:
+            r.performance = PerformanceResult(status=StageStatus.SKIPPED, message="performance not requested")
+        if not (measure and r.passed and (i, 0) in instances.workers):
             continue
         if instances.meaningful(i):
             timed.append(i)
@@ -346,7 +341,7 @@ def _timed_candidates(results: list[KernelResult], instances: Instances) -> list
         notes = instances.workers[(i, 0)].info.get("notes", [])
         r.performance = PerformanceResult(
             status=StageStatus.SKIPPED,
-            message=f"not timed: {'; '.join(n for n in notes if not n.startswith('timer: ')) or 'not meaningful here'}",
+            message=f"not timed: {next((n for n in notes if not n.startswith('timer: ')), 'not meaningful here')}",
             timing_meaningful=False,
         )
         instances.drop(i)

@@ -87,9 +87,9 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
         hack = kernel_id.removeprefix(f"{problem}_")
         if hack in ("ref", "honest"):
             continue
-        if hack == "neighbour_hog":  # honest work: frozen while others are timed, so its verdict is the timing
-            assert row["correctness"]["status"] == "passed", row  # method's own business (identical work can come
-            continue  # out FASTER on a 1.5 s budget under CI's load; no neighbour's verdict is its doing)
+        if hack == "neighbour_hog":  # honest answers; its threads work while the others are timed: metered
+            assert _rejected(row) and "while others were timed" in row["correctness"]["message"], row
+            continue
         assert row["verdict"] != "FASTER", (hack, row)
         if hack in WRONG_WHEN_TIMED:  # wrong at the check already (a stale buffer's second trial), or once timed
             assert row["correctness"]["status"] != "passed", (hack, row)
