@@ -3,6 +3,7 @@
 # cost there (README GPU demo and a KernelBench bed problem, with and without them, alternating).
 #   benchmarks/gpu_integrity.sh hacks    # plugins/pytorch/tests/data/reward_hacks on the GPU (patch_elapsed included)
 #   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
+#   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
 # .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`.
 set -uo pipefail
@@ -29,6 +30,18 @@ case "${1:-hacks}" in
         > "$OUT/hacks_$problem.json" 2>> "$OUT/hacks_$problem.log"
       echo "hacks $problem exit $?" | tee -a "$OUT/log.txt"
     done
+    ;;
+  kbrule)
+    for problem in softmax matmul; do
+      mkdir -p /tmp/kb/problems "/tmp/kb/solutions/$problem"
+      cp "$ROOT/plugins/pytorch/tests/data/reward_hacks/${problem}_ref.py" "/tmp/kb/problems/$problem.py"
+      for f in "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py; do
+        [[ $f == *_ref.py ]] || cp "$f" "/tmp/kb/solutions/$problem/"
+      done
+    done
+    PYTHONPATH=$NEW timeout 560 python3 "$ROOT/benchmarks/kernelbench_rule.py" /tmp/kb/problems --solutions /tmp/kb/solutions \
+      --out "$OUT/kbrule.jsonl" --tolerance v0 --timeout 60 >> "$OUT/kbrule.log" 2>&1
+    echo "kbrule exit $?" | tee -a "$OUT/log.txt"
     ;;
   cost)
     install "$ROOT/.old_magpie" /tmp/old

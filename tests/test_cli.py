@@ -11,6 +11,8 @@ import pytest
 
 from magpie_core.cli.argv import expand_multi_value_options
 
+from .conftest import ROOT
+
 
 def test_version_both_ways(run_magpie):
     result = run_magpie(["--version"])
@@ -85,3 +87,15 @@ def test_argv_rewrite_for_list_flags() -> None:
         "a",
         "b",
     ]
+
+
+def test_compare_takes_processes_and_budget_on_the_command_line(run_magpie, tmp_path):
+    """``--processes`` and ``--budget`` (issue 46: SAME needed a YAML for ``performance.processes``)."""
+    hacks = ROOT / "plugins" / "pytorch" / "tests" / "data" / "reward_hacks"
+    args = ["-o", str(tmp_path), "compare", str(hacks / "softmax_ref.py"), str(hacks / "softmax_honest.py")]
+    result = run_magpie([*args, "--processes", "2", "--budget", "0.5", "--json", "--no-html"])
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert report["settings"]["performance"]["processes"] == 2
+    assert report["settings"]["performance"]["budget_seconds"] == 0.5
+    assert report["stability"]["processes"]["0"] == 2

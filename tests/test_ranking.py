@@ -56,6 +56,9 @@ def test_verdicts_on_known_relative_costs_hold_under_load(tmp_path):
     for entry in by_id.values():
         if entry.verdict == "UNSTABLE":
             assert entry.verdict_reason  # says why
+    decided = [e.rank for e in report.ranking if e.verdict in ("FASTER", "BASELINE", "SAME", "SLOWER")]
+    undecided = [e.rank for e in report.ranking if e.rank not in decided]
+    assert all(u > d for u in undecided for d in decided), report.ranking  # never ranked above a decided one
     assert report.settings["timing"] == "interleaved blocks"
     stability = report.stability
     assert stability is not None and stability["blocks"] >= 20 and stability["message"]

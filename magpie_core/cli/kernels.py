@@ -176,7 +176,10 @@ def _print_compare(report: CompareReport, fmt: str = "table") -> None:
 
 
 class KernelFlags:
-    kernels = typer.Argument(None, help="kernel source files (AMD Magpie form; needs --testcase)")
+    kernels = typer.Argument(
+        None,
+        help="Python kernel files, the reference or baseline first (ref.py sol.py ...), or sources with --testcase",
+    )
     kernel_config = typer.Option(None, "--kernel-config", "-k", help="kernel YAML")
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
     kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
@@ -268,16 +271,29 @@ def compare_command(
     timing: str = typer.Option(
         "auto", "--timing", help="auto | blocks (interleaved, paired) | rounds (whole rounds in rotating order)"
     ),
+    processes: int | None = typer.Option(
+        None, "--processes", min=1, help="worker processes per kernel (performance.processes); more narrow intervals"
+    ),
+    budget: float | None = typer.Option(None, "--budget", min=0.1, help="seconds of timing per kernel"),
     no_perf: bool = KernelFlags.no_perf,
     output_dir: Path | None = KernelFlags.output_dir,
     as_json: bool = KernelFlags.as_json,
     fmt: str = KernelFlags.fmt,
     no_html: bool = KernelFlags.no_html,
 ) -> None:
-    """Compare two or more variants under identical inputs and settings; rank the correct ones."""
+    """Compare two or more variants under identical inputs and settings; rank the correct ones.
+
+    magpie compare ref.py sol.py [more.py ...]  (KernelBench-style files: Model/ModelNew, get_inputs)
+    magpie compare -k kernels.yaml"""
     check_format(fmt)
     # AMD Magpie: --testcase is optional for compare (kernels without one are compiled, not run)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None, require_testcase=False)
+    chosen = {"processes": processes, "budget_seconds": budget}
+    if overrides := {key: value for key, value in chosen.items() if value is not None}:
+        from magpie_core.config.kernel import PerformanceConfig
+
+        current = file.performance.model_dump(exclude_unset=True) if file.performance else {}
+        file.performance = PerformanceConfig.model_validate({**current, **overrides})
     scheduler = file.scheduler
     _export_container_image(scheduler.docker_image if scheduler else None)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline

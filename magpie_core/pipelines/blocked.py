@@ -495,7 +495,7 @@ def _stability_message(info: dict[str, Any], min_effect: float) -> str:
         return (
             f"processes disagree ({facts}, {info['blocks']} blocks): identical work lands ~{spread:.0f} % apart "
             f"from process to process here, so differences of that size stay UNSTABLE at min_effect "
-            f"{min_effect:.0%}; more worker processes (performance.processes) narrow the intervals"
+            f"{min_effect:.0%}; more worker processes (--processes N) narrow the intervals"
         )
     others = info["others_cpus"] or {}
     if _user_cpus(others) >= BUSY_CPUS:

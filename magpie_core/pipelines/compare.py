@@ -490,10 +490,11 @@ def rank(
     timed.sort(key=lambda item: item[1].performance.timing.median)  # type: ignore[union-attr]
     base_ok = any(i == base_index for i, _ in timed)
     distrust = bool(stability and stability.get("unstable"))
-    entries = [
-        _entry(position, i, r, base, base_index, base_ok, min_effect, stability)
-        for position, (i, r) in enumerate(timed, start=1)
-    ]
+    order = ["FASTER", "BASELINE", "SAME", "SLOWER"]  # by median within each; the undecided after every decided one
+    entries = [_entry(i, r, base, base_index, base_ok, min_effect, stability) for i, r in timed]
+    entries.sort(key=lambda e: order.index(e.verdict) if e.verdict in order else len(order))
+    for position, entry in enumerate(entries, start=1):
+        entry.rank = position
     winner_index, verdict = _winner(timed, min_effect, distrust, stability)
     unranked = [
         {"index": i, "kernel_id": r.kernel_id, "reason": _unranked_reason(r)}
@@ -537,7 +538,6 @@ def rank(
 
 
 def _entry(
-    position: int,
     i: int,
     r: KernelResult,
     base: KernelResult,
@@ -549,7 +549,7 @@ def _entry(
     timing = r.performance.timing
     assert timing is not None
     entry = RankEntry(
-        rank=position,
+        rank=0,  # placed by rank()
         index=i,
         kernel_id=r.kernel_id,
         median_us=timing.median,
