@@ -32,7 +32,7 @@ case "${1:-hacks}" in
     done
     ;;
   kbrule)
-    for problem in softmax matmul; do
+    for problem in ${PROBLEMS:-softmax matmul}; do
       mkdir -p /tmp/kb/problems "/tmp/kb/solutions/$problem"
       cp "$ROOT/plugins/pytorch/tests/data/reward_hacks/${problem}_ref.py" "/tmp/kb/problems/$problem.py"
       for f in "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py; do

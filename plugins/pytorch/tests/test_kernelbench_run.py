@@ -45,7 +45,7 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     done = run_magpie(
         [*argv, "-o", str(out), "--no-perf", "--build-jobs", "2"], env={"TORCH_EXTENSIONS_DIR": str(shared)}
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a solution did not compile
     rows = _rows(results)
     good, broken = rows["relu_inline"], rows["relu_inline_broken"]
     assert (good["compiled"], good["correct"]) == (True, True), good["message"]
@@ -68,7 +68,7 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     # a second run (new results file, same output folder) builds nothing: both outcomes come from the cache
     library = (built / "relu.so").stat().st_mtime_ns
     again = run_magpie([*argv[:-1], str(tmp_path / "again.jsonl"), "-o", str(out), "--no-perf"])
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 1, again.stderr
     assert "inline extensions of 2 solution(s): 0 built" in again.stderr and "1 failed" in again.stderr
     assert (built / "relu.so").stat().st_mtime_ns == library
     rows_again = _rows(tmp_path / "again.jsonl")
@@ -82,8 +82,8 @@ def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp
     )
     results = tmp_path / "r.jsonl"
     argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
-    done = run_magpie([*argv, "-o", str(tmp_path / "out"), "--no-perf", "--gpus", "2"])
-    assert done.returncode == 0, done.stderr
+    done = run_magpie([*argv, "-o", str(tmp_path / "out"), "--no-perf", "--gpus", "2", "--json"])
+    assert done.returncode == 1, done.stderr  # relu_wrong: documented exit status 1
     rows = _rows(results)
     assert sorted(r["devices"] for r in rows.values()) == ["0", "1"]  # both problems at once, each on its own GPU
     assert (rows["relu_clamp"]["correct"], rows["relu_wrong"]["correct"]) == (True, False)
@@ -107,8 +107,8 @@ def test_the_tolerance_preset_is_chosen_on_the_command_line(run_magpie, tmp_path
         results = tmp_path / f"{preset}.jsonl"
         argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
         done = run_magpie([*argv, "-o", str(tmp_path / preset), "--no-perf", "--tolerance", preset])
-        assert done.returncode == 0, done.stderr
         correct[preset] = _rows(results)["relu_off_1e3"]["correct"]
+        assert done.returncode == (0 if correct[preset] else 1), done.stderr
     assert correct == {"kernelbench": False, "kernelbench-v0": True}
     bad = run_magpie(["kernelbench", "run", str(problems), "--solutions", str(solutions), "--tolerance", "1e-3"])
     assert bad.returncode == 2 and "--tolerance" in bad.stderr
@@ -164,3 +164,25 @@ def test_a_build_outcome_is_kept_unless_the_build_was_stopped(tmp_path: Path) ->
     # built with every GPU visible, found by a compare pinned to one (kernelbench run --gpus); other env counts
     assert cached_folder(failing, cache, {"CUDA_VISIBLE_DEVICES": "3"}) == cached_folder(failing, cache, {})
     assert cached_folder(failing, cache, {"CXXFLAGS": "-O0"}) != cached_folder(failing, cache, {})
+
+
+def test_a_rerun_reuses_only_rows_whose_files_and_settings_are_unchanged(run_magpie, tmp_path: Path) -> None:
+    """Issue 45: an edited solution was skipped by path and the old fast_p printed. Rows are content-addressed:
+    the solution's and the reference's bytes and the run's settings."""
+    problems, solutions = _problem_set(tmp_path, {"relu": [DATA / "relu_clamp.py", DATA / "relu_wrong.py"]})
+    results = tmp_path / "r.jsonl"
+    argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
+    argv += ["-o", str(tmp_path / "out"), "--no-perf", "--no-html"]
+    first = run_magpie(argv)
+    assert first.returncode == 1, first.stderr  # relu_wrong is wrong
+    assert "relu_clamp.py" in first.stdout and "fast_0 0.50" in first.stdout, first.stdout  # the table, fast_p
+    assert "report:" in first.stdout
+    wrong = solutions / "relu" / "relu_wrong.py"
+    wrong.write_text((DATA / "relu_clamp.py").read_text())  # fixed since
+    second = run_magpie([*argv, "--json"])
+    assert second.returncode == 0, second.stderr
+    rows = {Path(r["solution"]).name: r for r in json.loads(second.stdout)["rows"]}
+    assert rows["relu_wrong.py"]["correct"] and not rows["relu_wrong.py"]["reused"]  # run again
+    assert rows["relu_clamp.py"]["reused"]  # unchanged: reused
+    third = run_magpie([*argv, "--json", "--trials", "3"])  # other settings: nothing reused
+    assert not any(r["reused"] for r in json.loads(third.stdout)["rows"])

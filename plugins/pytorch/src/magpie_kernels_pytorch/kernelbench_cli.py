@@ -98,11 +98,14 @@ def run_command(
     build_jobs: int = typer.Option(
         max(1, (os.cpu_count() or 2) // 2), "--build-jobs", min=1, help="inline-extension builds side by side, first"
     ),
+    as_json: bool = typer.Option(False, "--json", help="print fast_p and every row as JSON instead of tables"),
 ) -> None:
-    """Compare every problem's solutions with its reference; print fast_p (KernelBench's, and verified).
+    """Compare every problem's solutions with its reference: a table per problem as it finishes, then fast_p
+    (KernelBench's, and verified by magpie's intervals) and the report's path.
 
     Where problems run is magpie's global `--environment` (`magpie -e ray kernelbench run ...`: one Ray task,
-    on its own GPU, per problem; `--workers` problems at once)."""
+    on its own GPU, per problem; `--workers` problems at once). Exit status: 0 when every solution compiled and is
+    correct, 1 when any did not compile or is wrong (rejected ones included), 2 for a usage error."""
     from magpie_core.cli.app import STATE
     from magpie_core.cli.output import write_html
     from magpie_core.pipelines.kernels import block_options
@@ -111,26 +114,69 @@ def run_command(
     block_settings = _block_settings(tolerance=tolerance, mode=mode, trials=trials)
     cache = (extensions_cache or output_dir / FOLDER).resolve()
     environment = STATE.resolve_environment()
+    defaults = framework_blocks(STATE.framework)
+    # what a row rests on besides the files: a row of other settings is run again, not reused
+    settings = {"block": block_settings, "defaults": defaults, "timed": not no_perf}
     if environment == "local":  # elsewhere each node builds what its problems need, in the same cache folder
-        _build_first([s for p in pending(problems_dir, solutions, results) for s in p.solutions], cache, build_jobs)
+        todo = pending(problems_dir, solutions, results, settings)
+        _build_first([s for p in todo for s in p.solutions], cache, build_jobs)
     rows = run(
         problems_dir,
         solutions,
         results,
-        CompareProblem(output_dir, not no_perf, framework_blocks(STATE.framework), block_settings, str(cache)),
+        CompareProblem(output_dir, not no_perf, defaults, block_settings, str(cache)),
         environment=environment,
         workers=STATE.resolve_workers(),
         gpus=local_devices(gpus),
         gpus_per_problem=gpus_per_problem,
         options=block_options(STATE.framework),
-        progress=lambda line: typer.echo(line, err=True),  # stdout: the JSON summary alone
+        settings=settings,
+        progress=None if as_json else lambda name, rows: print_rows(name, rows),
     )
     # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
     data = summary(rows) | {"mode": KIND, "results": str(results.resolve()), "output_dir": str(output_dir)}
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / SUMMARY_FILE).write_text(json.dumps(data, indent=1) + "\n")
     write_html(KIND, data, output_dir, skip=no_html, quiet=True)
-    typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem")} | {"rows": len(rows)}))
+    if as_json:
+        typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem", "rows")}))
+    else:
+        reused = [r for r in rows if r["reused"]]
+        if reused:  # rows of an earlier run whose files and settings are unchanged
+            print_rows(f"reused from {results}", reused)
+        print_fast_p(data, output_dir / (SUMMARY_FILE if no_html else "report.html"))
+    raise typer.Exit(0 if all(r["compiled"] and r["correct"] for r in rows) else 1)
+
+
+def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    """A problem's rows as a table (as KernelBench's scripts print a row per solution)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in ("solution", "compiled", "correct", "µs", "ref µs", "speedup (95% CI)", "verdict", "message"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        ci = r.get("speedup_ci95")
+        speedup = f"{r['speedup']:.3f}x ({ci[0]:.2f}-{ci[1]:.2f})" if r.get("speedup") and ci else ""
+        times = [f"{r[k]:.2f}" if r.get(k) is not None else "" for k in ("runtime_us", "ref_runtime_us")]
+        message = "" if r["correct"] and not r.get("launch_bound") else (r.get("launch_bound") or r["message"])
+        table.add_row(
+            Path(r["solution"]).name, _yes(r["compiled"]), _yes(r["correct"]), *times, speedup,
+            r.get("verdict") or "", message[:160],
+        )  # fmt: skip
+    Console(width=max(120, Console().width)).print(table)
+
+
+def print_fast_p(data: dict[str, Any], report: Path) -> None:
+    plain, verified = data["fast_p"], data["fast_p_verified"]
+    line = ", ".join(f"{k} {plain[k]:.2f} ({verified[k]:.2f})" for k in plain)
+    typer.echo(f"{len(data['rows'])} solutions; {line}  (in brackets: verified by magpie's intervals)")
+    typer.echo(f"report: {report}")
+
+
+def _yes(value: bool) -> str:
+    return "yes" if value else "no"
 
 
 def _build_first(files: list[Path], cache: Path, jobs: int) -> None:

@@ -4,7 +4,10 @@ next to magpie's interval and verdict, and fast_p with and without the verdicts.
 Problems: every ``PROBLEMS_DIR/*.py`` that is a KernelBench reference (``class Model`` + ``get_inputs``), and
 every ``PROBLEMS_DIR/<name>/reference.py``. Solutions of problem ``<name>``: ``DIR/<name>/*.py`` and ``DIR/<name>.py``.
 One ``compare`` per problem (the reference and its pending solutions); a row per solution is appended to the
-JSONL results file as each problem finishes, and a second run skips the rows already there (resumable).
+JSONL results file as each problem finishes. A second run reuses a row only when nothing it rests on changed: its
+``fingerprint`` is a hash of the solution's and the reference's bytes and the run's settings (tolerance, mode,
+trials, timing and correctness settings, with or without timing); an edited solution is run again, and its newer
+row is the one that counts.
 
 Problems are the items of an execution environment (``magpie -e ray kernelbench run``): one problem per GPU.
 Ray gives each problem's task its own GPU (``CUDA_VISIBLE_DEVICES``); the local environment runs up to
@@ -15,6 +18,7 @@ Ray gives each problem's task its own GPU (``CUDA_VISIBLE_DEVICES``); the local 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -75,16 +79,28 @@ def read_rows(results: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
 
 
-def done_pairs(results: Path) -> set[tuple[str, str]]:
-    return {(row["problem"], row["solution"]) for row in read_rows(results)}
+def latest_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (problem, solution): the latest (a solution edited since is run again and appended)."""
+    return list({(r["problem"], r["solution"]): r for r in rows}.values())
 
 
-def pending(problems_dir: Path, solutions_dir: Path, results: Path) -> list[Problem]:
-    """Every problem with solutions not in ``results`` yet, with those solutions."""
-    done = done_pairs(results)
+def fingerprint(reference: Path, solution: Path, settings: dict[str, Any]) -> str:
+    """What a row rests on: the reference's and the solution's bytes and the run's settings (and whose row it is:
+    two files with the same bytes have a row each)."""
+    digest = hashlib.sha256(json.dumps([str(solution), settings], sort_keys=True, default=str).encode())
+    for file in (reference, solution):
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
+def pending(
+    problems_dir: Path, solutions_dir: Path, results: Path, settings: dict[str, Any] | None = None
+) -> list[Problem]:
+    """Every problem with solutions that ``results`` has no row of with the same :func:`fingerprint`."""
+    done = {r.get("fingerprint") for r in read_rows(results)}
     found = []
     for name, reference in problems(problems_dir).items():
-        todo = tuple(s for s in solutions(solutions_dir, name) if (name, str(s)) not in done)
+        todo = tuple(s for s in solutions(solutions_dir, name) if fingerprint(reference, s, settings or {}) not in done)
         if todo:
             found.append(Problem(name, reference, todo))
     return found
@@ -139,6 +155,17 @@ def run_problem(compare: Compare, problem: Problem) -> list[dict[str, Any]]:
     ]
 
 
+def stamped(fn: Callable[[Problem], list[dict[str, Any]]], settings: dict[str, Any]) -> Callable[..., Any]:
+    """``fn`` whose rows carry their :func:`fingerprint` (taken before the run: a file edited meanwhile is run
+    again next time)."""
+
+    def run_stamped(problem: Problem) -> list[dict[str, Any]]:
+        prints = [fingerprint(problem.reference, s, settings) for s in problem.solutions]
+        return [r | {"fingerprint": f} for r, f in zip(fn(problem), prints, strict=True)]
+
+    return run_stamped
+
+
 class DevicePool:
     """The GPUs of this machine that local problems take turns on: one problem per GPU at a time."""
 
@@ -186,20 +213,23 @@ def run(
     gpus: list[str] | None = None,
     gpus_per_problem: float = 1.0,
     options: dict[str, Any] | None = None,
-    progress: Callable[[str], None] | None = None,
+    settings: dict[str, Any] | None = None,
+    progress: Callable[[str, list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every pending problem x solution, each problem's rows appended to ``results`` as it finishes.
+    """Every pending problem x solution, each problem's rows appended to ``results`` as it finishes; every row of
+    the set (the latest per solution), those not run now marked ``reused``.
 
     ``environment``: where problems run (``local``, ``ray``, ...), ``workers`` at a time; ``gpus``: the local
-    GPUs problems take turns on (one problem per GPU; the local environment assigns none itself).
+    GPUs problems take turns on (one problem per GPU; the local environment assigns none itself); ``settings``:
+    what the rows' fingerprints hold besides the files.
     """
     from magpie_core.plugins import get_plugin_manager
 
-    todo = pending(problems_dir, solutions_dir, results)
+    todo, fresh = pending(problems_dir, solutions_dir, results, settings), set()
     if todo:
         env = get_plugin_manager().get("environment", environment)
         env = env.with_options(options) if options else env
-        fn: Callable[[Problem], list[dict[str, Any]]] = functools.partial(run_problem, compare)
+        fn: Callable[[Problem], list[dict[str, Any]]] = stamped(functools.partial(run_problem, compare), settings or {})
         if gpus and environment == "local":
             fn, workers = DevicePool(gpus).wrap(fn), len(gpus)
 
@@ -211,12 +241,14 @@ def run(
             with results.open("a") as out:
                 for r in rows:
                     out.write(json.dumps(r) + "\n")
+            fresh.update(r["fingerprint"] for r in rows)
             if progress is not None:
-                correct = sum(r["correct"] for r in rows)
-                progress(f"{problem.name}: {correct}/{len(rows)} correct ({rows[0].get('devices') or 'any device'})")
+                progress(problem.name, rows)
 
         env.map(fn, todo, workers=workers, gpus_per_item=gpus_per_problem, on_result=finished)
-    return read_rows(results)
+    wanted = {(name, str(s)) for name in problems(problems_dir) for s in solutions(solutions_dir, name)}
+    rows = [r for r in latest_rows(read_rows(results)) if (r["problem"], r["solution"]) in wanted]
+    return [r | {"reused": r.get("fingerprint") not in fresh} for r in rows]
 
 
 def fast_p(rows: Iterable[dict[str, Any]], verified: bool) -> dict[str, float]:
