@@ -140,9 +140,26 @@ class TimingWorker:
             before = cpu_seconds(self.proc.pid)
             try:
                 self._send(message)
-                return self._read(timeout_s, key)
+                answer = self._read(timeout_s, key)
             finally:
                 self.turn_cpu_s += cpu_seconds(self.proc.pid) - before
+            if problem := self._reply_pipe_problem():
+                self.stop()
+                raise IntegrityError(f"REJECTED (integrity: {problem})")
+            return answer
+
+    def _reply_pipe_problem(self) -> str | None:
+        """Whether the worker still writes its answers to this pipe from :data:`~magpie_core.worker.PROTOCOL_FD`
+        alone: code that keeps a copy of it (to write answers of its own) or puts a pipe of its own in its place (to
+        rewrite the answers in flight) is seen from here, outside its process (Linux ``/proc``; None elsewhere)."""
+        from magpie_core.worker import PROTOCOL_FD
+
+        try:
+            pipe, folder = f"pipe:[{os.fstat(self.proc.stdout.fileno()).st_ino}]", Path(f"/proc/{self.proc.pid}/fd")  # type: ignore[union-attr]
+            holders = sorted(int(fd.name) for fd in folder.iterdir() if _link(fd) == pipe)
+        except (OSError, ValueError, AttributeError):
+            return None
+        return None if holders == [PROTOCOL_FD] else f"its process holds magpie's reply pipe as fds {holders}"
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0 if stopping() else 2.0)
@@ -198,6 +215,13 @@ class TimingWorker:
         self.stop()
         log = tail(self.log_path.read_text(errors="replace"), 15) if self.log_path.exists() else ""
         return TimingWorkerError(f"{what}\n{log}".rstrip())
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed meanwhile
+        return ""
 
 
 def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:

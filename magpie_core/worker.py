@@ -31,6 +31,9 @@ from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 
 EXIT_EXCEPTION = 3
+#: a session worker writes the protocol to this fd alone; the parent checks that nothing else in the worker holds
+#: the pipe, and that this fd still does (:meth:`~magpie_core.timing_workers.TimingWorker.ask`)
+PROTOCOL_FD = 200
 _dumps = json.dumps  # the reply path as magpie loaded it, before any kernel
 
 
@@ -55,8 +58,9 @@ def main(argv: list[str]) -> int:
 
 
 def _protocol_stream() -> IO[str]:
-    """A private copy of stdout for the protocol; fd 1 itself now writes to stderr."""
-    stream = os.fdopen(os.dup(1), "w", buffering=1)
+    """A private copy of stdout for the protocol (:data:`PROTOCOL_FD`); fd 1 itself now writes to stderr."""
+    os.dup2(1, PROTOCOL_FD)
+    stream = os.fdopen(PROTOCOL_FD, "w", buffering=1)
     os.dup2(2, 1)
     return stream
 
@@ -120,7 +124,9 @@ def forked_session(
     os.dup2(stdin.fileno(), 0)
     os.dup2(stdout.fileno(), 1)
     os.dup2(log, 2)
-    os.close(log)  # the connections keep their own descriptors open until this process ends: harmless
+    os.close(log)
+    stdin.close()  # their pipes are fds 0 and 1 now, and the reply pipe must be held once (PROTOCOL_FD)
+    stdout.close()
     sys.stdin = os.fdopen(0, "r")  # multiprocessing gave the child /dev/null
     os.chdir(cwd)
     sys.path.insert(0, cwd)  # as ``python -m`` puts the working directory first

@@ -30,6 +30,7 @@ AT_THE_CHECK = (
     "patch_magpie_timer",
     "patch_sampler",
     "patch_reply",
+    "reply_pipe",  # a pipe of its own in place of the reply pipe: seen from the parent, in /proc/<pid>/fd
 )
 #: honest while checked, wrong afterwards: a spot check of a timed launch rejects them
 WRONG_WHEN_TIMED = ("empty_after_check", "detect_check_seed", "detect_poison", "counter", "stale_buffer")

@@ -291,6 +291,7 @@ def _recorded() -> dict[str, Callable[[], Any]]:
         "CudaClock.time_batch": lambda: timers.CudaClock.time_batch,
         "timers._now": lambda: timers._now,
         "timers._elapsed": lambda: timers._elapsed,
+        "timers._sync_device": lambda: timers._sync_device,
         "checking.compare_outputs": lambda: checking.compare_outputs,
         "harness.compare_outputs": lambda: harness.compare_outputs,
         "HarnessSession.sample": lambda: harness.HarnessSession.sample,

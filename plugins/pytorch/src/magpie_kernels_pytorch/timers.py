@@ -6,7 +6,9 @@ enqueues the whole batch, so host launch latency never lands inside the
 interval; its length adapts to the host enqueue time seen so far.
 Cold caches come from the core's rotating input copies, sized from
 ``cache_bytes`` (the L2 size the device reports; the largest CPU cache).
-Optional graph replay captures the batch in a CUDA/HIP graph.
+Optional graph replay captures the batch in a CUDA/HIP graph. After the end event the whole device is waited
+for: work a kernel left running on a stream of its own, never joined back to the caller's, is counted into the
+batch (``side_stream`` in the reward-hack catalogue), not left out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
 #: ``torch.cuda.Event.elapsed_time`` later changes nothing here, and :class:`~.integrity.Tamper` reports the patch
 _now = time.perf_counter_ns
 _elapsed = torch.cuda.Event.elapsed_time
+_sync_device = torch.cuda.synchronize
 
 
 def _cpu_llc_bytes() -> int:
@@ -69,6 +72,7 @@ class CudaClock:
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self._host_per_launch_us = 20.0
         self._cycles_per_us = self._calibrate_sleep()
+        self._idle_tail_us = sorted(self._tail_us() for _ in range(5))[2]
 
     def _calibrate_sleep(self) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -80,6 +84,18 @@ class CudaClock:
         end.synchronize()
         us = start.elapsed_time(end) * 1000
         return cycles / max(us, 1.0)
+
+    def _tail_us(self, end: torch.cuda.Event | None = None) -> float:
+        """From ``end`` (recorded now if None) until every stream of the device is idle, as the device saw it."""
+        if end is None:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+        end.synchronize()
+        _sync_device(self.device)  # every stream's work, side streams included
+        tail = torch.cuda.Event(enable_timing=True)
+        tail.record()
+        tail.synchronize()
+        return _elapsed(end, tail) * 1000
 
     def _guard(self, n: int) -> None:
         guard_us = min(self._host_per_launch_us * n * 1.25 + 50.0, 200_000.0)
@@ -107,8 +123,10 @@ class CudaClock:
                 # nothing; and a call that synchronizes (``.item()``) returns only after the guard ran, so counting
                 # it grew every guard to the 200 ms cap and reported a 22 ms "host time" per launch
                 self._host_per_launch_us = (_now() - host_start) / 1000 / (n - 1)
-        end.synchronize()
-        return _elapsed(start, end) * 1000
+        timed = _elapsed(start, end) * 1000
+        # device work still running once the end event completed (a stream never joined back) belongs to the batch
+        leftover = self._tail_us(end) - self._idle_tail_us
+        return timed + leftover if leftover > max(20.0, 0.05 * timed) else timed
 
     def _graph(self, launch: Launch, n: int) -> torch.cuda.CUDAGraph:
         if n not in self._graphs:
