@@ -816,12 +816,18 @@ def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
         report.client_checks.setdefault("notes", []).append(f"tokenizer {name!r} not loaded: {exc}")
         return None
     if tok is None:
+        import importlib.util
+
+        fix = (
+            "give `tokenizer` (a hub name or a local folder) in the benchmark YAML"
+            if importlib.util.find_spec("transformers")
+            else "install transformers (pip install 'magpie-benchmark[tokenizer]') and give `tokenizer`"
+        )
         note = (
-            "no tokenizer (transformers missing or no local tokenizer): random and trace prompts are plain words, "
-            "so the "
-            "server decides their token count (often several tokens per word: not the requested input length, "
-            "and not comparable with another tool's run of the same dataset); install magpie-core[tokenizer] and give "
-            "`tokenizer`. Output tokens come from the server's usage counts, else from chunk counts"
+            "no tokenizer: random and trace prompts are plain words, so the server decides their token count "
+            "(often several tokens per word: not the requested input length, and not comparable with another "
+            f"tool's run of the same dataset); {fix}. Output tokens come from the server's usage counts, else from "
+            "chunk counts"
         )
         report.client_checks.setdefault("notes", []).append(note)
         log.warning(note)

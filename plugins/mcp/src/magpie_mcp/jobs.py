@@ -117,8 +117,9 @@ class JobInfo(ToolModel):
     started_at: str = Field(description="when the call made the job (UTC, ISO 8601)")
     finished_at: str | None = Field(None, description="when it ended (UTC), None while queued or running")
     elapsed_s: float = Field(description="seconds since it was made (until it ended)")
-    progress: int = Field(0, description="progress messages so far (monotonic)")
+    progress: int = Field(0, description="steps done of ``total`` when the work counts its steps, else messages so far")
     total: int | None = Field(None, description="steps the work has, when known")
+    message_count: int = Field(0, description="progress messages so far (monotonic)")
     last_message: str | None = Field(None, description="the latest progress message")
     messages: list[str] = Field(default_factory=list, description="recent progress messages (last 10)")
     error: str | None = Field(None, description="why it failed or was cancelled")
@@ -196,8 +197,9 @@ class Job:
             started_at=self.started_at,
             finished_at=self.finished_at,
             elapsed_s=round(end - self.started, 3),
-            progress=self.progress,
+            progress=min(self.step, self.total) if self.total else self.progress,
             total=self.total,
+            message_count=self.progress,
             last_message=self.messages[-1] if self.messages else None,
             messages=self.messages[-10:],
             error=self.error,
