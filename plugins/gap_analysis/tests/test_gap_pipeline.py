@@ -206,8 +206,8 @@ def test_cli_gap_json_with_amd_style_flags(run_magpie: RunMagpie, tmp_path: Path
 
 
 def test_cli_unreadable_rank_is_an_error_on_stderr(run_magpie: RunMagpie, tmp_path: Path) -> None:
-    """A trace that cannot be read makes the exit code 1: its reason goes to stderr as an error, and with no rank read
-    no empty table is drawn; with another rank read, that rank's table is still printed."""
+    """A trace that cannot be read: with no rank read at all, a usage error (exit 2) naming the file and why, and no
+    run folder left behind; with another rank read, exit 1 and that rank's table is still printed."""
     good = tmp_path / "traces" / "rank0.json"
     good.parent.mkdir()
     good.write_bytes(gzip.decompress((TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").read_bytes()))
@@ -215,10 +215,11 @@ def test_cli_unreadable_rank_is_an_error_on_stderr(run_magpie: RunMagpie, tmp_pa
     cut.parent.mkdir()
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     alone = run_magpie(["gap", str(cut), "-o", str(tmp_path / "out"), "--no-html"])
-    assert alone.returncode == 1
+    assert alone.returncode == 2
     err = alone.stderr.replace("\n", "")
-    assert err.startswith("error: ") and "rank1.json: truncated JSON" in err
-    assert "top " not in alone.stdout and "wrote " in alone.stdout
+    assert "rank1.json: truncated JSON" in err
+    assert "top " not in alone.stdout and "wrote " not in alone.stdout
+    assert not list((tmp_path / "out").iterdir())  # no run folder left behind
     shutil.copy(cut, good.parent / "rank1.json")
     both = run_magpie(["gap", str(good.parent), "-o", str(tmp_path / "out"), "--no-html"])
     assert both.returncode == 1

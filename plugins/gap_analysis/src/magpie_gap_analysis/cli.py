@@ -8,6 +8,7 @@ flags, or a comma list.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -131,7 +132,8 @@ def run_gap_analysis(
     """Run into a new ``gap_<trace>_<timestamp>/`` folder under ``output_dir`` (default: beside the traces), print
     (table, ``--format csv|json`` rows or ``as_json``; ``xlsx``: the table, and a workbook of every table written
     into the run folder), write ``report.html`` unless ``no_html``, return the exit code (0 ok, 1 some rank
-    failed); nothing to analyze is a :class:`~magpie_core.cli.app.UsageError`."""
+    failed); nothing to analyze (no rank read) is a :class:`~magpie_core.cli.app.UsageError` (exit 2), and its run
+    folder is removed."""
     from magpie_gap_analysis.pipeline import default_output_dir, gap_analysis
 
     trace_dir = Path(trace_dir)
@@ -140,7 +142,8 @@ def run_gap_analysis(
     # a new run folder each time: a second run never overwrites or mixes with the first
     with run_folder(output_dir or default_output_dir(trace_dir), "gap", trace_dir.name.split(".")[0]) as run_dir:
         result = gap_analysis(trace_dir, config, run_dir)
-        if result.output_dir is None:
+        if result.output_dir is None or not any(r.ok for r in result.ranks):
+            shutil.rmtree(run_dir, ignore_errors=True)  # made just now, for this run: nothing in it is worth keeping
             raise UsageError("; ".join(result.errors) or f"nothing to analyze in {trace_dir}")
     if fmt == "xlsx":
         from magpie_gap_analysis.output import write_workbook
