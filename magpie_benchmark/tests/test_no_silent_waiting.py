@@ -70,6 +70,18 @@ def test_the_cli_exits_within_the_probe_timeout_and_says_so(tmp_path: Path, hang
     assert took < 30, f"the command took {took:.1f} s"  # mostly the interpreter's start on a loaded machine
 
 
+def test_the_users_timeout_bounds_the_probe_too(tmp_path: Path, hanging: Any) -> None:
+    """Issue 46: ``--timeout 5`` against a silent server ran 35 s (the probe's own 30 s); and a point with
+    ``timeout_seconds: 6`` against a server that streams forever ran 30 s. The timeout given is the bound."""
+    with hanging("mute") as url:
+        start = time.monotonic()
+        config = external(url, probe_timeout_s=30.0).model_copy(update={"timeout_seconds": 2.0})
+        report = run_benchmark(config, tmp_path)
+        took = time.monotonic() - start
+    assert took < 12, f"the probe took {took:.1f} s (the run's timeout is 2 s)"
+    assert any(f"{url}/v1/models did not answer within 2 s" in e for e in report.errors), report.errors
+
+
 def test_a_server_that_lists_models_but_never_answers_a_request_fails_the_probe(tmp_path: Path, hanging: Any) -> None:
     with hanging("stall") as url:  # every stream stops after its first chunk, the probe's included
         report = run_benchmark(external(url), tmp_path)

@@ -380,7 +380,9 @@ def probe(config: BenchmarkConfig, base_url: str, report: BenchmarkReport) -> st
     """Check that the server answers before any load (:mod:`magpie_benchmark.loadgen.probe`); the model name to
     send. Its timings go to ``report.server["probe"]``; :class:`ProbeFailed`, logged at once, when it does not."""
     load = config.load
-    log.info("probing %s (each step at most %g s)", base_url, load.probe_timeout_s)
+    # the user's timeout bounds every wait, the probe's too (a silent server held `--timeout 5` for 35 s)
+    step_s = min(load.probe_timeout_s, config.timeout_seconds)
+    log.info("probing %s (each step at most %g s)", base_url, step_s)
     try:
         found = run_in_loop(
             lambda: probe_server(
@@ -388,7 +390,7 @@ def probe(config: BenchmarkConfig, base_url: str, report: BenchmarkReport) -> st
                 config.served_model_name,
                 config.model,
                 load.endpoint,
-                load.probe_timeout_s,
+                step_s,
                 ignore_eos=load.ignore_eos,
                 extra_body=load.extra_body or None,
             )
