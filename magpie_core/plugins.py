@@ -411,8 +411,11 @@ class PluginManager:
         if name in table:
             return table[name].component
         known = ", ".join(sorted(table)) or "none"
+        near = difflib.get_close_matches(str(name), list(table), n=1, cutoff=0.6)
         raise UnknownComponentError(
-            f"no {kind.replace('_', ' ')} named {name!r} is installed (installed: {known}); "
+            f"no {kind.replace('_', ' ')} named {name!r} is installed"
+            + (f" (did you mean {near[0]!r}?)" if near else "")
+            + f" (installed: {known}); "
             "install the plugin that provides it, or check MAGPIE_PLUGINS"
         )
 

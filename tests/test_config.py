@@ -98,6 +98,16 @@ def test_semantic_checks(tmp_path):
         load_config(KernelConfigFile, path)
 
 
+def test_a_mistyped_performance_key_is_located_at_its_line_with_a_suggestion(tmp_path):
+    """Issue 46: `min_sampels` on line 3 was reported at line 1 (its block) with the field list, no suggestion."""
+    path = tmp_path / "k.yaml"
+    path.write_text("kernel:\n  id: a\nperformance:\n  budget_seconds: 2\n  min_sampels: 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(KernelConfigFile, path)
+    expected = f"{path}:5: performance.min_sampels: unknown key 'min_sampels' (did you mean 'min_samples'?)"
+    assert str(info.value) == expected
+
+
 def test_plugin_blocks_are_validated_by_their_plugin_with_located_errors(tmp_path):
     cfg = load_config(KernelConfigFile, AMD / "kernel_config_example.yaml")
     block = cfg.scheduler.plugin_block("ray_config")

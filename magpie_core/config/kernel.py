@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from magpie_core.compat import DEFAULT_KERNEL_TYPE
 from magpie_core.config.common import (
     MAX_COUNT,
+    UNKNOWN_KEY,
     CommandSpec,
     NonNegativeFloat,
     NonNegativeInt,
@@ -117,9 +119,9 @@ class PerformanceConfig(StrictModel):
     @model_validator(mode="after")
     def _profiler_blocks_are_mappings(self) -> PerformanceConfig:
         for key, value in (self.model_extra or {}).items():
-            if not isinstance(value, dict):
-                fields = ", ".join(type(self).model_fields)
-                raise ValueError(f"unknown key {key!r} (fields: {fields}; profiler option blocks are mappings)")
+            if not isinstance(value, dict):  # a mistyped field: reported at its own line, with "did you mean"
+                known = list(type(self).model_fields)
+                raise PydanticCustomError(UNKNOWN_KEY, "unknown key {key!r}", {"key": key, "known": known})
         return self
 
     def profiler_options(self, name: str) -> dict[str, Any]:
