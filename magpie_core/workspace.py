@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: where every command, the Python API and the MCP server put their run folders unless told (``-o``)
+DEFAULT_OUTPUT_ROOT = "magpie_runs"
 
 
 def safe_label(label: str | None) -> str:

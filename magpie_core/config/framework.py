@@ -12,6 +12,7 @@ from pydantic import Field
 
 from magpie_core.config.common import FiniteFloat, NonNegativeInt, PluginBlocksModel, Seconds, StrictModel
 from magpie_core.config.kernel import CompilingConfig, CorrectnessConfig, LatencyConfig, PerformanceConfig
+from magpie_core.workspace import DEFAULT_OUTPUT_ROOT
 
 
 class GpuConfig(StrictModel):
@@ -28,7 +29,7 @@ class SchedulerDefaults(StrictModel):
 
 
 class OutputConfig(StrictModel):
-    directory: str = "./results"
+    directory: str = f"./{DEFAULT_OUTPUT_ROOT}"
     format: Literal["json"] = "json"
 
 

@@ -14,7 +14,6 @@ The analyzers are the installed plugins', reached through the plugin manager as 
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -104,17 +103,17 @@ def load(path: str | Path) -> Result:
 def _run_analyzer(name: str, trace_path: str | Path, output_dir: str | Path | None, options: dict[str, Any]) -> Path:
     """Run the installed trace analyzer ``name`` into a new run folder (as its command does); the folder.
 
-    Without ``output_dir`` the folder is made under a new temporary folder: a notebook never writes next to traces
-    it may only read.
+    Without ``output_dir`` the folder is made under ``./magpie_runs``, as the commands do: never next to traces it
+    may only read.
     """
     from magpie_core.plugins import get_plugin_manager
-    from magpie_core.workspace import run_folder
+    from magpie_core.workspace import DEFAULT_OUTPUT_ROOT, run_folder
 
     trace = Path(trace_path)
     if not trace.exists():
         raise ValueError(f"trace path not found: {trace}")
     analyzer = get_plugin_manager().get("trace_analyzer", name)
-    base = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix=f"magpie_{name}_"))
+    base = Path(output_dir) if output_dir is not None else Path(DEFAULT_OUTPUT_ROOT)
     with run_folder(base, name, trace.name.split(".")[0]) as run_dir:
         analyzer.analyze(trace, options, run_dir)
     return run_dir

@@ -361,7 +361,7 @@ def benchmark_command(
                 "kernel_source_repos": kernel_source_repos,
             }
         )
-        # AMD Magpie: <-o, default ./results>/gap_analysis/
+        # AMD Magpie: <-o, default ./results>/gap_analysis/ (magpie: ./magpie_runs)
         out = STATE.resolve_output_dir(output_dir)
         raise typer.Exit(run_trace_dir_analysis(trace_dir, config, out, no_html=no_html))
     patch = load_patch(

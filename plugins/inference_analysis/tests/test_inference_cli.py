@@ -51,6 +51,9 @@ def test_default_output_dir(tmp_path: Path) -> None:
     trace = workspace / "torch_trace" / "t.json.gz"
     trace.write_bytes(b"")
     assert default_output_dir(trace) == workspace / "tracelens"
+    elsewhere = tmp_path / "traces" / "t.json"
+    elsewhere.parent.mkdir()
+    assert default_output_dir(elsewhere) is None  # not next to it: magpie's run root (./magpie_runs)
 
 
 def test_benchmark_writes_tracelens_outputs(tmp_path: Path) -> None:

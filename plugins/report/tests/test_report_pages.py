@@ -254,6 +254,13 @@ def test_report_command_side_by_side(runs: dict[str, Path], browser: Any, tmp_pa
     assert "Before → after: kernels" in out.read_text()
 
 
+def test_report_output_is_a_folder_as_for_every_command(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 46: ``-o`` is a folder everywhere (``report -o`` was the page itself); a ``.html`` path still names
+    the page."""
+    magpie("report", str(runs["gap_one"]), "-o", str(tmp_path / "pages"))
+    assert (tmp_path / "pages" / "report.html").is_file()
+
+
 def test_report_command_two_inference_runs(runs: dict[str, Path], browser: Any, tmp_path: Path) -> None:
     """``magpie report A B`` of two inference runs: per-stage numbers and per-op kernel time of B against A.
     B is A's workspace moved (file names only in its summary) with the decode stage's largest op halved."""

@@ -140,7 +140,8 @@ def run_gap_analysis(
     if not trace_dir.exists():
         raise UsageError(f"trace path not found: {trace_dir}")
     # a new run folder each time: a second run never overwrites or mixes with the first
-    with run_folder(output_dir or default_output_dir(trace_dir), "gap", trace_dir.name.split(".")[0]) as run_dir:
+    out = output_dir or STATE.output_dir or default_output_dir(trace_dir) or STATE.resolve_output_dir(None)
+    with run_folder(out, "gap", trace_dir.name.split(".")[0]) as run_dir:
         result = gap_analysis(trace_dir, config, run_dir)
         if result.output_dir is None or not any(r.ok for r in result.ranks):
             shutil.rmtree(run_dir, ignore_errors=True)  # made just now, for this run: nothing in it is worth keeping

@@ -25,6 +25,7 @@ from magpie_trace.fanout import Task, run_tasks
 from magpie_trace.validity import skipped_messages
 
 from magpie_core.kernel_names import parse_many
+from magpie_core.workspace import DEFAULT_OUTPUT_ROOT
 from magpie_gap_analysis.analysis import (
     AnalysisOptions,
     DeviceStats,
@@ -51,12 +52,15 @@ SOURCE_FINDER = "kernel-sources"
 Parsed = dict[str, "ParsedKernelName"]
 
 
-def default_output_dir(trace_path: Path) -> Path:
-    """``<workspace>/gap_analysis`` for a benchmark workspace, else ``gap_analysis/`` next to the trace folder."""
-    if trace_path.is_dir() and (trace_path / "torch_trace").is_dir():
-        return trace_path / "gap_analysis"
+def default_output_dir(trace_path: Path) -> Path | None:
+    """``<workspace>/gap_analysis`` for a benchmark workspace (or its ``torch_trace`` folder, or a trace in it), else
+    None: magpie's run root (``./magpie_runs``, or the config's ``output.directory``), never next to traces it may
+    only read."""
     base = trace_path if trace_path.is_dir() else trace_path.parent
-    return base.parent / "gap_analysis"
+    for workspace in (base, base.parent):
+        if (workspace / "torch_trace").is_dir() and base in (workspace, workspace / "torch_trace"):
+            return workspace / "gap_analysis"
+    return None
 
 
 def _options(
@@ -352,7 +356,9 @@ def gap_analysis(
     files = _trace_files(trace_path, result)
     if not files:
         return result
-    out_dir = Path(output_dir) if output_dir is not None else default_output_dir(trace_path)
+    out_dir = (
+        Path(output_dir) if output_dir is not None else default_output_dir(trace_path) or Path(DEFAULT_OUTPUT_ROOT)
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     result.output_dir = str(out_dir)
 

@@ -20,12 +20,14 @@ from magpie_core.workspace import run_folder
 ANALYZER = "inference"
 
 
-def default_output_dir(trace: Path) -> Path:
-    """``tracelens/`` beside a benchmark workspace's ``torch_trace/``, else beside the trace folder."""
-    if trace.is_dir() and (trace / "torch_trace").is_dir():
-        return trace / "tracelens"
+def default_output_dir(trace: Path) -> Path | None:
+    """``tracelens/`` in a benchmark workspace (given as the workspace, its ``torch_trace/`` or a trace in it),
+    else None: magpie's run root (``./magpie_runs``, or the config's ``output.directory``), never next to traces."""
     base = trace if trace.is_dir() else trace.parent
-    return base.parent / "tracelens"
+    for workspace in (base, base.parent):
+        if (workspace / "torch_trace").is_dir() and base in (workspace, workspace / "torch_trace"):
+            return workspace / "tracelens"
+    return None
 
 
 def run_inference_analysis(trace: Path, options: dict[str, object], output_dir: Path) -> dict[str, object]:
@@ -126,7 +128,7 @@ def inference_command(
         options["capture_traces"] = str(capture_traces)
     if fmt == "xlsx":
         options["export_format"] = "excel"
-    out = output_dir or STATE.output_dir or default_output_dir(trace)
+    out = output_dir or STATE.output_dir or default_output_dir(trace) or STATE.resolve_output_dir(None)
     with run_folder(out, "inference", trace.name.split(".")[0]) as run_dir:  # a new folder every run
         summary = run_inference_analysis(target, options, run_dir)
     if as_json:

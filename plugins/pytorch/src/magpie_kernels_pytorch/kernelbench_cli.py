@@ -79,8 +79,12 @@ def framework_blocks(framework: Any) -> dict[str, Any]:
 def run_command(
     problems_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="KernelBench problem files"),
     solutions: Path = typer.Option(..., "--solutions", exists=True, file_okay=False, help="DIR/<problem>/*.py"),
-    results: Path = typer.Option(Path("kernelbench_results.jsonl"), "--results", help="appended JSONL; resumable"),
-    output_dir: Path = typer.Option(Path("magpie_kernelbench"), "--output-dir", "-o", help="workspaces, report.html"),
+    results: Path | None = typer.Option(
+        None, "--results", help="appended JSONL; resumable [OUTPUT_DIR/kernelbench_results.jsonl]"
+    ),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", help="workspaces, results, report.html [./magpie_runs/kernelbench]"
+    ),
     no_perf: bool = typer.Option(False, "--no-perf", help="correctness only"),
     gpus: str | None = typer.Option(
         None, "--gpus", help="local: GPUs to spread problems over, one problem per GPU (a count, or ids: 0,2,3)"
@@ -110,7 +114,10 @@ def run_command(
     from magpie_core.cli.output import write_html
     from magpie_core.pipelines.kernels import block_options
 
-    output_dir = output_dir.resolve()
+    # one folder that stays the same from run to run (what a resumed run finds again), under magpie's run root
+    output_dir = (output_dir or (STATE.output_dir or STATE.resolve_output_dir(None)) / "kernelbench").resolve()
+    results = results or output_dir / "kernelbench_results.jsonl"
+    results.parent.mkdir(parents=True, exist_ok=True)
     block_settings = _block_settings(tolerance=tolerance, mode=mode, trials=trials)
     cache = (extensions_cache or output_dir / FOLDER).resolve()
     environment = STATE.resolve_environment()
