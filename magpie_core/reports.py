@@ -149,6 +149,7 @@ class PerformanceResult(Model):
     process_levels: list[float] | None = None
     #: compare: each worker process's median in each block (a process stalled on its own leaves no verdict)
     process_blocks_us: list[list[float]] | None = None
+    per_call_us: float | None = None  # compare: mean single synchronized call (call_trials), launches included
 
 
 class EvaluationTask(Model):

@@ -104,6 +104,8 @@ def _answer(session: Any, command: dict[str, Any]) -> dict[str, Any]:
         return {"ready": session.info()}
     if "verify" in command:  # the referee judges another process's outputs
         return {"verified": session.verify(command["verify"]).model_dump(mode="json")}
+    if "call_times" in command:  # KernelBench's clock: single synchronized calls
+        return {"call_us": session.call_times(int(command["call_times"]))}
     if "handover" in command:
         return {"handed": session.handover(command["handover"]) if hasattr(session, "handover") else ""}
     slot = [int(command["slot"])] if "slot" in command else []  # the seed of the slot's fresh input values

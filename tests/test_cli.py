@@ -99,3 +99,19 @@ def test_compare_takes_processes_and_budget_on_the_command_line(run_magpie, tmp_
     assert report["settings"]["performance"]["processes"] == 2
     assert report["settings"]["performance"]["budget_seconds"] == 0.5
     assert report["stability"]["processes"]["0"] == 2
+
+
+def test_a_compare_can_time_single_synchronized_calls_beside_its_blocks(run_magpie, tmp_path):
+    """``performance.call_trials``: KernelBench's clock (issue 45), measured in the same run after the blocks."""
+    hacks = ROOT / "plugins" / "pytorch" / "tests" / "data" / "reward_hacks"
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"kernelbench:\n  reference: {json.dumps(str(hacks / 'softmax_ref.py'))}\n"
+        f"  solutions: [{json.dumps(str(hacks / 'softmax_honest.py'))}]\n"
+        "performance:\n  budget_seconds: 0.5\n  call_trials: 20\n"
+    )
+    result = run_magpie(["-o", str(tmp_path), "compare", "-k", str(config), "--json", "--no-html"])
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    per_call = [r["performance"]["per_call_us"] for r in report["results"]["kernel_results"]]
+    assert all(us is not None and us > 0 for us in per_call), per_call

@@ -109,6 +109,7 @@ class PerformanceConfig(StrictModel):
         le=16,
     )
     enabled: bool = Field(True, description="false: check correctness only, no timing")
+    call_trials: NonNegativeInt = Field(0, le=10_000, description="compare: also this many single synchronized calls")
 
     @model_validator(mode="after")
     def _samples_in_order(self) -> PerformanceConfig:

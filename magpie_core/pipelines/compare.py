@@ -52,7 +52,7 @@ from magpie_core.pipelines.kernels import (
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, PerformanceResult, StageStatus
 from magpie_core.stats import ProcessSpread, Speedup, Verdict, hierarchical_speedup, paired_speedup, speedup, summarize
-from magpie_core.timing_workers import warm_fork_server
+from magpie_core.timing_workers import TimingWorkerError, warm_fork_server
 from magpie_core.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.compare")
@@ -302,11 +302,12 @@ def _check_and_time_in_blocks(
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
         referee = None if perf.get("graph_replay") else instances.referee  # a replayed graph's launches are fixed
         outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee)
+        per_call = _per_call(instances, outcome, perf) if perf.get("call_trials") else {}
         infos = instances.close_all()
     finally:
         instances.stop_all()
     _mark_failed(results, outcome.failed, timing=True)
-    _fill_performance(results, outcome, infos)
+    _fill_performance(results, outcome, infos, per_call)
     stable = _stability_of(outcome, min_effect)
     if stable is not None and copy_failed:
         stable["copy_failed"] = copy_failed
@@ -381,7 +382,21 @@ def _timing_failed(result: KernelResult, why: str) -> None:
     result.errors.append(f"timing worker failed: {why.splitlines()[0] if why else ''}")
 
 
-def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos: dict[Key, dict[str, Any]]) -> None:
+def _per_call(instances: Instances, outcome: BlockedTiming, perf: dict[str, Any]) -> dict[int, float]:
+    """Each timed kernel's mean single synchronized call (``call_trials``), one kernel at a time, after the blocks."""
+    found: dict[int, float] = {}
+    ask, timeout_s = {"call_times": int(perf["call_trials"])}, float(perf.get("timeout_seconds", 300))
+    for i in [i for i in outcome.indices() if i != AA and (i, 0) in instances.workers and i not in outcome.failed]:
+        try:
+            found[i] = float(np.mean(instances.workers[(i, 0)].ask(ask, timeout_s, "call_us")))
+        except TimingWorkerError as exc:  # caught faking now, or crashed: as in the blocks
+            outcome.failed[i] = str(exc)
+    return found
+
+
+def _fill_performance(
+    results: list[KernelResult], outcome: BlockedTiming, infos: dict[Key, dict[str, Any]], per_call: dict[int, float]
+) -> None:
     if not outcome.block_count:
         return
     spread = outcome.spread()
@@ -413,6 +428,7 @@ def _fill_performance(results: list[KernelResult], outcome: BlockedTiming, infos
             ],
             timing_meaningful=bool(info.get("timing_meaningful", True)),
             batch_size=info.get("batch_size"),
+            per_call_us=per_call.get(i),
         )
 
 

@@ -145,6 +145,11 @@ def test_a_correct_solution_without_a_time_says_why_and_launch_bound_kernels_are
     assert untimed["message"] == "5 input sets matched; not timed: performance failed: illegal memory access"
     reference = row("p", Path("r.py"), "reference", report)
     assert reference["launch_bound"] == launch_note
+    # KernelBench's clock beside magpie's: its single synchronized calls (launches included) point the other way
+    report["results"]["kernel_results"][0]["performance"]["per_call_us"] = 150.0  # launch-bound reference
+    report["results"]["kernel_results"][1]["performance"]["per_call_us"] = 200.0  # a: more launches per call
+    clocks = row("p", Path("a.py"), "a", report)
+    assert clocks["kb_speedup"] == 0.75 and clocks["speedup"] == 1.2 and clocks["clocks_disagree"]
 
 
 def test_a_build_outcome_is_kept_unless_the_build_was_stopped(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ from magpie_kernels_pytorch.integrity import (
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
-from magpie_kernels_pytorch.timers import clock_info
+from magpie_kernels_pytorch.timers import clock_info, per_call_us
 
 #: a slot keeps about this many of its launches' outputs (each drawn after the launch) for a spot check: none kept
 #: in a slot happens once in e^12 (160,000) slots, and twice for one process rejects it
@@ -758,6 +758,13 @@ class HarnessSession(SamplerSession):
             outputs.append(sampled(out, draw + n))
             inputs.append(sampled(list(self.fresh.sets[launch_copy(first, launch, self.fresh.copies)]), draw + n))
         return save_handover(self.loaded.task.workspace, "slot", outputs, inputs, chosen)
+
+    def call_times(self, trials: int) -> list[float]:
+        """KernelBench's clock (``performance.call_trials``): single synchronized calls on the original inputs."""
+        loaded, fresh = self.loaded, self.fresh
+        assert loaded.fn is not None and loaded.prepared is not None and fresh is not None
+        fn, inputs, output_args = loaded.fn, fresh.base, loaded.prepared.output_args
+        return per_call_us(loaded.device, lambda: _call(fn, inputs, output_args), trials)
 
     def integrity(self) -> str | None:
         """What this process saw that no honest kernel does (a patched clock, a lazy output), if anything."""

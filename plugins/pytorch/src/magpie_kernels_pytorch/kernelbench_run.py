@@ -138,7 +138,19 @@ def row(problem: str, solution: Path, kernel_id: str, report: dict[str, Any]) ->
             (n for n in result.get("performance", {}).get("notes", []) if n.startswith("launch-bound")), None
         ),
         "message": message,
+        **_kernelbench_clock(result, report, entry),
     }
+
+
+def _kernelbench_clock(result: dict[str, Any], report: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """KernelBench's measurement beside magpie's (``performance.call_trials``): mean single synchronized calls,
+    launches included, and whether the two clocks point different ways (a launch-bound solution, mostly)."""
+    base = next(r for r in report["results"]["kernel_results"] if r["kernel_id"] == report["baseline_id"])
+    own, ref = (r.get("performance", {}).get("per_call_us") for r in (result, base))
+    kb = ref / own if own and ref else None
+    ours = entry.get("speedup")
+    disagree = kb is not None and ours is not None and (kb > 1) != (ours > 1) and entry.get("verdict") != "SAME"
+    return {"kb_runtime_us": own, "kb_ref_runtime_us": ref, "kb_speedup": kb, "clocks_disagree": disagree}
 
 
 def run_problem(compare: Compare, problem: Problem) -> list[dict[str, Any]]:
@@ -283,6 +295,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rows": rows,
         "fast_p": fast_p(rows, False),
         "fast_p_verified": fast_p(rows, True),
+        "fast_p_kernelbench_clock": fast_p([r | {"speedup": r.get("kb_speedup")} for r in rows], False),
         "per_problem": {
             name: {"solutions": len(own), "fast_p": fast_p(own, False), "fast_p_verified": fast_p(own, True)}
             for name, own in by_problem.items()

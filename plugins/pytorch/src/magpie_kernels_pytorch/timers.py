@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,31 @@ class CudaClock:
 
     def host_overhead_us(self) -> float | None:
         return None if self.graph_replay else self._host_per_launch_us
+
+
+def per_call_us(device: torch.device, call: Callable[[], Any], trials: int) -> list[float]:
+    """KernelBench's clock: ``trials`` single calls, each followed by a synchronize (CUDA/HIP events around it on a
+    GPU, the host clock on a CPU), after 3 warm-up calls: the time of a call as an eager model sees it, launch and
+    host overhead included (the batch clocks above hide them)."""
+    on_gpu = device.type == "cuda"
+    for _ in range(3):
+        call()
+        if on_gpu:
+            _sync_device(device)
+    times = []
+    for _ in range(max(1, trials)):
+        if on_gpu:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            _sync_device(device)
+            times.append(_elapsed(start, end) * 1000)
+        else:
+            began = _now()
+            call()
+            times.append((_now() - began) / 1000)
+    return times
 
 
 def clock_info(device: torch.device) -> dict[str, Any]:
