@@ -124,9 +124,9 @@ class CudaClock:
                 # nothing; and a call that synchronizes (``.item()``) returns only after the guard ran, so counting
                 # it grew every guard to the 200 ms cap and reported a 22 ms "host time" per launch
                 self._host_per_launch_us = (_now() - host_start) / 1000 / (n - 1)
-        timed = _elapsed(start, end) * 1000
         # device work still running once the end event completed (a stream never joined back) belongs to the batch
-        leftover = self._tail_us(end) - self._idle_tail_us
+        leftover = self._tail_us(end) - self._idle_tail_us  # waits for the end event first
+        timed = _elapsed(start, end) * 1000
         return timed + leftover if leftover > max(20.0, 0.05 * timed) else timed
 
     def _graph(self, launch: Launch, n: int) -> torch.cuda.CUDAGraph:
