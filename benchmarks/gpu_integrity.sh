@@ -47,7 +47,7 @@ case "${1:-hacks}" in
     install "$ROOT/.old_magpie" /tmp/old
     OLD=/tmp/old:/tmp/deps
     BED=$ROOT/benchmarks/kernelbench_bed/l1_23_softmax
-    for round in 1 2; do
+    for round in $(seq 1 "${ROUNDS:-2}"); do
       for side in old new; do
         [ "$round" = 2 ] && side=$([ "$side" = old ] && echo new || echo old)
         path=$([ "$side" = old ] && echo "$OLD" || echo "$NEW")
