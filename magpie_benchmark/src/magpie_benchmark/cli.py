@@ -226,21 +226,25 @@ def print_points(points: list[dict[str, Any]], fmt: str) -> None:
 def benchmark_command(
     framework: str | None = typer.Argument(None, help="serving framework plugin name (see `magpie plugins`)"),
     benchmark_config: Path | None = typer.Option(None, "--benchmark-config", "-b", help="benchmark YAML"),
-    model: str | None = typer.Option(None, "--model", "-m"),
-    precision: str | None = typer.Option(None, "--precision", "-p"),
-    tp: int | None = typer.Option(None, "--tp", min=1),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
-    input_len: int | None = typer.Option(None, "--input-len", min=1),
-    output_len: int | None = typer.Option(None, "--output-len", min=1),
+    model: str | None = typer.Option(None, "--model", "-m", help="model to serve: a hub name or a local folder"),
+    precision: str | None = typer.Option(
+        None, "--precision", "-p", help="weights precision, e.g. fp8, bf16 (a YAML's own)"
+    ),
+    tp: int | None = typer.Option(None, "--tp", min=1, help="tensor-parallel size (GPUs per server)"),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="requests in flight at once"),
+    input_len: int | None = typer.Option(None, "--input-len", min=1, help="prompt tokens per request"),
+    output_len: int | None = typer.Option(None, "--output-len", min=1, help="generated tokens per request"),
     torch_profiler: bool | None = typer.Option(
         None, "--torch-profiler/--no-torch-profiler", help="profiled diagnostic run (default: off; a YAML's own)"
     ),
     run_mode: str | None = typer.Option(None, "--run-mode", help="docker | local | external | an environment"),
     run_kind: str | None = typer.Option(None, "--run-kind", help="measurement | diagnostic"),
     base_url: str | None = typer.Option(None, "--base-url", help="benchmark an already running server"),
-    docker_image: str | None = typer.Option(None, "--docker-image"),
-    timeout: float | None = typer.Option(None, "--timeout", min=1),
-    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", callback=check_output_dir),
+    docker_image: str | None = typer.Option(None, "--docker-image", help="image for --run-mode docker"),
+    timeout: float | None = typer.Option(None, "--timeout", min=1, help="seconds: bounds every wait (probe, load)"),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", "-o", callback=check_output_dir, help="folder for the run folder [./magpie_runs]"
+    ),
     trace_dir: Path | None = typer.Option(None, "--trace-dir", help="gap analysis of existing traces only"),
     top_k: int = TraceDirFlags.top_k,
     start_pct: float = TraceDirFlags.start_pct,
