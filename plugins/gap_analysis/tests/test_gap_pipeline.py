@@ -251,3 +251,16 @@ def test_source_columns_present_when_finder_requested(tmp_path: Path) -> None:
     assert rotary["source_resolution"] == "exact" and rotary["source_file"] == "$VLLM_DIR/csrc/pos_encoding_kernels.cu"
     assert all(v["source_resolution"] in ("exact", "probable", "ambiguous", "unresolved") for v in rows.values())
     assert any(r["var"] == "$VLLM_DIR" for r in result.source_repos)
+
+
+def test_traces_of_different_platforms_are_said_to_be_a_mix(tmp_path: Path) -> None:
+    """Issue 46: a CUDA run and a ROCm run in one folder became "2 ranks" of one job with no warning."""
+    folder = tmp_path / "mix"
+    folder.mkdir()
+    shutil.copy(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", folder)
+    shutil.copy(next((TRACES / "mi300").glob("*.json*")), folder)
+    result = gap_analysis(folder, GapAnalysisConfig(), tmp_path / "out")
+    assert result.num_ranks == 2
+    assert any("not the ranks of one job" in w and "cuda:" in w and "rocm:" in w for w in result.warnings)
+    one = gap_analysis(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", GapAnalysisConfig(), tmp_path / "o")
+    assert not any("not the ranks of one job" in w for w in one.warnings)

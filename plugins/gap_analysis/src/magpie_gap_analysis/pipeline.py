@@ -335,6 +335,21 @@ def _analyze_ranks(
     return ranks
 
 
+def _mixed_jobs(ranks: list[Any]) -> str | None:
+    """A warning when the traces read as ranks of one job come from different platforms (a CPU recording, a CUDA
+    run and a ROCm run in one folder): they are merged all the same, and their shares are of the mix."""
+    by_platform: dict[str, list[str]] = {}
+    for r in ranks:
+        by_platform.setdefault(r.platform or "unknown", []).append(Path(r.path).name)
+    if len(by_platform) < 2:
+        return None
+    parts = "; ".join(f"{platform}: {', '.join(names)}" for platform, names in sorted(by_platform.items()))
+    return (
+        f"these traces are not the ranks of one job ({parts}): they were merged as {len(ranks)} ranks and every "
+        "share is of the mix; give one job's traces (a file, or a folder of one run's ranks)"
+    )
+
+
 def gap_analysis(
     trace_path: Path,
     config: GapAnalysisConfig,
@@ -374,6 +389,8 @@ def gap_analysis(
     result.warnings.extend(
         f"rank {r.rank} ({Path(r.path).name}): {msg}" for r in good for msg in skipped_messages(r.skipped)
     )
+    if mixed := _mixed_jobs(good):
+        result.warnings.append(mixed)
     merged, contexts = _merge_kernels(good)
     parsed = parse_many(sorted(merged), contexts)
     _add_totals(result, good, merged)
