@@ -33,6 +33,11 @@ def test_readme_external_example_exits_0_without_profiling(fake_stream_server, t
     assert done.returncode == 0, done.stdout + done.stderr
     report = _report(tmp_path)
     assert report["success"] and not report["profiling_enabled"] and report["diagnostic"] is None
+    # the summary `vllm bench serve` users read (issue 46: counts, duration and token totals were missing)
+    for line in ("Serving Benchmark Result", "Successful requests", "Failed requests", "Benchmark duration (s)"):
+        assert line in done.stdout, done.stdout
+    for line in ("Total input tokens", "Total generated tokens", "Mean TTFT (ms)", "P99 ITL (ms)", "Median TPOT (ms)"):
+        assert line in done.stdout, done.stdout
     asked = run_magpie([*args[:-1], str(tmp_path / "profiled"), "--torch-profiler"])
     assert asked.returncode == 1 and "profiling an external server" in asked.stdout
 
@@ -52,8 +57,8 @@ def test_bench_serve_flags_shape_the_load(fake_stream_server, tmp_path, run_magp
     (point,) = report["points"]
     assert point["num_prompts"] == 6 and point["endpoint"] == "chat" and "p50_ms" in point["metrics"]["ttft"]
     assert report["throughput"]["request_goodput"] > 0
-    assert "TTFT ms: median" in done.stdout and "P50" in done.stdout and "E2EL ms" in done.stdout
-    assert "TPOT ms" not in done.stdout and "goodput:" in done.stdout
+    assert "Median TTFT (ms)" in done.stdout and "P50 TTFT (ms)" in done.stdout and "P99 E2EL (ms)" in done.stdout
+    assert "TPOT (ms)" not in done.stdout and "Request goodput" in done.stdout
 
 
 @pytest.mark.parametrize(

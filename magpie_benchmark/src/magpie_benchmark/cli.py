@@ -173,20 +173,52 @@ def run_benchmark_cli(
     if report.raw_result:
         print_offline(report.framework, report.raw_result)
     elif t:
-        console.print(
-            f"{report.framework}: {t['completed_requests']} requests, {t['request_throughput']:.2f} req/s, "
-            f"{t['output_throughput']:.1f} output tok/s, mean TTFT {report.latency['ttft']['mean_ms']:.1f} ms, "
-            f"mean TPOT {report.latency['tpot']['mean_ms']:.2f} ms"
-        )
-        print_percentiles(report.latency, config.load.percentile_metrics, config.load.metric_percentiles)
-        if t.get("request_goodput") is not None:
-            console.print(f"goodput: {t['request_goodput']:.2f} req/s meeting every --goodput SLO")
+        load = config.load
+        print_serving_summary(report.framework, t, report.latency, load.percentile_metrics, load.metric_percentiles)
     for err in report.errors:
         console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}", markup=False)
     if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
         console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
     return 0 if report.success else 1
+
+
+def print_serving_summary(
+    framework: str, t: dict[str, Any], latency: dict[str, Any], metrics: list[str], percentiles: list[float]
+) -> None:
+    """The result block ``vllm bench serve`` users read: counts, duration, token totals, throughputs, then for each
+    of ``--percentile-metrics`` its mean, median and ``--metric-percentiles`` (all points of the run together)."""
+    rows: list[tuple[str, str]] = [
+        ("Successful requests", f"{t['completed_requests']}"),
+        ("Failed requests", f"{t['failed_requests']}"),
+        ("Benchmark duration (s)", f"{t['duration_seconds']:.2f}"),
+        ("Total input tokens", f"{t['total_input_tokens']}"),
+        ("Total generated tokens", f"{t['total_output_tokens']}"),
+        ("Request throughput (req/s)", f"{t['request_throughput']:.2f}"),
+        ("Output token throughput (tok/s)", f"{t['output_throughput']:.2f}"),
+        ("Total token throughput (tok/s)", f"{t['total_token_throughput']:.2f}"),
+    ]
+    if t.get("request_goodput") is not None:
+        rows.append(("Request goodput (req/s, every --goodput SLO met)", f"{t['request_goodput']:.2f}"))
+    for key in metrics:
+        stats = latency.get(key) or {}
+        if stats.get("mean_ms") is None:
+            continue
+        rows.append((f"---{LATENCY_NAMES.get(key, key)}---", ""))
+        cells = [("Mean", "mean_ms"), ("Median", "median_ms"), *((f"P{p:g}", f"p{p:g}_ms") for p in percentiles)]
+        rows += [(f"{label} {key.upper()} (ms)", f"{stats[k]:.2f}") for label, k in cells if stats.get(k) is not None]
+    width = max(len(label) for label, _ in rows) + 2
+    console.print(f"{'=' * 12} Serving Benchmark Result ({framework}) {'=' * 12}", markup=False)
+    for label, value in rows:
+        console.print(f"{label:<{width}}{value:>12}" if value else label.replace("---", "-" * 6), markup=False)
+
+
+LATENCY_NAMES = {
+    "ttft": "Time to First Token",
+    "tpot": "Time per Output Token (excl. 1st token)",
+    "itl": "Inter-token Latency",
+    "e2el": "End-to-end Latency",
+}
 
 
 def print_offline(framework: str, raw: dict[str, Any]) -> None:
@@ -196,15 +228,6 @@ def print_offline(framework: str, raw: dict[str, Any]) -> None:
         f"{raw['images_per_sec']:.3f} images/s, {raw['latency_per_image_s']:.3f} s per image, "
         f"median iteration {raw['median_iteration_s'] * 1000:.1f} ms"
     )
-
-
-def print_percentiles(latency: dict[str, Any], metrics: list[str], percentiles: list[float]) -> None:
-    """``--percentile-metrics`` x ``--metric-percentiles``, as the common serving benchmark prints them."""
-    for metric in metrics:
-        stats = latency.get(metric) or {}
-        cells = [f"P{p:g} {stats[f'p{p:g}_ms']:.2f}" for p in percentiles if f"p{p:g}_ms" in stats]
-        if cells:
-            console.print(f"{metric.upper()} ms: median {stats.get('median_ms', 0):.2f}, " + ", ".join(cells))
 
 
 def print_points(points: list[dict[str, Any]], fmt: str) -> None:
