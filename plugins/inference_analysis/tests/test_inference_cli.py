@@ -38,6 +38,9 @@ def test_cli_inference_text_summary(run_magpie, tmp_path: Path) -> None:  # type
     out = run_magpie(["inference", str(CPU), "--stages", "decode", "-o", str(tmp_path)], timeout=120)
     assert out.returncode == 0, out.stderr
     assert "decode_only: window 5/8 iterations" in out.stdout
+    # the ops table TraceLens users expect in the terminal (issue 46), then every op's CSV
+    assert "op" in out.stdout and "% of roof" in out.stdout and "TFLOP/s" in out.stdout and "all " in out.stdout
+    assert "with a FLOPs/bytes model" in out.stdout  # "modelled %" said in words
     (run,) = tmp_path.iterdir()
     assert run.name.startswith("inference_tiny_llama_cpu_")
     assert f"summary: {run / 'inference_summary.json'}" in out.stdout

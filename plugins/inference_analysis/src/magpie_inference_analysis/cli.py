@@ -7,6 +7,7 @@ caller would.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,41 @@ def run_inference_analysis(trace: Path, options: dict[str, object], output_dir: 
         raise UsageError(str(exc)) from exc
 
 
-def print_summary(summary: dict[str, Any]) -> None:
-    """The human-readable lines: per trace, its stages, notes and errors, and where the summary is."""
+def print_ops(roofline_csv: str, top: int) -> None:
+    """A stage's ``top`` ops by kernel time with their place on the roofline, as TraceLens's ops table shows them
+    (every op: the CSV, whose path follows)."""
+    from rich.table import Table
+
+    with open(roofline_csv, newline="") as handle:
+        rows = sorted(csv.DictReader(handle), key=lambda r: -float(r.get("kernel_time_ms_sum") or 0))
+    columns = ("op", "input dims", "calls", "time ms", "%", "TFLOP/s", "TB/s", "bound", "% of roof")
+    table = Table(*columns, box=None, pad_edge=False)
+    for r in rows[:top]:
+        cells = (r.get(k) or "" for k in ("achieved_tflops_mean", "achieved_tbps_mean"))
+        table.add_row(
+            middle(r.get("op_name") or "?", 40), middle((r.get("input_dims") or "").replace(" ", ""), 32),
+            r.get("operation_count") or "", _num(r.get("kernel_time_ms_sum")),
+            _num(r.get("time_pct"), 1), *(_num(c) for c in cells), r.get("roofline_bound") or "-",
+            _num(r.get("pct_roofline_mean"), 1),
+        )  # fmt: skip
+    console.print(table)
+    console.print(f"    all {len(rows)} ops: {roofline_csv}", markup=False, soft_wrap=True)
+
+
+def _num(text: str | None, digits: int = 3) -> str:
+    try:
+        return f"{float(text):.{digits}f}" if text not in (None, "") else "-"
+    except ValueError:
+        return str(text)
+
+
+def middle(name: str, width: int) -> str:
+    """``name`` shortened from the middle, so both its kind and its shape stay readable."""
+    return name if len(name) <= width else f"{name[: width // 2 - 1]}…{name[-(width - width // 2) :]}"
+
+
+def print_summary(summary: dict[str, Any], top: int = 10) -> None:
+    """The human-readable lines: per trace, its stages with their top ops, notes and errors, and the summary."""
     for tr in summary.get("traces", []):
         console.print(
             f"{tr['trace_file']}: {tr['iterations']} iterations {tr['phases']} ({tr['phase_source']})", markup=False
@@ -53,9 +87,10 @@ def print_summary(summary: dict[str, Any]) -> None:
         for st in tr["stages"].values():
             console.print(
                 f"  {st['label']}: window {len(st['window_iterations'])}/{st['iterations']} iterations, "
-                f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, modelled {st['modelled_kernel_time_pct']}%"
+                f"kernel time {st['kernel_time_us'] / 1000:.3f} ms, {st['modelled_kernel_time_pct']}% of it in ops "
+                "with a FLOPs/bytes model (placed on the roofline)"
             )
-            console.print(f"    {st['roofline_csv']}", markup=False)
+            print_ops(st["roofline_csv"], top)
         for note in tr["notes"]:
             console.print(f"  note: {note}", markup=False)
     for warning in summary.get("warnings", []):
