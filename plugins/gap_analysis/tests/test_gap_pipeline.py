@@ -264,3 +264,15 @@ def test_traces_of_different_platforms_are_said_to_be_a_mix(tmp_path: Path) -> N
     assert any("not the ranks of one job" in w and "cuda:" in w and "rocm:" in w for w in result.warnings)
     one = gap_analysis(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", GapAnalysisConfig(), tmp_path / "o")
     assert not any("not the ranks of one job" in w for w in one.warnings)
+
+
+def test_piped_kernel_table_tells_same_named_kernels_apart(run_magpie: RunMagpie, tmp_path: Path) -> None:
+    """Issue 46: four rows read `elementwise_kernel` and numbers were cut at 80 columns in piped output. Kernels
+    that share a function name show their full names; piped, no column is cut."""
+    trace = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+    done = run_magpie(["gap", str(trace), "-o", str(tmp_path), "--no-html", "--top-k", "8"])
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│")]
+    kernels = [row.split("│")[2].strip() for row in rows]
+    assert len(kernels) == 8 and len(set(kernels)) == 8, kernels  # no two rows alike
+    assert all(row.rstrip().endswith("│") for row in rows)  # every column there, the last one too

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.console import Console
 
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
 from magpie_core.cli.output import (
@@ -41,21 +43,25 @@ def _fmt(x: float) -> str:
 
 
 def _short(name: str, width: int = 72) -> str:
-    """Shortened for a terminal; whole when the output goes to a pipe or a file."""
+    """Shortened from the middle for a terminal (the kernel's name and its last template arguments, where kernels
+    of one name differ, both stay); whole when the output goes to a pipe or a file."""
     if len(name) <= width or not console.is_terminal:
         return name
-    return name[: width - 1] + "…"
+    return f"{name[: width // 2 - 1]}…{name[-(width - width // 2) :]}"
 
 
 KERNEL_COLUMNS = ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy")
 
 
 def _kernel_rows(result: GapAnalysisResult, top_k: int, full_names: bool) -> list[list[str]]:
-    """The top-k rows: the parsed function name (shortened on a terminal), or the full kernel name (CSV/JSON)."""
+    """The top-k rows: the parsed function name (shortened on a terminal), or the full kernel name (CSV/JSON, and
+    wherever two shown rows share a function name: ``elementwise_kernel`` x4 told nobody which was which)."""
+    shown = result.top_kernels[:top_k]
+    functions = Counter(k.function or k.name for k in shown)
     return [
         [
             str(i),
-            k.name if full_names else _short(k.function or k.name),
+            k.name if full_names or functions[k.function or k.name] > 1 else (k.function or k.name),
             k.category,
             str(k.calls),
             _fmt(k.self_cuda_total_us),
@@ -63,7 +69,7 @@ def _kernel_rows(result: GapAnalysisResult, top_k: int, full_names: bool) -> lis
             _fmt(k.pct_total),
             _fmt(k.pct_gpu_busy),
         ]
-        for i, k in enumerate(result.top_kernels[:top_k], 1)
+        for i, k in enumerate(shown, 1)
     ]
 
 
@@ -82,7 +88,7 @@ def _kernel_table(result: GapAnalysisResult, top_k: int, rows: list[list[str]]) 
     for col, right in zip(KERNEL_COLUMNS, _RIGHT, strict=True):
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(row[0], _short(row[1]), *row[2:])
     return table
 
 
@@ -112,7 +118,14 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
     that could not be read makes the exit code 1), the warnings and where the files are (to a pipe or a file:
     every column and full names)."""
     if result.num_ranks:
-        console.print(_kernel_table(result, top_k, _kernel_rows(result, top_k, full_names=False)))
+        rows = _kernel_rows(result, top_k, full_names=False)
+        table = _kernel_table(result, top_k, rows)
+        if console.is_terminal:
+            console.print(table)
+        else:  # a pipe or a file: every column at its full width, never cut at 80 columns
+            cells = [KERNEL_COLUMNS, *rows]
+            width = sum(max(len(r[c]) for r in cells) + 3 for c in range(len(KERNEL_COLUMNS))) + 1
+            Console(width=max(width, console.width), no_color=True).print(table, crop=False)
     _print_devices(result)
     for err in result.errors:
         err_console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
