@@ -16,8 +16,9 @@ Definitions (also in docs/gap-analysis.md):
   window; idle = active span - busy; each hole in the union is a gap.
 * a gap is "host-bound" when the call that launched the kernel ending the gap
   started after the gap began: the device had nothing queued and waited for the
-  CPU. ``launch_bound`` is set when idle time is at least 10% of the active span
-  and at least half of it is host-bound.
+  CPU. ``launch_bound`` is set when idle time is at least 10% of the active span,
+  at least half of it is host-bound, and the 5 longest host-bound gaps are less
+  than half of that (a few long host stalls are not launch overhead).
 """
 
 from __future__ import annotations
@@ -156,7 +157,21 @@ class DeviceStats:
 
     @property
     def launch_bound(self) -> bool:
+        """Idle >= 10 % of the span, at least half of it waiting for the host, and spread over many gaps (launch
+        overhead): when a few long host stalls (copies to the host, synchronizes) make most of it, it is not."""
+        return self.waits_on_host and not self.host_stalls()
+
+    @property
+    def waits_on_host(self) -> bool:
+        """Idle >= 10 % of the active span, at least half of it waiting for the host."""
         return self.idle_pct >= 10.0 and self.host_bound_idle_pct >= 50.0
+
+    def host_stalls(self) -> list[Gap]:
+        """Host-bound gaps each a tenth or more of the host-bound idle time, when together they are half of it or
+        more and the device waits on the host (a few long stalls: copies to the host, synchronizes)."""
+        long = [g for g in self.gaps if g.host_bound and g.duration_us >= 0.1 * self.host_bound_idle_us]
+        enough = sum(g.duration_us for g in long) >= 0.5 * self.host_bound_idle_us
+        return sorted(long, key=lambda g: -g.duration_us) if self.waits_on_host and enough else []
 
 
 @dataclass

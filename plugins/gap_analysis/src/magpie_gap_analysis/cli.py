@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
 from magpie_core.cli.output import (
@@ -98,7 +97,12 @@ def _print_devices(result: GapAnalysisResult) -> None:
         if not r.ok:
             continue
         for d in r.devices:
-            flag = "  [bold]LAUNCH-BOUND[/bold]" if d.launch_bound else ""
+            flag = "; launch-bound: many short waits for the host's next launch" if d.launch_bound else ""
+            if d.host_stalls:
+                ms = sorted(g / 1000 for g in d.host_stalls)
+                span = f"{ms[0]:.1f}" if len(ms) == 1 else f"{ms[0]:.1f}-{ms[-1]:.1f}"
+                after = d.host_stalls_after or "host work"
+                flag = f"; {len(ms)} host stall(s) of {span} ms (after {after}) are most of it, not launches"
             say(
                 f"rank {r.rank} device {d.device}: busy {_fmt(d.busy_us)} us, idle {_fmt(d.idle_us)} us "
                 f"({d.idle_pct:.1f}% of active span, {d.host_bound_idle_pct:.0f}% of it waiting on the host), "
@@ -123,6 +127,8 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
         if console.is_terminal:
             console.print(table)
         else:  # a pipe or a file: every column at its full width, never cut at 80 columns
+            from rich.console import Console
+
             cells = [KERNEL_COLUMNS, *rows]
             width = sum(max(len(r[c]) for r in cells) + 3 for c in range(len(KERNEL_COLUMNS))) + 1
             Console(width=max(width, console.width), no_color=True).print(table, crop=False)

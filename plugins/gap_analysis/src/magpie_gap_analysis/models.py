@@ -65,6 +65,9 @@ class DeviceSummary(Model):
     host_bound_idle_us: float
     host_bound_idle_pct: float
     launch_bound: bool
+    #: the few longest host-bound gaps (us), when they are most of the host-bound idle time; what ran before them
+    host_stalls: list[float] = Field(default_factory=list)
+    host_stalls_after: str | None = None
     launch_records: int
     median_launch_to_start_us: float | None
     median_launch_call_us: float | None

@@ -270,6 +270,8 @@ def _device_summary(d: DeviceStats) -> DeviceSummary:
         host_bound_idle_us=d.host_bound_idle_us,
         host_bound_idle_pct=d.host_bound_idle_pct,
         launch_bound=d.launch_bound,
+        host_stalls=[g.duration_us for g in d.host_stalls()],
+        host_stalls_after=", ".join(sorted({g.cpu_op for g in d.host_stalls() if g.cpu_op})) or None,
         launch_records=d.launch_records,
         median_launch_to_start_us=d.median_launch_to_start_us,
         median_launch_call_us=d.median_launch_call_us,
