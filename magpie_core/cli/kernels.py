@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from magpie_core.config.kernel import KernelConfigFile
-    from magpie_core.pipelines.kernel_reports import AnalyzeReport, CompareReport, KernelResult
+    from magpie_core.pipelines.kernel_reports import CompareReport, KernelResult
 
 
 def _pipeline() -> ModuleType:
@@ -132,16 +132,14 @@ def _timing_cell(result: KernelResult) -> tuple[str, str]:
     return f"{t.median:,.2f}{flag}", f"{t.ci95_low:,.2f}–{t.ci95_high:,.2f} (n={t.samples}, {t.stop_reason})"
 
 
-def _print_analyze(report: AnalyzeReport, fmt: str = "table") -> None:
-    rows = []
-    for r in report.results:
-        median, ci = _timing_cell(r)
-        rows.append([r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), median, ci])
+def _print_results(results: list[KernelResult], workspace: str | None, fmt: str, title: str) -> None:
+    """Each kernel's compile, correctness and time (analyze; a compare without timing, ``--no-perf``)."""
+    rows = [[r.kernel_id, r.kernel_type, r.compile.status.value, _status(r), *_timing_cell(r)] for r in results]
     columns = ["kernel", "type", "compile", "correctness", "median µs", "95% CI µs"]
-    print_rows(columns, rows, fmt, title="magpie analyze")
+    print_rows(columns, rows, fmt, title=f"magpie {title}")
     if fmt != "table":
         return
-    for r in report.results:
+    for r in results:
         for msg in r.errors[:2]:
             console.print(f"  [red]{escape(r.kernel_id)}[/red]: {escape(msg)}", soft_wrap=True)
         if r.correctness.status.value == "not_run" and r.correctness.message:
@@ -149,10 +147,12 @@ def _print_analyze(report: AnalyzeReport, fmt: str = "table") -> None:
         for note in r.performance.notes:
             if "not meaningful" in note or "launch-bound" in note:
                 console.print(f"  [yellow]{escape(r.kernel_id)}[/yellow]: {escape(note)}", soft_wrap=True)
-    console.print(f"report: {report.workspace}/analyze_report.json", markup=False)
+    console.print(f"report: {workspace}/{title}_report.json", markup=False)
 
 
 def _print_compare(report: CompareReport, fmt: str = "table") -> None:
+    if not report.ranking and not report.stability:  # nothing timed: what was checked, not an empty ranking
+        return _print_results(report.results.kernel_results, report.workspace, fmt, "compare")
     rows = []
     for e in report.ranking:
         ci = f"{e.speedup_ci95[0]:.3f}–{e.speedup_ci95[1]:.3f}" if e.speedup_ci95 else ""
@@ -252,7 +252,7 @@ def analyze_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        _print_analyze(report, fmt)
+        _print_results(report.results, report.workspace, fmt, "analyze")
     write_html("analyze", report, report.workspace, skip=no_html, quiet=as_json or fmt != "table")
     failed = any(r.failed_checks for r in report.results)
     raise typer.Exit(EXIT_CHECKS_FAILED if failed else EXIT_OK)
