@@ -48,6 +48,10 @@ def test_other_files_are_left_alone_and_a_lone_solution_asks_for_its_problem(pro
     assert kernel_file_from_sources(["relu_reference.py"], "hip") is None  # --type hip: not ours
     with pytest.raises(ConfigError, match="give the reference first"):
         block_for_sources(["relu_clamp.py"])
+    # a problem and a solution, then a file that is neither: named, not taken for an AMD Magpie (--type hip) source
+    with pytest.raises(ConfigError, match="not a KernelBench solution: no `class ModelNew`") as err:
+        block_for_sources(["relu_reference.py", "relu_clamp.py", "plain.py"])
+    assert err.value.file == "plain.py"
 
 
 def test_a_solutions_own_inputs_are_ignored_with_a_note_unless_asked(
