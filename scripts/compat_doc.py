@@ -28,7 +28,7 @@ implemented by magpie (ignored); <what magpie does instead>`; **refused**: a fil
 stops with exit 2 and a message naming the key. A key that is switched off (`enabled: false`, `null`,
 `false`) is never warned about. Nothing is silently ignored.
 
-This page is generated from `magpie_core/compat_keys.py` and `magpie_benchmark/src/magpie_benchmark/compat_keys.py`
+This page is generated from `magpie_core/data/compat_keys.json` (read by `magpie_core/compat_keys.py`) and `magpie_benchmark/src/magpie_benchmark/compat_keys.py`
 (`python scripts/compat_doc.py`);
 `tests/test_magpie_corpus.py` loads AMD Magpie's own example configs (`tests/data/magpie_configs/`,
 upstream commits in its MANIFEST.md) and checks every key against this table and against what the
