@@ -40,4 +40,4 @@ def _ref_file_problem(field: str, ref: str | None, kernel: KernelConfig, cwd: Pa
     names = {Path(s).name for s in kernel.source_files}
     if any((base / file).is_file() for base in (cwd, config_dir)) or Path(file).name in names:
         return None
-    return f"{field}: file {file!r} not found (looked in {cwd} and {config_dir})"
+    return f"{field}: file {file!r} not found (looked in {' and '.join(dict.fromkeys(map(str, (cwd, config_dir))))})"

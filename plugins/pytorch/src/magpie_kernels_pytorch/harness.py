@@ -228,7 +228,7 @@ def _run_with_args(
 def _error_text(exc: BaseException) -> str:
     """The exception and where it happened: the deepest frame in the user's own code (the candidate's
     file and line), not inside magpie, torch or another installed package, when there is one."""
-    if isinstance(exc, SyntaxError):  # its own file and line are the place (the frames are the importer's)
+    if isinstance(exc, (SyntaxError, LoadError)):  # they name the file (and line): magpie's frames say nothing
         return f"{type(exc).__name__}: {exc}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen ")]
     own = [f for f in frames if not _library_file(f.filename)]
