@@ -259,10 +259,8 @@ def _check_and_time_in_blocks(
     progress: Progress | None,
     done: list[KernelResult | None],
 ) -> tuple[list[KernelResult], dict[str, Any] | None]:
-    """Check every candidate in the worker processes that then time it, in interleaved blocks.
-
-    Returns the results and the run's stability; ``done`` is filled in as candidates are checked.
-    """
+    """Check every candidate in the worker processes that then time it, in interleaved blocks: the results and the
+    run's stability (``done`` is filled in as candidates are checked)."""
     jobs[base_index].save_outputs = saved = str(workspace / "baseline_outputs")  # the referee's input sets
     for job in (job for i, job in enumerate(jobs) if i != base_index):
         job.baseline_outputs = saved

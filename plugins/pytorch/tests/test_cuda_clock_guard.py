@@ -37,6 +37,7 @@ def guards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     slept: list[int] = []
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     monkeypatch.setattr(timers, "_elapsed", _Event.elapsed_time)  # the clock binds the real one when loaded
+    monkeypatch.setattr(timers, "_sync_device", lambda device=None: None)  # likewise
     monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
     return slept
@@ -77,6 +78,7 @@ def test_a_kernel_that_synchronizes_does_not_grow_the_guard(monkeypatch: pytest.
 
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     monkeypatch.setattr(timers, "_elapsed", _Event.elapsed_time)  # the clock binds the real one when loaded
+    monkeypatch.setattr(timers, "_sync_device", lambda device=None: None)  # likewise
     monkeypatch.setattr(torch.cuda, "_sleep", sleep)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1 << 20))
     clock = timers.CudaClock(torch.device("cuda", 0))
