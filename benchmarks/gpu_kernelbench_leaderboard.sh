@@ -45,7 +45,7 @@ save
 # (1) magpie kernelbench run, at the v0 tolerance (the leaderboard's)
 say "magpie: start ($(left) s left)"
 timeout $(($(left) - 20)) python3 -m magpie_core kernelbench run "$SET/problems" \
-  --solutions "$SET/solutions" --tolerance kernelbench-v0 --results "$STATE/magpie.jsonl" -o "$STATE/magpie_out" --no-html \
+  --solutions "$SET/solutions" --tolerance kernelbench-v0 --results "$STATE/magpie.jsonl" -o "$STATE/magpie_out" --no-html --json \
   > "$OUT/magpie_summary.json" 2>> "$OUT/magpie.log"
 say "magpie: exit $? ($(wc -l < "$STATE/magpie.jsonl" 2>/dev/null || echo 0) rows of $(find "$SET/solutions" -name '*.py' | wc -l))"
 save
