@@ -159,7 +159,8 @@ class TimingWorker:
             holders = sorted(int(fd.name) for fd in folder.iterdir() if _link(fd) == pipe)
         except (OSError, ValueError, AttributeError):
             return None
-        return None if holders == [PROTOCOL_FD] else f"its process holds magpie's reply pipe as fds {holders}"
+        # none: it is exiting (its last answer sent); code that rewrites answers must hold the pipe to pass them on
+        return None if holders in ([], [PROTOCOL_FD]) else f"its process holds magpie's reply pipe as fds {holders}"
 
     def stop(self) -> None:
         stop_group(self.proc, grace_s=0 if stopping() else 2.0)
