@@ -91,6 +91,20 @@ def _kernel_table(result: GapAnalysisResult, top_k: int, rows: list[list[str]]) 
     return table
 
 
+def _print_plain(title: str, rows: list[list[str]]) -> None:
+    """The kernel table for a pipe or a file: aligned columns, numbers right-justified, the kernel's full name
+    last (so no line is padded to the longest name)."""
+    order = [0, *range(2, len(KERNEL_COLUMNS)), 1]
+    cells = [[row[i] for i in order] for row in [list(KERNEL_COLUMNS), *rows]]
+    widths = [max(len(r[c]) for r in cells) for c in range(len(order) - 1)]
+    typer.echo(title)
+    for r in cells:
+        aligned = (
+            v.rjust(w) if _RIGHT[order[c]] else v.ljust(w) for c, (v, w) in enumerate(zip(r[:-1], widths, strict=True))
+        )
+        typer.echo("  ".join([*aligned, r[-1]]))
+
+
 def _print_devices(result: GapAnalysisResult) -> None:
     """One line per device of each readable rank, and its largest gap."""
     for r in result.ranks:
@@ -126,12 +140,8 @@ def print_summary(result: GapAnalysisResult, top_k: int) -> None:
         table = _kernel_table(result, top_k, rows)
         if console.is_terminal:
             console.print(table)
-        else:  # a pipe or a file: every column at its full width, never cut at 80 columns
-            from rich.console import Console
-
-            cells = [KERNEL_COLUMNS, *rows]
-            width = sum(max(len(r[c]) for r in cells) + 3 for c in range(len(KERNEL_COLUMNS))) + 1
-            Console(width=max(width, console.width), no_color=True).print(table, crop=False)
+        else:  # a pipe or a file: plain columns, never cut at 80, the full kernel name last
+            _print_plain(_title(result, top_k), rows)
     _print_devices(result)
     for err in result.errors:
         err_console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
