@@ -176,10 +176,7 @@ def _print_compare(report: CompareReport, fmt: str = "table") -> None:
 
 
 class KernelFlags:
-    kernels = typer.Argument(
-        None,
-        help="Python kernel files, the reference or baseline first (ref.py sol.py ...), or sources with --testcase",
-    )
+    kernels = typer.Argument(None, help="Python kernel files, the reference first (ref.py sol.py ...), or sources")
     kernel_config = typer.Option(None, "--kernel-config", "-k", help="kernel YAML")
     testcase = typer.Option(None, "--testcase", "-t", help="testcase command (source-file form)")
     kernel_type = typer.Option(DEFAULT_KERNEL_TYPE, "--type", help="kernel type for source files (a backend's type)")
@@ -272,7 +269,7 @@ def compare_command(
         "auto", "--timing", help="auto | blocks (interleaved, paired) | rounds (whole rounds in rotating order)"
     ),
     processes: int | None = typer.Option(
-        None, "--processes", min=1, help="worker processes per kernel (performance.processes); more narrow intervals"
+        None, "--processes", min=1, help="worker processes per kernel (more: narrower)"
     ),
     budget: float | None = typer.Option(None, "--budget", min=0.1, help="seconds of timing per kernel"),
     no_perf: bool = KernelFlags.no_perf,
@@ -288,8 +285,7 @@ def compare_command(
     check_format(fmt)
     # AMD Magpie: --testcase is optional for compare (kernels without one are compiled, not run)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, None, require_testcase=False)
-    chosen = {"processes": processes, "budget_seconds": budget}
-    if overrides := {key: value for key, value in chosen.items() if value is not None}:
+    if overrides := {k: v for k, v in {"processes": processes, "budget_seconds": budget}.items() if v is not None}:
         from magpie_core.config.kernel import PerformanceConfig
 
         current = file.performance.model_dump(exclude_unset=True) if file.performance else {}

@@ -18,6 +18,12 @@ from typing import Any
 
 import typer
 
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut from the middle to ``width``: a kernel's name and its last template arguments both stay."""
+    return text if len(text) <= width else f"{text[: width // 2 - 1]}…{text[-(width - width // 2) :]}"
+
+
 FORMATS = ("table", "csv", "json")
 #: the formats of commands that write tables into a run folder: xlsx adds a workbook of them there
 TABLE_FORMATS = (*FORMATS, "xlsx")

@@ -260,9 +260,8 @@ def _spot_due(key: Key, result: BlockedTiming) -> bool:
     """:data:`SPOT_FIRST` of each process's first slots (a third drawn), then :data:`SPOT_RATE` of them all through the
     run (a cache is honest the first time it sees an input) while spot checks took under :data:`SPOT_SHARE` of it."""
     early = result.spot_checks[key] < SPOT_FIRST
-    return random.random() < (0.33 if early else SPOT_RATE) and (
-        early or result.spot_s <= SPOT_SHARE * result.elapsed_s
-    )
+    due = early or result.spot_s <= SPOT_SHARE * result.elapsed_s
+    return due and random.random() < (0.33 if early else SPOT_RATE)
 
 
 def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:

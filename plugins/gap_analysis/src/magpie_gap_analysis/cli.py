@@ -23,6 +23,7 @@ from magpie_core.cli.output import (
     no_html_option,
     print_rows,
     say,
+    shorten,
     write_html,
 )
 from magpie_core.workspace import run_folder
@@ -44,9 +45,7 @@ def _fmt(x: float) -> str:
 def _short(name: str, width: int = 72) -> str:
     """Shortened from the middle for a terminal (the kernel's name and its last template arguments, where kernels
     of one name differ, both stay); whole when the output goes to a pipe or a file."""
-    if len(name) <= width or not console.is_terminal:
-        return name
-    return f"{name[: width // 2 - 1]}…{name[-(width - width // 2) :]}"
+    return shorten(name, width) if console.is_terminal else name
 
 
 KERNEL_COLUMNS = ("#", "kernel", "category", "calls", "total (us)", "avg (us)", "% total", "% busy")

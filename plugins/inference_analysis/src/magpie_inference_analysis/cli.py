@@ -15,7 +15,15 @@ from typing import Any
 import typer
 
 from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, escape, handle_errors
-from magpie_core.cli.output import TABLE_FORMATS, check_format, format_option, no_html_option, print_rows, write_html
+from magpie_core.cli.output import (
+    TABLE_FORMATS,
+    check_format,
+    format_option,
+    no_html_option,
+    print_rows,
+    shorten,
+    write_html,
+)
 from magpie_core.workspace import run_folder
 
 ANALYZER = "inference"
@@ -57,7 +65,7 @@ def print_ops(roofline_csv: str, top: int) -> None:
     for r in rows[:top]:
         cells = (r.get(k) or "" for k in ("achieved_tflops_mean", "achieved_tbps_mean"))
         table.add_row(
-            middle(r.get("op_name") or "?", 40), middle((r.get("input_dims") or "").replace(" ", ""), 32),
+            shorten(r.get("op_name") or "?", 40), shorten((r.get("input_dims") or "").replace(" ", ""), 32),
             r.get("operation_count") or "", _num(r.get("kernel_time_ms_sum")),
             _num(r.get("time_pct"), 1), *(_num(c) for c in cells), r.get("roofline_bound") or "-",
             _num(r.get("pct_roofline_mean"), 1),
@@ -71,11 +79,6 @@ def _num(text: str | None, digits: int = 3) -> str:
         return f"{float(text):.{digits}f}" if text not in (None, "") else "-"
     except ValueError:
         return str(text)
-
-
-def middle(name: str, width: int) -> str:
-    """``name`` shortened from the middle, so both its kind and its shape stay readable."""
-    return name if len(name) <= width else f"{name[: width // 2 - 1]}…{name[-(width - width // 2) :]}"
 
 
 def print_summary(summary: dict[str, Any], top: int = 10) -> None:
