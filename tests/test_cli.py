@@ -44,10 +44,28 @@ def test_usage_errors_exit_2(run_magpie, tmp_path):
     assert run_magpie(["no-such-command"]).returncode == 2
 
 
+def test_python_files_no_plugin_takes_are_a_usage_error_not_hip_sources(run_magpie, tmp_path):
+    """``.py`` files that are not KernelBench's were compiled as HIP sources (``--type``'s default)."""
+    (tmp_path / "f.py").write_text("def f(x):\n    return x\n")
+    result = run_magpie(["compare", str(tmp_path / "f.py"), str(tmp_path / "f.py")])
+    assert result.returncode == 2 and "entry: " in result.stderr and "hip" not in result.stderr.lower()
+
+
+def test_a_kernel_type_no_backend_has_names_its_line_and_the_nearest_type(run_magpie, tmp_path):
+    cfg = tmp_path / "k.yaml"
+    cfg.write_text("kernels:\n  - id: a\n    entry: k.py:f\n  - id: b\n    type: pytorchh\n    entry: k.py:f\n")
+    result = run_magpie(["analyze", "-k", str(cfg), "--no-perf"])
+    assert result.returncode == 2
+    assert "k.yaml:5: kernels[1].type: no kernel backend named 'pytorchh'" in result.stderr
+    assert "did you mean 'pytorch'?" in result.stderr
+
+
 @pytest.mark.parametrize("command", ["analyze", "compare", "benchmark", "plugins", "mcp", "gpu-info"])
 def test_every_command_has_help(run_magpie, command):
-    result = run_magpie([command, "--help"])
+    result = run_magpie([command, "--help"], env={"COLUMNS": "160"})
     assert result.returncode == 0, result.stderr
+    # an on/off flag takes no value: typer's `<bool>` beside it read as one
+    assert "--help" in result.stdout and "<bool>" not in result.stdout
 
 
 def test_workspace_holds_config_snapshot_report_and_logs(run_magpie, tmp_path):

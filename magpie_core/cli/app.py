@@ -38,8 +38,6 @@ PIPE_WIDTH = 4096
 
 def _width(stream: Any) -> int | None:
     """None (rich decides) on a terminal or when COLUMNS is set; else wide, so piped tables keep every column."""
-    import os
-
     isatty = getattr(stream, "isatty", None)
     return None if os.environ.get("COLUMNS") or (isatty and isatty()) else PIPE_WIDTH
 
@@ -229,11 +227,8 @@ def _say_interrupted_by(exc: BaseException) -> None:
 
 
 def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("magpie").setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
@@ -263,14 +258,10 @@ def main(
         None, "--output-dir", "-o", help="where run workspaces go", callback=check_output_dir
     ),
     docker_image: str | None = typer.Option(None, "--docker-image", help="image for -e container"),
-    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True),
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="print the version"
+    ),
     gpu_info: bool = typer.Option(False, "--gpu-info", callback=_gpu_info_callback, help="same as gpu-info"),
 ) -> None:
-    STATE.config_path = config
-    STATE.verbose = verbose
-    STATE.environment = environment
-    STATE.workers = workers
-    STATE.output_dir = output_dir
-    STATE.docker_image = docker_image
-    STATE._framework = None
+    STATE.__init__(config, verbose, environment, workers, output_dir, docker_image)  # type: ignore[misc]  # afresh
     setup_logging(verbose)

@@ -35,10 +35,7 @@ def print_gpu_info(as_json: bool, fmt: str = "table") -> None:
     tools = Table("tool", "found", "version", "path")
     for t in info["tools"]:
         tools.add_row(t["name"], "yes" if t["found"] else "no", t["version"] or "", t["path"] or t.get("note") or "")
-    if info["tools"]:
-        console.print(tools)
-    else:
-        console.print("No plugin reports compilers or profilers (install kernel-backend and profiler plugins).")
+    console.print(tools if info["tools"] else "No plugin reports compilers or profilers (install their plugins).")
 
 
 @app.command("gpu-info")

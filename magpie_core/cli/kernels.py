@@ -74,6 +74,10 @@ def _kernel_file(
     recognised = _recognised_sources(sources, testcase, kernel_type, compile_cmd)
     if recognised is not None:
         return _framework_defaults(recognised), Path.cwd()
+    python = next((s for s in sources if s.endswith(".py")), None)
+    if python and kernel_type == DEFAULT_KERNEL_TYPE:  # not a HIP source; no plugin took it as its own
+        kinds = f"KernelBench's (class ModelNew after its problem) or named in a YAML (-k, entry: {python}:NAME)"
+        raise UsageError(f"{python}: a Python kernel file is {kinds}")
     if not testcase and require_testcase:
         raise UsageError("--testcase is required when kernels are given as source files")
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
@@ -191,26 +195,24 @@ class KernelFlags:
 
 def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
     """Environment, workers, output folder and environment config blocks for one run."""
-    framework = STATE.framework
     pipeline = _pipeline()
-    defaults = pipeline.block_options(framework)
+    defaults = pipeline.block_options(STATE.framework)
     environment = STATE.resolve_environment(pipeline.file_environment(file))
     shared = None
     if environment != "local":
         shared = pipeline.shared_output_dir(pipeline.environment_options(file, defaults))
-    scheduler = file.scheduler
     return {
         "environment": environment,
-        "workers": STATE.resolve_workers(scheduler.max_workers if scheduler else None),
+        "workers": STATE.resolve_workers(file.scheduler.max_workers if file.scheduler else None),
         "output_dir": output_dir or STATE.output_dir or (Path(shared) if shared else STATE.resolve_output_dir(None)),
         "environment_defaults": defaults,
     }
 
 
-def _export_container_image(from_file: str | None) -> None:
+def _export_container_image(file: KernelConfigFile) -> None:
     """``--docker-image`` / ``scheduler.docker_image`` reach the ``container`` environment plugin."""
-    image = STATE.docker_image or from_file or STATE.framework.scheduler.docker_image
-    if image:
+    own = file.scheduler.docker_image if file.scheduler else None
+    if image := STATE.docker_image or own or STATE.framework.scheduler.docker_image:
         os.environ["MAGPIE_CONTAINER_IMAGE"] = image
 
 
@@ -236,8 +238,7 @@ def analyze_command(
     """Compile, check and time one or more independent kernels."""
     check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
-    scheduler = file.scheduler
-    _export_container_image(scheduler.docker_image if scheduler else None)
+    _export_container_image(file)
     with gpu_hardware():
         report = _pipeline().analyze(
             file,
@@ -290,8 +291,7 @@ def compare_command(
 
         current = file.performance.model_dump(exclude_unset=True) if file.performance else {}
         file.performance = PerformanceConfig.model_validate({**current, **overrides})
-    scheduler = file.scheduler
-    _export_container_image(scheduler.docker_image if scheduler else None)
+    _export_container_image(file)
     base: int | str | None = int(baseline) if baseline is not None and baseline.isdigit() else baseline
     try:
         from magpie_core.pipelines.compare import compare

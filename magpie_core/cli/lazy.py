@@ -12,9 +12,13 @@ import importlib
 import warnings
 from typing import Any
 
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 __all__ = ["CORE_COMMANDS", "LazyGroup"]
+
+# typer's help shows `<bool>` beside every on/off flag, which takes no value: show nothing there instead
+_value_type = TyperOption.display_type_rich
+TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else _value_type(self, ctx)  # type: ignore[method-assign]
 
 #: core command -> the module that registers it on the root app, in the order ``magpie --help`` lists them
 CORE_COMMANDS: dict[str, str] = {

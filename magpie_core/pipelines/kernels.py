@@ -20,11 +20,11 @@ from pydantic import Field
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.config.loader import load_config
+from magpie_core.config.loader import load_config, load_yaml
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, KernelResult
 from magpie_core.pipelines.preflight import preflight_problem
-from magpie_core.plugins import get_plugin_manager
+from magpie_core.plugins import UnknownComponentError, get_plugin_manager
 from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.reports import (
     CompileResult,
@@ -405,7 +405,14 @@ def _profile_or_explain(
 
 
 def load_kernel_file(path: Path) -> KernelConfigFile:
-    return load_config(KernelConfigFile, path)
+    file = load_config(KernelConfigFile, path)
+    kernels = [(("kernel", "type"), file.kernel)] if file.kernel else []
+    for loc, kernel in kernels + [(("kernels", i, "type"), k) for i, k in enumerate(file.kernels)]:
+        try:  # a type no installed backend has is the file's mistake: its line, and the nearest type
+            get_plugin_manager().get("kernel_backend", kernel.type)
+        except UnknownComponentError as exc:
+            raise ConfigError(path, str(exc), load_yaml(path)[1].get(loc), loc) from None
+    return file
 
 
 def kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> KernelConfigFile | None:

@@ -277,6 +277,18 @@ def test_traces_of_different_platforms_are_said_to_be_a_mix(tmp_path: Path) -> N
     assert not any("not the ranks of one job" in w for w in one.warnings)
 
 
+def test_traces_whose_own_ranks_clash_are_said_not_to_be_one_job(tmp_path: Path) -> None:
+    """Issue 46: a vLLM and an SGLang recording (both ROCm, both rank 0 of a world of 1) were merged as ranks 0 and
+    1 of one job without a word; the ranks the traces record say otherwise."""
+    folder = tmp_path / "two_jobs"
+    folder.mkdir()
+    shutil.copy(TRACES / "inference" / "vllm_decode_full" / "graph_execution.json.gz", folder / "a.json.gz")
+    shutil.copy(next((TRACES / "inference" / "sglang_decode").glob("*.json.gz")), folder / "b.json.gz")
+    result = gap_analysis(folder, GapAnalysisConfig(), tmp_path / "out")
+    (warning,) = [w for w in result.warnings if "distributedInfo" in w]
+    assert "rank 0 in a.json.gz, b.json.gz" in warning and "2 traces of a world of 1" in warning
+
+
 def test_piped_kernel_table_tells_same_named_kernels_apart(run_magpie: RunMagpie, tmp_path: Path) -> None:
     """Issue 46: four rows read `elementwise_kernel` and numbers were cut at 80 columns in piped output. Kernels
     that share a function name show their full names; piped, no column is cut."""

@@ -44,14 +44,45 @@ def test_other_files_are_left_alone_and_a_lone_solution_asks_for_its_problem(pro
     (problem / "vector_add.hip").write_text("__global__ void k() {}\n")
     (problem / "plain.py").write_text("def f(x):\n    return x\n")
     assert block_for_sources(["vector_add.hip"]) is None
-    assert block_for_sources(["relu_reference.py", "plain.py"]) is None
+    assert block_for_sources(["plain.py"]) is None
     assert kernel_file_from_sources(["relu_reference.py"], "hip") is None  # --type hip: not ours
     with pytest.raises(ConfigError, match="give the reference first"):
         block_for_sources(["relu_clamp.py"])
     # a problem and a solution, then a file that is neither: named, not taken for an AMD Magpie (--type hip) source
-    with pytest.raises(ConfigError, match="not a KernelBench solution: no `class ModelNew`") as err:
-        block_for_sources(["relu_reference.py", "relu_clamp.py", "plain.py"])
-    assert err.value.file == "plain.py"
+    for files in (["relu_reference.py", "relu_clamp.py", "plain.py"], ["relu_reference.py", "plain.py"]):
+        with pytest.raises(ConfigError, match="not a KernelBench solution: no `class ModelNew`") as err:
+            block_for_sources(files)
+        assert err.value.file == "plain.py"
+
+
+def test_a_missing_entry_or_a_syntax_error_is_a_failed_compile_that_names_the_nearest_name(problem: Path) -> None:
+    """Like a missing file (KernelBench's ``compiled: false``), found by reading the file, not importing it."""
+    from magpie_kernels_pytorch.static_check import problem as static_problem
+
+    (problem / "k.py").write_text("import torch\nif True:\n    def softmax_manual(x):\n        return x\n")
+    (problem / "broken.py").write_text("def f(x:\n    return x\n")
+    (problem / "star.py").write_text("from math import *\n")
+
+    def found(entry: str) -> str | None:
+        return static_problem(KernelConfig(type="pytorch", entry=entry), [problem])
+
+    assert found("k.py:softmax_manual") is None and found("k.py:torch") is None and found("star.py:sqrt") is None
+    assert (
+        found("k.py:softmax_nosuch")
+        == f"entry: {problem / 'k.py'} defines no 'softmax_nosuch' (did you mean 'softmax_manual'?)"
+    )
+    assert found("broken.py:f") == f"entry: {problem / 'broken.py'}:1: SyntaxError: '(' was never closed"
+    kernels = [
+        {"id": i, "type": "pytorch", "entry": f"k.py:{f}"} for i, f in (("a", "softmax_manual"), ("b", "nosuch"))
+    ]
+    file = KernelConfigFile.model_validate({"kernels": kernels})
+    from magpie_core.pipelines.compare import compare
+
+    report = compare(file, config_dir=problem, output_dir=problem / "out", measure_performance=False)
+    result = report.results.kernel_results[1]
+    assert result.compile.status == StageStatus.FAILED and "defines no 'nosuch'" in (
+        result.compile.message or ""
+    )
 
 
 def test_a_solutions_own_inputs_are_ignored_with_a_note_unless_asked(

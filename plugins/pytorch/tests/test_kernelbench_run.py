@@ -98,6 +98,10 @@ def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp
             json.loads(t.read_text()) for t in [*workspace.glob("*/task.json"), *workspace.glob("*/timing_task.json")]
         ]
         assert len({t["kernel"]["env"]["CUDA_VISIBLE_DEVICES"] for t in tasks}) == 1
+    # --format csv: the rows (every field of the results file) and nothing else, as on every command
+    again = run_magpie([*argv, "-o", str(tmp_path / "out"), "--no-perf", "--format", "csv"])
+    lines = again.stdout.splitlines()
+    assert again.returncode == 1 and len(lines) == 3 and lines[0].startswith("problem,solution,compiled,correct")
 
 
 def test_the_tolerance_preset_is_chosen_on_the_command_line(run_magpie, tmp_path: Path) -> None:

@@ -352,6 +352,27 @@ def _mixed_jobs(ranks: list[Any]) -> str | None:
     )
 
 
+def _not_one_jobs_ranks(ranks: list[Any]) -> str | None:
+    """A warning when the ranks the traces record themselves (``distributedInfo``) say they are not one job's:
+    two traces of the same rank, different world sizes, or more traces than their world size."""
+    recorded: dict[int, list[str]] = {}
+    for r in ranks:
+        if r.dist_rank is not None:
+            recorded.setdefault(r.dist_rank, []).append(Path(r.path).name)
+    sizes = sorted({r.world_size for r in ranks if r.world_size is not None})
+    problems = [f"rank {rank} in {', '.join(names)}" for rank, names in sorted(recorded.items()) if len(names) > 1]
+    if len(sizes) > 1:
+        problems.append(f"world sizes {', '.join(map(str, sizes))}")
+    elif sizes and len(ranks) > sizes[0]:
+        problems.append(f"{len(ranks)} traces of a world of {sizes[0]}")
+    if len(ranks) < 2 or not problems:
+        return None
+    return (
+        f"the traces' own ranks (distributedInfo) say they are not one job's ({'; '.join(problems)}): they were "
+        "merged as ranks numbered in file order, and every share is of the mix"
+    )
+
+
 def gap_analysis(
     trace_path: Path,
     config: GapAnalysisConfig,
@@ -391,8 +412,7 @@ def gap_analysis(
     result.warnings.extend(
         f"rank {r.rank} ({Path(r.path).name}): {msg}" for r in good for msg in skipped_messages(r.skipped)
     )
-    if mixed := _mixed_jobs(good):
-        result.warnings.append(mixed)
+    result.warnings.extend(w for w in (_mixed_jobs(good), _not_one_jobs_ranks(good)) if w)
     merged, contexts = _merge_kernels(good)
     parsed = parse_many(sorted(merged), contexts)
     _add_totals(result, good, merged)

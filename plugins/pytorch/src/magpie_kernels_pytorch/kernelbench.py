@@ -83,7 +83,7 @@ def block_for_sources(sources: list[str]) -> KernelBenchBlock | None:
     references = [s for s, p in zip(sources, paths, strict=True) if is_reference(p)]
     solutions = [s for s, p in zip(sources, paths, strict=True) if s not in references and is_solution(p)]
     if len(references) + len(solutions) != len(paths):
-        if len(references) == 1 and solutions:  # a KernelBench command line with a file that is not a solution
+        if len(references) == 1:  # a KernelBench command line with a file that is not a solution
             odd = next(s for s in sources if s not in references and s not in solutions)
             raise ConfigError(odd, f"not a KernelBench solution: no `class ModelNew` (the problem is {references[0]})")
         return None  # some file is neither: not a KernelBench command line

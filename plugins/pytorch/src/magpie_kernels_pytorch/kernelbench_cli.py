@@ -11,6 +11,8 @@ from typing import Any
 
 import typer
 
+from magpie_core.cli.output import format_option
+from magpie_core.cli.output import print_rows as print_table_rows
 from magpie_kernels_pytorch.extensions import FOLDER
 from magpie_kernels_pytorch.kernelbench_report import KIND
 from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, pending, run, summary
@@ -106,7 +108,8 @@ def run_command(
     build_jobs: int = typer.Option(
         max(1, (os.cpu_count() or 2) // 2), "--build-jobs", min=1, help="inline-extension builds side by side, first"
     ),
-    as_json: bool = typer.Option(False, "--json", help="print fast_p and every row as JSON instead of tables"),
+    as_json: bool = typer.Option(False, "--json", help="print the whole summary (fast_p, every row) as JSON"),
+    fmt: str = format_option(),
 ) -> None:
     """Compare every problem's solutions with its reference: a table per problem as it finishes, then fast_p
     (KernelBench's, and verified by magpie's intervals) and the report's path.
@@ -115,8 +118,10 @@ def run_command(
     on its own GPU, per problem; `--workers` problems at once). Exit status: 0 when every solution compiled and is
     correct, 1 when any did not compile or is wrong (rejected ones included), 2 for a usage error."""
     from magpie_core.cli.app import STATE
-    from magpie_core.cli.output import write_html
+    from magpie_core.cli.output import check_format, write_html
     from magpie_core.pipelines.kernels import block_options
+
+    tables = not as_json and check_format(fmt) == "table"
 
     # one folder that stays the same from run to run (what a resumed run finds again), under magpie's run root
     output_dir = (output_dir or (STATE.output_dir or STATE.resolve_output_dir(None)) / "kernelbench").resolve()
@@ -142,7 +147,7 @@ def run_command(
         gpus_per_problem=gpus_per_problem,
         options=block_options(STATE.framework),
         settings=settings,
-        progress=None if as_json else lambda name, rows: print_rows(name, rows),
+        progress=(lambda name, rows: print_rows(name, rows)) if tables else None,
     )
     # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
     data = summary(rows) | {"mode": KIND, "results": str(results.resolve()), "output_dir": str(output_dir)}
@@ -151,6 +156,9 @@ def run_command(
     write_html(KIND, data, output_dir, skip=no_html, quiet=True)
     if as_json:
         typer.echo(json.dumps({k: data[k] for k in ("fast_p", "fast_p_verified", "per_problem", "rows")}))
+    elif not tables:  # the rows whole, every field of the results file
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        print_table_rows(columns, [[r.get(c) for c in columns] for r in rows], fmt)
     else:
         reused = [r for r in rows if r["reused"]]
         if reused:  # rows of an earlier run whose files and settings are unchanged

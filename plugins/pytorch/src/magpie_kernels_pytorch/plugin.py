@@ -50,9 +50,14 @@ class PyTorchBackend(HarnessBackend):
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
         """Inline C++/CUDA extensions the entry's file builds (``load_inline``), in a folder of this kernel's own;
-        None (nothing to build) for plain PyTorch."""
+        None (nothing to build) for plain PyTorch. A syntax error or a missing entry is a failed compile too."""
+        from magpie_core.reports import CompileResult, StageStatus
         from magpie_kernels_pytorch.extensions import build
+        from magpie_kernels_pytorch.static_check import problem
 
+        found = problem(kernel, [Path(kernel.working_dir or "."), Path.cwd()])
+        if found is not None:
+            return CompileResult(status=StageStatus.FAILED, message=found)
         return build(kernel, build_dir)
 
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
