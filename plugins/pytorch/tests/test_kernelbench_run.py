@@ -76,6 +76,24 @@ def test_inline_extensions_build_once_per_solution_and_a_broken_build_is_a_compi
     assert rows_again["relu_inline_broken"]["message"] == broken["message"]
 
 
+@pytest.mark.slow
+def test_a_problem_runs_while_later_problems_build(run_magpie, tmp_path: Path) -> None:
+    """Issue 45: builds ran first, all of them, and the GPU waited. Now problem ``relu_a`` (plain PyTorch) is checked
+    while ``relu_b``'s solution builds: that build ends only once ``relu_a``'s row is written."""
+    inline = DATA / "inline"
+    problems, solutions = _problem_set(
+        tmp_path, {"relu_a": [DATA / "relu_clamp.py"], "relu_b": [inline / "relu_inline_after_a.py"]}
+    )
+    out, results = tmp_path / "out", tmp_path / "r.jsonl"
+    argv = ["kernelbench", "run", str(problems), "--solutions", str(solutions), "--results", str(results)]
+    done = run_magpie([*argv, "-o", str(out), "--no-perf"], env={"MAGPIE_TEST_RESULTS": str(results)})
+    assert done.returncode == 0, done.stderr
+    assert (solutions / "relu_b" / "waited_for_a.txt").read_text() == "seen"
+    assert [r["problem"] for r in map(json.loads, results.read_text().splitlines())] == ["relu_a", "relu_b"]
+    assert all(r["correct"] for r in _rows(results).values())
+    assert "inline extensions of 1 solution(s): 1 built" in done.stderr and "problems waited" in done.stderr
+
+
 def test_problems_are_spread_over_local_gpus_one_problem_per_gpu(run_magpie, tmp_path: Path) -> None:
     problems, solutions = _problem_set(
         tmp_path, {"relu_a": [DATA / "relu_clamp.py"], "relu_b": [DATA / "relu_wrong.py"]}

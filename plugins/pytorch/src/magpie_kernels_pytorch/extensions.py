@@ -11,8 +11,8 @@ the same folder (:func:`use_folder`), where torch finds the library already buil
 
 A kernel option ``extensions_cache: DIR`` moves the folder into a cache keyed by the file's bytes and what the
 build depends on (Python, torch, ``TORCH_CUDA_ARCH_LIST``, the kernel's ``env``): the same solution compared again
-is not built again, and :func:`build_all` builds many solutions side by side ahead of their compares (``magpie
-kernelbench run`` does, before its problems run one after another). The cached build's outcome (``build.json``,
+is not built again, and :class:`BuildsAhead` builds many solutions side by side ahead of their compares (``magpie
+kernelbench run``: later problems build while earlier ones are timed). The cached build's outcome (``build.json``,
 a failed build's error included) is reported again as it was, its ``duration_s`` the time the build took.
 
 ``python -m magpie_kernels_pytorch.extensions FILE`` is the build: it imports ``FILE`` and prints how long
@@ -28,7 +28,8 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,8 @@ _USES = re.compile(r"\bcpp_extension\b|\bload_inline\s*\(")
 _TIMING = "magpie-extension-build-s: "
 #: a cached build's outcome (a CompileResult), beside its extensions folder
 RECORD = "build.json"
+#: how much lower a build process (and its compilers) runs than the timed workers: ``nice`` 10
+BUILD_NICENESS = 10
 
 
 def uses_extensions(path: Path) -> bool:
@@ -135,19 +138,49 @@ def build_cached(path: Path, cache: Path, env: dict[str, str], timeout: float) -
 
 
 def build_all(paths: list[Path], cache: Path, jobs: int, timeout: float = 600.0) -> list[CompileResult]:
-    """Build the extensions of every file that has some into ``cache``, ``jobs`` builds at a time (each build is
-    a process; torch's own ``MAX_JOBS`` sets the compiler processes inside it)."""
-    from magpie_core.processes import stop_started
+    """Build the extensions of every file that has some into ``cache``, ``jobs`` builds at a time, and wait."""
+    with BuildsAhead(paths, cache, jobs, timeout) as builds:
+        return builds.results()
 
-    todo = list(dict.fromkeys(p.resolve() for p in paths if uses_extensions(p)))
-    pool = ThreadPoolExecutor(max(1, jobs))
-    try:
-        return list(pool.map(lambda p: build_cached(p, cache, {}, timeout), todo))
-    except KeyboardInterrupt:
-        stop_started()  # Ctrl-C: the builds in flight stop now (their groups), not after their minute
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+class BuildsAhead:
+    """The extensions of many files built into ``cache`` in the background, ``jobs`` builds at a time, in the order
+    given: ``magpie kernelbench run`` times one problem on the GPU while the next problems' solutions build, and a
+    problem waits only for its own (:meth:`wait_for`). Each build is a process at a lower CPU priority (the timed
+    workers come first; torch's ``MAX_JOBS`` sets the compiler processes inside it). Files with the same name and
+    bytes share one build (one cache folder), so no two builds ever write the same folder."""
+
+    def __init__(self, paths: list[Path], cache: Path, jobs: int, timeout: float = 600.0) -> None:
+        self.waited_s = 0.0  # time problems spent waiting for their builds (the GPU idle, when nothing else runs)
+        self.pool = ThreadPoolExecutor(max(1, jobs), thread_name_prefix="magpie-build")
+        self.by_folder: dict[Path, Future[CompileResult]] = {}
+        self.by_file: dict[Path, Future[CompileResult]] = {}
+        for path in dict.fromkeys(p.resolve() for p in paths if uses_extensions(p)):
+            folder = cached_folder(path, cache, {})
+            if folder not in self.by_folder:
+                self.by_folder[folder] = self.pool.submit(build_cached, path, cache, {}, timeout)
+            self.by_file[path] = self.by_folder[folder]
+
+    def wait_for(self, paths: Iterable[Path]) -> None:
+        """Until every build of ``paths`` has ended (its outcome is in the cache for the compile stage to find)."""
+        start = time.perf_counter()
+        for path in paths:
+            if (future := self.by_file.get(Path(path).resolve())) is not None:
+                future.exception()  # an error is the compile stage's to report, when it builds again
+        self.waited_s += time.perf_counter() - start
+
+    def results(self) -> list[CompileResult]:
+        return [future.result() for future in self.by_folder.values()]
+
+    def __enter__(self) -> BuildsAhead:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        from magpie_core.processes import stop_started
+
+        if kind is KeyboardInterrupt:
+            stop_started()  # Ctrl-C: the builds in flight stop now (their groups), not after their minute
+        self.pool.shutdown(wait=True, cancel_futures=kind is not None)
 
 
 def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, log_path: Path) -> CompileResult:
@@ -190,6 +223,7 @@ def failure(output: str, how: str, timed_out: bool) -> str:
 def main(argv: list[str]) -> int:
     from magpie_kernels_pytorch.loading import load_file
 
+    os.nice(BUILD_NICENESS)  # background work: timed workers on the same CPUs come first (the compilers inherit it)
     start = time.perf_counter()
     load_file(Path(argv[0]).resolve())  # torch builds (or finds) the extensions the file asks for
     print(f"{_TIMING}{time.perf_counter() - start:.6f}", flush=True)

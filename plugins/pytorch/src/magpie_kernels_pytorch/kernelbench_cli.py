@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import typer
 
 from magpie_core.cli.output import format_option
 from magpie_core.cli.output import print_rows as print_table_rows
-from magpie_kernels_pytorch.extensions import FOLDER
+from magpie_kernels_pytorch.extensions import FOLDER, BuildsAhead
 from magpie_kernels_pytorch.kernelbench_report import KIND
 from magpie_kernels_pytorch.kernelbench_run import VISIBLE_DEVICES, Problem, local_devices, pending, run, summary
 
@@ -106,7 +105,10 @@ def run_command(
         None, "--extensions-cache", help="inline extensions built once per solution here [OUTPUT_DIR/torch_extensions]"
     ),
     build_jobs: int = typer.Option(
-        max(1, (os.cpu_count() or 2) // 2), "--build-jobs", min=1, help="inline-extension builds side by side, first"
+        max(1, (os.cpu_count() or 2) // 2),
+        "--build-jobs",
+        min=1,
+        help="inline-extension builds side by side, ahead of the problems",
     ),
     as_json: bool = typer.Option(False, "--json", help="print the whole summary (fast_p, every row) as JSON"),
     fmt: str = format_option(),
@@ -133,22 +135,25 @@ def run_command(
     defaults = framework_blocks(STATE.framework)
     # what a row rests on besides the files: a row of other settings is run again, not reused
     settings = {"block": block_settings, "defaults": defaults, "timed": not no_perf}
-    if environment == "local":  # elsewhere each node builds what its problems need, in the same cache folder
-        todo = pending(problems_dir, solutions, results, settings)
-        _build_first([s for p in todo for s in p.solutions], cache, build_jobs)
-    rows = run(
-        problems_dir,
-        solutions,
-        results,
-        CompareProblem(output_dir, not no_perf, defaults, block_settings, str(cache)),
-        environment=environment,
-        workers=STATE.resolve_workers(),
-        gpus=local_devices(gpus),
-        gpus_per_problem=gpus_per_problem,
-        options=block_options(STATE.framework),
-        settings=settings,
-        progress=(lambda name, rows: print_rows(name, rows)) if tables else None,
-    )
+    compare: Any = CompareProblem(output_dir, not no_perf, defaults, block_settings, str(cache))
+    # local: the solutions build in the background, in the order their problems run, while earlier problems are
+    # timed (elsewhere each node builds what its problems need, in the same cache folder)
+    todo = pending(problems_dir, solutions, results, settings) if environment == "local" else []
+    with BuildsAhead([s for p in todo for s in p.solutions], cache, build_jobs) as builds:
+        rows = run(
+            problems_dir,
+            solutions,
+            results,
+            AfterBuilds(compare, builds) if builds.by_file else compare,
+            environment=environment,
+            workers=STATE.resolve_workers(),
+            gpus=local_devices(gpus),
+            gpus_per_problem=gpus_per_problem,
+            options=block_options(STATE.framework),
+            settings=settings,
+            progress=(lambda name, rows: print_rows(name, rows)) if tables else None,
+        )
+    _say_builds(builds, cache, build_jobs)
     # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
     data = summary(rows) | {"mode": KIND, "results": str(results.resolve()), "output_dir": str(output_dir)}
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -216,19 +221,26 @@ def _yes(value: bool) -> str:
     return "yes" if value else "no"
 
 
-def _build_first(files: list[Path], cache: Path, jobs: int) -> None:
-    """Every pending solution's inline extensions, ``jobs`` builds side by side, before the problems run one after
-    another (a build takes about a minute of torch's headers; problems would otherwise wait for each in turn)."""
-    from magpie_kernels_pytorch.extensions import build_all
+@dataclass(frozen=True)
+class AfterBuilds:
+    """A problem's compare, started once its own solutions' extensions are built (the builds run ahead)."""
 
-    start = time.perf_counter()
-    outcomes = build_all(files, cache, jobs)
+    compare: Any
+    builds: BuildsAhead
+
+    def __call__(self, problem: Problem) -> dict[str, Any]:
+        self.builds.wait_for(problem.solutions)
+        return self.compare(problem)
+
+
+def _say_builds(builds: BuildsAhead, cache: Path, jobs: int) -> None:
+    outcomes = builds.results()
     if outcomes:
         failed = sum(o.status.value != "passed" for o in outcomes)
         cached = sum(bool(o.resources.get("cached")) for o in outcomes)
         typer.echo(
             f"inline extensions of {len(outcomes)} solution(s): {len(outcomes) - cached} built ({jobs} at a time, "
-            f"{time.perf_counter() - start:.0f} s), {cached} from {cache}; "
+            f"while problems ran; problems waited {builds.waited_s:.0f} s for them), {cached} from {cache}; "
             f"{failed} failed (reported with their problems)",
             err=True,
         )
