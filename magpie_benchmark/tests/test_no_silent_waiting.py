@@ -20,7 +20,7 @@ import pytest
 from magpie_benchmark.config import BenchmarkConfig
 from magpie_benchmark.load_flags import load_patch
 from magpie_benchmark.loadgen.fake_server import FakeSettings, in_thread
-from magpie_benchmark.loadgen.runner import _Progress
+from magpie_benchmark.loadgen.point import Progress
 from magpie_benchmark.pipeline import run_benchmark
 
 
@@ -121,7 +121,7 @@ def test_progress_without_a_terminal_is_a_log_line_also_while_nothing_finishes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def point() -> None:
-        progress = _Progress(True, 4, "pt", log_every_s=0.05)  # pytest's stderr is no terminal
+        progress = Progress(True, 4, "pt", log_every_s=0.05)  # pytest's stderr is no terminal
         await asyncio.sleep(0.3)
         progress.advance(ok=True)
         progress.advance(ok=False)

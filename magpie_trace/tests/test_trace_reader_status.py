@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from magpie_trace import native
-from magpie_trace.columns import _ROW_NAMES
+from magpie_trace.fastpath import ROW_NAMES
 
 
 def test_not_installed_says_what_it_costs_and_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,7 +33,7 @@ def test_not_built_says_where_what_it_costs_and_what_to_do(monkeypatch: pytest.M
 
 
 def test_a_stale_build_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    stale = SimpleNamespace(row_columns=lambda: tuple(reversed(_ROW_NAMES)))
+    stale = SimpleNamespace(row_columns=lambda: tuple(reversed(ROW_NAMES)))
     monkeypatch.setattr(native, "_package_dir", lambda: tmp_path)
     monkeypatch.setattr(native, "compiled", lambda name: stale)
     monkeypatch.delenv(native.ENV, raising=False)
@@ -41,7 +41,7 @@ def test_a_stale_build_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
 
 def test_switch_is_reported_only_when_the_readers_are_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    fresh = SimpleNamespace(row_columns=lambda: _ROW_NAMES)
+    fresh = SimpleNamespace(row_columns=lambda: ROW_NAMES)
     monkeypatch.setattr(native, "_package_dir", lambda: tmp_path)
     monkeypatch.setattr(native, "compiled", lambda name: fresh)
     monkeypatch.setenv(native.ENV, "0")

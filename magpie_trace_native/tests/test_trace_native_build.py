@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from magpie_trace import columns, native, validity
+from magpie_trace import fastpath, native, validity
 from magpie_trace.columns import category_matcher, stream_table
 from test_trace_native import _outcome, assert_same, needs_native
 
@@ -68,7 +68,7 @@ def test_extension_agrees_with_python_constants() -> None:
     from magpie_trace_native import _kineto_scan  # type: ignore[attr-defined]
 
     assert _kineto_scan.MAX_TS_US == validity.MAX_TS_US and _kineto_scan.MAX_DUR_US == validity.MAX_DUR_US
-    assert _kineto_scan.row_columns() == columns._ROW_NAMES
+    assert _kineto_scan.row_columns() == fastpath.ROW_NAMES
 
 
 @needs_native

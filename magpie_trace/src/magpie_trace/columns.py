@@ -41,6 +41,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+from magpie_trace.fastpath import GROUP_COLUMNS, ROW_DTYPES, FallBack
 from magpie_trace.loader import (
     LIST_DECODER,
     OBJECT_DECODER,
@@ -92,22 +93,6 @@ ANNOTATION_CATS = frozenset({"user_annotation", "gpu_user_annotation"})
 PLATFORM_SCAN_EVENTS = 200_000
 
 _CPU, _PY, _RT, _ACT, _ANN = 1, 2, 3, 4, 5
-_GROUP_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "cpu": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("ext", np.int64), ("dims", np.int32)),
-    "py": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("tid", np.int32)),
-    "rt": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("tid", np.int32), ("corr", np.int64)),
-    "act": (
-        ("ts", np.float64),
-        ("dur", np.float64),
-        ("name", np.int32),
-        ("dev", np.int32),
-        ("kernel", np.bool_),
-        ("corr", np.int64),
-    ),
-    "ann": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("cat", np.int32)),
-    "sel": (("ts", np.float64), ("dur", np.float64), ("name", np.int32), ("ext", np.int64), ("corr", np.int64)),
-    "flow": (("id", np.int64), ("ts", np.float64)),
-}
 
 
 class Interner(dict):  # type: ignore[type-arg]
@@ -317,9 +302,6 @@ def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
 #: 1 rocm, 2 cuda), index of the event that gave it, skipped events' category ids (int32 bytes) or None, their
 #: :data:`~magpie_trace.validity.REASONS` codes (int8 bytes) or None)
 NativePiece = tuple[int, float, float, int, int, bytes | None, bytes | None]
-#: the compiled reduction's row columns in ``_GROUP_COLUMNS`` order (``_kineto_scan.row_columns()``, checked)
-_ROW_NAMES = tuple(f"{g}.{c}" for g, cols in _GROUP_COLUMNS.items() for c, _ in cols)
-_ROW_DTYPES = tuple(dtype for cols in _GROUP_COLUMNS.values() for _, dtype in cols)
 #: categories whose calls' names tell the platform (``hip*``: rocm, ``cu*``: cuda)
 _PLATFORM_CATS = ("cuda_runtime", "cuda_driver")
 
@@ -329,7 +311,7 @@ class _NativeRows:
 
     def __init__(self, mod: Any, state: list[Any]) -> None:
         self._mod, self._state = mod, state
-        #: rows per row column (``_ROW_NAMES`` order)
+        #: rows per row column (``ROW_NAMES`` order)
         self.counts: tuple[int, ...] = tuple(mod.row_counts(state))
 
     def export(self, outs: list[np.ndarray], remaps: list[np.ndarray | None] | None = None) -> None:
@@ -361,7 +343,7 @@ class TableBuilder:
         self._scan_left = PLATFORM_SCAN_EVENTS
         self._cat_code = np.zeros(0, np.int8)
         self._cat_sel = np.zeros(0, np.bool_)
-        self._parts: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in _GROUP_COLUMNS}
+        self._parts: dict[str, list[dict[str, np.ndarray]]] = {g: [] for g in GROUP_COLUMNS}
         self._x = self.phs["X"]
         self._s = self.phs["s"]
         # the compiled reduction's module and state (:func:`magpie_trace.native.scanner` sets them): its rows
@@ -440,10 +422,10 @@ class TableBuilder:
         counts = mod.row_counts(state)
         if not any(counts):
             return
-        arrays = [np.empty(k, dtype) for k, dtype in zip(counts, _ROW_DTYPES, strict=True)]
+        arrays = [np.empty(k, dtype) for k, dtype in zip(counts, ROW_DTYPES, strict=True)]
         mod.export_rows(state, arrays)
         it = iter(arrays)
-        for g, cols in _GROUP_COLUMNS.items():
+        for g, cols in GROUP_COLUMNS.items():
             self._parts[g].append({c: next(it) for c, _ in cols})
 
     def _reduce(self, src: EventSource, cid: np.ndarray, ph: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
@@ -573,7 +555,7 @@ class TableBuilder:
         else:
             self._export_native()
         groups: dict[str, dict[str, np.ndarray]] = {}
-        for g, cols in _GROUP_COLUMNS.items():
+        for g, cols in GROUP_COLUMNS.items():
             parts = self._parts[g]
             if pending is None:
                 groups[g] = {c: _joined([p[c] for p in parts], dtype) for c, dtype in cols}
@@ -619,10 +601,6 @@ def table_from_loaded(trace: LoadedTrace, selected: Mapping[str, bool] | Callabl
 
 
 # -- streaming ----------------------------------------------------------------
-
-
-class FallBack(Exception):
-    """The streaming decoder met something it does not handle; decode the whole file instead."""
 
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -1129,8 +1107,8 @@ def stream_table(
 
 
 _ID_COLUMNS = {"name": "names", "tid": "tids", "dev": "devs", "dims": "dims", "cat": "cats"}
-#: the value list each row column's ids index (None: not an id column), ``_ROW_NAMES`` order
-_ROW_KINDS = tuple(_ID_COLUMNS.get(c) for cols in _GROUP_COLUMNS.values() for c, _ in cols)
+#: the value list each row column's ids index (None: not an id column), ``ROW_NAMES`` order
+_ROW_KINDS = tuple(_ID_COLUMNS.get(c) for cols in GROUP_COLUMNS.values() for c, _ in cols)
 
 
 def merge_tables(parts: list[EventTable], threads: int = 2) -> EventTable:
@@ -1156,12 +1134,12 @@ def merge_tables(parts: list[EventTable], threads: int = 2) -> EventTable:
     outs: list[list[np.ndarray]] = [[] for _ in parts]  # each pending part's slices of the merged columns
     jobs: list[tuple[int, Callable[[], None]]] = []  # (bytes written, the copy or export)
     j = 0
-    for g, cols in _GROUP_COLUMNS.items():
+    for g, cols in GROUP_COLUMNS.items():
         groups[g] = {}
         for c, _ in cols:
             kind = _ID_COLUMNS.get(c)
             sizes = [len(p.groups[g][c]) if p.pending_rows is None else p.pending_rows.counts[j] for p in parts]
-            dtypes = [p.groups[g][c].dtype if p.pending_rows is None else _ROW_DTYPES[j] for p in parts]
+            dtypes = [p.groups[g][c].dtype if p.pending_rows is None else ROW_DTYPES[j] for p in parts]
             dtype = np.result_type(*dtypes) if kind is None else np.result_type(dtypes[0], np.int32)
             out = groups[g][c] = np.empty(sum(sizes), dtype)
             copies: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []

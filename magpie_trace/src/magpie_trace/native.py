@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
+from magpie_trace.fastpath import ROW_NAMES, FallBack
 
 if TYPE_CHECKING:
     from magpie_trace.columns import NativePiece, TableBuilder
@@ -78,8 +79,6 @@ def reader_status() -> str:
     """One line for people (``magpie plugins`` prints it through the trace analyzers): which reader reads plain-JSON
     traces and, when it is not the compiled one, why and what that costs. An install without a C compiler silently has
     no compiled reader (``setup.py`` of magpie-trace-native marks it optional), so this is where a user finds out."""
-    from magpie_trace.columns import _ROW_NAMES
-
     where = _package_dir()
     if where is None:
         return (
@@ -94,7 +93,7 @@ def reader_status() -> str:
             f"(no C compiler when {DIST} was installed?); {_SLOWER}; reinstall {DIST} where gcc "
             "is present"
         )
-    if mod.row_columns() != _ROW_NAMES:
+    if mod.row_columns() != ROW_NAMES:
         return f"trace reader: msgspec only: the compiled reader was built for another magpie-trace; reinstall {DIST}"
     if switched_off():
         return f"trace reader: msgspec only ({ENV}=0 in the environment; the compiled readers are built)"
@@ -110,9 +109,7 @@ def scanner(builder: TableBuilder) -> Callable[..., NativePiece | None] | None:
     mod = _module()
     if mod is None:
         return None
-    from magpie_trace.columns import _ROW_NAMES
-
-    if mod.row_columns() != _ROW_NAMES:  # an extension built from another version of the source
+    if mod.row_columns() != ROW_NAMES:  # an extension built from another version of the source
         return None
     build = mod.build
     # one state per file: the extension keeps its intern tables, column buffers and the builder's rows in it from piece
@@ -135,7 +132,7 @@ def guarded_map(f: BinaryIO, size: int) -> Iterator[mmap.mmap | None]:
 
     A mapped file that shrinks while it is read (its profiler rewrites it) would raise SIGBUS and kill the process: the
     extension's guard makes such a fault read zeros instead, and this raises
-    :class:`~magpie_trace.columns.FallBack` when the body is done, so what was read is dropped and the file is
+    :class:`~magpie_trace.fastpath.FallBack` when the body is done, so what was read is dropped and the file is
     read whole (say, by :func:`~magpie_trace.loader.load_trace`, which reports what is wrong with it then)."""
     mod = _module()
     if mod is None or size <= 0:
@@ -160,6 +157,4 @@ def guarded_map(f: BinaryIO, size: int) -> Iterator[mmap.mmap | None]:
         except BufferError:  # a piece's view outlives the read (an exception's traceback): the mapping goes with it
             pass
     if shrank:
-        from magpie_trace.columns import FallBack
-
         raise FallBack("the file changed size while it was read")

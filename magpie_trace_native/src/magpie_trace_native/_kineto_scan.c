@@ -1148,7 +1148,7 @@ enum { CF_CODE = 7, CF_SEL = 8, CF_KERNEL = 16, CF_FLOW = 32, CF_CUDART = 64, CF
 enum { PF_X = 1, PF_S = 2, PF_NEW = 4 };
 enum { G_CPU = 1, G_PY, G_RT, G_ACT, G_ANN };
 
-/* the row columns, in the order of columns.py's _GROUP_COLUMNS (row_columns() tells Python; a check compares) */
+/* the row columns, in the order of fastpath.py's GROUP_COLUMNS (row_columns() tells Python; a check compares) */
 enum {
     R_CPU_TS, R_CPU_DUR, R_CPU_NAME, R_CPU_EXT, R_CPU_DIMS,
     R_PY_TS, R_PY_DUR, R_PY_NAME, R_PY_TID,

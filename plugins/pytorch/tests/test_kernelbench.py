@@ -80,9 +80,7 @@ def test_a_missing_entry_or_a_syntax_error_is_a_failed_compile_that_names_the_ne
 
     report = compare(file, config_dir=problem, output_dir=problem / "out", measure_performance=False)
     result = report.results.kernel_results[1]
-    assert result.compile.status == StageStatus.FAILED and "defines no 'nosuch'" in (
-        result.compile.message or ""
-    )
+    assert result.compile.status == StageStatus.FAILED and "defines no 'nosuch'" in (result.compile.message or "")
 
 
 def test_a_solutions_own_inputs_are_ignored_with_a_note_unless_asked(

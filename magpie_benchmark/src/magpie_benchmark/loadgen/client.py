@@ -102,7 +102,7 @@ class RequestResult:
 class StallWatch:
     """When any in-flight request of a load point last heard from the server (``time.perf_counter``).
 
-    The point's watchdog (:func:`magpie_benchmark.loadgen.runner.wait_for_point`) stops the point when
+    The point's watchdog (:func:`magpie_benchmark.loadgen.point.wait_for_point`) stops the point when
     requests are in flight and none of them got a byte for ``stall_s``: a server that stopped answering
     would otherwise hold every request until its own read timeout. The silence is counted only while
     something is in flight (a rate-limited point may idle between requests), and a new request does not

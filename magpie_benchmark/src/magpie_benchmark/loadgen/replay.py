@@ -21,7 +21,7 @@ from typing import Any
 
 from magpie_benchmark.loadgen.client import RequestResult, StallWatch, build_payload, encode_payload, send_request
 from magpie_benchmark.loadgen.datasets import SampleRequest
-from magpie_benchmark.loadgen.runner import LoadResult, LoadSpec, _Progress, wait_for_point
+from magpie_benchmark.loadgen.point import LoadResult, LoadSpec, Progress, wait_for_point
 from magpie_benchmark.loadgen.traces import TraceReplay, TraceSession, TraceTurn
 
 
@@ -80,7 +80,7 @@ async def measure_replay(spec: LoadSpec, trace: TraceReplay, client: Any, warmup
     slots: asyncio.Semaphore | contextlib.nullcontext[None] = (
         asyncio.Semaphore(spec.max_concurrency) if spec.max_concurrency else contextlib.nullcontext()
     )
-    progress = _Progress(spec.progress, sum(len(s.turns) for s in sessions), spec.label)
+    progress = Progress(spec.progress, sum(len(s.turns) for s in sessions), spec.label)
     watch = StallWatch(spec.stall_timeout_s)
     results: list[list[RequestResult | None]] = [[None] * len(s.turns) for s in sessions]
     lags: list[float] = []

@@ -40,33 +40,13 @@ Ops with no model are reported with ``has_perf_model`` false, never with made-up
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
+from magpie_inference_analysis import tl_models
 from magpie_inference_analysis.annotations import StepInfo
+from magpie_inference_analysis.moe_models import moe_model
+from magpie_inference_analysis.op_model import DTYPES, OpModel
 
-# torch type spelling -> (short dtype, bytes per stored element)
-DTYPES: dict[str, tuple[str, float]] = {
-    "c10::BFloat16": ("bf16", 2),
-    "c10::Half": ("fp16", 2),
-    "float": ("fp32", 4),
-    "double": ("fp64", 8),
-    "c10::Float8_e4m3fn": ("fp8", 1),
-    "c10::Float8_e4m3fnuz": ("fp8", 1),
-    "c10::Float8_e5m2": ("fp8", 1),
-    "c10::Float8_e5m2fnuz": ("fp8", 1),
-    "c10::Float8_e8m0fnu": ("fp8", 1),
-    "c10::Float4_e2m1fn_x2": ("fp4", 1),
-    "signed char": ("int8", 1),
-    "c10::qint8": ("int8", 1),
-    "unsigned char": ("uint8", 1),
-    "bool": ("bool", 1),
-    "short int": ("int16", 2),
-    "int": ("int32", 4),
-    "long int": ("int64", 8),
-    "long": ("int64", 8),
-    "c10::complex<float>": ("fp32", 8),
-}
 FLOATS = {"bf16", "fp16", "fp32", "fp64", "fp8", "fp4"}
 
 GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul", "aten::_scaled_mm"}
@@ -89,16 +69,6 @@ REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm
           "any", "all", "topk", "sort"}  # fmt: skip
 SPECIFIC = {"GEMM", "SDPA_fwd", "InferenceAttention_fwd", "MoE", "MoE_fused", "MoE_unfused", "CONV_fwd",
             "RMSNorm_fwd", "Normalization", "RoPE_fwd", "Softmax", "Embedding"}  # fmt: skip
-
-
-@dataclass
-class OpModel:
-    category: str
-    flops: float
-    bytes: float
-    dtype: str | None
-    kind: str  # "matrix" | "vector"
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 def dtype_of(t: Any) -> tuple[str | None, float]:
@@ -417,9 +387,6 @@ _SOFTMAX = ("softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax"
 def _special(op: str, dims: list[Any], types: list[Any], concrete: list[Any]) -> OpModel | None:
     """Families whose model is TraceLens's (the same arithmetic; :mod:`tl_models` has the formulas):
     convolution, SGLang's KV-cache store, Inductor's generated Triton ops."""
-    from magpie_inference_analysis import tl_models
-    from magpie_inference_analysis.moe_models import moe_model
-
     m = moe_model(op, dims, types, concrete)
     if m is not None:
         return m

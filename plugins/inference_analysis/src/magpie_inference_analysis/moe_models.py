@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from magpie_inference_analysis.models import DTYPES, OpModel
+from magpie_inference_analysis.op_model import DTYPES, OpModel
 
 _BPE = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "c10::Float8_e4m3fn": 1, "c10::Float8_e4m3fnuz": 1,
         "c10::Float8_e5m2": 1, "c10::Float8_e5m2fnuz": 1, "c10::Float4_e2m1fn_x2": 0.5}  # fmt: skip

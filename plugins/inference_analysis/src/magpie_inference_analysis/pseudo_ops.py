@@ -19,7 +19,7 @@ import bisect
 from typing import Any
 
 from magpie_inference_analysis import events as ev_mod
-from magpie_inference_analysis.models import DTYPES, OpModel
+from magpie_inference_analysis.op_model import DTYPES, OpModel
 
 MOE_OPS = frozenset({"vllm::moe_forward", "vllm::moe_forward_shared"})
 _WEIGHT_BPE = {"FP4": 0.5, "FP8": 1.0}

@@ -29,7 +29,7 @@ import math
 import re
 from typing import Any
 
-from magpie_inference_analysis.models import DTYPES, OpModel
+from magpie_inference_analysis.op_model import DTYPES, OpModel
 
 _BPE = {"double": 8, "long int": 8, "float": 4, "scalar": 4, "int": 4, "c10::half": 2, "c10::bfloat16": 2,
         "c10::float8_e4m3fnuz": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1, "c10::float8_e8m0fnu": 1,

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from magpie_mcp.jobs import LOCAL_OWNER, SESSIONLESS, TOKEN_PREFIX
+from magpie_mcp.jobs import LOCAL_OWNER, SESSIONLESS, TOKEN_PREFIX, session_owner
 
 log = logging.getLogger("magpie.mcp")
 
@@ -181,8 +181,6 @@ class AuditMiddleware:
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if ctx.method != "tools/call" or ctx.request_id is None:
             return await call_next(ctx)
-        from magpie_mcp.context import session_owner
-
         params = ctx.params if isinstance(ctx.params, dict) else {}
         note: dict[str, Any] = {"decision": "allowed", "reason": None, "ran": False}
         token = AUDIT_CALL.set(note)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from magpie_mcp.audit import AuditLog
 from magpie_mcp.config import McpConfig, mcp_config
-from magpie_mcp.jobs import LOCAL_OWNER, SESSIONLESS, Job, JobLimits, JobManager, Runner
+from magpie_mcp.jobs import Job, JobLimits, JobManager, Runner, session_owner
 from magpie_mcp.trust import TrustError, TrustPolicy, resolve_programs
 
 if TYPE_CHECKING:
@@ -68,23 +68,6 @@ class SessionJobs:
 
     def start(self, kind: str, args: dict[str, Any], runner: Runner, timeout_s: float | None = None) -> Job:
         return self.manager.start(kind, args, runner, self.owner, timeout_s)
-
-
-def session_owner(request: Any) -> str:
-    """Who a call comes from.
-
-    A streamable-HTTP session (its ``Mcp-Session-Id``: the SDK routes a request only to the session
-    it names, and with a bearer token only for the credential that opened it); stdio's one client;
-    or, for an HTTP request without a session (the 2026-07-28 protocol is sessionless), the request
-    alone: no later request sees its jobs except through their job tokens.
-    """
-    headers = getattr(request, "headers", None) if request is not None else None
-    if headers is None:
-        return LOCAL_OWNER
-    session = headers.get("mcp-session-id")
-    if session:
-        return f"http:{session}"
-    return f"{SESSIONLESS}{id(getattr(request, 'request_context', request))}"
 
 
 class ToolContext:

@@ -547,6 +547,23 @@ def quota_group(owner: str) -> str:
     return SESSIONLESS if owner.startswith(SESSIONLESS) else owner
 
 
+def session_owner(request: Any) -> str:
+    """Who a call comes from.
+
+    A streamable-HTTP session (its ``Mcp-Session-Id``: the SDK routes a request only to the session
+    it names, and with a bearer token only for the credential that opened it); stdio's one client;
+    or, for an HTTP request without a session (the 2026-07-28 protocol is sessionless), the request
+    alone: no later request sees its jobs except through their job tokens.
+    """
+    headers = getattr(request, "headers", None) if request is not None else None
+    if headers is None:
+        return LOCAL_OWNER
+    session = headers.get("mcp-session-id")
+    if session:
+        return f"http:{session}"
+    return f"{SESSIONLESS}{id(getattr(request, 'request_context', request))}"
+
+
 def job_environment(source: Mapping[str, str], keep: Iterable[str], secret: Iterable[str]) -> dict[str, str]:
     """The variables of ``source`` whose names match ``keep`` (names or shell patterns), minus ``secret``."""
     patterns, drop = tuple(keep), frozenset(secret)

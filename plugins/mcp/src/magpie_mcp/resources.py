@@ -21,8 +21,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from magpie_mcp.context import ToolContext, session_owner
-from magpie_mcp.jobs import Job
+from magpie_mcp.context import ToolContext
+from magpie_mcp.jobs import Job, session_owner
 
 LOG_TAIL_BYTES = 256 * 1024
 MAX_FILE_BYTES = 4 * 1024 * 1024

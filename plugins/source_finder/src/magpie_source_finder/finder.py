@@ -27,6 +27,7 @@ from typing import Any
 
 from magpie_source_finder.cxx_index import scan_cxx
 from magpie_source_finder.py_index import scan_python
+from magpie_source_finder.resolve import resolve
 
 INDEX_VERSION = 3
 #: AMD Magpie's source columns, in its CSV order
@@ -404,8 +405,6 @@ def find_sources(
             continue
         seen.add(p.resolve())
         checkouts.append(load_checkout(p, cache))
-    from magpie_source_finder.resolve import resolve
-
     sources = {k["name"]: resolve(k["name"], k["parsed"], checkouts, k.get("context")) for k in kernels}
     return {
         "sources": sources,

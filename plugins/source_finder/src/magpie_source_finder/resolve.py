@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_trace.cxx_names import CxxName, find_component, parse_symbol
 
-from magpie_source_finder.finder import Checkout, Symbol
 from magpie_source_finder.test_search import command, entries_for, find_test
+
+if TYPE_CHECKING:  # finder calls resolve(): these are only the types of what it passes in
+    from magpie_source_finder.finder import Checkout, Symbol
+
+    Hit = tuple[Checkout, Symbol]
 
 #: namespaces (first component) -> the checkouts that define them, most likely first
 LIBRARY_OF_NAMESPACE = {
@@ -64,8 +68,6 @@ LIBRARY_OF_FAMILY = {
 }
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _REF_DEF = re.compile(r"^def\s+((?:ref|reference|torch|naive|native)_\w+|\w+_(?:ref|reference|torch|naive))\s*\(", re.M)
-
-Hit = tuple[Checkout, Symbol]
 
 
 @dataclass
