@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from magpie_core.plugins import KIND_HOOKS, get_plugin_manager
+from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import GpuInfo, ToolInfo
 
 
@@ -20,7 +20,7 @@ def collect_gpu_info() -> dict[str, Any]:
     manager = get_plugin_manager()
     gpus = [GpuInfo.model_validate(g) if isinstance(g, dict) else g for g in manager.detect_gpus()]
     tools: dict[str, ToolInfo] = {}
-    for kind in KIND_HOOKS:
+    for kind in manager.kind_hooks:
         for component in manager.components(kind).values():
             tools_fn = getattr(component, "tools", None)
             for tool in tools_fn() if callable(tools_fn) else []:

@@ -30,22 +30,51 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
+
+if TYPE_CHECKING:  # the types of the hooks' arguments and answers (type-only: the core's modules import this one)
+    import typer
+
+    from magpie_core.config.kernel import KernelConfigFile
+    from magpie_core.interfaces import (
+        ConfigBlock,
+        ContainerGpuAccess,
+        ExecutionEnvironment,
+        GpuHardwareControl,
+        KernelBackend,
+        KernelNameParser,
+        KernelSourceFinder,
+        Profiler,
+        Timer,
+        TraceAnalyzer,
+    )
+    from magpie_core.plugins import PluginManager
+    from magpie_core.report_pages import ReportPage
+    from magpie_core.reports import GpuInfo, PerformanceResult
 
 PROJECT = "magpie"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-Register = Callable[[Any], None]
+_Component = TypeVar("_Component")
+#: the ``register`` a ``magpie_register_*`` hook receives, typed by its kind: call it once per component
+Register = Callable[[_Component], None]
 
 
 # --- Component kinds: each hook registers components of one kind ---------------------------------------------------
 
 
+@hookspec(historic=True)
+def magpie_add_hookspecs(pluginmanager: PluginManager) -> None:
+    """Add a distribution's own hooks and component kinds: ``pluginmanager.add_kinds(module, {kind: hook name})``
+    with the module of its hook specs (pytest's ``pytest_addhooks``). Called when the plugin registers, before any
+    component is collected. ``magpie-benchmark`` adds its serving frameworks and benchmark checks this way."""
+
+
 @hookspec
-def magpie_register_kernel_backends(register: Register) -> None:
+def magpie_register_kernel_backends(register: Register[KernelBackend]) -> None:
     """Register kernel backends (:class:`~magpie_core.interfaces.KernelBackend`).
 
     A backend owns one or more kernel ``type`` values of the kernel config (``type: <name>``): it compiles
@@ -53,15 +82,7 @@ def magpie_register_kernel_backends(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_serving_frameworks(register: Register) -> None:
-    """Register LLM serving frameworks (:class:`~magpie_core.interfaces.ServingFramework`).
-
-    A framework builds the server command, its environment, the readiness check and the profiler control for
-    ``magpie benchmark``."""
-
-
-@hookspec
-def magpie_register_profilers(register: Register) -> None:
+def magpie_register_profilers(register: Register[Profiler]) -> None:
     """Register hardware-counter or kernel-trace profilers (:class:`~magpie_core.interfaces.Profiler`).
 
     Selected per kernel with ``performance.backend``; results come back in the
@@ -70,7 +91,7 @@ def magpie_register_profilers(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_trace_analyzers(register: Register) -> None:
+def magpie_register_trace_analyzers(register: Register[TraceAnalyzer]) -> None:
     """Register trace analyzers (:class:`~magpie_core.interfaces.TraceAnalyzer`).
 
     An analyzer reads profiler trace files (with :mod:`magpie_trace`, the public trace-reading library) and writes
@@ -79,7 +100,7 @@ def magpie_register_trace_analyzers(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_source_finders(register: Register) -> None:
+def magpie_register_source_finders(register: Register[KernelSourceFinder]) -> None:
     """Register kernel-source finders (:class:`~magpie_core.interfaces.KernelSourceFinder`).
 
     A finder maps kernel names (as they appear in traces) to the source files that define them, and says how sure it is.
@@ -87,7 +108,7 @@ def magpie_register_source_finders(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_kernel_name_parsers(register: Register) -> None:
+def magpie_register_kernel_name_parsers(register: Register[KernelNameParser]) -> None:
     """Register kernel-name parsers (:class:`~magpie_core.interfaces.KernelNameParser`).
 
     A parser recognises a family of GPU kernel names (cuBLAS, CK Tile,
@@ -96,7 +117,7 @@ def magpie_register_kernel_name_parsers(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_environments(register: Register) -> None:
+def magpie_register_environments(register: Register[ExecutionEnvironment]) -> None:
     """Register execution environments (:class:`~magpie_core.interfaces.ExecutionEnvironment`).
 
     An environment decides where work runs: ``local`` (the core's), a container, a cluster.
@@ -107,7 +128,7 @@ def magpie_register_environments(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_commands(cli: Any) -> None:
+def magpie_register_commands(cli: typer.Typer) -> None:
     """Add commands to the ``magpie`` command line.
 
     ``cli`` is the root :class:`typer.Typer`; add commands with ``@cli.command()``.
@@ -120,7 +141,7 @@ def magpie_register_commands(cli: Any) -> None:
 
 
 @hookspec
-def magpie_register_config_blocks(register: Register) -> None:
+def magpie_register_config_blocks(register: Register[ConfigBlock]) -> None:
     """Register config blocks (:class:`~magpie_core.interfaces.ConfigBlock`) that a plugin owns.
 
     A block is a top-level key of a config file (``mcp:`` in ``config.yaml``, ``ray_config:`` in a kernel or benchmark
@@ -131,18 +152,7 @@ def magpie_register_config_blocks(register: Register) -> None:
 
 
 @hookspec
-def magpie_register_benchmark_checks(register: Register) -> None:
-    """Register benchmark checks (``magpie_benchmark.interfaces.BenchmarkCheck``: the benchmark distribution
-    defines what a check provides and runs it; the core only keeps the registry).
-
-    ``magpie benchmark`` runs every check a run asks for against the served model once the
-    measurement is done (a quality gate such as lm-eval); each verdict lands in the report's
-    ``checks``, and a failed one fails the run while the load metrics are kept.
-    """
-
-
-@hookspec
-def magpie_register_timers(register: Register) -> None:
+def magpie_register_timers(register: Register[Timer]) -> None:
     """Register timers (:class:`~magpie_core.interfaces.Timer`), one per device kind.
 
     Kernel-backend plugins contribute the timers of the devices they run on
@@ -151,7 +161,7 @@ def magpie_register_timers(register: Register) -> None:
 
 
 @hookspec
-def magpie_detect_gpus() -> list[Any]:
+def magpie_detect_gpus() -> list[GpuInfo]:
     """Return the GPUs this plugin can see, as :class:`~magpie_core.reports.GpuInfo`.
 
     Called by ``magpie gpu-info`` and by automatic GPU selection. A vendor plugin returns an empty list when its tools
@@ -160,7 +170,7 @@ def magpie_detect_gpus() -> list[Any]:
 
 
 @hookspec
-def magpie_register_mcp_tools(register: Register) -> None:
+def magpie_register_mcp_tools(register: Register[Callable[..., Any]]) -> None:
     """Register tools for ``magpie mcp``: plain typed Python callables.
 
     The function's name becomes the tool name, its docstring the description and its type hints the input and output
@@ -172,7 +182,7 @@ def magpie_register_mcp_tools(register: Register) -> None:
 
 
 @hookspec(firstresult=True)
-def magpie_kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> Any:
+def magpie_kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> KernelConfigFile | None:
     """A kernel file (:class:`~magpie_core.config.kernel.KernelConfigFile`) for source files given on the command
     line with no YAML, testcase or compile command, when a plugin recognises them (a problem file and its
     solutions, say); None when not. ``kernel_type`` is ``--type`` when given, else None. Raise
@@ -181,7 +191,9 @@ def magpie_kernel_file_from_sources(sources: list[str], kernel_type: str | None)
 
 
 @hookspec(firstresult=True)
-def magpie_prepare_kernel_file(file: Any, config_dir: Path, source: Path | None) -> Any:
+def magpie_prepare_kernel_file(
+    file: KernelConfigFile, config_dir: Path, source: Path | None
+) -> KernelConfigFile | None:
     """A kernel file with a plugin's own block applied (its kernels and settings written out), or None to leave
     it as it is. Called for every kernel file before it runs (``source``: the YAML it came from, None when built
     from source files); raise :class:`~magpie_core.config.errors.ConfigError` for a kernel of yours that cannot
@@ -195,7 +207,7 @@ def magpie_testcase_env(latency: dict[str, Any] | None) -> dict[str, str] | None
 
 
 @hookspec(firstresult=True)
-def magpie_testcase_performance(output: str, latency: dict[str, Any] | None) -> Any:
+def magpie_testcase_performance(output: str, latency: dict[str, Any] | None) -> PerformanceResult | None:
     """The :class:`~magpie_core.reports.PerformanceResult` a self-timing testcase printed (``latency:``), or None."""
 
 
@@ -217,7 +229,7 @@ def magpie_visible_devices_env(vendor: str) -> str | None:
 
 
 @hookspec(firstresult=True)
-def magpie_container_gpu_access(vendor: str, devices: list[int]) -> Any:
+def magpie_container_gpu_access(vendor: str, devices: list[int]) -> ContainerGpuAccess | None:
     """How a container gets ``vendor``'s GPUs ``devices`` (empty: all).
 
     Return a :class:`~magpie_core.interfaces.ContainerGpuAccess` (``docker run``
@@ -226,7 +238,7 @@ def magpie_container_gpu_access(vendor: str, devices: list[int]) -> Any:
 
 
 @hookspec(firstresult=True)
-def magpie_gpu_hardware_control(vendor: str) -> Any:
+def magpie_gpu_hardware_control(vendor: str) -> GpuHardwareControl | None:
     """The :class:`~magpie_core.interfaces.GpuHardwareControl` of ``vendor``'s GPUs, or None when not yours.
 
     The core records every GPU's clocks, power limit and persistence in each report through it, and
@@ -247,7 +259,7 @@ def magpie_status_lines() -> list[str] | None:
 
 
 @hookspec
-def magpie_report_sections(page: Any) -> list[Any] | None:
+def magpie_report_sections(page: ReportPage) -> list[Any] | None:
     """Sections for the HTML report of one run (:class:`~magpie_core.report_pages.ReportPage`).
 
     ``page.kind`` says what ran (``analyze``, ``compare``, ``benchmark``, ``gap``, ``inference``, a

@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     )
     from magpie_core.timing import TimingSession
 
-    #: the ``benchmark:`` block: ``magpie_benchmark.config.BenchmarkConfig`` of the magpie-benchmark
-    #: distribution, which the core does not import
-    BenchmarkConfig = Any
-
 
 class Component(ABC):
     """Shared by every kind: a unique ``name`` and a one-line ``description``."""
@@ -112,47 +108,6 @@ class Timer(Component):
     @abstractmethod
     def clock(self, device: Any, graph_replay: bool = False) -> Any:
         """A clock whose ``time_batch(launch, n)`` times ``n`` launches between two timestamps."""
-
-
-class ServingFramework(Component):
-    """An LLM serving engine that ``magpie benchmark`` can start and drive."""
-
-    @abstractmethod
-    def server_command(self, config: BenchmarkConfig, host: str, port: int) -> list[str]:
-        """The argv that starts an OpenAI-compatible server (never a shell string)."""
-
-    def server_env(self, config: BenchmarkConfig, profile_dir: Path | None) -> dict[str, str]:
-        """Environment variables the server needs (profiler output folder, ...)."""
-        return {}
-
-    def profiler_args(self, config: BenchmarkConfig, profile_dir: Path) -> list[str]:
-        """Extra server arguments that turn the torch profiler on, writing under ``profile_dir``."""
-        return []
-
-    def start_profile_body(self, config: BenchmarkConfig) -> dict[str, Any] | None:
-        """JSON body of ``POST start_profile`` (None: no body), e.g. a step limit from
-        ``profiler.torch_profiler.num_steps`` when :attr:`supports_num_steps`."""
-        return None
-
-    #: the plugin honours ``profiler.torch_profiler.num_steps`` (server flag or start_profile body)
-    supports_num_steps: ClassVar[bool] = False
-    readiness_path: ClassVar[str] = "/health"
-    start_profile_path: ClassVar[str | None] = None
-    stop_profile_path: ClassVar[str | None] = None
-    #: file patterns of the traces the server writes into its profile folder
-    trace_patterns: ClassVar[tuple[str, ...]] = ("*.pt.trace.json.gz", "*.pt.trace.json", "*.trace.json.gz")
-
-    def default_image(self, gpu_arch: str | None) -> str | None:
-        """Default container image for a GPU arch (``sm_90``, ``gfx942``), if any."""
-        return None
-
-    #: GET path of the server's Prometheus metrics (None: the server has none magpie reads)
-    metrics_path: ClassVar[str | None] = None
-
-    def prefix_cache_counters(self, metrics_text: str) -> dict[str, float] | None:
-        """``{"hits": ..., "queries": ...}`` (cumulative prompt tokens found in / looked up in the prefix
-        cache) read from the ``metrics_path`` page; None when the page does not have them."""
-        return None
 
 
 class Profiler(Component):

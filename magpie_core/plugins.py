@@ -40,10 +40,9 @@ ENTRY_POINT_GROUP = "magpie"
 #: ``MAGPIE_PLUGINS`` restricts them too, by their last name (``local``).
 DEFAULT_PLUGINS: tuple[str, ...] = ("magpie_core.builtins.local",)
 
-#: kind -> the hook that registers components of that kind
+#: kind -> the hook that registers components of that kind (the core's; distributions add theirs: :meth:`add_kinds`)
 KIND_HOOKS: dict[str, str] = {
     "kernel_backend": "magpie_register_kernel_backends",
-    "serving_framework": "magpie_register_serving_frameworks",
     "profiler": "magpie_register_profilers",
     "trace_analyzer": "magpie_register_trace_analyzers",
     "source_finder": "magpie_register_source_finders",
@@ -52,7 +51,6 @@ KIND_HOOKS: dict[str, str] = {
     "timer": "magpie_register_timers",
     "mcp_tool": "magpie_register_mcp_tools",
     "config_block": "magpie_register_config_blocks",
-    "benchmark_check": "magpie_register_benchmark_checks",
 }
 
 
@@ -157,6 +155,7 @@ class PluginManager:
     ) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
+        self.kind_hooks = dict(KIND_HOOKS)
         self._plugins: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, Registered]] = {kind: {} for kind in KIND_HOOKS}
         self._collected: set[str] = set()  # kinds whose registration hooks were called
@@ -164,6 +163,7 @@ class PluginManager:
         # threads that ask for a kind at once (problems of `magpie kernelbench run`, each in a thread) wait
         # for its collection to finish instead of seeing it half done (a missing config block, say)
         self._collect_lock = threading.RLock()
+        self.pm.hook.magpie_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
         if defaults:
             self._load_defaults()
         found = entry_points if entry_points is not None else installed_entry_points(ENTRY_POINT_GROUP)
@@ -177,9 +177,20 @@ class PluginManager:
     @property
     def plugins(self) -> dict[str, PluginInfo]:
         """Every plugin and what became of it, with the components of every kind collected."""
-        for kind in KIND_HOOKS:
+        for kind in self.kind_hooks:
             self._ensure(kind)
         return self._plugins
+
+    def add_kinds(self, specs: ModuleType, kinds: dict[str, str]) -> None:
+        """A distribution's hook specs (pluggy's ``add_hookspecs``) and its component kinds, kind -> hook name
+        (from its :func:`~magpie_core.hookspecs.magpie_add_hookspecs`)."""
+        self.pm.add_hookspecs(specs)
+        self.kind_hooks |= kinds
+        self._components |= {kind: {} for kind in kinds if kind not in self._components}
+
+    def hook_names(self) -> list[str]:
+        """Every hook a plugin may implement: the core's and those distributions added."""
+        return sorted(name for name, caller in vars(self.pm.hook).items() if getattr(caller, "spec", None))
 
     def of_distribution(self, distribution: str) -> list[PluginInfo]:
         """The plugins of ``distribution``, whatever became of them (collects no component, unlike :attr:`plugins`)."""
@@ -241,11 +252,12 @@ class PluginManager:
                 for hook_name in dir(plugin)
                 if hook_name.startswith(f"{hookspecs.PROJECT}_")
                 and self.pm.parse_hookimpl_opts(plugin, hook_name) is not None
-                and not hasattr(hookspecs, hook_name)
+                and getattr(getattr(self.pm.hook, hook_name, None), "spec", None) is None
             ]
             if unknown:
                 info = self._plugins[name]
-                self._fail(info, pluggy.PluginValidationError(plugin, _unknown_hooks_message(unknown)), "is invalid")
+                error = pluggy.PluginValidationError(plugin, _unknown_hooks_message(unknown, self.hook_names()))
+                self._fail(info, error, "is invalid")
                 self._unregister(info)
         self.pm.check_pending()  # anything else pluggy finds wrong is a bug worth a traceback
 
@@ -330,12 +342,12 @@ class PluginManager:
 
     def _collect_components(self) -> None:
         """Call every registration hook (each kind in turn, :meth:`_collect_kind`)."""
-        for kind in KIND_HOOKS:
+        for kind in self.kind_hooks:
             self._ensure(kind)
 
     def _ensure(self, kind: str) -> None:
         """Collect the components of ``kind`` unless done already."""
-        if kind in self._ready or kind not in KIND_HOOKS:
+        if kind in self._ready or kind not in self.kind_hooks:
             return
         with self._collect_lock:
             if kind in self._collected:  # done meanwhile, or a hook of this thread asking for its own kind
@@ -350,7 +362,7 @@ class PluginManager:
         Each call still goes through pluggy (a caller restricted to that plugin); a plugin that
         raises in it is failed and everything it registered is forgotten.
         """
-        hook_name = KIND_HOOKS[kind]
+        hook_name = self.kind_hooks[kind]
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             info = self._plugins[impl.plugin_name]
             if info.status != "loaded":
@@ -402,12 +414,12 @@ class PluginManager:
     def components(self, kind: str) -> dict[str, Any]:
         """Every component of ``kind``, by name."""
         self._ensure(kind)
-        return {name: reg.component for name, reg in self._components[kind].items()}
+        return {name: reg.component for name, reg in self._components.get(kind, {}).items()}
 
     def get(self, kind: str, name: str) -> Any:
         """The component ``name`` of ``kind``, or an error that says what is installed."""
         self._ensure(kind)
-        table = self._components[kind]
+        table = self._components.get(kind, {})  # a kind no installed distribution added: none of it
         if name in table:
             return table[name].component
         known = ", ".join(sorted(table)) or "none"
@@ -433,10 +445,10 @@ class PluginManager:
         return self.call(hook_name, lambda: dict(kwargs), fatal=False)
 
 
-def _unknown_hooks_message(names: list[str]) -> str:
+def _unknown_hooks_message(names: list[str], hooks: list[str]) -> str:
     parts = []
     for name in names:
-        close = difflib.get_close_matches(name, [h for h in dir(hookspecs) if h.startswith("magpie_")], n=1)
+        close = difflib.get_close_matches(name, hooks, n=1)
         parts.append(f"{name!r} is not a magpie hook" + (f" (did you mean {close[0]!r}?)" if close else ""))
     return "; ".join(parts)
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from magpie_core.cli.commands import declared_commands
-from magpie_core.cli.lazy import CORE_COMMANDS
+from magpie_core.cli.commands import CORE_COMMANDS, declared_commands
 
 TRACE = Path(__file__).parent / "data" / "traces" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from magpie_core.config.kernel import PerformanceConfig
 from magpie_core.pipelines.compare import _share_copy_memory
 from magpie_core.timing import BatchSampler, TimingSettings, input_copies
 
@@ -46,10 +47,10 @@ def test_a_capped_run_says_its_caches_may_be_warm() -> None:
 
 
 def test_every_process_of_a_compare_gets_the_same_share_and_a_set_cap_is_kept() -> None:
-    jobs = [SimpleNamespace(performance={"processes": 2}) for _ in range(9)]
+    jobs = [SimpleNamespace(performance=PerformanceConfig(processes=2)) for _ in range(9)]
     _share_copy_memory(jobs, 0)
-    shares = {job.performance["copy_memory_mib"] for job in jobs}
+    shares = {job.performance.copy_memory_mib for job in jobs}
     assert len(shares) == 1 and shares.pop() >= 1
-    mine = [SimpleNamespace(performance={"processes": 2, "copy_memory_mib": 64}) for _ in range(3)]
+    mine = [SimpleNamespace(performance=PerformanceConfig(processes=2, copy_memory_mib=64)) for _ in range(3)]
     _share_copy_memory(mine, 0)
-    assert [job.performance["copy_memory_mib"] for job in mine] == [64, 64, 64]
+    assert [job.performance.copy_memory_mib for job in mine] == [64, 64, 64]

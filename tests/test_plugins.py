@@ -334,3 +334,35 @@ def test_threads_asking_for_a_kind_at_once_see_it_whole():
     seen.append(list(manager.components("environment")))
     first.join()
     assert seen == [["local"], ["local"]]
+
+
+def test_a_distribution_adds_its_own_hooks_and_kinds(monkeypatch):
+    """The benchmark's kinds (serving frameworks, checks) are not the core's: a distribution adds its hook specs
+    and kinds through ``magpie_add_hookspecs`` (as pytest's ``pytest_addhooks``), and they work like the core's, for
+    plugins registered before or after it; without it, the kind is empty and its hook an unknown one."""
+    from magpie_core.hookspecs import hookspec
+
+    specs = types.ModuleType("gadget_specs")
+    specs.magpie_register_gadgets = hookspec(lambda register: None)  # type: ignore[attr-defined]
+    specs.magpie_register_gadgets.__name__ = "magpie_register_gadgets"
+
+    class Adds:
+        @hookimpl
+        def magpie_add_hookspecs(self, pluginmanager):
+            pluginmanager.add_kinds(specs, {"gadget": "magpie_register_gadgets"})
+
+    class Gadget:
+        name = "widget"
+
+    class Provides:  # registered first: its hook is known only once the adding plugin has registered
+        @hookimpl
+        def magpie_register_gadgets(self, register):
+            register(Gadget())
+
+    plugins = [("provides", Provides()), ("adds", Adds())]
+    manager = PluginManager(entry_points=[], plugins=plugins, defaults=False)
+    assert list(manager.components("gadget")) == ["widget"] and manager.plugins["provides"].status == "loaded"
+    assert "magpie_register_gadgets" in manager.hook_names() and manager.kind_hooks["gadget"]
+    with pytest.warns(PluginWarning, match="'magpie_register_gadgets' is not a magpie hook"):
+        alone = PluginManager(entry_points=[], plugins=[("provides", Provides())], defaults=False)
+    assert alone.components("gadget") == {} and alone.plugins["provides"].status == "failed"

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from magpie_core.config.kernel import PerformanceConfig
 from magpie_core.pipelines import blocked
 from magpie_core.pipelines.blocked import (
     AA,
@@ -286,7 +287,7 @@ def test_processes_are_prepared_in_counterbalanced_rounds() -> None:
         def prepare(self, timeout: float) -> None:
             prepared.append(self.key)
 
-    jobs = [SimpleNamespace(performance={}) for _ in range(3)]
+    jobs = [SimpleNamespace(performance=PerformanceConfig()) for _ in range(3)]
     keys = [(i, p) for i in (AA, 0, 1, 2) for p in (0, 1)]
     firsts: set[int] = set()
     for _ in range(60):
@@ -325,7 +326,7 @@ def test_a_kernel_dropped_while_others_warm_up_is_not_prepared() -> None:
 
     keys = [(i, p) for i in (0, 1, 2) for p in (0, 1)]
     instances = Instances(workers={key: Worker(key) for key in keys})
-    failures = prepare_all(instances, [SimpleNamespace(performance={}) for _ in range(3)], 0)
+    failures = prepare_all(instances, [SimpleNamespace(performance=PerformanceConfig()) for _ in range(3)], 0)
     assert list(failures) == [1] and "out of memory" in failures[1]
     assert sorted(prepared) == [(0, 0), (0, 1), (2, 0), (2, 1)] and (1, 0) not in instances.workers
 

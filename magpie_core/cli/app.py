@@ -18,62 +18,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from magpie_core.cli.lazy import LazyGroup
+from magpie_core.cli.output import NotAvailable, UsageError, console, err_console, escape
 from magpie_core.config.errors import ConfigError, ConfigErrors
 from magpie_core.interfaces import HardwareControlError
 from magpie_core.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from magpie_core.config.framework import FrameworkConfig
 
 EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
 EXIT_USAGE = 2
-
-#: width of a console whose stream is not a terminal (a pipe, a log file): wide enough that tables are never cut
-PIPE_WIDTH = 4096
-
-
-def _width(stream: Any) -> int | None:
-    """None (rich decides) on a terminal or when COLUMNS is set; else wide, so piped tables keep every column."""
-    isatty = getattr(stream, "isatty", None)
-    return None if os.environ.get("COLUMNS") or (isatty and isatty()) else PIPE_WIDTH
-
-
-class _DeferredConsole:
-    """A rich ``Console`` made on first use: a run that prints nothing through it (``--json``, CSV rows, a
-    report written to files) never imports rich, which costs ~0.04 s CPU at start-up."""
-
-    def __init__(self, stderr: bool) -> None:
-        self._stderr = stderr
-        self._console: Console | None = None
-
-    def _get(self) -> Console:
-        if self._console is None:
-            from rich.console import Console
-
-            stream = sys.stderr if self._stderr else sys.stdout
-            self._console = Console(stderr=self._stderr, highlight=False, width=_width(stream))
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._get(), name)
-
-
-console: Console = _DeferredConsole(stderr=False)  # type: ignore[assignment]
-err_console: Console = _DeferredConsole(stderr=True)  # type: ignore[assignment]
-
-
-def escape(text: str) -> str:
-    """rich's markup escape, imported when a message is printed (and not at all for text it leaves alone)."""
-    if "[" not in text and "\\" not in text:
-        return text
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
 
 app = typer.Typer(
     name="magpie",
@@ -84,14 +40,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
-
-
-class NotAvailable(RuntimeError):
-    """A command needs a plugin or pipeline that is not installed."""
-
-
-class UsageError(ValueError):
-    """Bad command-line input that typer cannot catch by itself."""
+LazyGroup.root = app
 
 
 @dataclass
@@ -240,12 +189,9 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def _gpu_info_callback(value: bool) -> None:
-    if value:
-        from magpie_core.cli.gpu_info import print_gpu_info
-
-        print_gpu_info(as_json=False)
-        raise typer.Exit()
+def _gpu_info_callback(ctx: typer.Context, value: bool) -> None:
+    if value:  # `magpie gpu-info`, as the root group makes it
+        ctx.command.get_command(ctx, "gpu-info").main(args=[], prog_name="magpie gpu-info")  # type: ignore[attr-defined]
 
 
 @app.callback()

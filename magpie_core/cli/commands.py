@@ -24,10 +24,17 @@ from typing import Any
 import typer
 from typer.models import CommandInfo
 
-from magpie_core.cli.lazy import CORE_COMMANDS
 from magpie_core.plugins import PluginManager, PluginWarning, allowed_names, get_plugin_manager, installed_entry_points
 
-__all__ = ["COMMANDS_GROUP", "DeclaredCommand", "add_plugin_commands", "command_word", "missing_plugin_message"]
+__all__ = ["COMMANDS_GROUP", "CORE_COMMANDS", "DeclaredCommand", "add_plugin_commands", "command_word"]
+
+#: core command -> the module that registers it on the root app, in the order ``magpie --help`` lists them
+CORE_COMMANDS: dict[str, str] = {
+    "gpu-info": "magpie_core.cli.gpu_info",
+    "analyze": "magpie_core.cli.kernels",
+    "compare": "magpie_core.cli.kernels",
+    "plugins": "magpie_core.cli.plugins_cmd",
+}
 
 #: entry-point group of lazily loaded commands: command word -> ``module:function(cli)``
 COMMANDS_GROUP = "magpie.commands"

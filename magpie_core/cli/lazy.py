@@ -14,31 +14,26 @@ from typing import Any
 
 from typer.core import TyperGroup, TyperOption
 
-__all__ = ["CORE_COMMANDS", "LazyGroup"]
+__all__ = ["LazyGroup"]
 
 # typer's help shows `<bool>` beside every on/off flag, which takes no value: show nothing there instead
 _value_type = TyperOption.display_type_rich
 TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else _value_type(self, ctx)  # type: ignore[method-assign]
 
-#: core command -> the module that registers it on the root app, in the order ``magpie --help`` lists them
-CORE_COMMANDS: dict[str, str] = {
-    "gpu-info": "magpie_core.cli.gpu_info",
-    "analyze": "magpie_core.cli.kernels",
-    "compare": "magpie_core.cli.kernels",
-    "plugins": "magpie_core.cli.plugins_cmd",
-}
-
 
 class LazyGroup(TyperGroup):
     """typer's group, with the core commands and the declared plugin commands made on first use."""
 
+    #: the root typer app whose group this is (set by :mod:`magpie_core.cli.app`, which imports this module)
+    root: Any = None
+
     def list_commands(self, ctx: Any) -> list[str]:
-        from magpie_core.cli.commands import DECLARED
+        from magpie_core.cli.commands import CORE_COMMANDS, DECLARED
 
         return list(dict.fromkeys([*CORE_COMMANDS, *DECLARED, *self.commands]))
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        from magpie_core.cli.commands import DECLARED
+        from magpie_core.cli.commands import CORE_COMMANDS, DECLARED
 
         if cmd_name not in self.commands:
             if cmd_name in CORE_COMMANDS:
@@ -48,7 +43,7 @@ class LazyGroup(TyperGroup):
         return self.commands.get(cmd_name)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        from magpie_core.cli.commands import DECLARED
+        from magpie_core.cli.commands import CORE_COMMANDS, DECLARED
 
         if args and args[0] not in self.commands and args[0] not in CORE_COMMANDS and args[0] not in DECLARED:
             # an unknown command: typer's "did you mean" looks only at the commands made, so make the core's
@@ -58,20 +53,18 @@ class LazyGroup(TyperGroup):
 
 
 def _click_options() -> dict[str, Any]:
-    from magpie_core.cli.app import app
-
-    return {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+    root = LazyGroup.root
+    return {"pretty_exceptions_short": root.pretty_exceptions_short, "rich_markup_mode": root.rich_markup_mode}
 
 
 def _load_core(name: str) -> Any:
     """Import the module of core command ``name`` and make its click command as typer would."""
     from typer.main import get_command_from_info
 
-    from magpie_core.cli.app import app
-    from magpie_core.cli.commands import command_name
+    from magpie_core.cli.commands import CORE_COMMANDS, command_name
 
-    importlib.import_module(CORE_COMMANDS[name])
-    info = next(c for c in app.registered_commands if command_name(c) == name)
+    importlib.import_module(CORE_COMMANDS[name])  # registers the command on the root app
+    info = next(c for c in LazyGroup.root.registered_commands if command_name(c) == name)
     return get_command_from_info(info, **_click_options())
 
 

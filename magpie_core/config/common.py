@@ -8,6 +8,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from magpie_core.config.errors import BLOCK_ERROR, UNKNOWN_KEY
+from magpie_core.config.validation import unknown_key_problem
 from magpie_core.processes import MAX_WAIT_S
 
 #: A command as AMD Magpie writes it: a string, an argv list, or a list of argv lists.
@@ -86,11 +88,6 @@ class PluginBlocksModel(StrictModel):
         return dict(self.__pydantic_extra__ or {})
 
 
-#: pydantic error types the loader turns into located messages (see ``loader.validate``)
-UNKNOWN_KEY = "magpie_unknown_key"
-BLOCK_ERROR = "magpie_block_error"
-
-
 def config_blocks(scope: str) -> dict[str, Any]:
     """The plugin config blocks allowed in ``scope``, by key."""
     from magpie_core.plugins import get_plugin_manager
@@ -106,8 +103,6 @@ def _validate_block(block: Any, key: str, value: Any) -> Any:
         first = exc.errors()[0]
         problem = str(first["msg"]).removeprefix("Value error, ")  # a validator's ValueError, as for core keys
         if first["type"] == "extra_forbidden":
-            from magpie_core.config.validation import unknown_key_problem
-
             problem = unknown_key_problem(block.model, tuple(first["loc"]))
         raise PydanticCustomError(
             BLOCK_ERROR, "{problem}", {"key": key, "inner": list(first["loc"]), "problem": problem}

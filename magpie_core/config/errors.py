@@ -12,6 +12,8 @@ from pathlib import Path
 __all__ = ["ConfigError", "ConfigErrors", "Loc", "format_loc"]
 
 Loc = tuple[str | int, ...]
+#: pydantic error types of plugin config blocks that validation turns into located messages
+UNKNOWN_KEY, BLOCK_ERROR = "magpie_unknown_key", "magpie_block_error"
 
 
 class ConfigError(ValueError):

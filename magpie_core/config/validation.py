@@ -11,8 +11,7 @@ from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from magpie_core.config.common import BLOCK_ERROR, UNKNOWN_KEY
-from magpie_core.config.errors import ConfigError, ConfigErrors, Loc
+from magpie_core.config.errors import BLOCK_ERROR, UNKNOWN_KEY, ConfigError, ConfigErrors, Loc
 
 __all__ = ["model_keys", "validate"]
 

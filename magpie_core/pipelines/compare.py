@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from magpie_core.config.common import dump
-from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
 from magpie_core.interfaces import KernelBackend
 from magpie_core.pipelines.blocked import AA, MIN_BLOCKS, BlockedTiming, BlockPlan, Key, stability, time_in_blocks
 from magpie_core.pipelines.instances import (
@@ -122,13 +122,13 @@ TIMING_DESIGNS = ("auto", "blocks", "rounds")
 
 def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings: dict[str, Any]) -> int:
     """Tell every job how it is timed and split its budget over rounds; the settings the report shows."""
-    rounds = 1 if blocked else int(jobs[base_index].performance.get("rounds", 1))
+    rounds = 1 if blocked else jobs[base_index].performance.rounds
     for job in jobs:
         job.timing_elsewhere = blocked
         job.performance = _split_budget(job.performance, rounds)
     settings |= {
         "correctness": jobs[base_index].correctness,
-        "performance": jobs[base_index].performance,
+        "performance": jobs[base_index].performance.model_dump(mode="json"),
         "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
     }
     return rounds
@@ -196,7 +196,7 @@ def _sessions_supported(kernels: list[KernelConfig], jobs: list[KernelJob]) -> b
         backend = manager.get("kernel_backend", kernel.type)
         if not kernel.uses_harness or type(backend).open_timing is KernelBackend.open_timing:
             return False
-        if job.performance.get("backend", "events") == "none":
+        if job.performance.backend == "none":
             return False
     return True
 
@@ -239,13 +239,15 @@ def _correctness_first(
     return [r for r in results if r is not None]
 
 
-def _split_budget(performance: dict[str, Any], rounds: int) -> dict[str, Any]:
+def _split_budget(performance: PerformanceConfig, rounds: int) -> PerformanceConfig:
     """One round's share of the timing budget and sample counts."""
-    per_round = dict(performance)
-    per_round["budget_seconds"] = float(performance.get("budget_seconds", 10)) / rounds
-    per_round["min_samples"] = max(3, -(-int(performance.get("min_samples", 10)) // rounds))
-    per_round["max_samples"] = max(3, int(performance.get("max_samples", 1000)) // rounds)
-    return per_round
+    return performance.model_copy(
+        update={
+            "budget_seconds": performance.budget_seconds / rounds,
+            "min_samples": max(3, -(-performance.min_samples // rounds)),
+            "max_samples": max(3, performance.max_samples // rounds),
+        }
+    )
 
 
 # --- timing in interleaved blocks --------------------------------------------------------------------
@@ -291,16 +293,16 @@ def _check_and_time_in_blocks(
             return results, None
         perf = jobs[base_index].performance
         plan = BlockPlan(
-            budget_s=float(perf.get("budget_seconds", 10)) * max(1, len({k[0] for k in instances.workers})),
+            budget_s=perf.budget_seconds * max(1, len({k[0] for k in instances.workers})),
             min_effect=min_effect,
-            target_rse=float(perf.get("target_rse", 0.01)),
-            timeout_s=float(perf.get("timeout_seconds", 300)),
+            target_rse=perf.target_rse,
+            timeout_s=perf.timeout_seconds,
         )
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
-        referee = None if perf.get("graph_replay") else instances.referee  # a replayed graph's launches are fixed
+        referee = None if perf.graph_replay else instances.referee  # a replayed graph's launches are fixed
         outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee)
-        per_call = _per_call(instances, outcome, perf) if perf.get("call_trials") else {}
+        per_call = _per_call(instances, outcome, perf) if perf.call_trials else {}
         infos = instances.close_all()
     finally:
         instances.stop_all()
@@ -322,7 +324,7 @@ def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:
     processes = (len(jobs) + 1) * processes_per_instance(jobs[base_index].performance, len(jobs) + 1)
     share = max(1, free // 2 // processes >> 20)
     for job in jobs:
-        job.performance["copy_memory_mib"] = job.performance.get("copy_memory_mib") or share
+        job.performance.copy_memory_mib = job.performance.copy_memory_mib or share
 
 
 def _timed_candidates(results: list[KernelResult], instances: Instances, measure: bool) -> list[int]:
@@ -380,10 +382,10 @@ def _timing_failed(result: KernelResult, why: str) -> None:
     result.errors.append(f"timing worker failed: {why.splitlines()[0] if why else ''}")
 
 
-def _per_call(instances: Instances, outcome: BlockedTiming, perf: dict[str, Any]) -> dict[int, float]:
+def _per_call(instances: Instances, outcome: BlockedTiming, perf: PerformanceConfig) -> dict[int, float]:
     """Each timed kernel's mean single synchronized call (``call_trials``), one kernel at a time, after the blocks."""
     found: dict[int, float] = {}
-    ask, timeout_s = {"call_times": int(perf["call_trials"])}, float(perf.get("timeout_seconds", 300))
+    ask, timeout_s = {"call_times": perf.call_trials}, perf.timeout_seconds
     for i in [i for i in outcome.indices() if i != AA and (i, 0) in instances.workers and i not in outcome.failed]:
         try:
             found[i] = float(np.mean(instances.workers[(i, 0)].ask(ask, timeout_s, "call_us")))

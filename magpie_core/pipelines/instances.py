@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magpie_core.config.kernel import KernelConfig
+from magpie_core.config.kernel import KernelConfig, PerformanceConfig
 from magpie_core.pipelines.blocked import AA, Key
 from magpie_core.pipelines.kernel_reports import KernelResult
 from magpie_core.pipelines.kernels import (
@@ -40,11 +40,10 @@ TURN_PATIENCE_S = 20.0
 DEFAULT_PROCESSES = 2
 
 
-def processes_per_instance(performance: dict[str, Any], instances: int) -> int:
+def processes_per_instance(performance: PerformanceConfig, instances: int) -> int:
     """As configured; else 3 while instances x 3 <= CPUs, else 2 (docs/kernel-evaluation.md: GPU start costs)."""
-    configured = performance.get("processes")
-    if configured:
-        return int(configured)
+    if performance.processes:
+        return performance.processes
     return DEFAULT_PROCESSES + (1 if instances * (DEFAULT_PROCESSES + 1) <= (os.cpu_count() or 1) else 0)
 
 
@@ -228,7 +227,7 @@ def prepare_all(instances: Instances, jobs: list[KernelJob], base_index: int) ->
             continue
         job = jobs[base_index if key[0] == AA else key[0]]
         try:
-            worker.prepare(float(job.performance.get("timeout_seconds", 300)))
+            worker.prepare(job.performance.timeout_seconds)
         except TimingWorkerError as exc:
             failures[key[0]] = f"process {key[1] + 1}: {exc}"
             instances.drop(key[0])

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
 from magpie_core.config.errors import ConfigError
-from magpie_core.config.kernel import KernelConfig, KernelConfigFile
+from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
 from magpie_core.config.loader import load_config, load_yaml
 from magpie_core.interrupts import RunInterrupted
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, KernelResult
@@ -48,7 +48,8 @@ class KernelJob(Model):
 
     kernel: dict[str, Any]
     correctness: dict[str, Any]
-    performance: dict[str, Any]
+    #: typed: its defaults are the config model's, written once (profiler option blocks are its extra keys)
+    performance: PerformanceConfig
     config_dir: str
     workdir: str
     measure_performance: bool = True
@@ -180,7 +181,7 @@ def kernel_timeout(job: KernelJob) -> float:
     """How long one kernel's worker may take: the two stages' budgets, within what magpie waits for anything."""
     return min(
         MAX_WAIT_S,
-        float(job.correctness.get("timeout_seconds", 300)) + float(job.performance.get("timeout_seconds", 300)),
+        float(job.correctness.get("timeout_seconds", 300)) + job.performance.timeout_seconds,
     )
 
 
@@ -275,8 +276,8 @@ def evaluation_task(
     job: KernelJob, kernel_type: str, artifacts: list[str], workdir: Path, timed: bool
 ) -> EvaluationTask:
     """What the backend's worker gets: the kernel, its build, its settings (``timed``: time it there)."""
-    perf_settings = dict(job.performance)
-    perf_settings["enabled"] = timed and perf_settings.get("backend", "events") != "none"
+    perf_settings = job.performance.model_dump(mode="json")
+    perf_settings["enabled"] = timed and job.performance.backend != "none"
     return EvaluationTask(
         kernel=job.kernel,
         kernel_type=kernel_type,
@@ -310,7 +311,7 @@ def _run_harness(
     outcome = harness(task, cwd, workdir, worker_env, timeout)
     result.environment = outcome.environment
     result.performance = performance = outcome.performance
-    profiler_name = str(job.performance.get("backend", "events"))
+    profiler_name = job.performance.backend
     if (
         job.measure_performance
         and not job.timing_only  # counters once, from round 1
@@ -332,7 +333,8 @@ PROFILE_LAUNCHES = 5
 
 
 def _profiler_options(job: KernelJob, name: str) -> dict[str, Any]:
-    block = job.performance.get(name) or job.performance.get(name.replace("-", "_")) or {}
+    blocks = job.performance.model_extra or {}
+    block = blocks.get(name) or blocks.get(name.replace("-", "_")) or {}
     return dict(block) if isinstance(block, dict) else {}
 
 
@@ -380,7 +382,7 @@ def _profile_or_explain(
     kernel: KernelConfig, job: KernelJob, cwd: Path, workdir: Path, timeout: float
 ) -> PerformanceResult:
     """Testcase-only kernels: a profiler plugin can time them; device events cannot."""
-    name = job.performance.get("backend", "events")
+    name = job.performance.backend
     if name in BUILT_IN_TIMING:
         return PerformanceResult(
             status=StageStatus.NOT_RUN,
@@ -442,7 +444,7 @@ def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure
             KernelJob(
                 kernel=dump_kernel(kernel),
                 correctness=file.effective_correctness(kernel).model_dump(mode="json"),
-                performance=file.effective_performance(kernel).model_dump(mode="json"),
+                performance=file.effective_performance(kernel),
                 config_dir=str(config_dir.resolve()),
                 workdir=str(ws.path / kernel.id),
                 measure_performance=measure_performance,

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from magpie_benchmark.config import BenchmarkConfig
-
-from magpie_core.interfaces import ServingFramework
+from magpie_benchmark.interfaces import ServingFramework
 
 
 class FakeFramework(ServingFramework):

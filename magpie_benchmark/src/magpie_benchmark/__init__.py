@@ -12,6 +12,6 @@ measured. The pieces, each usable on its own:
 - :mod:`magpie_benchmark.interfaces`: what an offline framework and a benchmark check provide (the kinds only
   this distribution runs)
 
-Serving engines are plugins of kind ``serving_framework`` (:class:`magpie_core.interfaces.ServingFramework`);
+Serving engines are plugins of kind ``serving_framework`` (:class:`magpie_benchmark.interfaces.ServingFramework`);
 the command arrives on the ``magpie`` command line through ``magpie_register_commands``, as any plugin's would.
 """

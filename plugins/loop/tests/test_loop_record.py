@@ -53,9 +53,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Any:
 def _fake_run(out: Path, itl_ms: float) -> Path:
     """A benchmark of magpie's fake server (started and stopped by magpie), 3 repeats, each on a fresh server."""
     from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.interfaces import ServingFramework
     from magpie_benchmark.pipeline import run_benchmark
-
-    from magpie_core.interfaces import ServingFramework
 
     class Fake(ServingFramework):
         name = "fake"

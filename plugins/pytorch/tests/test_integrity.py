@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from magpie_kernels_pytorch import integrity, timers
+from magpie_kernels_pytorch import harness, integrity, timers
 from magpie_kernels_pytorch.integrity import (
     FreshInputs,
     IntegrityError,
@@ -110,3 +110,7 @@ def test_a_patched_clock_is_seen_and_changes_nothing_in_magpies_clock(monkeypatc
 
     monkeypatch.setattr(timers.CpuClock.time_batch, "__code__", fake_code.__code__, raising=True)
     assert "CpuClock.time_batch" in tamper.changes()  # same function object, other code
+    # the harness's own functions, which it hands over (it imports integrity, not the other way round)
+    watching = Tamper(harness._watched())
+    monkeypatch.setattr(harness.HarnessSession, "sample", lambda self: None)
+    assert watching.changes() == ["HarnessSession.sample"]

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from magpie_core.interfaces import ServingFramework
+from magpie_benchmark.interfaces import ServingFramework
 
 from .cli_args import drop_overridden, remove_flags, split_extra_args
 

@@ -1,6 +1,6 @@
 """Read counters from a server's Prometheus text exposition (``GET /metrics``), engine-neutral.
 
-A framework plugin names the counters (``magpie_core.interfaces.ServingFramework.prefix_cache_counters``);
+A framework plugin names the counters (``magpie_benchmark.interfaces.ServingFramework.prefix_cache_counters``);
 this module only fetches the page and sums a counter's samples over their labels (one per engine or
 model). A counter ``name`` is also found under ``name_total``, the suffix the Python client appends.
 """

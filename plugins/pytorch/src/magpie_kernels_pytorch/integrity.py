@@ -276,7 +276,7 @@ def _to_cpu(value: Any) -> Any:
 def _recorded() -> dict[str, Callable[[], Any]]:
     """Where each watched function is looked up from (by name, so a patch of the attribute shows)."""
     from magpie_core import timing, worker
-    from magpie_kernels_pytorch import checking, harness, timers
+    from magpie_kernels_pytorch import checking, timers
 
     watched: dict[str, Callable[[], Any]] = {
         "time.perf_counter_ns": lambda: time.perf_counter_ns,
@@ -293,10 +293,6 @@ def _recorded() -> dict[str, Callable[[], Any]]:
         "timers._elapsed": lambda: timers._elapsed,
         "timers._sync_device": lambda: timers._sync_device,
         "checking.compare_outputs": lambda: checking.compare_outputs,
-        "harness.compare_outputs": lambda: harness.compare_outputs,
-        "HarnessSession.sample": lambda: harness.HarnessSession.sample,
-        "HarnessSession.handover": lambda: harness.HarnessSession.handover,
-        "harness._urandom": lambda: harness._urandom,
         "os.urandom": lambda: os.urandom,
     }
     if torch.cuda.is_available():
@@ -310,10 +306,11 @@ def _recorded() -> dict[str, Callable[[], Any]]:
 
 
 class Tamper:
-    """The timing and reply functions as they were when recorded; :meth:`changes` names any replaced since."""
+    """The timing and reply functions as they were when recorded; :meth:`changes` names any replaced since.
+    ``more``: the caller's own watched functions, name -> lookup (the harness's: it imports this module)."""
 
-    def __init__(self) -> None:
-        self.lookups = _recorded()
+    def __init__(self, more: dict[str, Callable[[], Any]] | None = None) -> None:
+        self.lookups = _recorded() | (more or {})
         self.objects = {name: lookup() for name, lookup in self.lookups.items()}
         self.codes = {name: getattr(obj, "__code__", None) for name, obj in self.objects.items()}
 

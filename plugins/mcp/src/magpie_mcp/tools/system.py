@@ -12,7 +12,7 @@ from pydantic import Field
 from magpie_core import __version__, hookimpl
 from magpie_core.gpus import collect_gpu_info
 from magpie_core.hookspecs import Register
-from magpie_core.plugins import KIND_HOOKS, get_plugin_manager
+from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import GpuInfo, ToolInfo
 from magpie_mcp.annotations import tool_meta
 from magpie_mcp.context import ToolFailure
@@ -88,7 +88,7 @@ def list_plugins() -> PluginList:
     """Installed magpie plugins: distribution, version, load status and the components each provides."""
     manager = get_plugin_manager()
     plugins = [PluginEntry.model_validate(p.as_dict()) for p in manager.plugins.values()]
-    return PluginList(plugins=plugins, components={k: sorted(manager.components(k)) for k in KIND_HOOKS})
+    return PluginList(plugins=plugins, components={k: sorted(manager.components(k)) for k in manager.kind_hooks})
 
 
 @tool_meta("GPU clocks and power", read_only=True, idempotent=True, open_world=False)
