@@ -1,6 +1,11 @@
 """Issue 45: the pace of ``magpie kernelbench run`` on real inline-CUDA solutions (benchmarks/kernelbench_pace/).
 
     python benchmarks/kernelbench_pace.py --first 50 --out DIR [--wave 16] [--jobs J] [--skip-wave] [--skip-e2e]
+    python benchmarks/kernelbench_pace.py --bed --out DIR [--cpu-wave 4 --jobs 2]     # no GPU
+
+``--bed``: the end-to-end run on the PyTorch-only KernelBench bed (benchmarks/kernelbench_bed/) instead, the CPU
+goal's set (<= 5 s per solution after the first); ``--cpu-wave N``: the build wave on N generated C++-only
+``load_inline`` solutions (g++, no CUDA), for a host without a GPU.
 
 1. **Build wave**: the first ``--wave`` solutions' extensions built twice on fresh caches, ``--jobs`` at a time, in
    the same run on the same files: by a plain script (a process per file that imports it, the way a KernelBench
@@ -27,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "kernelbench_pace"
+BED = Path(__file__).resolve().parent / "kernelbench_bed"
 IMPORT = (
     "import importlib.util, sys; spec = importlib.util.spec_from_file_location('solution', sys.argv[1]); "
     "spec.loader.exec_module(importlib.util.module_from_spec(spec))"
@@ -55,6 +61,52 @@ def subset(first: int, into: Path) -> list[Path]:
         (into / "solutions" / problem).mkdir(parents=True, exist_ok=True)
         shutil.copy(solution, into / "solutions" / problem / solution.name)
     return sorted((into / "solutions").glob("*/*.py"), key=lambda p: (p.parent.name, p.name))
+
+
+def bed_set(into: Path) -> list[Path]:
+    """The KernelBench bed (PyTorch-only: 12 problems, each with an identical copy, an alternative, a 5x slower
+    variant and a wrong one) laid out as ``kernelbench run`` reads it: the CPU pace goal's set."""
+    for reference in sorted(BED.glob("*/reference.py")):
+        name = reference.parent.name
+        (into / "problems" / name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(reference, into / "problems" / name / "reference.py")
+        (into / "solutions" / name).mkdir(parents=True, exist_ok=True)
+        for solution in sorted(reference.parent.glob("*.py")):
+            if solution.name != "reference.py":
+                shutil.copy(solution, into / "solutions" / name / solution.name)
+    return sorted((into / "solutions").glob("*/*.py"))
+
+
+CPU_SOLUTION = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """
+torch::Tensor relu_{i}(torch::Tensor x) {{
+    auto in = x.contiguous();
+    auto out = torch::empty_like(in);
+    const float* src = in.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    for (int64_t k = 0; k < in.numel(); ++k) dst[k] = src[k] > 0.0f ? src[k] : 0.0f;
+    return out;
+}}
+"""
+relu = load_inline(name="relu_{i}", cpp_sources=source, functions=["relu_{i}"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu.relu_{i}(x)
+'''
+
+
+def cpu_wave_files(count: int, into: Path) -> list[Path]:
+    """``count`` C++-only ``load_inline`` solutions (g++ and torch's headers, no CUDA): a build wave on a CPU host."""
+    into.mkdir(parents=True, exist_ok=True)
+    files = [into / f"relu_{i}.py" for i in range(count)]
+    for i, file in enumerate(files):
+        file.write_text(CPU_SOLUTION.format(i=i))
+    return files
 
 
 def plain_wave(files: list[Path], root: Path, jobs: int) -> dict[str, float]:
@@ -97,23 +149,37 @@ class GpuSampler:
 
 
 def end_to_end(set_dir: Path, out: Path) -> dict[str, object]:
+    """The run as a user starts it (tables as problems finish); when each problem's table appeared, from which the
+    pace after the first problem; the rows from the summary file."""
     sampler = GpuSampler(out / "gpu_util.txt")
+    names = {p.stem if p.suffix == ".py" else p.name for p in (set_dir / "problems").iterdir()}
     argv = [sys.executable, "-m", "magpie_core", "kernelbench", "run", str(set_dir / "problems")]
-    argv += ["--solutions", str(set_dir / "solutions"), "-o", str(out / "e2e"), "--json", "--no-html"]
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    argv += ["--solutions", str(set_dir / "solutions"), "-o", str(out / "e2e"), "--no-html"]
+    start, finished = time.perf_counter(), []
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=(out / "e2e_stderr.txt").open("w"), text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # a problem's table starts with its name as the title
+        if line.strip() in names:
+            finished.append((line.strip(), time.perf_counter() - start))
+    returncode = proc.wait()
     seconds = time.perf_counter() - start
     gpu = sampler.stop()
-    (out / "e2e_stderr.txt").write_text(done.stderr)
-    waited = re.search(r"problems waited (\d+) s", done.stderr)
-    rows = json.loads(done.stdout)["rows"] if done.stdout.strip().startswith("{") else []
+    stderr = (out / "e2e_stderr.txt").read_text()
+    waited = re.search(r"problems waited (\d+) s", stderr)
+    rows = json.loads((out / "e2e" / "kernelbench_summary.json").read_text())["rows"]
+    first = next((t for name, t in finished), None)
+    per_problem = {name: [r for r in rows if r["problem"] == name] for name, _ in finished}
+    later = len(rows) - len(per_problem[finished[0][0]]) if finished else 0
     verdicts: dict[str, int] = {}
     for row in rows:
         key = row.get("verdict") or ("not compiled" if not row["compiled"] else "wrong" if not row["correct"] else "-")
         verdicts[key] = verdicts.get(key, 0) + 1
     return {
-        "exit": done.returncode,
+        "exit": returncode,
         "seconds": seconds,
+        "first_problem_s": first,
+        "per_solution_after_first_s": (seconds - first) / later if first is not None and later else None,
+        "problem_finished_s": finished,
         "solutions": len(rows),
         "problems": len({r["problem"] for r in rows}),
         "waited_for_builds_s": int(waited.group(1)) if waited else None,
@@ -131,12 +197,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--skip-wave", action="store_true")
     parser.add_argument("--skip-e2e", action="store_true")
+    parser.add_argument("--bed", action="store_true", help="the PyTorch-only KernelBench bed instead (CPU goal)")
+    parser.add_argument("--cpu-wave", type=int, default=0, help="the build wave on N C++-only solutions, no GPU")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    files = subset(args.first, args.out / "set")
+    files = bed_set(args.out / "set") if args.bed else subset(args.first, args.out / "set")
     result: dict[str, object] = {"cpus": os.cpu_count(), "jobs": args.jobs, "solutions": len(files)}
-    if not args.skip_wave:
-        wave = files[: args.wave]
+    if not args.skip_wave and (args.cpu_wave or not args.bed):
+        wave = cpu_wave_files(args.cpu_wave, args.out / "cpu_wave") if args.cpu_wave else files[: args.wave]
         # magpie first: the plain script then finds the compiler's files in the page cache, not magpie
         result["wave_magpie"] = magpie_wave(wave, args.out / "wave_magpie", args.jobs)
         result["wave_plain"] = plain_wave(wave, args.out / "wave_plain", args.jobs)

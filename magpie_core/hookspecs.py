@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # the types of the hooks' arguments and answers (type-only: t
         Timer,
         TraceAnalyzer,
     )
-    from magpie_core.plugins import PluginManager
     from magpie_core.report_pages import ReportPage
     from magpie_core.reports import GpuInfo, PerformanceResult
 
@@ -64,13 +63,6 @@ Register = Callable[[_Component], None]
 
 
 # --- Component kinds: each hook registers components of one kind ---------------------------------------------------
-
-
-@hookspec(historic=True)
-def magpie_add_hookspecs(pluginmanager: PluginManager) -> None:
-    """Add a distribution's own hooks and component kinds: ``pluginmanager.add_kinds(module, {kind: hook name})``
-    with the module of its hook specs (pytest's ``pytest_addhooks``). Called when the plugin registers, before any
-    component is collected. ``magpie-benchmark`` adds its serving frameworks and benchmark checks this way."""
 
 
 @hookspec

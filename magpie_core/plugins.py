@@ -35,6 +35,9 @@ from magpie_core import hookspecs
 from magpie_core.interfaces import component_names
 
 ENTRY_POINT_GROUP = "magpie"
+#: modules of hook specs that distributions add (``benchmark = "magpie_benchmark.hookspecs"``): their hooks, and
+#: their component kinds in a ``KINDS`` dict (kind -> hook name); loaded whichever plugins ``MAGPIE_PLUGINS`` allows
+HOOKSPECS_GROUP = "magpie.hookspecs"
 
 #: Plugins that ship inside the core and always load (like pytest's and llm's default plugins).
 #: ``MAGPIE_PLUGINS`` restricts them too, by their last name (``local``).
@@ -150,6 +153,7 @@ class PluginManager:
         entry_points: Sequence[Any] | None = None,
         plugins: Sequence[tuple[str, ModuleType | object]] = (),
         *,
+        specs: Sequence[ModuleType] | None = None,
         defaults: bool = True,
         lazy: bool = False,
     ) -> None:
@@ -163,7 +167,8 @@ class PluginManager:
         # threads that ask for a kind at once (problems of `magpie kernelbench run`, each in a thread) wait
         # for its collection to finish instead of seeing it half done (a missing config block, say)
         self._collect_lock = threading.RLock()
-        self.pm.hook.magpie_add_hookspecs.call_historic(kwargs={"pluginmanager": self})
+        for module in specs if specs is not None else _installed_hookspecs():  # distributions' own hooks, kinds
+            self.add_kinds(module)
         if defaults:
             self._load_defaults()
         found = entry_points if entry_points is not None else installed_entry_points(ENTRY_POINT_GROUP)
@@ -181,10 +186,10 @@ class PluginManager:
             self._ensure(kind)
         return self._plugins
 
-    def add_kinds(self, specs: ModuleType, kinds: dict[str, str]) -> None:
-        """A distribution's hook specs (pluggy's ``add_hookspecs``) and its component kinds, kind -> hook name
-        (from its :func:`~magpie_core.hookspecs.magpie_add_hookspecs`)."""
+    def add_kinds(self, specs: ModuleType) -> None:
+        """A distribution's hook specs (pluggy's ``add_hookspecs``) and its component kinds (``specs.KINDS``)."""
         self.pm.add_hookspecs(specs)
+        kinds = getattr(specs, "KINDS", {})
         self.kind_hooks |= kinds
         self._components |= {kind: {} for kind in kinds if kind not in self._components}
 
@@ -443,6 +448,18 @@ class PluginManager:
     def first(self, hook_name: str, **kwargs: Any) -> Any:
         """The first answer of a ``firstresult`` hook (vendor knowledge the core asks for), or None."""
         return self.call(hook_name, lambda: dict(kwargs), fatal=False)
+
+
+def _installed_hookspecs() -> list[ModuleType]:
+    """The hook-spec modules installed distributions declare (:data:`HOOKSPECS_GROUP`); one that fails to import is
+    warned about, and its hooks stay unknown."""
+    found = []
+    for ep in sorted(installed_entry_points(HOOKSPECS_GROUP), key=lambda e: e.name):
+        try:
+            found.append(ep.load())
+        except Exception as exc:  # a broken distribution must not take the others down
+            warnings.warn(f"hook specs {ep.value!r} failed to load: {_short_error(exc)}", PluginWarning, stacklevel=2)
+    return found
 
 
 def _unknown_hooks_message(names: list[str], hooks: list[str]) -> str:

@@ -337,32 +337,38 @@ def test_threads_asking_for_a_kind_at_once_see_it_whole():
 
 
 def test_a_distribution_adds_its_own_hooks_and_kinds(monkeypatch):
-    """The benchmark's kinds (serving frameworks, checks) are not the core's: a distribution adds its hook specs
-    and kinds through ``magpie_add_hookspecs`` (as pytest's ``pytest_addhooks``), and they work like the core's, for
-    plugins registered before or after it; without it, the kind is empty and its hook an unknown one."""
+    """The benchmark's kinds (serving frameworks, checks) are not the core's: a distribution declares a module of
+    hook specs with its ``KINDS`` (entry-point group ``magpie.hookspecs``), loaded whichever plugins are allowed,
+    and its kinds work like the core's; without it, the kind is empty and its hook an unknown one."""
     from magpie_core.hookspecs import hookspec
 
-    specs = types.ModuleType("gadget_specs")
-    specs.magpie_register_gadgets = hookspec(lambda register: None)  # type: ignore[attr-defined]
-    specs.magpie_register_gadgets.__name__ = "magpie_register_gadgets"
+    def magpie_register_gadgets(register):
+        """Register gadgets."""
 
-    class Adds:
-        @hookimpl
-        def magpie_add_hookspecs(self, pluginmanager):
-            pluginmanager.add_kinds(specs, {"gadget": "magpie_register_gadgets"})
+    specs = types.ModuleType("gadget_specs")
+    specs.magpie_register_gadgets = hookspec(magpie_register_gadgets)  # type: ignore[attr-defined]
+    specs.KINDS = {"gadget": "magpie_register_gadgets"}  # type: ignore[attr-defined]
 
     class Gadget:
         name = "widget"
 
-    class Provides:  # registered first: its hook is known only once the adding plugin has registered
+    class Provides:
         @hookimpl
         def magpie_register_gadgets(self, register):
             register(Gadget())
 
-    plugins = [("provides", Provides()), ("adds", Adds())]
-    manager = PluginManager(entry_points=[], plugins=plugins, defaults=False)
+    manager = PluginManager(entry_points=[], plugins=[("provides", Provides())], specs=[specs], defaults=False)
     assert list(manager.components("gadget")) == ["widget"] and manager.plugins["provides"].status == "loaded"
     assert "magpie_register_gadgets" in manager.hook_names() and manager.kind_hooks["gadget"]
     with pytest.warns(PluginWarning, match="'magpie_register_gadgets' is not a magpie hook"):
-        alone = PluginManager(entry_points=[], plugins=[("provides", Provides())], defaults=False)
+        alone = PluginManager(entry_points=[], plugins=[("provides", Provides())], specs=[], defaults=False)
     assert alone.components("gadget") == {} and alone.plugins["provides"].status == "failed"
+
+
+def test_the_benchmarks_kinds_load_with_the_distribution_not_with_its_plugin(run_magpie):
+    """``MAGPIE_PLUGINS=vllm``: the benchmark plugin (its command) is not loaded, but its hook specs are, so the
+    vLLM framework still loads (a serving framework needs the benchmark's kinds, not its command)."""
+    listed = run_magpie(["plugins", "--json"], env={"MAGPIE_PLUGINS": "vllm"})
+    assert listed.returncode == 0, listed.stderr
+    status = {p["name"]: p["status"] for p in json.loads(listed.stdout)}
+    assert status["vllm"] == "loaded" and status["benchmark"] == "disabled", status

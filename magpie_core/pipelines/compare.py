@@ -128,7 +128,7 @@ def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings
         job.performance = _split_budget(job.performance, rounds)
     settings |= {
         "correctness": jobs[base_index].correctness,
-        "performance": jobs[base_index].performance.model_dump(mode="json"),
+        "performance": jobs[base_index].performance,  # the live settings: what the run fills in later shows
         "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
     }
     return rounds

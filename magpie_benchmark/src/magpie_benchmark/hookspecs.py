@@ -1,5 +1,6 @@
-"""The benchmark's own hooks: its two component kinds, added to magpie's plugin manager by this distribution
-(:func:`magpie_benchmark.plugin.magpie_add_hookspecs`, pluggy's ``add_hookspecs``), not kept in the core.
+"""The benchmark's own hooks: its two component kinds, added to magpie's plugin manager by this distribution (its
+``magpie.hookspecs`` entry point; the manager calls pluggy's ``add_hookspecs`` and reads :data:`KINDS`), not kept in
+the core.
 
 A serving framework or a benchmark check is registered as any component is::
 

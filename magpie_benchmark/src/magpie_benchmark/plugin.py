@@ -1,5 +1,5 @@
-"""Entry point: adds the benchmark's hooks and kinds (serving frameworks, benchmark checks) and registers the
-``magpie benchmark`` command.
+"""Entry point: registers the ``magpie benchmark`` command (the benchmark's hooks and kinds come with the
+distribution: the ``magpie.hookspecs`` entry point, :mod:`magpie_benchmark.hookspecs`).
 
 Imports stay inside the hooks: this module is loaded by every ``magpie`` command.
 """
@@ -12,15 +12,6 @@ from magpie_core import hookimpl
 
 if TYPE_CHECKING:
     import typer
-
-    from magpie_core.plugins import PluginManager
-
-
-@hookimpl
-def magpie_add_hookspecs(pluginmanager: PluginManager) -> None:
-    from magpie_benchmark import hookspecs
-
-    pluginmanager.add_kinds(hookspecs, hookspecs.KINDS)
 
 
 @hookimpl
