@@ -13,7 +13,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 rm -rf /tmp/new /tmp/old
 install() {  # $1: checkout, $2: target
   (cd "$1" && python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$2" ./ ./plugins/pytorch \
-    ./magpie_kernels_triton ./plugins/gpu_nvidia) || exit 1
+    ./plugins/triton ./plugins/gpu_nvidia) || exit 1
 }
 install . /tmp/new
 NEW=/tmp/new:/tmp/deps

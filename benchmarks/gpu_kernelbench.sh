@@ -7,7 +7,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --find-links .whl --target /tmp/site pluggy pydantic typer rich PyYAML msgspec httpx sniffio || exit 1
 export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/pytorch ./magpie_kernels_triton ./plugins/gpu_nvidia $(ls -d ./magpie_trace 2>/dev/null) || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/pytorch ./plugins/triton ./plugins/gpu_nvidia $(ls -d ./magpie_trace 2>/dev/null) || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$OUT/log.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/log.txt"
 case "${1:-bed}" in

@@ -27,7 +27,7 @@ save() {
 
 python3 -m pip install -q --no-index --find-links .whl --target /tmp/site pluggy pydantic typer rich PyYAML msgspec httpx sniffio || exit 1
 export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/pytorch ./magpie_kernels_triton ./plugins/gpu_nvidia $(ls -d ./magpie_trace 2>/dev/null) || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/pytorch ./plugins/triton ./plugins/gpu_nvidia $(ls -d ./magpie_trace 2>/dev/null) || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$LOG"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)" | tee -a "$LOG"
 nvcc --version | tail -1 | tee -a "$LOG"

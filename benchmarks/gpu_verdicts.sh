@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site \
-  ./ ./plugins/pytorch ./magpie_kernels_triton ./plugins/gpu_nvidia || exit 1
+  ./ ./plugins/pytorch ./plugins/triton ./plugins/gpu_nvidia || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$OUT/log.txt"
 case "${1:-softmax}" in
   softmax)

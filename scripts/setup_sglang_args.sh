@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv-sglang: SGLang's package without its GPU stack, enough to import its argument parser
 # (ServerArgs.add_cli_args), so magpie's SGLang command lines are checked by SGLang itself
-# (magpie_sglang/tests/test_sglang_engine_args.py). Idempotent: a venv whose stamp matches is left as it is.
+# (plugins/sglang/tests/test_sglang_engine_args.py). Idempotent: a venv whose stamp matches is left as it is.
 #   bash scripts/setup_sglang_args.sh            # creates ./.venv-sglang
 #   SGLANG_VENV=/path/to/venv bash scripts/setup_sglang_args.sh
 set -euo pipefail
