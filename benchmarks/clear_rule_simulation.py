@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from magpie_core.pipelines.blocked import AA, BlockedTiming
-from magpie_core.stats import Verdict
+from magpie_core.measurement.stats import Verdict
+from magpie_core.pipelines.blocked import BASELINE_COPY, BlockedTiming
 
 DECIDED = (Verdict.FASTER, Verdict.SLOWER)
 LENGTH = 150
@@ -69,7 +69,7 @@ def simulate(
     own look), the 95 % verdicts there and at the fixed length, how many candidates left before the stop, and how
     many identical candidates (ratio 1.0) were decided early (left, or in a run that ended early)."""
     rng = np.random.default_rng(seed)
-    truth = {0: 0.0, AA: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
+    truth = {0: 0.0, BASELINE_COPY: 0.0} | {i + 1: math.log(r) for i, r in enumerate(ratios)}
     levels = {(k, p): truth[k] + rng.normal(0, process_sd) for k in truth for p in range(2)}
     shared = rng.normal(0, 0.05, LENGTH)
     blocks = {key: np.exp(3 + lvl + shared + block_sd * rng.standard_t(3, LENGTH)) for key, lvl in levels.items()}

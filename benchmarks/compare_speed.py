@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from magpie_core import timing_workers
+from magpie_core.measurement import worker_client as timing_workers
 from magpie_core.pipelines.compare import compare
 from magpie_core.pipelines.kernels import load_kernel_file
 

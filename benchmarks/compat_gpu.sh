@@ -4,7 +4,7 @@
 #   nvidia_smi_hardware.csv      raw `nvidia-smi --query-gpu=<magpie's HARDWARE_QUERY>` (the recorded
 #                                output the fake nvidia-smi of plugins/gpu_nvidia/tests replays)
 #   nvidia_smi_hardware_i0.csv   the same for `-i 0`
-#   hardware_record.json         magpie_core.hardware.record() there (what every report embeds)
+#   hardware_record.json         magpie_core.machine.hardware.record() there (what every report embeds)
 #   latency_analyze.json         `magpie analyze -k examples/latency_protocol/analyze_cuda.yaml --json`
 #   latency_direct.txt           the CUDA testcase run directly three times (its marker lines)
 #   log.txt                      everything else
@@ -19,7 +19,7 @@ nvidia-smi --query-gpu="$Q" --format=csv,noheader,nounits > "$OUT/nvidia_smi_har
 echo "query exit $?" >> "$OUT/log.txt"
 nvidia-smi -i 0 --query-gpu="$Q" --format=csv,noheader,nounits > "$OUT/nvidia_smi_hardware_i0.csv" 2>>"$OUT/log.txt"
 nvidia-smi --query-gpu=name,driver_version,persistence_mode,clocks.sm,clocks.max.sm,power.limit --format=csv >> "$OUT/log.txt"
-python3 -c "import json; from magpie_core.hardware import record; print(json.dumps(record(), indent=2))" \
+python3 -c "import json; from magpie_core.machine.hardware import record; print(json.dumps(record(), indent=2))" \
   > "$OUT/hardware_record.json" 2>>"$OUT/log.txt"
 python3 -m magpie_core gpu-info >> "$OUT/log.txt" 2>&1
 python3 -m magpie_core -o /tmp/runs analyze -k examples/latency_protocol/analyze_cuda.yaml --json \

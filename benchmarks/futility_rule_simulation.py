@@ -20,8 +20,8 @@ from collections import Counter
 import numpy as np
 from clear_rule_simulation import LENGTH, clear, simulate
 
+from magpie_core.measurement.stats import _student_t
 from magpie_core.pipelines.blocked import BlockedTiming
-from magpie_core.stats import _student_t
 
 #: (candidates' time ratios to the baseline, process spread, block noise)
 CASES = [

@@ -62,8 +62,8 @@ def on_gpu(factory):
 def magpie_median(fn, inputs, graph_replay: bool = False) -> dict:
     from magpie_kernels_pytorch.timers import CudaClock
 
-    from magpie_core.stats import summarize
-    from magpie_core.timing import TimingSettings, input_copies, measure
+    from magpie_core.measurement.stats import summarize
+    from magpie_core.measurement.timing import TimingSettings, input_copies, measure
 
     settings = TimingSettings()
     clock = CudaClock(torch.device("cuda"), graph_replay=graph_replay)

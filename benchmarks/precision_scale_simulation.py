@@ -19,7 +19,7 @@ block among the last 5) ran to 150 blocks at most rates and still gave 13 and 28
 magpie's identical copy always stays in the pooled spread (`pooled_process_spread`'s ``always``, found with this
 script): plain SD 7, 3, 0 and robust 17, 9, 3 wrong at 0.01, 0.02, 0.04 (data/precision_scale_2026-12-03/).
 
-Model per run: baseline, its identical copy (AA), an identical candidate and an 8x-work one, 2 processes each; a
+Model per run: baseline, its copy (BASELINE_COPY), an identical candidate and an 8x-work one, 2 processes each; a
 process offset (5 % SD), load shared by a block (1x or 1.3x), 2 % noise per block, and each process's own two-state
 slow-down flipping with the given probability per block (no flips: the quiet case). Looks every 5 blocks from the
 20th up to 150, as `time_in_blocks`; verdicts at min_effect 25 % as in the Ray fan-out test ("U" prefix: the run's
@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from magpie_core.measurement.stats import desynchronised_blocks
 from magpie_core.pipelines import blocked
-from magpie_core.pipelines.blocked import AA, BlockedTiming, BlockPlan, stability
+from magpie_core.pipelines.blocked import BASELINE_COPY, BlockedTiming, BlockPlan, stability
 from magpie_core.pipelines.compare import noise_floor
-from magpie_core.stats import desynchronised_blocks
 from tests.helpers.process_states import two_states
 
 LENGTH = 150
@@ -88,7 +88,7 @@ def guarded(result: BlockedTiming, plan: BlockPlan) -> bool:
 def run(seed: int, switch: float | None, rule: Rule) -> tuple[int, list[str]]:
     """One simulated compare: where the blocks stopped, and the identical and 8x candidates' verdicts there."""
     rng = np.random.default_rng(seed)
-    work = {0: 1.0, 1: 1.0, 2: 8.0, AA: 1.0}
+    work = {0: 1.0, 1: 1.0, 2: 8.0, BASELINE_COPY: 1.0}
     shared = rng.choice([1.0, 1.0, 1.3], size=LENGTH)
     blocks = {
         (i, p): 53

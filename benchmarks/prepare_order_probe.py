@@ -86,7 +86,7 @@ def main() -> None:
         assert spy.timing is not None
         batches = {f"{k[0]},{k[1]}": b for k, b in sorted(spy.batches.items())}
         print(run, "prepared first:", spy.order[:3], "batch sizes:", batches)
-        aa = spy.timing.speedup(blocked.AA, 0.02).value
+        aa = spy.timing.speedup(blocked.BASELINE_COPY, 0.02).value
         print(run, "blocks", spy.timing.block_count, "levels %:", levels_pct(spy.timing), f"copy {aa:.3f}x", flush=True)
         if args.jsonl:
             row = {

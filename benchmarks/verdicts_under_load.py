@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile  # noqa: E402
+from magpie_core.measurement.stats import speedup  # noqa: E402
 from magpie_core.pipelines.compare import compare  # noqa: E402
-from magpie_core.stats import speedup  # noqa: E402
 from tests.helpers.load_injector import injected_load  # noqa: E402
 
 KERNELS = ROOT / "benchmarks" / "data"

@@ -1,8 +1,5 @@
-"""magpie: GPU kernel and LLM-inference performance, told truthfully.
-
-The core holds the plugin surface, configs, reports, pipelines, CLI and MCP
-server; every backend, framework and parser is a plugin.
-"""
+"""magpie: GPU kernel and LLM-inference performance, told truthfully. The core holds the plugin surface, configs,
+reports, the kernel pipelines and the CLI shell; every backend, framework, analyzer and parser is a plugin."""
 
 from typing import Any
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from magpie_core.config.kernel import KernelConfig
+    from magpie_core.measurement.timing import TimingSession
     from magpie_core.reports import (
         CompileResult,
         EvaluationOutcome,
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
         ParsedKernelName,
         ToolInfo,
     )
-    from magpie_core.timing import TimingSession
 
 
 class Component(ABC):
@@ -90,7 +90,7 @@ class KernelBackend(Component):
         """Keep a kernel whose correctness passed ready for timing, in a long-lived worker process.
 
         ``compare`` then times every candidate in short interleaved blocks through this session
-        (:class:`magpie_core.timing.SamplerSession` wraps the core's batch sampler). ``None``: not
+        (:class:`magpie_core.measurement.timing.SamplerSession` wraps the core's batch sampler). ``None``: not
         supported, and ``compare`` falls back to whole timing rounds with :meth:`evaluate`.
         """
         return None
@@ -99,8 +99,8 @@ class KernelBackend(Component):
 class Timer(Component):
     """Times launches on one kind of device (``cpu``, ``cuda``, ...).
 
-    A timer only supplies a clock (:class:`magpie_core.timing.BatchClock`); batch sizes,
-    cold caches, warm-up and stopping are the core's (:func:`magpie_core.timing.measure`).
+    A timer only supplies a clock (:class:`magpie_core.measurement.timing.BatchClock`); batch sizes,
+    cold caches, warm-up and stopping are the core's (:func:`magpie_core.measurement.timing.measure`).
     """
 
     device_kinds: ClassVar[tuple[str, ...]] = ()

@@ -182,15 +182,12 @@ class Report(Model):
     workspace: str | None = None
     #: the run was stopped by a signal (Ctrl-C): the report holds what was measured until then
     interrupted: bool = False
-    #: each GPU's clocks, power limit and persistence when the report was written (magpie_core.hardware)
+    #: each GPU's clocks, power limit and persistence when the report was written
+    #: (:func:`magpie_core.machine.hardware.write_report`)
     gpu_hardware: dict[str, Any] | None = None
 
     def write(self, path: Path) -> Path:
         """Write the JSON atomically: a reader (or a second Ctrl-C) never sees half a report."""
-        if self.gpu_hardware is None and not self.interrupted:  # a stopped run's write stays quick
-            from magpie_core.hardware import record
-
-            self.gpu_hardware = record()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(self.model_dump_json(indent=2, exclude_none=False) + "\n")

@@ -241,3 +241,28 @@ def test_no_import_cycles() -> None:
 def test_the_known_cycles_are_still_there_or_gone_from_the_list() -> None:
     cycles = {frozenset(cycle) for cycle in import_cycles()}
     assert [sorted(known) for known in KNOWN_CYCLES if known not in cycles] == []
+
+
+#: the core's layers, lowest first: a module may import its own layer and those below, never one above
+#: (``api``: the plugin API and shared types at the package's top level: hookspecs, interfaces, plugins, reports, ...)
+CORE_LAYERS = ["runtime", "api", "config", "machine", "measurement", "pipelines", "builtins", "cli", "__main__"]
+
+
+def _core_layer(module: str) -> str:
+    part = module.split(".")[1] if "." in module else ""
+    return part if part in CORE_LAYERS else "api"
+
+
+def test_the_cores_layers_only_point_down() -> None:
+    """Layers as folders (issue 47): an import from a lower layer of the core into a higher one is an arrow back
+    up (the report that recorded GPU state through the vendor plugins, the runtime that asked the plugin manager)."""
+    modules = _product_modules()
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, path in modules.items()
+        if module.startswith("magpie_core")
+        for target in _edges(module, path, modules)
+        if target.startswith("magpie_core")
+        and CORE_LAYERS.index(_core_layer(target)) > CORE_LAYERS.index(_core_layer(module))
+    )
+    assert upward == [], "imports that point up the core's layers:\n" + "\n".join(upward)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from magpie_core.config.kernel import PerformanceConfig
+from magpie_core.measurement.timing import BatchSampler, TimingSettings, input_copies
 from magpie_core.pipelines.compare import _share_copy_memory
-from magpie_core.timing import BatchSampler, TimingSettings, input_copies
 
 MIB = 1 << 20
 

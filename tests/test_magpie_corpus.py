@@ -1,7 +1,7 @@
 """AMD Magpie's own example configs (tests/data/magpie_configs, see its MANIFEST.md): every key of
 every file is implemented with AMD Magpie's meaning, or warned about by name, or refused by name.
 
-The verdict per key comes from the documented tables (magpie_core.compat_keys and, for benchmark files,
+The verdict per key comes from the documented tables (magpie_core.config.amd_magpie_keys and, for benchmark files,
 magpie_benchmark.compat_keys, rendered into
 docs/compatibility.md); this test checks the table against what the loaders really do.
 """
@@ -20,9 +20,9 @@ from magpie_benchmark.compat import truthy
 from magpie_benchmark.pipeline import load_benchmark_config
 
 from magpie_benchmark import compat_keys as benchmark_keys
-from magpie_core import compat_keys
-from magpie_core.compat import UNIMPLEMENTED
 from magpie_core.config import ConfigError, FrameworkConfig, load_config
+from magpie_core.config import amd_magpie_keys as compat_keys
+from magpie_core.config.amd_magpie import UNIMPLEMENTED
 from magpie_core.pipelines.kernels import load_kernel_file
 
 from .conftest import DATA, ROOT

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from magpie_core.config.kernel import PerformanceConfig
+from magpie_core.measurement.stats import Verdict, hierarchical_speedup, pooled_process_spread
 from magpie_core.pipelines import blocked
 from magpie_core.pipelines.blocked import (
-    AA,
+    BASELINE_COPY,
     CLEAR_FIRST_LOOK,
     BlockedTiming,
     BlockPlan,
@@ -30,7 +31,6 @@ from magpie_core.pipelines.blocked import (
     time_in_blocks,
 )
 from magpie_core.pipelines.compare import noise_floor
-from magpie_core.stats import Verdict, hierarchical_speedup, pooled_process_spread
 
 from .helpers.load_injector import injected_load
 
@@ -72,7 +72,7 @@ def test_an_identical_copy_is_rarely_decided_and_never_confidently_far_off():
     SLOWER rarely (a 95 % interval beyond min_effect; measured 2-2.3 % over 600 runs each), never with
     quiet processes."""
     rng = np.random.default_rng(11)
-    costs = {0: 1.0, AA: 1.0, 1: 1.0, 2: 2.0, 3: 0.6}
+    costs = {0: 1.0, BASELINE_COPY: 1.0, 1: 1.0, 2: 2.0, 3: 0.6}
     for effect in (_normal(0.05), _allocator_modes):
         verdicts = _verdicts(rng, costs, effect, candidate=1)
         wrong = sum(v in (Verdict.FASTER, Verdict.SLOWER) for v in verdicts) / len(verdicts)
@@ -83,7 +83,7 @@ def test_an_identical_copy_is_rarely_decided_and_never_confidently_far_off():
 
 def test_the_old_single_process_pairing_called_identical_code_faster():
     """What the issue saw: one process per side, a process offset, and paired blocks alone say FASTER."""
-    from magpie_core.stats import paired_speedup
+    from magpie_core.measurement.stats import paired_speedup
 
     rng = np.random.default_rng(12)
     load = rng.choice([1.0, 1.3, 2.0], size=BLOCKS)
@@ -97,7 +97,7 @@ def test_the_old_single_process_pairing_called_identical_code_faster():
 
 def test_real_wins_and_losses_are_called_when_processes_agree():
     rng = np.random.default_rng(13)
-    costs = {0: 1.0, AA: 1.0, 1: 1 / 1.7, 2: 3.0}
+    costs = {0: 1.0, BASELINE_COPY: 1.0, 1: 1 / 1.7, 2: 3.0}
     faster = _verdicts(rng, costs, _normal(0.01), candidate=1, runs=100)
     slower = _verdicts(rng, costs, _normal(0.01), candidate=2, runs=100)
     assert faster.count(Verdict.FASTER) >= 95 and Verdict.SLOWER not in faster
@@ -107,7 +107,7 @@ def test_real_wins_and_losses_are_called_when_processes_agree():
 def test_a_candidate_whose_processes_disagree_is_undecided_alone():
     """One candidate's two processes 1.8x apart: that candidate is UNSTABLE, the others keep their verdicts."""
     rng = np.random.default_rng(14)
-    timing = _compare(rng, {0: 1.0, AA: 1.0, 1: 1 / 1.7, 2: 1.0, 3: 3.0}, _normal(0.01))
+    timing = _compare(rng, {0: 1.0, BASELINE_COPY: 1.0, 1: 1 / 1.7, 2: 1.0, 3: 3.0}, _normal(0.01))
     timing.blocks[(2, 1)] = [x * 1.8 for x in timing.blocks[(2, 1)]]
     assert timing.speedup(2, 0.02).verdict == Verdict.UNSTABLE
     assert timing.speedup(1, 0.02).verdict == Verdict.FASTER
@@ -128,7 +128,7 @@ def _blocks(rng: np.random.Generator, process_sigma: float, block_sigma: float, 
     """Four kernels in two processes each (the baseline, two candidates, the baseline's copy), ``count`` blocks."""
     blocks = {
         (i, p): list(100 * rng.lognormal(0, process_sigma) * rng.lognormal(0, block_sigma, count))
-        for i in (0, 1, 2, AA)
+        for i in (0, 1, 2, BASELINE_COPY)
         for p in range(2)
     }
     return BlockedTiming(baseline=0, blocks=blocks)
@@ -153,7 +153,7 @@ def test_a_candidate_leaves_the_blocks_only_when_far_from_the_line() -> None:
     that verdict is wrong whenever the blocks end (the bound on it is the test above)."""
     plan = BlockPlan(budget_s=60, min_effect=0.02)
     rng = np.random.default_rng(5)
-    clear = [_compare(rng, {0: 1.0, AA: 1.0, 1: 1.5, 2: 0.6}, _normal(0.02)) for _ in range(50)]
+    clear = [_compare(rng, {0: 1.0, BASELINE_COPY: 1.0, 1: 1.5, 2: 0.6}, _normal(0.02)) for _ in range(50)]
     assert sum(_clear(t, plan) == [1, 2] for t in clear) >= 45
     for timing in clear:
         assert [timing.speedup(i, 0.02).verdict for i in _clear(timing, plan)] == [
@@ -161,7 +161,7 @@ def test_a_candidate_leaves_the_blocks_only_when_far_from_the_line() -> None:
         ]
     for effect in (_normal(0.05), _normal(0.005)):
         for close, count in itertools.product((1.0, 1.04), (CLEAR_FIRST_LOOK, BLOCKS)):
-            costs = {0: 1.0, AA: 1.0, 1: 1.5, 2: close}
+            costs = {0: 1.0, BASELINE_COPY: 1.0, 1: 1.5, 2: close}
             draws = (_compare(rng, costs, effect, count=count) for _ in range(300))
             assert not any(2 in _clear(t, plan) for t in draws), (close, count)
 
@@ -172,8 +172,8 @@ def test_no_candidate_leaves_while_the_identical_copy_is_as_far_off_as_a_clear_o
     blocks; one within the clear effect may let the 1.5x candidate leave."""
     plan, rng, left = BlockPlan(budget_s=60, min_effect=0.02), np.random.default_rng(3), 0
     for _ in range(40):
-        timing = _compare(rng, {0: 1.0, AA: 1.0, 1: 1.5}, _normal(0.01), count=CLEAR_FIRST_LOOK)
-        for key in [k for k in timing.blocks if k[0] == AA]:  # a copy with desynchronised, far-off blocks
+        timing = _compare(rng, {0: 1.0, BASELINE_COPY: 1.0, 1: 1.5}, _normal(0.01), count=CLEAR_FIRST_LOOK)
+        for key in [k for k in timing.blocks if k[0] == BASELINE_COPY]:  # a copy with desynchronised, far-off blocks
             timing.blocks[key] = list(np.asarray(timing.blocks[key]) * 1.37 * rng.lognormal(0, 0.6, CLEAR_FIRST_LOOK))
         copy = stability(timing, 0.02)["aa_speedup"]
         leaving = _clear(timing, plan)
@@ -187,7 +187,12 @@ def test_an_identical_copy_whose_interval_excludes_1_sets_the_floor_though_not_c
     as it reached into the 2 % band) and the bed's identical copy 1.064x (CI 1.021-1.110) called FASTER. Identical
     work whose interval excludes 1 is noise the model missed: the floor is how far that interval reaches."""
     rng = np.random.default_rng(5)
-    levels = {0: (1.0, 1.025), AA: (0.95, 0.975), 1: (0.935, 0.96), 2: (2.0, 2.05)}  # 1: the bed's identical copy
+    levels = {
+        0: (1.0, 1.025),
+        BASELINE_COPY: (0.95, 0.975),
+        1: (0.935, 0.96),
+        2: (2.0, 2.05),
+    }  # 1: the bed's identical copy
     blocks = {(i, p): list(100 * v * rng.lognormal(0, 0.01, 30)) for i, vs in levels.items() for p, v in enumerate(vs)}
     timing = BlockedTiming(baseline=0, blocks=blocks)
     checks = stability(timing, 0.02)
@@ -202,7 +207,7 @@ def test_an_identical_copy_whose_interval_excludes_1_sets_the_floor_though_not_c
 def test_a_copy_a_hair_off_sets_no_floor() -> None:
     """A copy whose interval excludes 1 but stays inside min_effect (a long, quiet run) changes nothing."""
     rng = np.random.default_rng(6)
-    levels = {0: (1.0, 1.001), AA: (0.992, 0.993), 1: (0.5, 0.501)}
+    levels = {0: (1.0, 1.001), BASELINE_COPY: (0.992, 0.993), 1: (0.5, 0.501)}
     blocks = {(i, p): list(100 * v * rng.lognormal(0, 0.002, 60)) for i, vs in levels.items() for p, v in enumerate(vs)}
     checks = stability(BlockedTiming(baseline=0, blocks=blocks), 0.02)
     assert checks["aa_ci95"][0] > 1 and checks["noise_floor_pct"] == 0 and checks["message"].startswith("stable")
@@ -243,7 +248,7 @@ def test_decided_candidates_leave_the_blocks_and_take_their_budget_with_them(mon
     clock = _FakeClock()
     monkeypatch.setattr(blocked, "time", clock)
     rng = np.random.default_rng(1)
-    costs = {0: 100.0, AA: 100.0, 1: 300.0, 2: 100.0}
+    costs = {0: 100.0, BASELINE_COPY: 100.0, 1: 300.0, 2: 100.0}
     workers = {(i, p): _FakeWorker(cost, rng, clock) for i, cost in costs.items() for p in range(2)}
     with injected_load():
         result = time_in_blocks(workers, 0, BlockPlan(budget_s=4 * 0.5, min_effect=0.02))  # 0.5 s per kernel
@@ -261,7 +266,7 @@ def test_kernel_threads_are_named_but_do_not_make_the_machine_busy() -> None:
     before = {10: ("kworker/u8:3", 0, 1.0), 20: ("python", 20, 5.0), 30: ("stress", 30, 0.0)}
     after = {10: ("kworker/u8:3", 0, 10.0), 20: ("python", 20, 5.0), 30: ("stress", 30, 0.0)}
     rng = np.random.default_rng(0)
-    timing = _compare(rng, {0: 1.0, AA: 1.0, 1: 1.0}, _normal(0.0))
+    timing = _compare(rng, {0: 1.0, BASELINE_COPY: 1.0, 1: 1.0}, _normal(0.0))
     timing.others_cpu_s, timing.elapsed_s = _others_cpu(before, after, workers={20}), 10.0
     assert timing.others_cpu_s == {"[kworker/u8:3]": 9.0}
     message = stability(timing, 0.05)["message"]
@@ -288,7 +293,7 @@ def test_processes_are_prepared_in_counterbalanced_rounds() -> None:
             prepared.append(self.key)
 
     jobs = [SimpleNamespace(performance=PerformanceConfig()) for _ in range(3)]
-    keys = [(i, p) for i in (AA, 0, 1, 2) for p in (0, 1)]
+    keys = [(i, p) for i in (BASELINE_COPY, 0, 1, 2) for p in (0, 1)]
     firsts: set[int] = set()
     for _ in range(60):
         prepared: list[Key] = []
@@ -296,7 +301,7 @@ def test_processes_are_prepared_in_counterbalanced_rounds() -> None:
         assert prepare_all(instances, jobs, 0) == {} and sorted(prepared) == sorted(keys)
         assert [k[1] for k in prepared] == [0, 0, 0, 0, 1, 1, 1, 1]  # one process of every kernel per round
         firsts.add(prepared[0][0])
-    assert firsts == {AA, 0, 1, 2}
+    assert firsts == {BASELINE_COPY, 0, 1, 2}
     for kernels in range(2, 10):
         order = counterbalanced([(i, p) for i in range(kernels) for p in (0, 1)])
         where = {i: [n for n, key in enumerate(order) if key[0] == i] for i in range(kernels)}
@@ -307,8 +312,8 @@ def test_processes_are_prepared_in_counterbalanced_rounds() -> None:
 def test_a_kernel_dropped_while_others_warm_up_is_not_prepared() -> None:
     from types import SimpleNamespace
 
+    from magpie_core.measurement.worker_client import TimingWorkerError
     from magpie_core.pipelines.instances import Instances, prepare_all
-    from magpie_core.timing_workers import TimingWorkerError
 
     prepared: list[Key] = []
 
@@ -340,7 +345,7 @@ def test_on_a_small_machine_workers_load_and_check_one_at_a_time(monkeypatch) ->
 
     import magpie_core.pipelines.instances as instances_module
     from magpie_core.reports import CorrectnessResult, EvaluationOutcome, PerformanceResult, StageStatus
-    from magpie_core.threads import map_in_threads
+    from magpie_core.runtime.threads import map_in_threads
 
     passed = EvaluationOutcome(
         correctness=CorrectnessResult(status=StageStatus.PASSED),

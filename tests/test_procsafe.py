@@ -29,8 +29,8 @@ from magpie_benchmark.loadgen.datasets import SampleRequest
 from magpie_benchmark.loadgen.runner import LoadSpec, run_load
 from magpie_benchmark.pipeline import served_model
 
-from magpie_core.processes import MAX_WAIT_S, bounded_timeout, run_command
-from magpie_core.workspace import create_run_folder
+from magpie_core.runtime.processes import MAX_WAIT_S, bounded_timeout, run_command
+from magpie_core.runtime.workspace import create_run_folder
 from tests.conftest import DATA, ROOT
 from tests.helpers.leftovers import assert_none_left
 from tests.helpers.load_injector import injected_load
@@ -304,7 +304,7 @@ def test_ctrl_c_during_benchmark_keeps_completed_requests(tmp_path: Path, fake_s
 LOCAL_BENCHMARK = """
 import sys
 from pathlib import Path
-from magpie_core.interrupts import RunInterrupted, exit_now, handling_interrupts
+from magpie_core.runtime.interrupts import RunInterrupted, exit_now, handling_interrupts
 from magpie_benchmark.pipeline import run_benchmark
 from tests.helpers.fake_framework import FakeFramework, config
 envs = {"CONC": 2, "ISL": 8, "OSL": 1000, "NUM_PROMPTS": 100}

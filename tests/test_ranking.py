@@ -7,9 +7,7 @@ import json
 import numpy as np
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.pipelines.blocked import CLEAR_FIRST_LOOK
-from magpie_core.pipelines.compare import compare
-from magpie_core.stats import (
+from magpie_core.measurement.stats import (
     SamplingSettings,
     Verdict,
     median_ci,
@@ -18,6 +16,8 @@ from magpie_core.stats import (
     speedup,
     summarize,
 )
+from magpie_core.pipelines.blocked import CLEAR_FIRST_LOOK
+from magpie_core.pipelines.compare import compare
 
 from .conftest import DATA
 from .helpers.load_injector import injected_load

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from magpie_core.pipelines.blocked import AA, MAX_DRIFT_PCT, BlockedTiming, stability
-from magpie_core.pipelines.compare import noise_floor
-from magpie_core.stats import (
+from magpie_core.measurement.stats import (
     MAX_DESYNC_SHARE,
     Verdict,
     decide,
@@ -22,6 +20,8 @@ from magpie_core.stats import (
     log_ratio_ci,
     paired_speedup,
 )
+from magpie_core.pipelines.blocked import BASELINE_COPY, MAX_DRIFT_PCT, BlockedTiming, stability
+from magpie_core.pipelines.compare import noise_floor
 
 from .helpers.process_states import two_states
 
@@ -75,7 +75,7 @@ def _timing(blocks: dict[tuple[int, int], np.ndarray]) -> BlockedTiming:
 def _verdict(rng: np.random.Generator, cost: float, enter: float, stay: float = 0.8, n: int = 20) -> Verdict:
     """Baseline, its identical copy and a candidate, two processes each, every process with its own stalls."""
     load = rng.choice([1.0, 1.5, 2.5], size=n)  # shared by every process of a block: cancels in the ratios
-    costs = {0: 1.0, AA: 1.0, 1: cost}
+    costs = {0: 1.0, BASELINE_COPY: 1.0, 1: cost}
     timing = _timing(
         {
             (i, p): 180 * k * load * _persistent_modes(rng, n, enter, stay) * rng.lognormal(0, 0.05, n)
@@ -122,7 +122,7 @@ def test_drift_of_time_slice_size_makes_the_run_unstable_even_when_the_two_basel
     rng = np.random.default_rng(9)
     stalls = np.where(rng.random(30) < 0.3, 9.0, 1.0)
     base, aa, cand, cand2 = (180 * stalls * rng.lognormal(0, 0.03, 30) for _ in range(4))
-    info = stability(_timing({(0, 0): base, (0, 1): aa, (AA, 0): cand, (AA, 1): cand2}), 0.25)
+    info = stability(_timing({(0, 0): base, (0, 1): aa, (BASELINE_COPY, 0): cand, (BASELINE_COPY, 1): cand2}), 0.25)
     assert info["aa_verdict"] == "SAME" and info["slow_blocks_drift_pct"] > MAX_DRIFT_PCT
     assert info["unstable"] and "CPU time slices" in info["message"]
     rare = np.where(np.arange(50) % 12 == 0, 9.0, 1.0)  # 5 of 50 blocks stalled, in both instances
@@ -141,7 +141,7 @@ def test_processes_in_states_of_their_own_never_give_identical_work_a_verdict():
     kernel_level, process_level = [], []
     for _ in range(150):
         n, shared = int(rng.integers(15, 40)), rng.choice([1.0, 1.0, 1.3], size=40)
-        work = {0: 1.0, 1: 1.0, 2: 8.0, AA: 1.0}
+        work = {0: 1.0, 1: 1.0, 2: 8.0, BASELINE_COPY: 1.0}
         timing = _timing(
             {
                 (i, p): 53 * cost * shared[:n] * two_states(rng, n, 0.08) * rng.lognormal(0, 0.02, n)

@@ -246,7 +246,7 @@ def test_a_server_that_never_becomes_ready_is_stopped(tmp_path, monkeypatch):
     from magpie_benchmark.pipeline import start_server
     from magpie_benchmark.serving.gpus import GpuLease
 
-    from magpie_core.workspace import create_workspace
+    from magpie_core.runtime.workspace import create_workspace
     from tests.helpers.leftovers import assert_none_left, marked_processes
 
     class NeverReady:

@@ -26,7 +26,7 @@ class LocalEnvironment(ExecutionEnvironment):
         gpus_per_item: float = 0,
         on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        from magpie_core.threads import map_in_threads  # concurrent.futures: not at plugin load (every command)
+        from magpie_core.runtime.threads import map_in_threads  # concurrent.futures: not at plugin load (every command)
 
         return map_in_threads(fn, list(items), workers=workers, on_result=on_result)
 

@@ -21,8 +21,8 @@ from magpie_core.cli.lazy import LazyGroup
 from magpie_core.cli.output import NotAvailable, UsageError, console, err_console, escape
 from magpie_core.config.errors import ConfigError, ConfigErrors
 from magpie_core.interfaces import HardwareControlError
-from magpie_core.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 from magpie_core.plugins import PluginConflictError, UnknownComponentError
+from magpie_core.runtime.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 
 if TYPE_CHECKING:
     from magpie_core.config.framework import FrameworkConfig
@@ -81,7 +81,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def gpu_hardware() -> Any:
     """The framework config's ``gpu.hardware`` applied around a run (a no-op unless it is enabled)."""
-    from magpie_core.hardware import applied
+    from magpie_core.machine.hardware import applied
 
     gpu = STATE.framework.gpu
     return applied(gpu.hardware, gpu.device_ids)
@@ -141,7 +141,7 @@ def check_output_dir(value: Path | None) -> Path | None:
 
 def forwards_interrupts(fn: F) -> F:
     """For a command that runs children: Ctrl-C/SIGTERM stop them too, and the run keeps what it measured
-    (:mod:`magpie_core.interrupts`). Put it above :func:`handle_errors`."""
+    (:mod:`magpie_core.runtime.interrupts`). Put it above :func:`handle_errors`."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

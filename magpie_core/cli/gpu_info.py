@@ -9,7 +9,7 @@ from rich.table import Table
 
 from magpie_core.cli.app import app, console, handle_errors
 from magpie_core.cli.output import check_format, format_option, print_rows
-from magpie_core.gpus import collect_gpu_info
+from magpie_core.machine.gpus import collect_gpu_info
 
 CSV_COLUMNS = ["kind", "index", "vendor", "name", "arch", "memory_total_mib", "driver", "found", "version", "path"]
 

@@ -27,7 +27,7 @@ from magpie_core.cli.app import (
     handle_errors,
 )
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
-from magpie_core.compat import DEFAULT_KERNEL_TYPE
+from magpie_core.config.amd_magpie import DEFAULT_KERNEL_TYPE
 
 if TYPE_CHECKING:
     from types import ModuleType

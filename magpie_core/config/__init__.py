@@ -26,16 +26,8 @@ _WHERE = {
     "validate": "validation",
 }
 
-__all__ = [
-    "ConfigError",
-    "ConfigErrors",
-    "FrameworkConfig",
-    "KernelConfig",
-    "KernelConfigFile",
-    "load_config",
-    "load_yaml",
-    "validate",
-]
+__all__ = ["ConfigError", "ConfigErrors", "FrameworkConfig", "KernelConfig", "KernelConfigFile", "load_config"]
+__all__ += ["load_yaml", "validate"]
 
 
 def __getattr__(name: str) -> Any:

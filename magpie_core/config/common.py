@@ -10,7 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from magpie_core.config.errors import BLOCK_ERROR, UNKNOWN_KEY
 from magpie_core.config.validation import unknown_key_problem
-from magpie_core.processes import MAX_WAIT_S
+from magpie_core.runtime.processes import MAX_WAIT_S
 
 #: A command as AMD Magpie writes it: a string, an argv list, or a list of argv lists.
 CommandSpec = str | list[str] | list[list[str]]

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from magpie_core.config.common import FiniteFloat, NonNegativeInt, PluginBlocksModel, Seconds, StrictModel
 from magpie_core.config.kernel import CompilingConfig, CorrectnessConfig, LatencyConfig, PerformanceConfig
-from magpie_core.workspace import DEFAULT_OUTPUT_ROOT
+from magpie_core.runtime.workspace import DEFAULT_OUTPUT_ROOT
 
 
 class GpuConfig(StrictModel):

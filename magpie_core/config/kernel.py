@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from magpie_core.compat import DEFAULT_KERNEL_TYPE
+from magpie_core.config.amd_magpie import DEFAULT_KERNEL_TYPE
 from magpie_core.config.common import (
     MAX_COUNT,
     UNKNOWN_KEY,

@@ -120,7 +120,7 @@ def validate(model: type[M], data: Any, file: str | Path, lines: dict[Loc, int] 
             raise next(iter(unique.values())) from None
         raise ConfigErrors(list(unique.values())) from None
     if from_file:
-        from magpie_core.compat import unimplemented_table, warn_unimplemented
+        from magpie_core.config.amd_magpie import unimplemented_table, warn_unimplemented
 
         warn_unimplemented(model.__name__, data, file, lines, unimplemented_table(model))
     return validated

@@ -1,15 +1,15 @@
 """Timing a compare in short interleaved blocks, so a busy machine widens the answer instead of biasing it.
 
 Every correct candidate — the baseline and an identical copy of it included — is kept ready in several long-lived worker
-processes (:mod:`magpie_core.timing_workers`), each with its own random memory layout. A *block* gives every process one
-short *slot* (a few batches, ~``slot_ms``) in a fresh random order, until every kernel's budget is spent or every
-process's level is known precisely enough; a candidate clearly faster or slower than the baseline leaves them early.
+processes (:mod:`~magpie_core.measurement.worker_client`), each with its own random memory layout. A *block* gives every
+process one short *slot* (a few batches, ~``slot_ms``) in a fresh random order, until every kernel's budget is spent or
+every process's level is known precisely enough; a clearly faster or slower candidate leaves them early.
 
 Each process's time in a block is taken relative to the baseline's in the same block: a load change between blocks
 moves both and cancels. A process's *level* is the median of those relative times; a kernel's estimate is the mean of
 its processes' levels, and the spread between processes (layout, allocator history, placement) goes into the interval
-(:func:`magpie_core.stats.hierarchical_speedup`), which also checks each process pair for stalls of one process alone.
-The copy of the baseline, timed like any candidate, is reported as a check of the whole method.
+(:func:`~magpie_core.measurement.stats.hierarchical_speedup`), which also checks each process pair for stalls of one
+process alone. The copy of the baseline, timed like any candidate, is reported as a check of the whole method.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from magpie_core.stats import (
+from magpie_core.measurement.stats import (
     MAX_DESYNC_SHARE,
     ProcessSpread,
     Speedup,
@@ -35,11 +35,11 @@ from magpie_core.stats import (
     pooled_process_spread,
     process_levels,
 )
-from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError, cpu_seconds
+from magpie_core.measurement.worker_client import IntegrityError, TimingWorker, TimingWorkerError, cpu_seconds
 
 #: the candidate index of the baseline's identical copy, timed in its own processes like any candidate
-AA = -1
-#: a timed process: (candidate index or :data:`AA`, process number)
+BASELINE_COPY = -1
+#: a timed process: (candidate index or :data:`BASELINE_COPY`, process number)
 Key = tuple[int, int]
 SLOT_MS = 15.0
 MIN_BLOCKS = 20
@@ -121,7 +121,7 @@ class BlockedTiming:
         return self.instance_blocks(self.baseline, count)
 
     def levels(self, index: int) -> list[float]:
-        """Each process's level relative to the baseline's blocks (:func:`magpie_core.stats.process_levels`)."""
+        """Each process's level relative to the baseline's blocks (:func:`~.stats.process_levels`)."""
         return process_levels(self.process_blocks(index), np.log(self.baseline_blocks(self.blocks_of(index))))
 
     def indices(self) -> list[int]:
@@ -129,7 +129,8 @@ class BlockedTiming:
 
     def spread(self) -> ProcessSpread:
         indices = self.indices()
-        return pooled_process_spread([self.levels(i) for i in indices], indices.index(AA) if AA in indices else None)
+        copy = indices.index(BASELINE_COPY) if BASELINE_COPY in indices else None
+        return pooled_process_spread([self.levels(i) for i in indices], copy)
 
     def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0, confidence: float = 0.95) -> Speedup:
         """Candidate ``index`` against the baseline, over processes and blocks, as the ranking does it
@@ -320,7 +321,7 @@ def _level_se(log_ratios: np.ndarray) -> float:
 def _clear(result: BlockedTiming, plan: BlockPlan) -> list[int]:
     """The undecided candidates now :data:`CLEAR_EFFECT` faster or slower at :data:`CLEAR_CONFIDENCE`, while the run's
     own checks are clean (identical copy neither called different nor that far off; no drift). Simulated: docs."""
-    candidates = [i for i in result.indices() if i not in (result.baseline, AA, *result.decided)]
+    candidates = [i for i in result.indices() if i not in (result.baseline, BASELINE_COPY, *result.decided)]
     checks, effect = stability(result, plan.min_effect), max(CLEAR_EFFECT, plan.min_effect)
     # a copy 1.37x off but UNSTABLE (a busy 2-core machine, 10 blocks) is no noise floor, yet no calm either
     copy_off = abs(math.log(checks["aa_speedup"] or 1.0)) >= math.log1p(effect)
@@ -336,7 +337,7 @@ def _release(live: dict[Key, TimingWorker], result: BlockedTiming, plan: BlockPl
         result.decided[index] = result.block_count
         for key in [k for k in live if k[0] == index]:
             del live[key]
-    return bool(result.decided) and all(k[0] in (result.baseline, AA) for k in live)
+    return bool(result.decided) and all(k[0] in (result.baseline, BASELINE_COPY) for k in live)
 
 
 def _load() -> float | None:
@@ -398,9 +399,9 @@ def _others_cpu(
 
 def copy_speedup(result: BlockedTiming, min_effect: float) -> Speedup | None:
     """The baseline's identical copy against the baseline: the method's own check."""
-    if AA not in result.indices() or result.baseline not in result.indices() or result.block_count < 2:
+    if BASELINE_COPY not in result.indices() or result.baseline not in result.indices() or result.block_count < 2:
         return None
-    return result.speedup(AA, min_effect)
+    return result.speedup(BASELINE_COPY, min_effect)
 
 
 def stability(result: BlockedTiming, min_effect: float) -> dict[str, Any]:

@@ -27,7 +27,18 @@ import numpy as np
 from magpie_core.config.common import dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
 from magpie_core.interfaces import KernelBackend
-from magpie_core.pipelines.blocked import AA, MIN_BLOCKS, BlockedTiming, BlockPlan, Key, stability, time_in_blocks
+from magpie_core.machine.hardware import write_report
+from magpie_core.measurement.stats import (
+    ProcessSpread,
+    Speedup,
+    Verdict,
+    hierarchical_speedup,
+    paired_speedup,
+    speedup,
+    summarize,
+)
+from magpie_core.measurement.worker_client import TimingWorkerError, warm_fork_server
+from magpie_core.pipelines.blocked import BASELINE_COPY, MIN_BLOCKS, BlockedTiming, BlockPlan, stability, time_in_blocks
 from magpie_core.pipelines.instances import (
     Instances,
     check_first_processes,
@@ -51,9 +62,7 @@ from magpie_core.pipelines.kernels import (
 )
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, PerformanceResult, StageStatus
-from magpie_core.stats import ProcessSpread, Speedup, Verdict, hierarchical_speedup, paired_speedup, speedup, summarize
-from magpie_core.timing_workers import TimingWorkerError, warm_fork_server
-from magpie_core.workspace import Workspace, create_workspace
+from magpie_core.runtime.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.compare")
 
@@ -106,7 +115,7 @@ def compare(
             raise KeyboardInterrupt  # the blocks stopped early: the interrupted report ranks what they measured
         report = rank(results, base_index, min_effect=min_effect, workspace=str(ws.path), stability=stable)
         report.settings = settings
-        report.write(ws.report_path)
+        write_report(report, ws.report_path)
         return report
     except KeyboardInterrupt:
         filled = [r if r is not None else interrupted_result(j) for r, j in zip(done, jobs, strict=True)]
@@ -353,7 +362,7 @@ def _mark_failed(results: list[KernelResult], failures: dict[int, str], timing: 
     """A process of a candidate that failed its check (or, ``timing``, its timing) fails the candidate; returns
     what happened to the baseline's identical copy, if anything."""
     for i, why in failures.items():
-        if i == AA:
+        if i == BASELINE_COPY:
             continue
         result = results[i]
         if timing or "REJECTED (integrity" in why:
@@ -364,7 +373,7 @@ def _mark_failed(results: list[KernelResult], failures: dict[int, str], timing: 
         result.correctness = CorrectnessResult(status=StageStatus.FAILED, method=method, message=message)
         result.performance = PerformanceResult(status=StageStatus.SKIPPED, message="not timed: correctness failed")
         result.errors.append(message.splitlines()[0])
-    return failures.get(AA)
+    return failures.get(BASELINE_COPY)
 
 
 def _stability_of(outcome: BlockedTiming, min_effect: float) -> dict[str, Any] | None:
@@ -386,7 +395,8 @@ def _per_call(instances: Instances, outcome: BlockedTiming, perf: PerformanceCon
     """Each timed kernel's mean single synchronized call (``call_trials``), one kernel at a time, after the blocks."""
     found: dict[int, float] = {}
     ask, timeout_s = {"call_times": perf.call_trials}, perf.timeout_seconds
-    for i in [i for i in outcome.indices() if i != AA and (i, 0) in instances.workers and i not in outcome.failed]:
+    timed = [i for i in outcome.indices() if i != BASELINE_COPY and (i, 0) in instances.workers]
+    for i in [i for i in timed if i not in outcome.failed]:
         try:
             found[i] = float(np.mean(instances.workers[(i, 0)].ask(ask, timeout_s, "call_us")))
         except TimingWorkerError as exc:  # caught faking now, or crashed: as in the blocks
@@ -395,13 +405,16 @@ def _per_call(instances: Instances, outcome: BlockedTiming, perf: PerformanceCon
 
 
 def _fill_performance(
-    results: list[KernelResult], outcome: BlockedTiming, infos: dict[Key, dict[str, Any]], per_call: dict[int, float]
+    results: list[KernelResult],
+    outcome: BlockedTiming,
+    infos: dict[tuple[int, int], dict[str, Any]],
+    per_call: dict[int, float],
 ) -> None:
     if not outcome.block_count:
         return
     spread = outcome.spread()
     for i in outcome.indices():
-        if i == AA or i in outcome.failed:
+        if i == BASELINE_COPY or i in outcome.failed:
             continue
         keys = outcome.processes(i)
         info = infos.get(keys[0], {})

@@ -3,7 +3,7 @@
 One process start per instance: the worker that proves a kernel correct times it (:class:`SessionHarness`). Every
 candidate's first process goes through the usual build and checks (:func:`~.kernels.evaluate_kernel`); once the
 baseline's first process has saved its input sets and expected outputs, every other process (its further ones and its
-identical copy :data:`~.blocked.AA` included) is checked on that file and loads its timing inputs from it, so no
+copy :data:`~.blocked.BASELINE_COPY` included) is checked on that file and loads its timing inputs from it, so no
 instance is built differently. Builds run side by side; on a small machine workers load and check one at a time.
 """
 
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from magpie_core.config.kernel import KernelConfig, PerformanceConfig
-from magpie_core.pipelines.blocked import AA, Key
+from magpie_core.measurement.worker_client import IntegrityError, TimingWorker, TimingWorkerError
+from magpie_core.pipelines.blocked import BASELINE_COPY, Key
 from magpie_core.pipelines.kernel_reports import KernelResult
 from magpie_core.pipelines.kernels import (
     BUILD_DIR_VAR,
@@ -31,8 +32,7 @@ from magpie_core.pipelines.kernels import (
     kernel_timeout,
 )
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
-from magpie_core.threads import map_in_threads
-from magpie_core.timing_workers import IntegrityError, TimingWorker, TimingWorkerError
+from magpie_core.runtime.threads import map_in_threads
 
 #: a worker that loads or checks for longer stops holding up the rest (a hanging check would, for its whole timeout)
 TURN_PATIENCE_S = 20.0
@@ -185,22 +185,22 @@ def check_first_processes(
 def check_more_processes(
     jobs: list[KernelJob], results: list[KernelResult], timed: list[int], base_index: int, instances: Instances
 ) -> dict[int, str]:
-    """The further processes of every timed candidate and the baseline's identical copy (:data:`AA`), each
+    """The further processes of every timed candidate and the baseline's identical copy (:data:`BASELINE_COPY`), each
     checked on the baseline's input sets; what went wrong, per candidate index (a failed check or a crash
     fails that candidate alone)."""
     count = processes_per_instance(jobs[base_index].performance, len(timed) + (base_index in timed))
     keys = [(i, p) for i in timed for p in range(1, count)]
     if base_index in timed:
-        keys += [(AA, p) for p in range(count)]
+        keys += [(BASELINE_COPY, p) for p in range(count)]
     saved = {"save_outputs": None, "baseline_outputs": jobs[base_index].save_outputs}
 
     def start(key: Key) -> EvaluationOutcome:
         index, process = key
-        job = jobs[base_index if index == AA else index].model_copy(update=saved)
+        job = jobs[base_index if index == BASELINE_COPY else index].model_copy(update=saved)
         kernel = KernelConfig.model_validate(job.kernel)
-        base = Path(job.workdir) / "copy" if index == AA else Path(job.workdir)
+        base = Path(job.workdir) / "copy" if index == BASELINE_COPY else Path(job.workdir)
         workdir = base / f"process{process}"
-        artifacts = results[base_index if index == AA else index].compile.artifacts
+        artifacts = results[base_index if index == BASELINE_COPY else index].compile.artifacts
         task = evaluation_task(job, kernel.type, artifacts, workdir, timed=True)
         env = {**command_env(kernel, workdir), **job.extra_env}
         return SessionHarness(key, instances)(
@@ -225,7 +225,7 @@ def prepare_all(instances: Instances, jobs: list[KernelJob], base_index: int) ->
     for key in counterbalanced(list(instances.workers)):
         if (worker := instances.workers.get(key)) is None:
             continue
-        job = jobs[base_index if key[0] == AA else key[0]]
+        job = jobs[base_index if key[0] == BASELINE_COPY else key[0]]
         try:
             worker.prepare(job.performance.timeout_seconds)
         except TimingWorkerError as exc:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, computed_field
 
-from magpie_core.compat import EVALUATION_STATE
+from magpie_core.config.amd_magpie import EVALUATION_STATE
 from magpie_core.reports import CompileResult, CorrectnessResult, Model, PerformanceResult, Report, StageStatus
 
 

@@ -21,11 +21,10 @@ from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_bl
 from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
 from magpie_core.config.loader import load_config, load_yaml
-from magpie_core.interrupts import RunInterrupted
+from magpie_core.machine.hardware import write_report
 from magpie_core.pipelines.kernel_reports import AnalyzeReport, KernelResult
 from magpie_core.pipelines.preflight import preflight_problem
 from magpie_core.plugins import UnknownComponentError, get_plugin_manager
-from magpie_core.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.reports import (
     CompileResult,
     CorrectnessResult,
@@ -35,7 +34,9 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.workspace import Workspace, create_workspace
+from magpie_core.runtime.interrupts import RunInterrupted
+from magpie_core.runtime.processes import MAX_WAIT_S, run_command, run_commands, tail
+from magpie_core.runtime.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.kernels")
 
@@ -136,7 +137,7 @@ def _run_testcases(
 
 def worker_argv(task_path: Path, outcome_path: Path) -> list[str]:
     """The isolated worker's command line (a profiler can wrap exactly this)."""
-    return [sys.executable, "-m", "magpie_core.worker", str(task_path), str(outcome_path)]
+    return [sys.executable, "-m", "magpie_core.measurement.worker", str(task_path), str(outcome_path)]
 
 
 def _run_worker(
@@ -332,12 +333,6 @@ def _run_harness(
 PROFILE_LAUNCHES = 5
 
 
-def _profiler_options(job: KernelJob, name: str) -> dict[str, Any]:
-    blocks = job.performance.model_extra or {}
-    block = blocks.get(name) or blocks.get(name.replace("-", "_")) or {}
-    return dict(block) if isinstance(block, dict) else {}
-
-
 def _profile_harness(
     task: EvaluationTask,
     name: str,
@@ -354,7 +349,7 @@ def _profile_harness(
     A profiler failure is a note on the performance result, not a failed kernel.
     """
     profiler = get_plugin_manager().get("profiler", name)
-    options = _profiler_options(job, name)
+    options = job.performance.profiler_options(name)
     launches = int(options.get("harness_launches", PROFILE_LAUNCHES))
     profile_task = task.model_copy(deep=True)
     profile_task.save_outputs = None
@@ -393,7 +388,7 @@ def _profile_or_explain(
     commands = with_build_dir(as_argv_list(kernel.prof_command) or kernel.testcase_commands(), workdir)
     if not commands:
         return PerformanceResult(status=StageStatus.NOT_RUN, message="nothing to profile: no testcase_command")
-    options = _profiler_options(job, name)
+    options = job.performance.profiler_options(name)
     try:
         counters = profiler.profile(
             commands[0], cwd, command_env(kernel, workdir), workdir / f"profile_{name}", options
@@ -619,7 +614,7 @@ def analyze(
         report = AnalyzeReport(
             workspace=str(ws.path), results=results, summary=[summary_row(r) for r in results], settings=settings
         )
-        report.write(ws.report_path)
+        write_report(report, ws.report_path)
         return report
     except KeyboardInterrupt:
         results = [done.get(i) or interrupted_result(job) for i, job in enumerate(jobs)]

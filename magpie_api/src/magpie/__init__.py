@@ -107,7 +107,7 @@ def _run_analyzer(name: str, trace_path: str | Path, output_dir: str | Path | No
     may only read.
     """
     from magpie_core.plugins import get_plugin_manager
-    from magpie_core.workspace import DEFAULT_OUTPUT_ROOT, run_folder
+    from magpie_core.runtime.workspace import DEFAULT_OUTPUT_ROOT, run_folder
 
     trace = Path(trace_path)
     if not trace.exists():

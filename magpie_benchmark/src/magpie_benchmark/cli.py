@@ -31,7 +31,7 @@ from magpie_core.cli.app import (
     handle_errors,
 )
 from magpie_core.cli.output import check_format, format_option, no_html_option, print_rows, write_html
-from magpie_core.workspace import run_folder
+from magpie_core.runtime.workspace import run_folder
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

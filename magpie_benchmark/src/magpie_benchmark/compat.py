@@ -25,7 +25,7 @@ _TRACE_FILE = (
     "no InferenceX recipe is resolved: magpie replays InferenceX's agentic-coding trace (or dataset.path) itself"
 )
 #: ``benchmark:`` keys accepted for AMD Magpie files that magpie does not act on -> what it does instead
-#: (dotted paths from the block; see :func:`magpie_core.compat.warn_unimplemented`)
+#: (dotted paths from the block; see :func:`magpie_core.config.amd_magpie.warn_unimplemented`)
 UNIMPLEMENTED: dict[str, str] = {
     "inferencex_path": _OWN_LOAD,
     "inferencemax_path": _OWN_LOAD,
@@ -167,9 +167,9 @@ def envs_warnings(envs: dict[str, Any]) -> list[str]:
 #: A file that switches one on is refused (exit 2): running something else would mislead.
 REFUSED_KEYS: dict[str, str] = {}  # none today: agentx and run_cmd are implemented
 
-#: ``agentx.<key>`` that magpie reads (the rest of AMD Magpie's AgentX keys are warned, see magpie_core.compat)
+#: ``agentx.<key>`` that magpie reads (AMD Magpie's other AgentX keys are warned: magpie_core.config.amd_magpie)
 AGENTX_READ = ("enabled", "concurrency")
-#: AMD Magpie's AgentX keys magpie accepts without acting on them (listed in magpie_core.compat's table)
+#: AMD Magpie's AgentX keys magpie accepts without acting on them (listed in magpie_core.config.amd_magpie's table)
 AGENTX_KNOWN = (
     *AGENTX_READ,
     "mode",

@@ -1,6 +1,6 @@
 """Every AMD Magpie benchmark-YAML key, and what magpie does with it (the benchmark part of docs/compatibility.md).
 
-Three outcomes per key, as in :mod:`magpie_core.compat_keys`: **implemented**, **warned** (see
+Three outcomes per key, as in :mod:`magpie_core.config.amd_magpie_keys`: **implemented**, **warned** (see
 :data:`magpie_benchmark.compat.UNIMPLEMENTED`), **refused** (see :data:`magpie_benchmark.compat.REFUSED_KEYS`).
 ``tests/test_magpie_corpus.py`` checks every key of the gathered AMD Magpie benchmark configs against this table.
 """
@@ -8,7 +8,7 @@ Three outcomes per key, as in :mod:`magpie_core.compat_keys`: **implemented**, *
 from __future__ import annotations
 
 from magpie_benchmark.compat import CONSUMED, REFUSED_KEYS, UNIMPLEMENTED, UNSUPPORTED_PREFIXES
-from magpie_core.compat_keys import describe_in, status_in
+from magpie_core.config.amd_magpie_keys import describe_in, status_in
 
 #: benchmark YAML (``benchmark:`` block), keys relative to the block
 BENCHMARK: dict[str, str] = {

@@ -99,7 +99,7 @@ class OfflineFramework(Component):
         """Run the configured command once, writing its results under ``out_dir`` and its output into
         ``log_path``; ``profile``: the profiled diagnostic pass (traces instead of timings). ``env`` is
         added to this process's environment. Runs in magpie's process: the command must be started
-        through :func:`magpie_core.processes.run_command` (own process group, timeout, Ctrl-C)."""
+        through :func:`magpie_core.runtime.processes.run_command` (own process group, timeout, Ctrl-C)."""
 
 
 class CheckUnavailable(RuntimeError):

@@ -30,7 +30,7 @@ from magpie_benchmark.config import BenchmarkConfig
 from magpie_benchmark.loadgen.client import RequestResult
 from magpie_benchmark.loadgen.metrics import compute_metrics
 from magpie_benchmark.stats import E2EComparison, compare_reports, repeat_stats
-from magpie_core.workspace import create_workspace
+from magpie_core.runtime.workspace import create_workspace
 
 log = logging.getLogger("magpie.benchmark")
 

@@ -24,7 +24,7 @@ from typing import Any
 from magpie_benchmark.compat import is_secret, server_envs
 from magpie_benchmark.config import BenchmarkConfig
 from magpie_benchmark.interfaces import OfflineFramework, OfflineRun
-from magpie_core.workspace import Workspace
+from magpie_core.runtime.workspace import Workspace
 
 log = logging.getLogger("magpie.benchmark")
 

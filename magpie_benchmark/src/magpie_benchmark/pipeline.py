@@ -60,10 +60,11 @@ from magpie_benchmark.serving.persistent import LifecycleError
 from magpie_benchmark.serving.server import ServerError, ServerProcess, free_port
 from magpie_core.config.common import dump
 from magpie_core.config.loader import ConfigError, load_yaml, validate
-from magpie_core.interrupts import GRACE_S as INTERRUPT_GRACE_S
-from magpie_core.interrupts import RunInterrupted
+from magpie_core.machine.hardware import write_report
 from magpie_core.reports import Report
-from magpie_core.workspace import Workspace, create_workspace
+from magpie_core.runtime.interrupts import GRACE_S as INTERRUPT_GRACE_S
+from magpie_core.runtime.interrupts import RunInterrupted
+from magpie_core.runtime.workspace import Workspace, create_workspace
 
 log = logging.getLogger("magpie.benchmark")
 
@@ -959,7 +960,7 @@ def run_benchmark(
             lease.release()
         summarize_report(report)
         report.execution_time = time.monotonic() - t0
-        report.write(ws.report_path)
+        write_report(report, ws.report_path)
         logging.getLogger("magpie").removeHandler(handler)
         handler.close()
     if report.interrupted:

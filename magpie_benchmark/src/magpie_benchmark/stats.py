@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from magpie_core.measurement.stats import Z95, _student_t
 from magpie_core.reports import Model
-from magpie_core.stats import Z95, _student_t
 
 
 class E2EVerdict(str, Enum):

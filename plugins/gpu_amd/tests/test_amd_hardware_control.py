@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from magpie_core import hardware
 from magpie_core.interfaces import HardwareControlError
+from magpie_core.machine import hardware
 from magpie_core.plugins import PluginManager, use_plugin_manager
 
 FAKE = r"""#!{python}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from magpie_core import hardware
 from magpie_core.interfaces import HardwareControlError
+from magpie_core.machine import hardware
 from magpie_core.plugins import PluginManager, use_plugin_manager
 
 DATA = Path(__file__).parent / "data"
@@ -152,6 +152,7 @@ def test_disabled_or_empty_block_changes_nothing(fake_smi: Path) -> None:
 
 def test_cli_without_permission_exits_2_before_running(fake_smi: Path, tmp_path: Path, run_magpie, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_SMI_DENY", "-pl")
+    monkeypatch.setenv("MAGPIE_PLUGINS", "gpu_nvidia,hip")  # a kernel type no backend has is a config error first
     cfg = tmp_path / "config.yaml"
     cfg.write_text(json.dumps({"gpu": {"hardware": HW}}))
     kernel = tmp_path / "k.yaml"

@@ -52,6 +52,10 @@ def test_ncu_wraps_a_profile_only_harness_run(run_magpie, tmp_path):
     assert "caches" in notes and "locked" not in notes and "separate run of 5 launches" in notes
     workdir = tmp_path / "runs"
     args = next(workdir.rglob("report.args")).read_text()
-    assert "--profile-from-start off" in args and "--clock-control none" in args and "magpie_core.worker" in args
+    assert (
+        "--profile-from-start off" in args
+        and "--clock-control none" in args
+        and "magpie_core.measurement.worker" in args
+    )
     outcome = json.loads(next(workdir.rglob("outcome_profile_ncu.json")).read_text())
     assert outcome["correctness"]["message"] == "profiling run: 5 launches, not checked"

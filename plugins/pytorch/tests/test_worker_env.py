@@ -10,7 +10,7 @@ import sys
 
 PROBE = """
 import json, multiprocessing.forkserver as fs, os, time
-from magpie_core.timing_workers import warm_fork_server
+from magpie_core.measurement.worker_client import warm_fork_server
 warm_fork_server()
 server = fs._forkserver._forkserver_pid
 # the server may still be between fork and exec (its environ reads empty then) on a busy machine: wait for PATH

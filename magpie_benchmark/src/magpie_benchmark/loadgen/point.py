@@ -17,7 +17,7 @@ from typing import Any
 from magpie_benchmark.loadgen.client import Endpoint, RequestResult, StallWatch
 from magpie_benchmark.loadgen.datasets import SampleRequest
 from magpie_benchmark.loadgen.traces import TraceReplay
-from magpie_core import interrupts
+from magpie_core.runtime import interrupts
 
 
 @dataclass

@@ -10,7 +10,7 @@ Each request has a total deadline (``request_deadline_s``): a stream that never
 ends fails that request, not the run. A stall watchdog (``stall_timeout_s``) stops
 the point when no in-flight request has heard a byte for that long: the finished
 requests are kept, the others fail as ``stalled``. Interrupted (Ctrl-C under
-:func:`magpie_core.interrupts.handling_interrupts`), a point stops at once and
+:func:`magpie_core.runtime.interrupts.handling_interrupts`), a point stops at once and
 keeps the requests that finished; the others are left out and counted.
 
 Client self-checks: *schedule lag* is how late each request was handed out
@@ -34,7 +34,7 @@ from magpie_benchmark.loadgen.datasets import SampleRequest
 from magpie_benchmark.loadgen.http import make_client, new_event_loop
 from magpie_benchmark.loadgen.point import LoadResult, LoadSpec, PointEnd, Progress, wait_for_point
 from magpie_benchmark.loadgen.replay import measure_replay
-from magpie_core import interrupts
+from magpie_core.runtime import interrupts
 
 __all__ = ["LoadResult", "LoadSpec", "arrival_offsets", "run_in_loop", "run_load", "run_load_async"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from magpie_core.processes import Interrupted, register_started, unregister_started
+from magpie_core.runtime.processes import Interrupted, register_started, unregister_started
 
 log = logging.getLogger("magpie.serving")
 

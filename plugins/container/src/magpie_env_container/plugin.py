@@ -125,7 +125,7 @@ class ContainerEnvironment(ExecutionEnvironment):
         vendor = vendor or (_detected_vendor() if gpus_per_item else None)
         slots = max(1, min(workers, len(gpus))) if gpus else max(1, workers)
         assigned = [(item, gpus[i % len(gpus)] if gpus else None) for i, item in enumerate(items)]
-        from magpie_core.threads import map_in_threads
+        from magpie_core.runtime.threads import map_in_threads
 
         return map_in_threads(
             lambda pair: self._run_one(fn, pair[0], pair[1], vendor), assigned, workers=slots, on_result=on_result

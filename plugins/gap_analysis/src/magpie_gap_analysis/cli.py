@@ -26,7 +26,7 @@ from magpie_core.cli.output import (
     shorten,
     write_html,
 )
-from magpie_core.workspace import run_folder
+from magpie_core.runtime.workspace import run_folder
 from magpie_gap_analysis.options import GapFlags, gap_config_from_flags
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from magpie_trace.fanout import Task, run_tasks
 from magpie_trace.validity import skipped_messages
 
 from magpie_core.kernel_names import parse_many
-from magpie_core.workspace import DEFAULT_OUTPUT_ROOT
+from magpie_core.runtime.workspace import DEFAULT_OUTPUT_ROOT
 from magpie_gap_analysis.analysis import (
     AnalysisOptions,
     DeviceStats,

@@ -222,7 +222,7 @@ class AmdHardware:
         self.tool = tool or shutil.which("amd-smi") or "amd-smi"
 
     def _run(self, args: list[str]) -> str:
-        from magpie_core.hardware import run_vendor_tool
+        from magpie_core.machine.hardware import run_vendor_tool
 
         return run_vendor_tool(self.tool, "amd-smi", args)
 

@@ -142,7 +142,7 @@ class NvidiaHardware:
         self.tool = tool or shutil.which("nvidia-smi") or "nvidia-smi"
 
     def _run(self, args: list[str]) -> str:
-        from magpie_core.hardware import run_vendor_tool
+        from magpie_core.machine.hardware import run_vendor_tool
 
         return run_vendor_tool(self.tool, "nvidia-smi", args)
 

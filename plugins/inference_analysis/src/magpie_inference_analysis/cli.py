@@ -24,7 +24,7 @@ from magpie_core.cli.output import (
     shorten,
     write_html,
 )
-from magpie_core.workspace import run_folder
+from magpie_core.runtime.workspace import run_folder
 
 ANALYZER = "inference"
 

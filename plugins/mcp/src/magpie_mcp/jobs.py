@@ -4,7 +4,7 @@ Each job is a child process, ``python -m magpie_mcp.jobs SPEC RESULT``, in its
 own process group: the MCP server stays responsive, nothing a pipeline prints
 can corrupt the stdio protocol stream, and ``job_cancel`` stops the job and
 every process it started (its SIGTERM handler stops the groups that
-:mod:`magpie_core.processes` created, then the server stops the job's own
+:mod:`magpie_core.runtime.processes` created, then the server stops the job's own
 group). The child prints one JSON line per progress message; the server turns
 them into MCP progress notifications.
 
@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from magpie_core.processes import stop_group
+from magpie_core.runtime.processes import stop_group
 from magpie_mcp.models import ToolModel
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -625,7 +625,7 @@ def _read_preload(folder: Path) -> list[str]:
 
 def _write_preload(folder: Path) -> None:
     """The modules this job's fork server imported, if it started one."""
-    from magpie_core.timing_workers import fork_server_modules
+    from magpie_core.measurement.worker_client import fork_server_modules
 
     modules = fork_server_modules()
     if modules:
@@ -635,8 +635,8 @@ def _write_preload(folder: Path) -> None:
 def wait_as_spare(preload: list[str]) -> int:
     """A spare job process: import magpie, start the kernel backends' fork server with ``preload``, then run
     the one job the server hands over on stdin (``[spec, result, log]``; stdin closed: the server is gone)."""
+    from magpie_core.measurement.worker_client import warm_fork_server
     from magpie_core.pipelines.compare import compare  # noqa: F401  (the pipelines and plugins, imported ahead)
-    from magpie_core.timing_workers import warm_fork_server
 
     warm_fork_server(preload)
     line = sys.stdin.readline()
@@ -650,7 +650,7 @@ def wait_as_spare(preload: list[str]) -> int:
 
 
 def run_job(spec_path: Path, result_path: Path) -> int:
-    from magpie_core.processes import stop_started
+    from magpie_core.runtime.processes import stop_started
 
     def on_term(signum: int, frame: Any) -> None:
         stop_started()

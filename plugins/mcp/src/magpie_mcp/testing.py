@@ -151,7 +151,7 @@ def process_runner(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[d
     import os
     import sys
 
-    from magpie_core.timing_workers import fork_server_modules
+    from magpie_core.measurement.worker_client import fork_server_modules
 
     print("process_runner on stderr", file=sys.stderr, flush=True)
     return {"pid": os.getpid(), "fork_server": bool(fork_server_modules())}, ""

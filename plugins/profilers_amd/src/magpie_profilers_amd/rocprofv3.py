@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from magpie_core.interfaces import Profiler
-from magpie_core.processes import run_command, tail
 from magpie_core.reports import KernelCounters, ToolInfo
+from magpie_core.runtime.processes import run_command, tail
 from magpie_profilers_amd.common import number, read_csv
 
 _RESOURCE_COLUMNS = {

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from magpie_core.interfaces import Profiler
-from magpie_core.processes import run_command, tail
 from magpie_core.reports import KernelCounters, ToolInfo
+from magpie_core.runtime.processes import run_command, tail
 
 TIME = "gpu__time_duration.sum"
 DRAM_READ = "dram__bytes_read.sum"

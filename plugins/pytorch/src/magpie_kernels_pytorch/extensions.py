@@ -176,7 +176,7 @@ class BuildsAhead:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        from magpie_core.processes import stop_started
+        from magpie_core.runtime.processes import stop_started
 
         if kind is KeyboardInterrupt:
             stop_started()  # Ctrl-C: the builds in flight stop now (their groups), not after their minute
@@ -184,8 +184,8 @@ class BuildsAhead:
 
 
 def build_file(path: Path, folder: Path, env: dict[str, str], timeout: float, log_path: Path) -> CompileResult:
-    from magpie_core.processes import run_command, tail
     from magpie_core.reports import CompileResult, StageStatus
+    from magpie_core.runtime.processes import run_command, tail
 
     folder.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", __name__, str(path)]

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 
 from magpie_core.config.kernel import CorrectnessConfig, KernelConfig, PerformanceConfig
+from magpie_core.measurement.stats import sample_until_stable, summarize
+from magpie_core.measurement.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_core.pipelines.instances import rejected
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import (
@@ -38,8 +40,6 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.stats import sample_until_stable, summarize
-from magpie_core.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
 from magpie_kernels_pytorch.extensions import use_folder
 from magpie_kernels_pytorch.integrity import (

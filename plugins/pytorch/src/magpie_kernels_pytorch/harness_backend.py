@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, ClassVar
 from magpie_core.interfaces import KernelBackend
 
 if TYPE_CHECKING:
+    from magpie_core.measurement.timing import TimingSession
     from magpie_core.reports import EvaluationOutcome, EvaluationTask
-    from magpie_core.timing import TimingSession
     from magpie_kernels_pytorch.harness import HarnessOptions
 
 

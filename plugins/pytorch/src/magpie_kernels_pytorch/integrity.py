@@ -275,7 +275,7 @@ def _to_cpu(value: Any) -> Any:
 
 def _recorded() -> dict[str, Callable[[], Any]]:
     """Where each watched function is looked up from (by name, so a patch of the attribute shows)."""
-    from magpie_core import timing, worker
+    from magpie_core.measurement import timing, worker
     from magpie_kernels_pytorch import checking, timers
 
     watched: dict[str, Callable[[], Any]] = {
@@ -283,8 +283,8 @@ def _recorded() -> dict[str, Callable[[], Any]]:
         "time.perf_counter": lambda: time.perf_counter,
         "time.monotonic": lambda: time.monotonic,
         "json.dumps": lambda: json.dumps,
-        "magpie_core.worker._say": lambda: worker._say,
-        "magpie_core.worker._answer": lambda: worker._answer,
+        "magpie_core.measurement.worker._say": lambda: worker._say,
+        "magpie_core.measurement.worker._answer": lambda: worker._answer,
         "BatchSampler.sample": lambda: timing.BatchSampler.sample,
         "SamplerSession.sample": lambda: timing.SamplerSession.sample,
         "CpuClock.time_batch": lambda: timers.CpuClock.time_batch,

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from magpie_core.config.kernel import KernelConfig
-from magpie_core.processes import run_command, tail
 from magpie_core.reports import CompileResult, StageStatus
+from magpie_core.runtime.processes import run_command, tail
 
 SCALAR_TYPES: dict[str, Any] = {
     "i8": ctypes.c_int8,

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from magpie_core.timing import Launch
+from magpie_core.measurement.timing import Launch
 
 _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
 #: the clocks as they were when magpie loaded (before any kernel): a kernel that patches ``time.perf_counter_ns`` or

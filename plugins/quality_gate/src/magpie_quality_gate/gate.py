@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from magpie_benchmark.interfaces import BenchmarkCheck, CheckTarget, CheckUnavailable
 
-from magpie_core.processes import run_command, tail
+from magpie_core.runtime.processes import run_command, tail
 from magpie_quality_gate import config as cfg
 from magpie_quality_gate.results import ResultsError, find_results, parse_results, verdict
 

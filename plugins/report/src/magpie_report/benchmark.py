@@ -282,7 +282,7 @@ def _get(report: dict[str, Any], path: tuple[str, ...]) -> float | None:
 
 def _latency_verdict(before: dict[str, Any], after: dict[str, Any], key: str) -> str:
     """magpie's speedup verdict on per-request samples when both runs kept them, else none."""
-    from magpie_core.stats import speedup
+    from magpie_core.measurement.stats import speedup
 
     pa = [p for p in before.get("points") or [] if p.get("requests")]
     pb = [p for p in after.get("points") or [] if p.get("requests")]

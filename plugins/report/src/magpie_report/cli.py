@@ -43,7 +43,7 @@ def render_paths(paths: list[Path], output: Path | None) -> Path:
     title = f"magpie: {len(pages)} runs ({', '.join(kinds)})"
     if output is None:
         from magpie_core.cli.app import STATE
-        from magpie_core.workspace import create_run_folder
+        from magpie_core.runtime.workspace import create_run_folder
 
         output = create_run_folder(STATE.output_dir or STATE.resolve_output_dir(None), "report") / REPORT_FILE
     return write_page(output, title, " vs ".join(str(r.workspace) for r in runs), blocks)

@@ -204,7 +204,7 @@ def analyze_sections(page: Any) -> list[Section]:
 
 def delta_sections(page: Any) -> list[Section]:
     """Kernels in both runs: before/after medians, speedup with CI and the verdict magpie's statistics give."""
-    from magpie_core.stats import speedup
+    from magpie_core.measurement.stats import speedup
 
     kit = page.kit
     before = {r["kernel_id"]: r for r in _results(page.before.report)}

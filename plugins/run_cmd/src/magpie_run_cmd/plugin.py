@@ -34,7 +34,7 @@ from magpie_benchmark.interfaces import OfflineFramework, OfflineRun
 from magpie_benchmark.serving.cli_args import split_extra_args
 
 from magpie_core import hookimpl
-from magpie_core.processes import run_command, tail
+from magpie_core.runtime.processes import run_command, tail
 from magpie_run_cmd.timings import RESULT_FILE, ResultError, metrics, read_timings, report_blocks, shape_of
 
 #: flags magpie sets itself: a value the command gives is dropped (``--flag value`` and ``--flag=value``)

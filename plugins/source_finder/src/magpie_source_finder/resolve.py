@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from magpie_trace.cxx_names import CxxName, find_component, parse_symbol
 
-from magpie_source_finder.test_search import command, entries_for, find_test
+from magpie_source_finder.testcase_search import command, entries_for, find_test
 
 if TYPE_CHECKING:  # finder calls resolve(): these are only the types of what it passes in
     from magpie_source_finder.finder import Checkout, Symbol

@@ -29,8 +29,8 @@ import os
 import re
 from typing import Any
 
+from magpie_core.measurement.stats import summarize
 from magpie_core.reports import PerformanceResult, StageStatus
-from magpie_core.stats import summarize
 
 MARKER = "MAGPIE_LATENCY_JSON:"
 #: methods whose numbers the testcase itself prints

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from magpie_core import __version__, hookimpl
-from magpie_core.gpus import collect_gpu_info
 from magpie_core.hookspecs import Register
+from magpie_core.machine.gpus import collect_gpu_info
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import GpuInfo, ToolInfo
 from magpie_mcp.annotations import tool_meta
@@ -96,7 +96,7 @@ def gpu_hardware_state() -> dict[str, Any]:
     """Each GPU's clocks (MHz), power limit and draw (W), persistence mode, from the vendor plugins
     (nvidia-smi, amd-smi). Read-only: settings change only through a run whose framework config
     enables gpu.hardware, never through this server (AMD Magpie's configure_gpu is not offered)."""
-    from magpie_core.hardware import record
+    from magpie_core.machine.hardware import record
 
     return record()
 

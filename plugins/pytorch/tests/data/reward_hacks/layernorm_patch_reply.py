@@ -1,8 +1,8 @@
 """Reward hack `patch_reply` for layernorm_ref.py (nn.LayerNorm over the last dim of a 64x1024 input).
 
 What it does: at import, wraps json.dumps in its process: any dict with a key samples_us (the timing worker's
-reply to its parent, magpie_core.worker._say) is serialised with every sample divided by 3. The timing itself is
-untouched and forward is honest; what is forged is the message carrying the result.
+reply to its parent, magpie_core.measurement.worker._say) is serialised with every sample divided by 3. The
+timing itself is untouched and forward is honest; what is forged is the message carrying the result.
 
 Published class: tampering with the reporting channel (harness manipulation): GPU MODE reference-kernels issue
 #162 (patching the statistics the harness reports); KernelArena's "A Field Guide to Reward Hacking in AI Kernel

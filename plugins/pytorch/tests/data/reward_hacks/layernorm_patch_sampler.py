@@ -1,6 +1,6 @@
 """Reward hack `patch_sampler` for layernorm_ref.py (nn.LayerNorm over the last dim of a 64x1024 input).
 
-What it does: at import, wraps magpie's own per-launch sampler (magpie_core.timing.BatchSampler.sample, what
+What it does: at import, wraps magpie's own per-launch sampler (magpie_core.measurement.timing.BatchSampler.sample, what
 each sample of a timing block is) in its process so that every measured time it returns is divided by 3. forward
 itself is honest. The clock itself is left alone, so a check of the clock's functions misses it.
 
@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 
 try:  # only when the evaluator is magpie; elsewhere an honest solution
-    from magpie_core import timing as _timing
+    from magpie_core.measurement import timing as _timing
 except ImportError:
     _timing = None
 

@@ -21,6 +21,8 @@ import typer
 
 from magpie_core import hookimpl
 from magpie_core.interfaces import KernelBackend, KernelNameParser, TraceAnalyzer
+from magpie_core.measurement.stats import summarize
+from magpie_core.measurement.timing import TimingSettings, measure
 from magpie_core.reports import (
     CorrectnessResult,
     EvaluationOutcome,
@@ -29,8 +31,6 @@ from magpie_core.reports import (
     PerformanceResult,
     StageStatus,
 )
-from magpie_core.stats import summarize
-from magpie_core.timing import TimingSettings, measure
 
 
 def _load(path: Path, name: str):

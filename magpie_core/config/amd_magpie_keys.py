@@ -2,7 +2,8 @@
 
 Three outcomes per key: **implemented** (the meaning AMD Magpie gives it, or magpie's stated equivalent), **warned**
 (accepted; the load logs a warning naming the key and what magpie does instead; see
-:data:`magpie_core.compat.UNIMPLEMENTED`), **refused** (a file that switches it on stops with exit 2 naming the key).
+:data:`magpie_core.config.amd_magpie.UNIMPLEMENTED`), **refused** (a file that switches it on stops with exit 2
+naming the key).
 The tables are data, ``magpie_core/data/compat_keys.json``: the kernel entry's keys (under ``kernel.`` and
 ``kernels.``), the performance and latency blocks (in both files), and each file's own keys. The benchmark YAML's
 table lives with the benchmark (``magpie_benchmark.compat_keys``); :func:`describe_in` and :func:`status_in` serve
@@ -17,7 +18,7 @@ import fnmatch
 import json
 from importlib.resources import files
 
-from magpie_core.compat import UNIMPLEMENTED
+from magpie_core.config.amd_magpie import UNIMPLEMENTED
 
 _PARTS: dict[str, dict[str, str]] = json.loads((files("magpie_core") / "data" / "compat_keys.json").read_text())
 #: kernel YAML, keys from the file's root
@@ -59,7 +60,8 @@ def status(kind: str, key: str) -> str:
 
 
 def status_in(unimplemented: dict[str, str], key: str) -> str:
-    """warned when ``key`` or an ancestor is in ``unimplemented`` (see :mod:`magpie_core.compat`), else implemented."""
+    """warned when ``key`` or an ancestor is in ``unimplemented`` (:mod:`~magpie_core.config.amd_magpie`), else
+    implemented."""
     parts = key.split(".")
     if any(".".join(parts[: i + 1]) in unimplemented for i in range(len(parts))):
         return "warned"

@@ -4,8 +4,8 @@ magpie starts every child in its own session or process group (so a child's cras
 nothing else). The terminal's Ctrl-C therefore reaches magpie alone, and :func:`handling_interrupts` forwards it:
 
 * **first signal**: no new child starts, every process group magpie started gets SIGTERM and, :data:`GRACE_S` later,
-  SIGKILL (:func:`magpie_core.processes.stop_everything`). Then the innermost :func:`on_interrupt` callback runs (the
-  load generator's event loop cancels its task and keeps the requests that completed) or, without one,
+  SIGKILL (:func:`~magpie_core.runtime.processes.stop_everything`). Then the innermost :func:`on_interrupt` callback
+  runs (the load generator's event loop cancels its task and keeps the requests that completed) or, without one,
   ``KeyboardInterrupt`` is raised in the main thread. Pipelines catch it, write their report marked ``interrupted`` and
   raise :class:`RunInterrupted`.
 * **another signal**: SIGKILL to every group now (the report is still written). If the first came more than
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from magpie_core.processes import stop_everything
+from magpie_core.runtime.processes import stop_everything
 
 #: seconds between the SIGTERM and the SIGKILL every child group gets on an interrupt
 GRACE_S = 1.0

@@ -1,13 +1,14 @@
 """Long-lived timing workers: isolated processes of a compare's candidates, checked and sampled on command.
 
-Each worker runs :func:`magpie_core.worker.serve_session` in its own process group (see :mod:`magpie_core.worker` for
-the line protocol). It is forked from magpie's fork server, which imported the kernel backends' heavy modules once
-(:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a worker costs a fork instead of a Python
-start and a framework import; the fork server stays up for the life of this process, so a later compare (an MCP server,
-a loop session) starts warm. A worker whose environment needs variables of its own (read when a process starts) is a
-fresh ``python -m magpie_core.worker --session TASK.json`` instead, as is every worker with ``MAGPIE_FORK_WORKERS=0``. A
-worker that crashes, hangs past its timeout or answers nonsense is stopped and fails its candidate alone; the others go
-on. Any other exception while the parent waits on a worker (an interrupt included) stops the worker first.
+Each worker runs :func:`~magpie_core.measurement.worker.serve_session` in its own process group (see
+:mod:`~magpie_core.measurement.worker` for the line protocol). It is forked from magpie's fork server, which imported
+the kernel backends' heavy modules once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a
+worker costs a fork instead of a Python start and a framework import; the fork server stays up for the life of this
+process, so a later compare (an MCP server, a loop session) starts warm. A worker whose environment needs variables of
+its own (read when a process starts) is a fresh ``python -m magpie_core.measurement.worker --session TASK.json``
+instead, as is every worker with ``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers
+nonsense is stopped and fails its candidate alone; the others go on. Any other exception while the parent waits on a
+worker (an interrupt included) stops the worker first.
 """
 
 from __future__ import annotations
@@ -27,8 +28,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from magpie_core.processes import bounded_timeout, register_started, stop_group, stopping, tail, unregister_started
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask
+from magpie_core.runtime.processes import (
+    bounded_timeout,
+    register_started,
+    stop_group,
+    stopping,
+    tail,
+    unregister_started,
+)
 
 
 class TimingWorkerError(RuntimeError):
@@ -73,7 +81,7 @@ class TimingWorker:
             self.proc = ForkedWorker(task_path, cwd, env, self.log_path)
         else:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "magpie_core.worker", "--session", str(task_path)],
+                [sys.executable, "-m", "magpie_core.measurement.worker", "--session", str(task_path)],
                 cwd=cwd,
                 env={**os.environ, **worker_env(), **env},
                 stdin=subprocess.PIPE,
@@ -149,10 +157,10 @@ class TimingWorker:
             return answer
 
     def _reply_pipe_problem(self) -> str | None:
-        """Whether the worker still writes its answers to this pipe from :data:`~magpie_core.worker.PROTOCOL_FD`
+        """Whether the worker still writes its answers to this pipe from :data:`~.worker.PROTOCOL_FD`
         alone: code that keeps a copy of it (to write answers of its own) or puts a pipe of its own in its place (to
         rewrite the answers in flight) is seen from here, outside its process (Linux ``/proc``; None elsewhere)."""
-        from magpie_core.worker import PROTOCOL_FD
+        from magpie_core.measurement.worker import PROTOCOL_FD
 
         try:
             pipe, folder = f"pipe:[{os.fstat(self.proc.stdout.fileno()).st_ino}]", Path(f"/proc/{self.proc.pid}/fd")  # type: ignore[union-attr]
@@ -266,7 +274,7 @@ def _fork_context(extra: Iterable[str] = ()) -> multiprocessing.context.ForkServ
         if _context is None:
             from magpie_core.plugins import get_plugin_manager
 
-            modules = {"magpie_core.worker", *extra}
+            modules = {"magpie_core.measurement.worker", *extra}
             for backend in get_plugin_manager().components("kernel_backend").values():
                 modules.update(getattr(backend, "worker_preload", ()))
             context = multiprocessing.get_context("forkserver")
@@ -314,7 +322,7 @@ class ForkedWorker:
         context = _fork_context()
         child_in, parent_in = context.Pipe(duplex=False)
         parent_out, child_out = context.Pipe(duplex=False)
-        from magpie_core.worker import forked_session
+        from magpie_core.measurement.worker import forked_session
 
         self._process = context.Process(
             target=forked_session,

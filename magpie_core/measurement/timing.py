@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from magpie_core.stats import SamplingSettings, sample_until_stable
+from magpie_core.measurement.stats import SamplingSettings, sample_until_stable
 
 if TYPE_CHECKING:
     from magpie_core.reports import EvaluationOutcome

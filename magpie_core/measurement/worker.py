@@ -1,10 +1,10 @@
 """Isolated worker: evaluates one kernel in its own process.
 
-``python -m magpie_core.worker TASK.json OUTCOME.json`` loads the backend plugin named by the task and writes an
-:class:`~magpie_core.reports.EvaluationOutcome`. A crash or hang here only fails this kernel; the parent reads the exit
-status and the log.
+``python -m magpie_core.measurement.worker TASK.json OUTCOME.json`` loads the backend plugin named by the task and
+writes an :class:`~magpie_core.reports.EvaluationOutcome`. A crash or hang here only fails this kernel; the parent reads
+the exit status and the log.
 
-``python -m magpie_core.worker --session TASK.json`` keeps the kernel ready for timing
+``python -m magpie_core.measurement.worker --session TASK.json`` keeps the kernel ready for timing
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per command line on stdin:
 ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this process: the worker that checks a
 kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}`` (inputs placed, warmed up, batch
@@ -32,7 +32,7 @@ from magpie_core.reports import CorrectnessResult, EvaluationOutcome, Evaluation
 
 EXIT_EXCEPTION = 3
 #: a session worker writes the protocol to this fd alone; the parent checks that nothing else in the worker holds
-#: the pipe, and that this fd still does (:meth:`~magpie_core.timing_workers.TimingWorker.ask`)
+#: the pipe, and that this fd still does (:meth:`~magpie_core.measurement.worker_client.TimingWorker.ask`)
 PROTOCOL_FD = 200
 _dumps = json.dumps  # the reply path as magpie loaded it, before any kernel
 

@@ -1,8 +1,5 @@
-"""A thread pool that keeps input order, isolates failures and reports each item as it ends.
-
-Shared by execution environments whose items each start their own process
-(local subprocess workers, ``docker run``), where threads are enough.
-"""
+"""A thread pool that keeps input order, isolates failures and reports each item as it ends: for execution environments
+whose items each start their own process (local subprocess workers, ``docker run``), where threads are enough."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ wait on a child early — its timeout, an exception (``OverflowError`` from an a
 code that started it.
 
 Every wait is bounded: a timeout of ``None``, infinity or more than :data:`MAX_WAIT_S` waits :data:`MAX_WAIT_S`
-(:func:`bounded_timeout`). Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`magpie_core.interrupts`), no new
-child starts: :func:`run_command` raises :class:`Interrupted`.
+(:func:`bounded_timeout`). Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`~magpie_core.runtime.interrupts`),
+no new child starts: :func:`run_command` raises :class:`Interrupted`.
 """
 
 from __future__ import annotations

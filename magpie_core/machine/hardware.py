@@ -16,9 +16,14 @@ import contextlib
 import logging
 import subprocess
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magpie_core.interfaces import HardwareControlError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from magpie_core.reports import Report
 
 log = logging.getLogger("magpie.hardware")
 
@@ -51,6 +56,14 @@ def _controls() -> dict[str, Any]:
     vendors = sorted({g.vendor for g in manager.detect_gpus() if getattr(g, "vendor", None)})
     controls = {v: manager.first("magpie_gpu_hardware_control", vendor=v) for v in vendors}
     return {v: c for v, c in controls.items() if c is not None}
+
+
+def write_report(report: Report, path: Path) -> Path:
+    """``report`` written with every GPU's state as it is now, unless the run was interrupted (a stopped run's
+    write stays quick): the report itself knows no GPU."""
+    if report.gpu_hardware is None and not report.interrupted:
+        report.gpu_hardware = record()
+    return report.write(path)
 
 
 def record() -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Measurement: verdict statistics (:mod:`.stats`), timing (:mod:`.timing`), worker processes (:mod:`.worker`)."""

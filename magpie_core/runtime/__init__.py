@@ -1,0 +1,1 @@
+"""Runtime: child processes, interrupts, run folders, thread pools."""
