@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from magpie_core.measurement.stats import desynchronised_blocks
 from magpie_core.pipelines import blocked
 from magpie_core.pipelines.blocked import BASELINE_COPY, BlockedTiming, BlockPlan, stability
-from magpie_core.pipelines.compare import noise_floor
+from magpie_core.pipelines.verdicts import noise_floor
 from tests.helpers.process_states import two_states
 
 LENGTH = 150

@@ -30,7 +30,7 @@ from magpie_core.pipelines.blocked import (
     stability,
     time_in_blocks,
 )
-from magpie_core.pipelines.compare import noise_floor
+from magpie_core.pipelines.verdicts import noise_floor
 
 from .helpers.load_injector import injected_load
 

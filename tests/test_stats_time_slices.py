@@ -21,7 +21,7 @@ from magpie_core.measurement.stats import (
     paired_speedup,
 )
 from magpie_core.pipelines.blocked import BASELINE_COPY, MAX_DRIFT_PCT, BlockedTiming, stability
-from magpie_core.pipelines.compare import noise_floor
+from magpie_core.pipelines.verdicts import noise_floor
 
 from .helpers.process_states import two_states
 

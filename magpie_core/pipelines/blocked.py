@@ -134,7 +134,7 @@ class BlockedTiming:
 
     def speedup(self, index: int, min_effect: float, noise_floor: float = 0.0, confidence: float = 0.95) -> Speedup:
         """Candidate ``index`` against the baseline, over processes and blocks, as the ranking does it
-        (:func:`magpie_core.pipelines.compare.versus`: block pairs over the blocks both ran)."""
+        (:func:`magpie_core.pipelines.verdicts.versus`: block pairs over the blocks both ran)."""
         n = self.blocks_of(index)
         return hierarchical_speedup(
             self.levels(self.baseline),

@@ -38,8 +38,6 @@ from magpie_core.runtime.interrupts import RunInterrupted
 from magpie_core.runtime.processes import MAX_WAIT_S, run_command, run_commands, tail
 from magpie_core.runtime.workspace import Workspace, create_workspace
 
-log = logging.getLogger("magpie.kernels")
-
 Progress = Callable[[str], None]
 BUILT_IN_TIMING = ("events", "none")
 
