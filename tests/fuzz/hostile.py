@@ -320,7 +320,9 @@ def kernel_cases(rng: random.Random) -> Iterator[Case]:
         )
     yield Case("kernels", "no config file", ["analyze", "-k", f"none_{tag}.yaml", *out], names=(f"none_{tag}.yaml",))
     yield Case("kernels", "both forms", ["analyze", "-k", "kernel.yaml", "x.py", *out], names=("--kernel-config",))
-    yield Case("kernels", "no testcase", ["analyze", "x.py", *out], names=("--testcase",))
+    yield Case("kernels", "no testcase", ["analyze", "x.hip", *out], names=("--testcase",))
+    # a Python file that is not KernelBench's is no HIP source (--type's default): the fix is a YAML entry
+    yield Case("kernels", "python, not kernelbench", ["analyze", "x.py", *out], names=("entry: x.py:NAME",))
 
 
 # -- traces --
