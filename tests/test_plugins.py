@@ -372,3 +372,31 @@ def test_the_benchmarks_kinds_load_with_the_distribution_not_with_its_plugin(run
     assert listed.returncode == 0, listed.stderr
     status = {p["name"]: p["status"] for p in json.loads(listed.stdout)}
     assert status["vllm"] == "loaded" and status["benchmark"] == "disabled", status
+
+
+def test_a_backend_whose_compile_raises_fails_that_kernel_alone(monkeypatch, tmp_path):
+    """A backend's ``compile`` runs in magpie's own process (threads of a compare): an exception there is that
+    kernel's failed compile, not a crash of the run (a thread-unsafe parser once raised SystemError there)."""
+    from magpie_core.config.kernel import KernelConfigFile
+    from magpie_core.pipelines.kernels import analyze
+    from magpie_core.plugins import use_plugin_manager
+
+    class Raising(KernelBackend):
+        name = "raising"
+        kernel_types = ("raising",)
+
+        def compile(self, kernel, build_dir):
+            raise SystemError("AST constructor recursion depth mismatch")
+
+        def evaluate(self, task, cwd, workdir, env, timeout):  # never reached: the compile failed
+            raise AssertionError("evaluated after a failed compile")
+
+    module = types.ModuleType("magpie_raising_backend")
+    module.magpie_register_kernel_backends = hookimpl(lambda register: register(Raising()))
+    monkeypatch.delenv("MAGPIE_PLUGINS", raising=False)
+    manager = PluginManager(entry_points=[], plugins=[("raising", module)])  # with the core's local environment
+    file = KernelConfigFile.model_validate({"kernels": [{"id": "k", "type": "raising"}]})
+    with use_plugin_manager(manager):
+        report = analyze(file, config_dir=tmp_path, output_dir=tmp_path / "out", measure_performance=False)
+    (result,) = report.results
+    assert result.compile.status.value == "error" and "raising: SystemError" in (result.compile.message or "")

@@ -107,8 +107,10 @@ def _compile(
             message=failed.describe() if failed else None,
         )
         return backend.annotate_compile(kernel, result)
-    # Backends get the kernel with its working dir resolved, so relative source paths just work.
-    result = backend.compile(kernel.model_copy(update={"working_dir": str(cwd)}), workdir)
+    try:  # the kernel with its working dir resolved (relative sources just work); a backend that raises fails it alone
+        result = backend.compile(kernel.model_copy(update={"working_dir": str(cwd)}), workdir)
+    except Exception as exc:
+        return CompileResult(status=StageStatus.ERROR, message=f"{backend.name}: {type(exc).__name__}: {exc}")
     return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile") if result is None else result
 
 

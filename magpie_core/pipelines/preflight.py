@@ -12,9 +12,6 @@ from magpie_core.config.kernel import KernelConfig
 
 __all__ = ["preflight_problem"]
 
-#: entry/reference files the Python harness imports (other suffixes are compiled launchers among the sources)
-_PYTHON_SUFFIXES = (".py",)
-
 
 def preflight_problem(kernel: KernelConfig, cwd: Path, config_dir: Path) -> str | None:
     """Why ``kernel`` cannot be run as configured (one line naming the field and the path), or None."""
@@ -35,7 +32,7 @@ def _ref_file_problem(field: str, ref: str | None, kernel: KernelConfig, cwd: Pa
     if not ref or ":" not in ref:
         return None
     file = ref.rsplit(":", 1)[0]
-    if not (file.endswith(_PYTHON_SUFFIXES) or "/" in file or Path(file).suffix):
+    if not ("/" in file or Path(file).suffix):
         return None  # a module name: found (or not) by import, which names it
     names = {Path(s).name for s in kernel.source_files}
     if any((base / file).is_file() for base in (cwd, config_dir)) or Path(file).name in names:

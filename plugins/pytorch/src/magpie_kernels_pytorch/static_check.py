@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import ast
 import difflib
+import threading
 from pathlib import Path
 
 from magpie_core.config.kernel import KernelConfig
 
 #: what a file may use to bind names that reading its statements does not show
 _DYNAMIC = ("globals()", "__getattr__", "setattr(", "exec(", "vars()")
+#: one parse at a time: CPython 3.11's parser raises SystemError ("AST constructor recursion depth mismatch") when
+#: threads parse at once, and a compare compiles its kernels in threads
+_PARSING = threading.Lock()
 
 
 def problem(kernel: KernelConfig, search_dirs: list[Path]) -> str | None:
@@ -36,9 +40,12 @@ def problem(kernel: KernelConfig, search_dirs: list[Path]) -> str | None:
 def _file_problem(path: Path, name: str) -> str | None:
     text = path.read_text(errors="replace")
     try:
-        tree = ast.parse(text, filename=str(path))
+        with _PARSING:
+            tree = ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         return f"{path}:{exc.lineno}: SyntaxError: {exc.msg}"
+    except (ValueError, RecursionError, SystemError):  # null bytes, nesting too deep: the import will say
+        return None
     if any(marker in text for marker in _DYNAMIC):
         return None
     names = _top_level_names(tree)
