@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config, plan_points, run_benchmark
+from magpie_benchmark.pipeline import RunOverrides, apply_overrides, load_benchmark_config, plan_points, run_benchmark
 
 from tests.helpers.fake_framework import FakeFramework, config
 
@@ -101,7 +101,7 @@ def test_amd_yaml_overrides_and_sweep_matrix(tmp_path):
         (4, 128, 32, 40),
         (16, 128, 512, 5),
     ]
-    cfg = apply_overrides(cfg, "vllm", {"tp": 4, "concurrency": 2, "base_url": "http://h:1", "torch_profiler": False})
+    cfg = apply_overrides(cfg, "vllm", RunOverrides(tp=4, concurrency=2, base_url="http://h:1", torch_profiler=False))
     assert cfg.framework == "vllm" and cfg.envs["TP"] == 4 and cfg.envs["CONC"] == 2
     assert cfg.run_mode == "external" and cfg.profiler.torch_profiler.enabled is False
     bad = tmp_path / "bad.yaml"

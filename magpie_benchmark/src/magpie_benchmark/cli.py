@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ from magpie_core.runtime.workspace import run_folder
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    from magpie_benchmark.pipeline import RunOverrides
 
 #: the trace analyzer that ``--trace-dir`` runs, its settings (a config block of benchmark files), and the
 #: distribution that provides both
@@ -124,7 +127,7 @@ def run_benchmark_cli(
     *,
     framework: str | None,
     benchmark_config: Path | None,
-    overrides: dict[str, Any],
+    overrides: RunOverrides,
     output_dir: Path,
     fmt: str = "table",
     no_html: bool = False,
@@ -321,6 +324,7 @@ def benchmark_command(
     """Benchmark an LLM serving framework (or, with --trace-dir, analyze its traces; with --compare, judge two runs)."""
     check_benchmark_flags(base_url, run_mode)
     check_format(fmt)
+    json_out = as_json or fmt == "json"
     if compare is not None:
         from magpie_benchmark.cli_compare import run_compare_cli
 
@@ -329,96 +333,78 @@ def benchmark_command(
             allow_different_workload=allow_different_workload,
             min_effect=min_effect,
             noise_floor=noise_floor,
-            as_json=as_json or fmt == "json",
+            as_json=json_out,
         )
         raise typer.Exit(code)
-    overrides = {
-        "model": model,
-        "precision": precision,
-        "tp": tp,
-        "concurrency": concurrency,
-        "input_len": input_len,
-        "output_len": output_len,
-        "torch_profiler": torch_profiler,
-        "run_mode": run_mode,
-        "run_kind": run_kind,
-        "base_url": base_url,
-        "docker_image": docker_image or STATE.docker_image,
-        "timeout": timeout,
-        "repeats": repeats,
-        "restart_between_repeats": restart_between_repeats,
-    }
+    from magpie_benchmark.pipeline import RunOverrides
+
+    overrides = RunOverrides(
+        model=model,
+        precision=precision,
+        tp=tp,
+        concurrency=concurrency,
+        input_len=input_len,
+        output_len=output_len,
+        torch_profiler=torch_profiler,
+        run_mode=run_mode,
+        run_kind=run_kind,
+        base_url=base_url,
+        docker_image=docker_image or STATE.docker_image,
+        timeout=timeout,
+        repeats=repeats,
+        restart_between_repeats=restart_between_repeats,
+    )
+    # the load flags: --interleave takes them for both of its runs; a run adds its timeouts
+    load = dict(
+        num_prompts=num_prompts, request_rate=request_rate, burstiness=burstiness, dataset_name=dataset_name,
+        dataset_path=dataset_path, seed=seed, endpoint=endpoint, tokenizer=tokenizer,
+        percentile_metrics=percentile_metrics, metric_percentiles=metric_percentiles, goodput=goodput,
+        trace_time_scale=trace_time_scale,
+    )  # fmt: skip
     if interleave is not None:
         from magpie_benchmark.cli_compare import run_interleave_cli
 
         if framework is not None or benchmark_config is not None:
             raise UsageError("--interleave takes its two benchmark YAMLs: drop FRAMEWORK and --benchmark-config")
-        overrides["patch"] = load_patch(
-            num_prompts=num_prompts, request_rate=request_rate, burstiness=burstiness, dataset_name=dataset_name,
-            dataset_path=dataset_path, seed=seed, endpoint=endpoint, tokenizer=tokenizer,
-            percentile_metrics=percentile_metrics, metric_percentiles=metric_percentiles, goodput=goodput,
-            trace_time_scale=trace_time_scale,
-        )  # fmt: skip
-        code = run_interleave_cli(
-            list(interleave),
-            overrides,
-            STATE.resolve_output_dir(output_dir),
-            min_effect=min_effect,
-            as_json=as_json or fmt == "json",
-        )
-        raise typer.Exit(code)
+        patched = replace(overrides, patch=load_patch(**load))
+        out = STATE.resolve_output_dir(output_dir)
+        raise typer.Exit(run_interleave_cli(list(interleave), patched, out, min_effect=min_effect, as_json=json_out))
     if trace_dir is not None:
         run_flags = {
             "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
             "--run-mode": run_mode, "--concurrency": concurrency, "--input-len": input_len, "--output-len": output_len,
         }  # fmt: skip
-        given = [flag for flag, value in run_flags.items() if value is not None]
-        if given:  # they would be silently ignored: --trace-dir runs no benchmark
-            raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
-        config = trace_dir_settings(
-            {
-                "top_k": top_k,
-                "start_pct": start_pct,
-                "end_pct": end_pct,
-                "min_duration_us": min_duration_us,
-                "categories": categories,
-                "ignore_categories": ignore_categories,
-                "no_rank_csv": no_rank_csv,
-                "find_kernel_sources": find_kernel_sources,
-                "kernel_source_repos": kernel_source_repos,
-            }
-        )
-        # AMD Magpie: <-o, default ./results>/gap_analysis/ (magpie: ./magpie_runs)
-        out = STATE.resolve_output_dir(output_dir)
-        raise typer.Exit(run_trace_dir_analysis(trace_dir, config, out, no_html=no_html))
-    patch = load_patch(
-        num_prompts=num_prompts,
-        request_rate=request_rate,
-        burstiness=burstiness,
-        dataset_name=dataset_name,
-        dataset_path=dataset_path,
-        seed=seed,
-        endpoint=endpoint,
-        tokenizer=tokenizer,
-        percentile_metrics=percentile_metrics,
-        metric_percentiles=metric_percentiles,
-        goodput=goodput,
-        trace_time_scale=trace_time_scale,
-        request_timeout=request_timeout,
-        request_deadline=request_deadline,
-        probe_timeout=probe_timeout,
+        settings = {
+            "top_k": top_k, "start_pct": start_pct, "end_pct": end_pct, "min_duration_us": min_duration_us,
+            "categories": categories, "ignore_categories": ignore_categories, "no_rank_csv": no_rank_csv,
+            "find_kernel_sources": find_kernel_sources, "kernel_source_repos": kernel_source_repos,
+        }  # fmt: skip
+        raise typer.Exit(_trace_dir_only(trace_dir, run_flags, settings, STATE.resolve_output_dir(output_dir), no_html))
+    timeouts = dict(
+        request_timeout=request_timeout, request_deadline=request_deadline, probe_timeout=probe_timeout,
         stall_timeout=stall_timeout,
-    )
+    )  # fmt: skip
     raise typer.Exit(
         run_benchmark_cli(
             framework=framework,
             benchmark_config=benchmark_config,
-            overrides={**overrides, "patch": patch},
+            overrides=replace(overrides, patch=load_patch(**load, **timeouts)),
             output_dir=STATE.resolve_output_dir(output_dir),
             fmt=fmt,
             no_html=no_html,
         )
     )
+
+
+def _trace_dir_only(
+    trace_dir: Path, run_flags: dict[str, Any], settings: dict[str, Any], output_dir: Path, no_html: bool
+) -> int:
+    """``--trace-dir``: gap analysis of existing traces (AMD Magpie's, into ``<-o>/gap_analysis/``); the flags of a
+    run are refused, since they would be silently ignored."""
+    given = [flag for flag, value in run_flags.items() if value is not None]
+    if given:
+        raise UsageError(f"--trace-dir analyzes existing traces and runs no benchmark: drop {', '.join(given)}")
+    return run_trace_dir_analysis(trace_dir, trace_dir_settings(settings), output_dir, no_html=no_html)
 
 
 def register(cli: typer.Typer) -> None:

@@ -8,13 +8,17 @@ statistics live in :mod:`magpie_benchmark.stats`, the rounds in :mod:`magpie_ben
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from magpie_core.cli.app import EXIT_CHECKS_FAILED, EXIT_OK, UsageError, console
+
+if TYPE_CHECKING:
+    from magpie_benchmark.pipeline import RunOverrides
 
 REPORT_NAME = "benchmark_report.json"
 #: how the output names where the verdict's noise came from (``E2EComparison.noise``)
@@ -76,15 +80,15 @@ DEFAULT_ROUNDS = 5
 
 
 def run_interleave_cli(
-    configs: list[Path], overrides: dict[str, Any], output_dir: Path, *, min_effect: float, as_json: bool
+    configs: list[Path], overrides: RunOverrides, output_dir: Path, *, min_effect: float, as_json: bool
 ) -> int:
     """``--interleave BASE.yaml NEW.yaml``: both configs with the same command-line overrides, ``--repeats``
     alternating rounds (one repeat per run inside a round), then the paired verdict."""
     from magpie_benchmark.interleave import run_interleaved
     from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config
 
-    rounds = overrides.get("repeats") or DEFAULT_ROUNDS
-    per_run = {**overrides, "repeats": None, "restart_between_repeats": None}
+    rounds = overrides.repeats or DEFAULT_ROUNDS
+    per_run = replace(overrides, repeats=None, restart_between_repeats=None)
     loaded = {}
     for side, path in zip(("base", "new"), configs, strict=True):
         config = apply_overrides(load_benchmark_config(path), None, per_run, from_file=True)

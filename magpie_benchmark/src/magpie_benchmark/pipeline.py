@@ -23,7 +23,7 @@ import logging
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -165,17 +165,36 @@ def load_benchmark_config(path: Path) -> BenchmarkConfig:
     return validate(BenchmarkConfig, block or {}, path, lines)
 
 
-def apply_overrides(
-    config: BenchmarkConfig, framework: str | None, overrides: dict[str, Any], *, from_file: bool = False
-) -> BenchmarkConfig:
-    """Command-line values on top of the file (``None`` means not given).
-
-    ``overrides["patch"]``: nested config keys (the load flags) merged over the file's.
-    A torch profiler the file and flags leave unset is on for a file (AMD Magpie's default),
-    off for a command-line run and for an external server.
+@dataclass(frozen=True)
+class RunOverrides:
+    """What a command line (``magpie benchmark``'s flags) or an MCP ``benchmark`` call sets over a benchmark YAML, in
+    one type both build: ``None`` is "not given"; ``patch``: nested config keys (the load flags) merged over the file's.
     """
+
+    model: str | None = None
+    precision: str | None = None
+    tp: int | None = None
+    concurrency: int | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    torch_profiler: bool | None = None
+    run_mode: str | None = None
+    run_kind: str | None = None
+    base_url: str | None = None
+    docker_image: str | None = None
+    timeout: float | None = None
+    repeats: int | None = None
+    restart_between_repeats: bool | None = None
+    patch: dict[str, Any] = field(default_factory=dict)
+
+
+def apply_overrides(
+    config: BenchmarkConfig, framework: str | None, overrides: RunOverrides, *, from_file: bool = False
+) -> BenchmarkConfig:
+    """Command-line (or tool-call) values on top of the file. A torch profiler the file and flags leave unset is on
+    for a file (AMD Magpie's default), off for a command-line run and for an external server."""
     data = config.model_dump()
-    for block, values in (overrides.get("patch") or {}).items():
+    for block, values in overrides.patch.items():
         data[block] = _merged(data[block], values)
     envs = dict(data["envs"])
     if framework:
@@ -191,20 +210,20 @@ def apply_overrides(
         "repeats": "repeats",
         "restart_between_repeats": "restart_between_repeats",
     }
-    for key, field in simple.items():
-        if overrides.get(key) is not None:
-            data[field] = overrides[key]
+    for key, name in simple.items():
+        if getattr(overrides, key) is not None:
+            data[name] = getattr(overrides, key)
     for key, env in {"tp": "TP", "concurrency": "CONC", "input_len": "ISL", "output_len": "OSL"}.items():
-        if overrides.get(key) is not None:
-            envs[env] = overrides[key]
+        if getattr(overrides, key) is not None:
+            envs[env] = getattr(overrides, key)
     data["envs"] = envs
     for key, block in config.plugin_blocks().items():  # a plugin may care which of its keys the file set
         data[key] = block.model_dump(exclude_unset=True)
     for key, block in config.profiler.plugin_blocks().items():
         data["profiler"][key] = block.model_dump(exclude_unset=True)
-    if overrides.get("torch_profiler") is not None:
-        data["profiler"]["torch_profiler"]["enabled"] = bool(overrides["torch_profiler"])
-    if overrides.get("base_url") and overrides.get("run_mode") is None:
+    if overrides.torch_profiler is not None:
+        data["profiler"]["torch_profiler"]["enabled"] = overrides.torch_profiler
+    if overrides.base_url and overrides.run_mode is None:
         data["run_mode"] = "external"
     torch = data["profiler"]["torch_profiler"]
     if torch["enabled"] is None:

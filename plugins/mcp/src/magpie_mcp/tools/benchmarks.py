@@ -21,6 +21,7 @@ from magpie_mcp.trust import check_benchmark_config
 
 if TYPE_CHECKING:
     from magpie_benchmark.config import BenchmarkConfig
+    from magpie_benchmark.pipeline import RunOverrides
 
 log = logging.getLogger("magpie.mcp")
 
@@ -58,7 +59,7 @@ def run_benchmark_job(args: dict[str, Any], emit: Callable[[str], None]) -> tupl
 
 
 def benchmark_config_for(
-    tool: ToolContext, framework: str | None, benchmark_config: str | None, overrides: dict[str, Any]
+    tool: ToolContext, framework: str | None, benchmark_config: str | None, overrides: RunOverrides
 ) -> BenchmarkConfig:
     """The benchmark config of a tool call: the YAML it names (checked), with the call's overrides."""
     try:
@@ -108,20 +109,21 @@ async def benchmark(
     """Benchmark an LLM serving framework under a streaming load (same pipeline as `magpie benchmark`).
 
     Load goes only to loopback servers or hosts the operator allowed (mcp.benchmark_hosts)."""
-    overrides = {
-        "model": model,
-        "precision": precision,
-        "tp": tp,
-        "concurrency": concurrency,
-        "input_len": input_len,
-        "output_len": output_len,
-        "torch_profiler": torch_profiler,
-        "run_mode": run_mode,
-        "run_kind": run_kind,
-        "base_url": base_url,
-        "docker_image": None,
-        "timeout": timeout,
-    }
+    from magpie_benchmark.pipeline import RunOverrides  # the command line's type: the same overrides, one meaning
+
+    overrides = RunOverrides(
+        model=model,
+        precision=precision,
+        tp=tp,
+        concurrency=concurrency,
+        input_len=input_len,
+        output_len=output_len,
+        torch_profiler=torch_profiler,
+        run_mode=run_mode,
+        run_kind=run_kind,
+        base_url=base_url,
+        timeout=timeout,
+    )
     config = benchmark_config_for(tool, framework, benchmark_config, overrides)
     args = {"config": config.model_dump(mode="json"), "output_dir": str(tool.out_dir(output_dir))}
     job = await tool.follow(tool.start_job("benchmark", args, run_benchmark_job), wait)
