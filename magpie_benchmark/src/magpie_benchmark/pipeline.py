@@ -856,6 +856,15 @@ def _tokenizer(config: BenchmarkConfig, report: BenchmarkReport) -> Any:
     return tok
 
 
+@dataclass
+class _Held:
+    """What a run holds and gives back whatever happens: its GPUs, its server, a kept server's lifecycle info."""
+
+    lease: GpuLease | None = None
+    handle: ServerHandle | None = None
+    kept: dict[str, Any] | None = None
+
+
 def run_benchmark(
     config: BenchmarkConfig, output_dir: Path, *, framework_component: Any | None = None
 ) -> BenchmarkReport:
@@ -881,75 +890,26 @@ def run_benchmark(
         profiling_enabled=diagnose,
         run_mode=config.run_mode,
     )
-    lease: GpuLease | None = None
-    handle: ServerHandle | None = None
-    kept: dict[str, Any] | None = None  # server_lifecycle: the persistent server's info
+    held = _Held()
     try:
         framework = framework_component
         if framework is None and (config.run_mode != "external" or diagnose or config.run_cmd):
             framework = serving_framework(config.framework)
         if isinstance(framework, OfflineFramework):
-            lease = _lease_gpus(config)
-            report.gpus = lease.as_dict()
+            held.lease = _lease_gpus(config)
+            report.gpus = held.lease.as_dict()
             run_offline_benchmark(
                 config,
                 framework,
                 ws,
                 report,
-                lease.env(),
+                held.lease.env(),
                 measure=measure,
                 diagnose=diagnose,
                 analyze=lambda trace_dir, diag: _analyze_capture(config, trace_dir, ws, None, report, diag, None),
             )
         else:
-            if config.run_cmd:
-                note = (
-                    f"benchmark.run_cmd is the command of an offline framework; {config.framework!r} starts a "
-                    "server, so run_cmd is not run (AMD Magpie ignores it there too)"
-                )
-                log.warning(note)
-                report.client_checks.setdefault("notes", []).append(note)
-            points = plan_points(config)
-            checks = preflight_checks(config)
-            if config.run_mode == "external":
-                handle = _external_server(config, report, diagnose)
-            elif config.server_lifecycle and config.server_lifecycle.enabled:
-                trace_dir = ws.path / "torch_trace" if diagnose else None
-                handle, lease, kept = lifecycle.acquire(
-                    config,
-                    framework,
-                    lease_gpus=lambda: _lease_gpus(config),
-                    start=lambda cfg, gpus: start_server(cfg, framework, ws, gpus, trace_dir),
-                    handle_type=ServerHandle,
-                )
-                report.gpus = lease.as_dict() if lease else {"how": "reused server"}
-            else:
-                lease = _lease_gpus(config)
-                report.gpus = lease.as_dict()
-                handle = start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
-            report.server = handle.info
-            report.base_url = handle.base_url
-            engine = engine_version(framework or _framework_or_none(config), handle.base_url)
-            if engine:
-                report.server["engine_version"] = engine
-            model = probe(config, handle.base_url, report)
-            tokenizer = _tokenizer(config, report)
-            if measure:
-                restart = None
-                if config.restart_between_repeats and handle.process is not None:
-                    restart = rp.restarter(
-                        lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose))
-                    )
-                handle = _measure_points(config, handle, model, points, tokenizer, report, restart, ws.path, framework)
-                _fingerprint(config, report, framework, tokenizer)
-            if checks:
-                run_checks(checks, CheckTarget(handle.base_url, model, config, ws.path), report)
-            if diagnose and handle.process is not None:
-                _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
-            elif diagnose and kept is not None:
-                report.errors.append(
-                    "profiling needs a server this run starts; a reused server runs without the profiler"
-                )
+            _serve_and_measure(config, framework, ws, report, held, measure=measure, diagnose=diagnose)
     except (
         ServerError,
         GpuSelectionError,
@@ -967,16 +927,7 @@ def run_benchmark(
         log.exception("benchmark failed")
         report.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
-        if kept is not None and handle is not None:
-            lifecycle.finish(config, handle, kept)
-        elif handle is not None and handle.process is not None:
-            code = handle.process.stop(
-                min(config.stop_grace_s, INTERRUPT_GRACE_S) if report.interrupted else config.stop_grace_s
-            )
-            report.server["exit_code"] = code
-            report.server["stopped"] = True
-        if lease is not None:
-            lease.release()
+        _give_back(config, report, held)
         summarize_report(report)
         report.execution_time = time.monotonic() - t0
         write_report(report, ws.report_path)
@@ -988,6 +939,86 @@ def run_benchmark(
         done = sum(p["metrics"]["completed"] for p in report.points)
         raise RunInterrupted(f"benchmark interrupted: {done} request(s) completed", ws.report_path)
     return report
+
+
+def _serve_and_measure(
+    config: BenchmarkConfig,
+    framework: Any,
+    ws: Workspace,
+    report: BenchmarkReport,
+    held: _Held,
+    *,
+    measure: bool,
+    diagnose: bool,
+) -> None:
+    """A served model: the server started (or reached, or kept), the load points measured, the checks run, the
+    profiled diagnostic pass; ``held`` takes what must be given back."""
+    if config.run_cmd:
+        note = (
+            f"benchmark.run_cmd is the command of an offline framework; {config.framework!r} starts a "
+            "server, so run_cmd is not run (AMD Magpie ignores it there too)"
+        )
+        log.warning(note)
+        report.client_checks.setdefault("notes", []).append(note)
+    points = plan_points(config)
+    checks = preflight_checks(config)
+    handle = held.handle = _serve(config, framework, ws, report, held, diagnose)
+    report.server = handle.info
+    report.base_url = handle.base_url
+    engine = engine_version(framework or _framework_or_none(config), handle.base_url)
+    if engine:
+        report.server["engine_version"] = engine
+    model = probe(config, handle.base_url, report)
+    tokenizer = _tokenizer(config, report)
+    if measure:
+        restart = None
+        if config.restart_between_repeats and handle.process is not None:
+            lease = held.lease
+            restart = rp.restarter(lambda: start_server(config, framework, ws, lease, _profile_dir(ws, diagnose)))
+        handle = held.handle = _measure_points(
+            config, handle, model, points, tokenizer, report, restart, ws.path, framework
+        )
+        _fingerprint(config, report, framework, tokenizer)
+    if checks:
+        run_checks(checks, CheckTarget(handle.base_url, model, config, ws.path), report)
+    if diagnose and handle.process is not None:
+        _diagnose(config, framework, handle, model, points[0], tokenizer, ws, report)
+    elif diagnose and held.kept is not None:
+        report.errors.append("profiling needs a server this run starts; a reused server runs without the profiler")
+
+
+def _serve(
+    config: BenchmarkConfig, framework: Any, ws: Workspace, report: BenchmarkReport, held: _Held, diagnose: bool
+) -> ServerHandle:
+    """The server the load goes to: an external one, a kept one (``server_lifecycle``), or one started now."""
+    if config.run_mode == "external":
+        return _external_server(config, report, diagnose)
+    if config.server_lifecycle and config.server_lifecycle.enabled:
+        trace_dir = ws.path / "torch_trace" if diagnose else None
+        handle, held.lease, held.kept = lifecycle.acquire(
+            config,
+            framework,
+            lease_gpus=lambda: _lease_gpus(config),
+            start=lambda cfg, gpus: start_server(cfg, framework, ws, gpus, trace_dir),
+            handle_type=ServerHandle,
+        )
+        report.gpus = held.lease.as_dict() if held.lease else {"how": "reused server"}
+        return handle
+    held.lease = _lease_gpus(config)
+    report.gpus = held.lease.as_dict()
+    return start_server(config, framework, ws, held.lease, _profile_dir(ws, diagnose))
+
+
+def _give_back(config: BenchmarkConfig, report: BenchmarkReport, held: _Held) -> None:
+    """The server stopped (a kept one handed back to its lifecycle) and the GPUs released."""
+    if held.kept is not None and held.handle is not None:
+        lifecycle.finish(config, held.handle, held.kept)
+    elif held.handle is not None and held.handle.process is not None:
+        grace = min(config.stop_grace_s, INTERRUPT_GRACE_S) if report.interrupted else config.stop_grace_s
+        report.server["exit_code"] = held.handle.process.stop(grace)
+        report.server["stopped"] = True
+    if held.lease is not None:
+        held.lease.release()
 
 
 def preflight_checks(config: BenchmarkConfig) -> list[BenchmarkCheck]:
