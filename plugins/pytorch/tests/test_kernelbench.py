@@ -216,6 +216,36 @@ def test_problem_set_runner_is_resumable_and_counts_only_verified_wins(problem: 
     assert len(calls) == 1  # resumed: nothing left to run
 
 
+def test_a_problem_waiting_for_its_builds_holds_no_gpu(problem: Path) -> None:
+    """Issue 45, ``--gpus``: problem ``a`` waits for its builds, ``b`` is ready; on one GPU ``b`` runs meanwhile
+    (``a`` waiting for a compiler while holding the GPU would leave it idle, here until ``a``'s wait gives up)."""
+    import threading
+
+    from magpie_kernels_pytorch.kernelbench_run import Problem, run
+
+    for name in ("a", "b"):
+        (problem / "problems" / name).mkdir(parents=True)
+        shutil.copy(problem / "relu_reference.py", problem / "problems" / name / "reference.py")
+        (problem / "sols" / name).mkdir(parents=True)
+        shutil.copy(problem / "relu_clamp.py", problem / "sols" / name / "relu_clamp.py")
+    b_done, order = threading.Event(), []
+
+    def ready(p: Problem) -> None:
+        if p.name == "a":
+            assert b_done.wait(30), "problem b never ran while a waited for its builds"
+
+    def fake_compare(p: Problem) -> dict:
+        order.append((p.name, p.devices))
+        if p.name == "b":
+            b_done.set()
+        results = [{"kernel_id": i, "compile": {"status": "skipped"}, "correctness": {"status": "passed"}}
+                   for i in ("reference", "relu_clamp")]  # fmt: skip
+        return {"baseline_id": "reference", "ranking": [], "results": {"kernel_results": results}}
+
+    rows = run(problem / "problems", problem / "sols", problem / "r.jsonl", fake_compare, gpus=["7"], ready=ready)
+    assert order == [("b", "7"), ("a", "7")] and len(rows) == 2
+
+
 def test_gpus_given_as_a_count_take_the_visible_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     from magpie_kernels_pytorch.kernelbench_run import local_devices
 

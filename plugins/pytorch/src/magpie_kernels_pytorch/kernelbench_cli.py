@@ -144,7 +144,7 @@ def run_command(
             problems_dir,
             solutions,
             results,
-            AfterBuilds(compare, builds) if builds.by_file else compare,
+            compare,
             environment=environment,
             workers=STATE.resolve_workers(),
             gpus=local_devices(gpus),
@@ -152,6 +152,7 @@ def run_command(
             options=block_options(STATE.framework),
             settings=settings,
             progress=(lambda name, rows: print_rows(name, rows)) if tables else None,
+            ready=(lambda problem: builds.wait_for(problem.solutions)) if builds.by_file else None,
         )
     _say_builds(builds, cache, build_jobs)
     # "mode" names the page's kind, so `magpie report .../kernelbench_summary.json` draws it again
@@ -219,18 +220,6 @@ def print_fast_p(data: dict[str, Any], report: Path) -> None:
 
 def _yes(value: bool) -> str:
     return "yes" if value else "no"
-
-
-@dataclass(frozen=True)
-class AfterBuilds:
-    """A problem's compare, started once its own solutions' extensions are built (the builds run ahead)."""
-
-    compare: Any
-    builds: BuildsAhead
-
-    def __call__(self, problem: Problem) -> dict[str, Any]:
-        self.builds.wait_for(problem.solutions)
-        return self.compare(problem)
 
 
 def _say_builds(builds: BuildsAhead, cache: Path, jobs: int) -> None:

@@ -202,6 +202,16 @@ class DevicePool:
         return on_a_free_device
 
 
+def _once_ready(
+    ready: Callable[[Problem], None], fn: Callable[[Problem], list[dict[str, Any]]]
+) -> Callable[[Problem], list[dict[str, Any]]]:
+    def when_ready(problem: Problem) -> list[dict[str, Any]]:
+        ready(problem)
+        return fn(problem)
+
+    return when_ready
+
+
 def local_devices(gpus: str | None) -> list[str]:
     """``--gpus``: a count (``4``: the first four visible GPUs) or a list of ids (``0,2,5``)."""
     if not gpus:
@@ -227,13 +237,15 @@ def run(
     options: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     progress: Callable[[str, list[dict[str, Any]]], None] | None = None,
+    ready: Callable[[Problem], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every pending problem x solution, each problem's rows appended to ``results`` as it finishes; every row of
     the set (the latest per solution), those not run now marked ``reused``.
 
     ``environment``: where problems run (``local``, ``ray``, ...), ``workers`` at a time; ``gpus``: the local
     GPUs problems take turns on (one problem per GPU; the local environment assigns none itself); ``settings``:
-    what the rows' fingerprints hold besides the files.
+    what the rows' fingerprints hold besides the files; ``ready``: returns once a problem can run (its solutions
+    built), called before the problem takes a GPU, so no GPU waits for a compiler while another problem is ready.
     """
     from magpie_core.plugins import get_plugin_manager
 
@@ -243,7 +255,11 @@ def run(
         env = env.with_options(options) if options else env
         fn: Callable[[Problem], list[dict[str, Any]]] = stamped(functools.partial(run_problem, compare), settings or {})
         if gpus and environment == "local":
-            fn, workers = DevicePool(gpus).wrap(fn), len(gpus)
+            # twice as many problems under way as GPUs when some wait for builds: those wait without a GPU, and
+            # the GPUs go to problems that are ready
+            fn, workers = DevicePool(gpus).wrap(fn), len(gpus) * (2 if ready is not None else 1)
+        if ready is not None:
+            fn = _once_ready(ready, fn)
 
         def finished(index: int, rows: Any) -> None:
             problem = todo[index]
