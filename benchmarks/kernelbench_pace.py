@@ -167,7 +167,7 @@ def end_to_end(set_dir: Path, out: Path) -> dict[str, object]:
     stderr = (out / "e2e_stderr.txt").read_text()
     waited = re.search(r"problems waited (\d+) s", stderr)
     rows = json.loads((out / "e2e" / "kernelbench_summary.json").read_text())["rows"]
-    first = next((t for name, t in finished), None)
+    first = finished[0][1] if finished else None
     per_problem = {name: [r for r in rows if r["problem"] == name] for name, _ in finished}
     later = len(rows) - len(per_problem[finished[0][0]]) if finished else 0
     verdicts: dict[str, int] = {}

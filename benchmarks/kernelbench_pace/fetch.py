@@ -14,22 +14,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def _read(git_dir: Path | None, repo: str, commit: str, path: str) -> bytes:
-    if git_dir is not None:
-        return subprocess.run(
-            ["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True, check=True
-        ).stdout
-    owner_name = repo.removeprefix("https://github.com/")
-    with urllib.request.urlopen(f"https://raw.githubusercontent.com/{owner_name}/{commit}/{path}", timeout=30) as r:
-        return r.read()
+sys.path.insert(0, str(HERE))
+from make_manifest import read  # noqa: E402  (one reader of the two repositories, beside this script)
 
 
 def main() -> int:
@@ -48,7 +38,7 @@ def main() -> int:
     jobs += [(args.git_dir, lb, s["leaderboard_file"], s["solution"], s["sha256"]) for s in solutions]
     bad = 0
     for git_dir, source, path, target, sha256 in jobs:
-        data = _read(git_dir, source["repo"], source["commit"], path)
+        data = read(git_dir, source["repo"], source["commit"], path)
         if hashlib.sha256(data).hexdigest() != sha256:
             print(f"{path}: SHA-256 differs from manifest.json; not written", file=sys.stderr)
             (HERE / target).unlink(missing_ok=True)

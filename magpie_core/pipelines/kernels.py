@@ -403,12 +403,7 @@ def _profile_or_explain(
 
 def load_kernel_file(path: Path) -> KernelConfigFile:
     file = load_config(KernelConfigFile, path)
-    kernels = [(("kernel", "type"), file.kernel)] if file.kernel else []
-    for loc, kernel in kernels + [(("kernels", i, "type"), k) for i, k in enumerate(file.kernels)]:
-        try:  # a type no installed backend has is the file's mistake: its line, and the nearest type
-            get_plugin_manager().get("kernel_backend", kernel.type)
-        except UnknownComponentError as exc:
-            raise ConfigError(path, str(exc), load_yaml(path)[1].get(loc), loc) from None
+    check_backends(file, path)
     return file
 
 
@@ -454,11 +449,17 @@ def dump_kernel(kernel: KernelConfig) -> dict[str, Any]:
     return kernel.model_dump(mode="json", exclude_none=True)
 
 
-def check_backends(file: KernelConfigFile) -> None:
-    """Fail before running anything if a kernel type has no installed backend."""
+def check_backends(file: KernelConfigFile, source: Path | None = None) -> None:
+    """Fail before running anything if a kernel type has no installed backend (read from ``source``: at its line)."""
     manager = get_plugin_manager()
-    for kernel in file.all_kernels():
-        manager.get("kernel_backend", kernel.type)
+    locs = ([("kernel", "type")] if file.kernel else []) + [("kernels", i, "type") for i in range(len(file.kernels))]
+    for loc, kernel in zip(locs, file.all_kernels(), strict=True):
+        try:
+            manager.get("kernel_backend", kernel.type)
+        except UnknownComponentError as exc:
+            if source is None:
+                raise
+            raise ConfigError(source, str(exc), load_yaml(source)[1].get(loc), loc) from None
 
 
 def block_options(*configs: PluginBlocksModel | None) -> dict[str, dict[str, Any]]:
