@@ -229,10 +229,9 @@ class HardwareControlError(RuntimeError):
 class GpuHardwareControl(ABC):
     """One vendor's GPU clocks, power limit and persistence: read always, changed only when asked.
 
-    Settings (AMD Magpie's ``gpu.hardware``, flattened per GPU): ``power_limit_w``,
-    ``gpu_clock_mhz`` / ``mem_clock_mhz`` ([min, max] to lock to), ``gpu_clock_level`` /
-    ``mem_clock_level`` (a vendor's performance level). A setting the vendor cannot make raises
-    :class:`HardwareControlError` naming it; nothing is left half-applied.
+    Settings (AMD Magpie's ``gpu.hardware``, flattened per GPU): ``power_limit_w``, ``gpu_clock_mhz`` /
+    ``mem_clock_mhz`` ([min, max] to lock to), ``gpu_clock_level`` / ``mem_clock_level`` (a vendor's performance level).
+    A setting the vendor cannot make raises :class:`HardwareControlError` naming it; nothing is left half-applied.
     """
 
     vendor: ClassVar[str] = ""

@@ -59,6 +59,8 @@ BUSY_CPUS = 0.25
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
 #: spot checks (:func:`_spot_due`); the CPU a worker may use in a block outside its own turns (~1 ms honestly)
 SPOT_SHARE, SPOT_RATE, SPOT_FIRST, SPOT_LAUNCHES, IDLE_CPU_S, IDLE_CPU_SHARE = 0.05, 0.1, 2, 8, 0.02, 0.05
+#: a process whose median launch takes under the referee's write floor over this did not write its outputs
+FLOOR_MARGIN = 4.0
 
 
 @dataclass
@@ -148,9 +150,10 @@ class BlockedTiming:
 
 
 def time_in_blocks(
-    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: Any = None
+    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: Any = None, floor_us: float | None = None
 ) -> BlockedTiming:
-    """Run blocks over ``workers`` (one per timed process) until budget or precision; the ``referee`` spot-checks."""
+    """Run blocks over ``workers`` (one per timed process) until budget or precision; the ``referee`` spot-checks;
+    a process faster than the write floor ``floor_us`` allows fails (:func:`below_floor`)."""
     result = BlockedTiming(baseline=baseline, load_before=_load(), referee=referee)
     live = dict(workers)
     counts = _samples_per_slot(live, plan, result)
@@ -178,18 +181,14 @@ def time_in_blocks(
             if look and result.block_count >= CLEAR_FIRST_LOOK and _release(live, result, plan):
                 break
     except KeyboardInterrupt:
-        result.interrupted = True
-        _drop_partial_block(result)
+        result.interrupted = True  # the block in progress is cut to the complete ones' length (samples stay)
+        n = min((len(v) for k, v in result.blocks.items() if k[0] not in result.decided), default=0)
+        result.blocks = {key: blocks[:n] for key, blocks in result.blocks.items()}
     result.others_cpu_s = _others_cpu(cpu_before, _cpu_by_process(), {w.proc.pid for w in workers.values()})
     result.load_after = _load()
+    for index, why in below_floor(result, floor_us).items():  # its blocks leave the spread, as a failure's do
+        _drop({}, index, why, result)
     return result
-
-
-def _drop_partial_block(result: BlockedTiming) -> None:
-    """An interrupted block is cut to the length of the complete ones (its samples stay in ``samples``)."""
-    n = min((len(v) for k, v in result.blocks.items() if k[0] not in result.decided), default=0)
-    for key in result.blocks:
-        del result.blocks[key][n:]
 
 
 def _samples_per_slot(live: dict[Key, TimingWorker], plan: BlockPlan, result: BlockedTiming) -> dict[Key, int]:
@@ -207,13 +206,9 @@ def _samples_per_slot(live: dict[Key, TimingWorker], plan: BlockPlan, result: Bl
             continue
         # a sample costs its wall time, not its device time: a guard kernel, the host enqueueing a batch of
         # launches and the answer's round trip can make it several times longer
-        per_sample_us = max(float(np.median(probe)) * _batch(worker), wall_us, 1.0)
+        per_sample_us = max(float(np.median(probe)) * int(worker.info.get("batch_size") or 1), wall_us, 1.0)
         counts[key] = int(min(200, max(2, round(plan.slot_ms * 1000 / per_sample_us))))
     return counts
-
-
-def _batch(worker: TimingWorker) -> int:
-    return int(worker.info.get("batch_size") or 1)
 
 
 def _one_block(
@@ -281,6 +276,19 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
     result.spot_empty[key] += not verdict.trials  # an honest worker keeps none of a slot's launches once in ~160,000
     if (failed := verdict.status.value != "passed") or result.spot_empty[key] >= 2:
         raise IntegrityError(verdict.message if failed else "REJECTED (integrity: no kept launch in two spot checks)")
+
+
+def below_floor(result: BlockedTiming, floor_us: float | None) -> dict[int, str]:
+    """Candidates with a process whose median launch beats writing their outputs (``floor_us``: the referee's fill of
+    the same bytes, by the same clock) :data:`FLOOR_MARGIN` times over: no work was measured (a launch that does none,
+    a graph that captured none). None if the baseline's median does: then the floor is wrong here."""
+    limit, trusted = (floor_us or 0.0) / FLOOR_MARGIN, (result.baseline, BASELINE_COPY)
+    fastest = {k[0]: float(np.median(v)) for k, v in sorted(result.samples.items(), key=lambda kv: -np.median(kv[1]))}
+    if any(fastest.get(i, limit) < limit for i in trusted):
+        return {}
+    why = f"under 1/{FLOOR_MARGIN:g} of the {floor_us or 0:.3g} us it takes here to write its outputs"
+    caught = {i: v for i, v in fastest.items() if v < limit and i not in (*trusted, *result.failed)}
+    return {i: f"REJECTED (integrity: {v:.3g} us a launch, {why})" for i, v in caught.items()}
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:

@@ -432,7 +432,7 @@ def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure
     for kernel in file.all_kernels():
         jobs.append(
             KernelJob(
-                kernel=dump_kernel(kernel),
+                kernel=kernel.model_dump(mode="json", exclude_none=True),
                 correctness=file.effective_correctness(kernel).model_dump(mode="json"),
                 performance=file.effective_performance(kernel),
                 config_dir=str(config_dir.resolve()),
@@ -443,10 +443,6 @@ def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure
             )
         )
     return jobs
-
-
-def dump_kernel(kernel: KernelConfig) -> dict[str, Any]:
-    return kernel.model_dump(mode="json", exclude_none=True)
 
 
 def check_backends(file: KernelConfigFile, source: Path | None = None) -> None:
@@ -523,7 +519,8 @@ def run_jobs(
 
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
-    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=_gpus_for(jobs), on_result=report_progress)
+    gpus = 0 if {str(j.kernel.get("device") or "") for j in jobs} <= {"cpu"} else 1
+    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=gpus, on_result=report_progress)
     return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
 
 
@@ -534,11 +531,6 @@ def one_line(result: Any) -> str:
     if result.median_us is not None:
         text += f", median {result.median_us:,.2f} us"
     return text
-
-
-def _gpus_for(jobs: list[KernelJob]) -> float:
-    devices = {str(j.kernel.get("device") or "") for j in jobs}
-    return 0 if devices <= {"cpu"} else 1
 
 
 def _failed_job(job: KernelJob, error: Any) -> KernelResult:

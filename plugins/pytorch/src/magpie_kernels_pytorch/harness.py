@@ -31,6 +31,7 @@ import torch
 from magpie_core.config.kernel import CorrectnessConfig, KernelConfig, PerformanceConfig
 from magpie_core.measurement.stats import sample_until_stable, summarize
 from magpie_core.measurement.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
+from magpie_core.pipelines.blocked import FLOOR_MARGIN
 from magpie_core.pipelines.instances import rejected
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import (
@@ -59,7 +60,7 @@ from magpie_kernels_pytorch.integrity import (
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
-from magpie_kernels_pytorch.timers import clock_info, per_call_us
+from magpie_kernels_pytorch.timers import clock_info, per_call_us, write_floor_us
 
 #: a slot keeps about this many of its launches' outputs (each drawn after the launch) for a spot check: none kept
 #: in a slot happens once in e^12 (160,000) slots, and twice for one process rejects it
@@ -572,6 +573,7 @@ class HarnessSession(SamplerSession):
         self.launched = 0  # launches of the latest slot so far
         self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
         self.problems: list[str] = []
+        self.write_floor_us: float | None = None  # the referee's: the fastest this device writes the outputs
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
         notes = [*options.timing_notes, f"timer: {timer_name}", *_graph_note(self.loaded.device, self.loaded.perf)]
         notes += [allocator] if allocator else []
@@ -719,6 +721,8 @@ class HarnessSession(SamplerSession):
         settings = TimingSettings.from_performance(loaded.perf)
         clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
         self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
+        if self.referee and self.expected:  # trusted: the physical floor every timed process is held to
+            self.write_floor_us = write_floor_us(clock, _tensor_bytes(self.expected[0]["expected"]), loaded.device)
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
         fn, fresh, kept, output_args = loaded.fn, self.fresh, self.kept, loaded.prepared.output_args
 
@@ -796,6 +800,10 @@ class HarnessSession(SamplerSession):
         info = super().info()
         if self.layout is not None:
             info["layout"] = self.layout.describe()
+        if self.write_floor_us is not None:
+            info["write_floor_us"] = self.write_floor_us
+            floor = f"{self.write_floor_us:.3g} us to write the outputs here (a fill by the same clock)"
+            info["notes"] = [*info.get("notes", []), f"{floor}: a process under 1/{FLOOR_MARGIN:g} of it is REJECTED"]
         if self.fresh is not None:
             kept = "" if self.fresh.active else " (no input whose values can change: integer or structured inputs)"
             info["notes"] = [

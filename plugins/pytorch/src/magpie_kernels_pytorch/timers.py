@@ -191,3 +191,20 @@ def clock_info(device: torch.device) -> dict[str, Any]:
     except Exception as exc:  # NVML missing or not an NVIDIA GPU
         info["clocks"] = f"not readable ({type(exc).__name__})"
     return info
+
+
+def write_floor_us(clock: Any, nbytes: int, device: torch.device) -> float | None:
+    """The fastest this device writes ``nbytes`` here, by the clock that times the kernels: one byte fill of one
+    buffer per launch (one launch, however many outputs: a kernel may write them all in one), the best of 5 batches
+    of ~1 ms. A kernel that returns fresh outputs of these bytes cannot take much less; one that takes far less
+    wrote nothing (the physical floor of :func:`magpie_core.pipelines.blocked.below_floor`)."""
+    if nbytes <= 0:
+        return None
+    buffer = torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+    def fill(_: int) -> None:
+        buffer.fill_(1)
+
+    once = max(clock.time_batch(fill, 1), 1e-3)
+    n = int(min(1000, max(1, 1000 / once)))
+    return min(clock.time_batch(fill, n) / n for _ in range(5))

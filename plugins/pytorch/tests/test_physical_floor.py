@@ -1,0 +1,98 @@
+"""The physical floor: a timed process faster than its outputs can be written on this device measured no work.
+
+The referee (the baseline's first process, trusted code) times a fill of the outputs' bytes with the clock that times
+the kernels; the parent rejects any candidate process whose median launch is under a quarter of that
+(:func:`magpie_core.pipelines.blocked.below_floor`). It is the second line behind the spot checks: a result cache
+whose spot checks are switched off (here by the test, in the parent; a replayed CUDA graph has none) is still
+REJECTED by it, while the honest kernels beside it keep their verdicts. Real compares, real worker processes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from magpie_core.pipelines import blocked
+from magpie_core.pipelines.blocked import BASELINE_COPY, FLOOR_MARGIN, BlockedTiming, below_floor
+from magpie_core.pipelines.compare import compare
+from magpie_core.pipelines.kernels import load_kernel_file, prepare_kernel_file
+
+REFERENCE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+def get_inputs():
+    return [torch.randn(1024, 2048)]  # 8 MiB out: a fill takes ~100s of us, a dict lookup ~1 us
+
+def get_init_inputs():
+    return []
+"""
+HONEST = REFERENCE.replace("class Model(", "class ModelNew(")
+CACHE = """
+import torch
+import torch.nn as nn
+
+_SEEN = {}
+
+class ModelNew(nn.Module):  # the same tensor objects come back every batch (fresh values, same storage)
+    def forward(self, x):
+        if id(x) not in _SEEN:
+            _SEEN[id(x)] = (x, torch.softmax(x, dim=1))
+        return _SEEN[id(x)][1]
+"""
+
+
+def _timing(samples: dict[tuple[int, int], list[float]], failed: dict[int, str] | None = None) -> BlockedTiming:
+    return BlockedTiming(baseline=0, samples=samples, failed=failed or {})
+
+
+def test_a_process_under_the_floor_is_rejected_and_named() -> None:
+    timing = _timing({(0, 0): [100.0] * 5, (0, 1): [101.0] * 5, (1, 0): [90.0] * 5, (1, 1): [0.5, 0.4, 0.6]})
+    caught = below_floor(timing, floor_us=20.0)
+    assert list(caught) == [1]
+    assert caught[1].startswith("REJECTED (integrity: 0.5 us a launch") and f"1/{FLOOR_MARGIN:g}" in caught[1]
+    assert below_floor(timing, floor_us=None) == {} and below_floor(timing, floor_us=0.0) == {}
+
+
+def test_a_floor_the_baseline_itself_beats_is_not_used() -> None:
+    """The floor must hold for trusted code first: if the baseline (or its copy) beats it, it is wrong here."""
+    for trusted in (0, BASELINE_COPY):
+        timing = _timing({(0, 0): [100.0] * 3, (trusted, 1): [1.0] * 3, (2, 0): [0.1] * 3})
+        assert below_floor(timing, floor_us=20.0) == {}
+
+
+def test_candidates_that_failed_already_keep_their_first_reason() -> None:
+    timing = _timing({(0, 0): [100.0] * 3, (1, 0): [0.1] * 3}, failed={1: "REJECTED (integrity: a spot check)"})
+    assert below_floor(timing, floor_us=20.0) == {}
+
+
+@pytest.fixture
+def problem(tmp_path: Path) -> Path:
+    for name, text in (("ref.py", REFERENCE), ("honest.py", HONEST), ("cache.py", CACHE)):
+        (tmp_path / name).write_text(text)
+    (tmp_path / "compare.yaml").write_text(
+        "kernelbench:\n  reference: ref.py\n  solutions: [honest.py, cache.py]\n"
+        "performance:\n  budget_seconds: 1\n  copy_memory_mib: 64\n  processes: 2\n"
+    )
+    return tmp_path
+
+
+def test_without_spot_checks_the_floor_alone_rejects_a_result_cache(
+    problem: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(blocked, "_spot_due", lambda key, result: False)  # in this (the parent's) process only
+    file = prepare_kernel_file(load_kernel_file(problem / "compare.yaml"), problem, problem / "compare.yaml")
+    report = compare(file, config_dir=problem, output_dir=problem / "out")
+    rows = {r.kernel_id: r for r in report.results.kernel_results}
+    floor_note = [n for n in rows["ref"].performance.notes if "to write the outputs here" in n]
+    assert floor_note, rows["ref"].performance.notes
+    cache = rows["cache"].correctness
+    assert cache.status.value == "failed" and "it takes here to write its outputs" in (cache.message or ""), cache
+    assert rows["honest"].correctness.status.value == "passed", rows["honest"].correctness
+    verdicts = {e.kernel_id: e.verdict for e in report.ranking}
+    assert verdicts.get("cache") in (None, "REJECTED") and verdicts.get("honest") != "FASTER", verdicts
