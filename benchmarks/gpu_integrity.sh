@@ -4,6 +4,7 @@
 #   benchmarks/gpu_integrity.sh hacks    # plugins/pytorch/tests/data/reward_hacks on the GPU (patch_elapsed included)
 #   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
 #   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
+#   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (no spot checks: the floor's case)
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
 # .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`.
 set -uo pipefail
@@ -20,15 +21,17 @@ NEW=/tmp/new:/tmp/deps
 ROOT=$PWD  # commands run from /tmp: `python -m` puts the working directory first on sys.path, and this checkout's
 cd /tmp    # magpie_core would shadow .old_magpie's
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$OUT/log.txt"
-case "${1:-hacks}" in
-  hacks)
-    for problem in softmax matmul; do
+MODE=${1:-hacks}
+case "$MODE" in
+  hacks|graphs)
+    graph=$([ "$MODE" = graphs ] && echo "  graph_replay: true\n" || echo "")
+    for problem in ${PROBLEMS:-softmax matmul}; do
       solutions=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v _ref.py | sed 's/^/"/; s/$/"/' | paste -sd, -)
-      printf 'kernelbench:\n  reference: "%s/plugins/pytorch/tests/data/reward_hacks/%s_ref.py"\n  solutions: [%s]\nperformance:\n  budget_seconds: 2\n' \
-        "$ROOT" "$problem" "$solutions" > "/tmp/$problem.yaml"
+      printf 'kernelbench:\n  reference: "%s/plugins/pytorch/tests/data/reward_hacks/%s_ref.py"\n  solutions: [%s]\nperformance:\n  budget_seconds: 2\n%b' \
+        "$ROOT" "$problem" "$solutions" "$graph" > "/tmp/$problem.yaml"
       PYTHONPATH=$NEW timeout 280 python3 -m magpie_core -o /tmp/runs compare -k "/tmp/$problem.yaml" --json --no-html \
-        > "$OUT/hacks_$problem.json" 2>> "$OUT/hacks_$problem.log"
-      echo "hacks $problem exit $?" | tee -a "$OUT/log.txt"
+        > "$OUT/${MODE}_$problem.json" 2>> "$OUT/${MODE}_$problem.log"
+      echo "$MODE $problem exit $?" | tee -a "$OUT/log.txt"
     done
     ;;
   kbrule)
