@@ -4,12 +4,12 @@
 
 pygpubench times a kernel ``kernel(output, *inputs)`` that writes into a buffer it allocates, in a subprocess of its
 own, with its timing loop compiled, results written to an unlinked file, inputs regenerated per repeat, and it counts
-outputs that do not match. The catalogue's files are KernelBench ``ModelNew`` modules, so each one runs through a small adapter:
-``kernel(out, *inputs)`` calls the module and copies its result into ``out`` (a copy every solution pays alike; an
-output that is only looked up still costs that copy). The reference runs through the same adapter. Per file: errors,
+outputs that do not match. The catalogue's files are KernelBench ``ModelNew`` modules, so each one runs through a small
+adapter: ``kernel(out, *inputs)`` calls the module and copies its result into ``out`` (a copy every solution pays alike;
+an output that is only looked up still costs that copy). The reference runs through the same adapter. Per file: errors,
 whether every repeat completed, the median time and its ratio to the reference's. Writes
-``DIR/pygpubench_<problem>.jsonl`` and prints a markdown table. pygpubench's sandbox options (landlock, mseal) are left at their defaults;
-``allow_root`` is on when run as root (the lent machine's user).
+``DIR/pygpubench_<problem>.jsonl`` and prints a markdown table. pygpubench's sandbox options (landlock, mseal) are left
+at their defaults; ``allow_root`` is on when run as root (the lent machine's user).
 """
 
 from __future__ import annotations
