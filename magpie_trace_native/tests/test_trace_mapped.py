@@ -1,4 +1,4 @@
-"""Pieces read in place from a read-only mapping of the file (``columns._MappedPieces``, ``native.guarded_map``) and
+"""Pieces read in place from a read-only mapping of the file (``pieces._MappedPieces``, ``native.guarded_map``) and
 split parts exported straight into the merged columns (``EventTable.pending_rows``).
 
 The tables themselves are compared bit for bit, mapped and copied into a buffer both, by every differential test of

@@ -27,7 +27,7 @@ import msgspec
 from magpie_trace.fastpath import ROW_NAMES, FallBack
 
 if TYPE_CHECKING:
-    from magpie_trace.columns import NativePiece, TableBuilder
+    from magpie_trace.table import NativePiece, TableBuilder
 
 __all__ = ["ENV", "PACKAGE", "available", "compiled", "guarded_map", "reader_status", "scanner", "switched_off"]
 

@@ -25,6 +25,11 @@ Hangs on purpose (``--misbehave``, :class:`FakeSettings`), as a hostile-input ru
 ``mute`` accepts connections and never answers anything; from the ``--misbehave-after``-th streamed
 request on (0-based, counting every streamed request), ``stall`` sends one chunk and then nothing while
 keeping the connection open, and ``endless`` streams chunks and never ends.
+
+It ships in the package rather than next to the tests (issue 47): it is a documented ``python -m`` command, the
+``benchmarks/`` calibration scripts run it (``loadgen_timing_accuracy.py``, ``loadgen_client_cpu.py``,
+``fuzz_hostile_inputs.py``), and the tests of several distributions start it (the root ``conftest.py`` and
+``tests/``, the report and loop plugins', by module name in a subprocess too).
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ For the tests of the built-in tools and of any plugin's tools::
 
 The server is started as users start it (``python -m magpie_core -c config.yaml mcp``) with the
 workspace as its working directory.
+
+It ships in the package rather than next to the tests (issue 47): docs/mcp.md offers it to plugins for their
+own tool tests, other distributions' tests import it (the advice, gpu_nvidia and loop plugins'), so does
+``benchmarks/mcp_warm_compare.py``, and the test plugin a server loads in its own process imports
+:func:`slow_job` from here.
 """
 
 from __future__ import annotations
