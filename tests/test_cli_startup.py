@@ -47,7 +47,7 @@ NOT_FOR_TRACES = (
     "magpie_core.pipelines.kernels",
     "magpie_benchmark.config",
     "magpie_core.config.kernel",
-    "magpie_core.config.framework",
+    "magpie_core.config.defaults",
     "magpie_core.config.loader",
     "magpie_benchmark.cli",
     "magpie_core.cli.kernels",

@@ -25,7 +25,7 @@ from magpie_core.plugins import PluginConflictError, UnknownComponentError
 from magpie_core.runtime.interrupts import RunInterrupted, exit_code, exit_now, handling_interrupts, received
 
 if TYPE_CHECKING:
-    from magpie_core.config.framework import FrameworkConfig
+    from magpie_core.config.defaults import FrameworkConfig
 
 EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
@@ -58,7 +58,7 @@ class GlobalOptions:
     def framework(self) -> FrameworkConfig:
         """The framework config: ``--config`` if given, else defaults."""
         if self._framework is None:
-            from magpie_core.config.framework import FrameworkConfig
+            from magpie_core.config.defaults import FrameworkConfig
             from magpie_core.config.loader import load_config
 
             self._framework = load_config(FrameworkConfig, self.config_path) if self.config_path else FrameworkConfig()

@@ -9,14 +9,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from magpie_core.config.defaults import FrameworkConfig
     from magpie_core.config.errors import ConfigError, ConfigErrors
-    from magpie_core.config.framework import FrameworkConfig
     from magpie_core.config.kernel import KernelConfig, KernelConfigFile
     from magpie_core.config.loader import load_config, load_yaml
     from magpie_core.config.validation import validate
 
 _WHERE = {
-    "FrameworkConfig": "framework",
+    "FrameworkConfig": "defaults",
     "KernelConfig": "kernel",
     "KernelConfigFile": "kernel",
     "ConfigError": "errors",

@@ -24,7 +24,7 @@ from magpie_mcp.testing import call, call_error, install_test_plugin, run_sessio
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from magpie_core.config.framework import FrameworkConfig
+from magpie_core.config.defaults import FrameworkConfig
 from magpie_core.config.loader import ConfigError, ConfigErrors, load_config
 from magpie_core.plugins import PluginManager
 from tests.conftest import DATA, ROOT

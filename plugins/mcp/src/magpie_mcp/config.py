@@ -14,7 +14,7 @@ from magpie_core.config.common import StrictModel
 from magpie_core.interfaces import ConfigBlock
 
 if TYPE_CHECKING:
-    from magpie_core.config.framework import FrameworkConfig
+    from magpie_core.config.defaults import FrameworkConfig
 
 
 class McpConfig(StrictModel):

@@ -30,7 +30,7 @@ from magpie_mcp.jobs import Job, JobLimits, JobManager, Runner, session_owner
 from magpie_mcp.trust import TrustError, TrustPolicy, resolve_programs
 
 if TYPE_CHECKING:
-    from magpie_core.config.framework import FrameworkConfig
+    from magpie_core.config.defaults import FrameworkConfig
 
 log = logging.getLogger("magpie.mcp")
 

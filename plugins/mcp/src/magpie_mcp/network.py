@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from magpie_core.config.framework import FrameworkConfig
+    from magpie_core.config.defaults import FrameworkConfig
 
 log = logging.getLogger("magpie.mcp")
 

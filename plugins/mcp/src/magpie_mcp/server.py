@@ -31,7 +31,7 @@ from mcp_types import ToolAnnotations
 from pydantic import ValidationError
 
 from magpie_core import __version__
-from magpie_core.config.framework import FrameworkConfig
+from magpie_core.config.defaults import FrameworkConfig
 from magpie_core.config.loader import ConfigError, ConfigErrors
 from magpie_core.plugins import PluginConflictError, PluginManager, UnknownComponentError, get_plugin_manager
 from magpie_mcp.annotations import meta_of
