@@ -267,7 +267,7 @@ def compare_command(
     baseline: str | None = typer.Option(None, "--baseline", help="baseline kernel: index or id (default 0)"),
     min_effect: float = typer.Option(0.02, "--min-effect", min=0, help="smallest speedup called FASTER/SLOWER"),
     timing: str = typer.Option(
-        "auto", "--timing", help="auto | blocks (interleaved, paired) | rounds (whole rounds in rotating order)"
+        "auto", "--timing", help="auto | blocks (interleaved, paired) | rounds (rotating; where blocks cannot run)"
     ),
     processes: int | None = typer.Option(
         None, "--processes", min=1, help="worker processes per kernel (more: narrower)"

@@ -116,6 +116,7 @@ def compare(
 
 
 TIMING_DESIGNS = ("auto", "blocks", "rounds")
+ROUNDS_REFUSED = "compare checks and times in interleaved blocks, whose verdicts the code under test cannot fake"
 
 
 def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings: dict[str, Any]) -> int:
@@ -153,9 +154,9 @@ def _write_interrupted(
 def _use_blocks(
     timing: str, measure_performance: bool, environment: str, kernels: list[KernelConfig], jobs: list[KernelJob]
 ) -> bool:
-    if timing == "rounds":  # without timing too: the checks are then the referee's, as with timing
-        return False
     possible = environment == "local" and _sessions_supported(kernels, jobs)
+    if timing == "rounds" and possible:  # whole rounds check a candidate in its own process: it could fake them
+        raise ValueError(f"--timing rounds: on this machine {ROUNDS_REFUSED}; leave --timing at auto")
     if timing == "blocks" and not possible:
         raise ValueError(
             "timing in interleaved blocks needs the local environment and kernel backends with timing sessions "

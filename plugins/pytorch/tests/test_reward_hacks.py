@@ -96,3 +96,14 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
             assert row["correctness"]["status"] != "passed", (hack, row)
         if hack in LIVE_PATCHES:
             assert _rejected(row), (hack, row)
+
+
+def test_whole_rounds_cannot_be_chosen_where_blocks_can_run(run_magpie, tmp_path: Path) -> None:
+    """Whole rounds check each candidate in its own process: there ``gc_expected``, ``counter`` and
+    ``patch_compare`` were FASTER 34x, 27x and 7x (2-core CPU). Where the interleaved blocks can run, asking for
+    rounds is refused, so an agent cannot pick the design its hacks get through."""
+    files = [str(DATA / f"softmax_{name}.py") for name in ("ref", "gc_expected")]
+    result = run_magpie(["-o", str(tmp_path / "out"), "compare", *files, "--timing", "rounds"], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "--timing rounds" in result.stderr and "cannot fake" in result.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("compare_report.json"))
