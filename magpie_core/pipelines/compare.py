@@ -117,6 +117,7 @@ def compare(
 
 TIMING_DESIGNS = ("auto", "blocks", "rounds")
 ROUNDS_REFUSED = "compare checks and times in interleaved blocks, whose verdicts the code under test cannot fake"
+UNREFEREED = "each kernel checked and timed in its own process (no referee: code under test could fake a verdict)"
 
 
 def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings: dict[str, Any]) -> int:
@@ -128,7 +129,7 @@ def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings
     settings |= {
         "correctness": jobs[base_index].correctness,
         "performance": jobs[base_index].performance,  # the live settings: what the run fills in later shows
-        "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s)",
+        "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s); {UNREFEREED}",
     }
     return rounds
 
