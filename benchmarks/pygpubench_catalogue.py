@@ -10,6 +10,11 @@ an output that is only looked up still costs that copy). The reference runs thro
 whether every repeat completed, the median time and its ratio to the reference's. Writes
 ``DIR/pygpubench_<problem>.jsonl`` and prints a markdown table. pygpubench's sandbox options (landlock, mseal) are left
 at their defaults; ``allow_root`` is on when run as root (the lent machine's user).
+
+On a lent machine (no network there), its wheels travel in ``.whl_pgb/``, fetched here with ``pip download -d .whl_pgb
+--no-deps --python-version 3.12 --only-binary=:all: --platform manylinux_2_38_x86_64 --platform manylinux_2_28_x86_64
+--platform manylinux2014_x86_64 pygpubench cryptography cffi pycparser``, installed there with ``pip install
+--no-index --no-deps --target /tmp/pgb .whl_pgb/*.whl`` (``PYTHONPATH=/tmp/pgb``).
 """
 
 from __future__ import annotations
