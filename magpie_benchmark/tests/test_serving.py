@@ -15,7 +15,7 @@ import time
 import pytest
 from magpie_benchmark.config import BenchmarkConfig
 from magpie_benchmark.serving.docker import docker_command, vendor_for
-from magpie_benchmark.serving.gpus import GpuSelectionError, select_gpus
+from magpie_benchmark.serving.gpu_leases import GpuSelectionError, select_gpus
 from magpie_benchmark.serving.server import ServerError, ServerProcess, free_port
 
 NVIDIA_SMI = """0, NVIDIA H200, GPU-5a1b, 143771, 1, 0, 570.133.20, 9.0
@@ -89,7 +89,7 @@ def test_lock_is_held_across_processes(tmp_path):
     from magpie_gpu_nvidia.plugin import parse_query_csv
 
     code = (
-        "import sys, time; from magpie_benchmark.serving.gpus import select_gpus; "
+        "import sys, time; from magpie_benchmark.serving.gpu_leases import select_gpus; "
         "from magpie_gpu_nvidia.plugin import parse_query_csv; "
         f"lease = select_gpus(parse_query_csv({NVIDIA_SMI!r}), 2, lock_dir={str(tmp_path)!r}); "
         "print(lease.indices, flush=True); time.sleep(30)"
@@ -244,7 +244,7 @@ def test_a_server_that_never_becomes_ready_is_stopped(tmp_path, monkeypatch):
     import uuid
 
     from magpie_benchmark.pipeline import start_server
-    from magpie_benchmark.serving.gpus import GpuLease
+    from magpie_benchmark.serving.gpu_leases import GpuLease
 
     from magpie_core.runtime.workspace import create_workspace
     from tests.helpers.leftovers import assert_none_left, marked_processes

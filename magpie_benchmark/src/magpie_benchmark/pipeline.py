@@ -55,7 +55,7 @@ from magpie_benchmark.loadgen.traces import TraceReplay, TraceSession, read_trac
 from magpie_benchmark.loadgen.traces import summary as trace_summary
 from magpie_benchmark.offline import redact_command, run_offline_benchmark
 from magpie_benchmark.serving.docker import container_name, docker_command, stop_command, vendor_for
-from magpie_benchmark.serving.gpus import GpuLease, GpuSelectionError, select_gpus
+from magpie_benchmark.serving.gpu_leases import GpuLease, GpuSelectionError, select_gpus
 from magpie_benchmark.serving.persistent import LifecycleError
 from magpie_benchmark.serving.server import ServerError, ServerProcess, free_port
 from magpie_core.config.common import dump

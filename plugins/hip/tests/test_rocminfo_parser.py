@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from magpie_kernels_hip.gpus import parse_rocminfo
+from magpie_kernels_hip.gpu_targets import parse_rocminfo
 
 
 def test_rocminfo_output():

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from magpie_kernels_cuda.gpus import nvidia_gpus
+from magpie_kernels_cuda.gpu_targets import nvidia_gpus
 
 DEFAULT_ARCH = "sm_90"
 ARCH_ENV = "MAGPIE_CUDA_ARCH"

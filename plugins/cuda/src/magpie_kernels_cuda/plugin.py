@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_kernels_cuda.gpus import nvidia_gpus
+from magpie_kernels_cuda.gpu_targets import nvidia_gpus
 from magpie_kernels_cuda.nvcc import build_command, find_nvcc, nvcc_version, parse_ptxas, resources_summary, target_arch
 
 if TYPE_CHECKING:

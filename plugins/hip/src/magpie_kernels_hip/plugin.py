@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from magpie_kernels_pytorch.harness_backend import HarnessBackend
 
 from magpie_core import hookimpl
-from magpie_kernels_hip.gpus import amd_gpus, rocminfo_targets
+from magpie_kernels_hip.gpu_targets import amd_gpus, rocminfo_targets
 from magpie_kernels_hip.hipcc import (
     ARCH_ENV,
     build_command,
