@@ -721,8 +721,12 @@ class HarnessSession(SamplerSession):
         settings = TimingSettings.from_performance(loaded.perf)
         clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
         self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
-        if self.referee and self.expected:  # trusted: the physical floor every timed process is held to
-            self.write_floor_us = write_floor_us(clock, _tensor_bytes(self.expected[0]["expected"]), loaded.device)
+        if self.referee and self.expected:  # trusted: the physical floor every timed process is held to (a clock
+            # of its own: a graph-replay clock keeps the graphs it captured, by batch size)
+            floor_clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
+            self.write_floor_us = write_floor_us(
+                floor_clock, _tensor_bytes(self.expected[0]["expected"]), loaded.device
+            )
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
         fn, fresh, kept, output_args = loaded.fn, self.fresh, self.kept, loaded.prepared.output_args
 
