@@ -194,13 +194,13 @@ def clock_info(device: torch.device) -> dict[str, Any]:
 
 
 def write_floor_us(clock: Any, nbytes: int, device: torch.device) -> float | None:
-    """The fastest this device writes ``nbytes`` here, by the clock that times the kernels: one byte fill of one
-    buffer per launch (one launch, however many outputs: a kernel may write them all in one), the best of 5 batches
-    of ~1 ms. A kernel that returns fresh outputs of these bytes cannot take much less; one that takes far less
-    wrote nothing (the physical floor of :func:`magpie_core.pipelines.blocked.below_floor`)."""
+    """The fastest this device writes ``nbytes`` here, by the clock that times the kernels: a fill of one buffer of
+    8-byte words per launch (wide stores; one launch however many outputs: a kernel may write them all in one), the
+    best of 5 batches of ~1 ms. A kernel that returns fresh outputs of these bytes cannot take much less; one that
+    takes far less wrote nothing (the physical floor of :func:`magpie_core.pipelines.blocked.below_floor`)."""
     if nbytes <= 0:
         return None
-    buffer = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    buffer = torch.empty(-(-nbytes // 8), dtype=torch.int64, device=device)
 
     def fill(_: int) -> None:
         buffer.fill_(1)
