@@ -150,10 +150,9 @@ class BlockedTiming:
 
 
 def time_in_blocks(
-    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: Any = None, floor_us: float | None = None
+    workers: dict[Key, TimingWorker], baseline: int, plan: BlockPlan, referee: Any = None
 ) -> BlockedTiming:
-    """Run blocks over ``workers`` (one per timed process) until budget or precision; the ``referee`` spot-checks;
-    a process faster than the write floor ``floor_us`` allows fails (:func:`below_floor`)."""
+    """Run blocks over ``workers`` (one per timed process) until budget or precision; the ``referee`` spot-checks."""
     result = BlockedTiming(baseline=baseline, load_before=_load(), referee=referee)
     live = dict(workers)
     counts = _samples_per_slot(live, plan, result)
@@ -186,8 +185,6 @@ def time_in_blocks(
         result.blocks = {key: blocks[:n] for key, blocks in result.blocks.items()}
     result.others_cpu_s = _others_cpu(cpu_before, _cpu_by_process(), {w.proc.pid for w in workers.values()})
     result.load_after = _load()
-    for index, why in below_floor(result, floor_us).items():  # its blocks leave the spread, as a failure's do
-        _drop({}, index, why, result)
     return result
 
 
@@ -278,17 +275,19 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
         raise IntegrityError(verdict.message if failed else "REJECTED (integrity: no kept launch in two spot checks)")
 
 
-def below_floor(result: BlockedTiming, floor_us: float | None) -> dict[int, str]:
-    """Candidates with a process whose median launch beats writing their outputs (``floor_us``: the referee's fill of
-    the same bytes, by the same clock) :data:`FLOOR_MARGIN` times over: no work was measured (a launch that does none,
-    a graph that captured none). None if the baseline's median does: then the floor is wrong here."""
+def reject_below_floor(result: BlockedTiming, floor_us: float | None) -> None:
+    """Fail candidates with a process whose median launch beats writing their outputs (``floor_us``: the referee's
+    fill of the same bytes by the same clock, its best before and after the blocks) :data:`FLOOR_MARGIN` times over: no
+    work was measured (a launch that does none, a graph that captured none). The trusted code must not beat the fill
+    itself: if the baseline or its copy does, the fill was slowed (a busy machine) and no floor is used."""
     limit, trusted = (floor_us or 0.0) / FLOOR_MARGIN, (result.baseline, BASELINE_COPY)
     fastest = {k[0]: float(np.median(v)) for k, v in sorted(result.samples.items(), key=lambda kv: -np.median(kv[1]))}
-    if any(fastest.get(i, limit) < limit for i in trusted):
-        return {}
+    if any(fastest.get(i, math.inf) < (floor_us or 0.0) for i in trusted):
+        return
     why = f"under 1/{FLOOR_MARGIN:g} of the {floor_us or 0:.3g} us it takes here to write its outputs"
-    caught = {i: v for i, v in fastest.items() if v < limit and i not in (*trusted, *result.failed)}
-    return {i: f"REJECTED (integrity: {v:.3g} us a launch, {why})" for i, v in caught.items()}
+    for i, v in fastest.items():  # its blocks leave the spread, as a failure's do
+        if v < limit and i not in (*trusted, *result.failed):
+            _drop({}, i, f"REJECTED (integrity: {v:.3g} us a launch, {why})", result)
 
 
 def _drop(live: dict[Key, TimingWorker], index: int, why: str, result: BlockedTiming) -> None:

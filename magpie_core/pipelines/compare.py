@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import magpie_core.pipelines.blocked as interleaved
 from magpie_core.config.common import dump
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
 from magpie_core.interfaces import KernelBackend
@@ -290,12 +291,12 @@ def _check_and_time_in_blocks(
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
         referee = None if perf.graph_replay else instances.referee  # a replayed graph's launches are fixed
-        floor_us = instances.referee.info.get("write_floor_us") if instances.referee else None  # graphs too
-        outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee, floor_us)
+        outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee)
         per_call = _per_call(instances, outcome, perf) if perf.call_trials else {}
         infos = instances.close_all()
     finally:
         instances.stop_all()
+    interleaved.reject_below_floor(outcome, infos.get((base_index, 0), {}).get("write_floor_us"))  # graph replay too
     _mark_failed(results, outcome.failed, timing=True)
     _fill_performance(results, outcome, infos, per_call)
     stable = _stability_of(outcome, min_effect)

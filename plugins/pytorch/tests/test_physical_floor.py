@@ -2,7 +2,7 @@
 
 The referee (the baseline's first process, trusted code) times a fill of the outputs' bytes with the clock that times
 the kernels; the parent rejects any candidate process whose median launch is under a quarter of that
-(:func:`magpie_core.pipelines.blocked.below_floor`). It is the second line behind the spot checks: a result cache
+(:func:`magpie_core.pipelines.blocked.reject_below_floor`). It is the second line behind the spot checks: a result cache
 whose spot checks are switched off (here by the test, in the parent; a replayed CUDA graph has none) is still
 REJECTED by it, while the honest kernels beside it keep their verdicts. Real compares, real worker processes.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from magpie_core.pipelines import blocked
-from magpie_core.pipelines.blocked import BASELINE_COPY, FLOOR_MARGIN, BlockedTiming, below_floor
+from magpie_core.pipelines.blocked import BASELINE_COPY, FLOOR_MARGIN, BlockedTiming, reject_below_floor
 from magpie_core.pipelines.compare import compare
 from magpie_core.pipelines.kernels import load_kernel_file, prepare_kernel_file
 
@@ -48,27 +48,38 @@ class ModelNew(nn.Module):  # the same tensor objects come back every batch (fre
 
 
 def _timing(samples: dict[tuple[int, int], list[float]], failed: dict[int, str] | None = None) -> BlockedTiming:
-    return BlockedTiming(baseline=0, samples=samples, failed=failed or {})
+    blocks = {key: [1.0] for key in samples if key[0] not in (failed or {})}
+    return BlockedTiming(baseline=0, samples=samples, blocks=blocks, failed=dict(failed or {}))
+
+
+def _rejected(timing: BlockedTiming, floor_us: float | None) -> dict[int, str]:
+    before = dict(timing.failed)
+    reject_below_floor(timing, floor_us)
+    return {i: why for i, why in timing.failed.items() if i not in before}
 
 
 def test_a_process_under_the_floor_is_rejected_and_named() -> None:
-    timing = _timing({(0, 0): [100.0] * 5, (0, 1): [101.0] * 5, (1, 0): [90.0] * 5, (1, 1): [0.5, 0.4, 0.6]})
-    caught = below_floor(timing, floor_us=20.0)
+    samples = {(0, 0): [100.0] * 5, (0, 1): [101.0] * 5, (1, 0): [90.0] * 5, (1, 1): [0.5, 0.4, 0.6]}
+    caught = _rejected(_timing(samples), floor_us=20.0)
     assert list(caught) == [1]
     assert caught[1].startswith("REJECTED (integrity: 0.5 us a launch") and f"1/{FLOOR_MARGIN:g}" in caught[1]
-    assert below_floor(timing, floor_us=None) == {} and below_floor(timing, floor_us=0.0) == {}
+    timing = _timing(samples)
+    reject_below_floor(timing, 20.0)
+    assert not timing.processes(1), "its blocks leave the pooled spread, as a failure's do"
+    assert _rejected(_timing(samples), floor_us=None) == {} and _rejected(_timing(samples), floor_us=0.0) == {}
 
 
-def test_a_floor_the_baseline_itself_beats_is_not_used() -> None:
-    """The floor must hold for trusted code first: if the baseline (or its copy) beats it, it is wrong here."""
+def test_a_floor_the_trusted_code_beats_is_not_used() -> None:
+    """The reference writes its outputs too: if the baseline (or its copy) is faster than the fill, the fill was
+    slowed down (a busy moment) and the floor would be too high; none is used."""
     for trusted in (0, BASELINE_COPY):
-        timing = _timing({(0, 0): [100.0] * 3, (trusted, 1): [1.0] * 3, (2, 0): [0.1] * 3})
-        assert below_floor(timing, floor_us=20.0) == {}
+        timing = _timing({(0, 0): [100.0] * 3, (trusted, 1): [15.0] * 3, (2, 0): [0.1] * 3})
+        assert _rejected(timing, floor_us=20.0) == {}
 
 
 def test_candidates_that_failed_already_keep_their_first_reason() -> None:
     timing = _timing({(0, 0): [100.0] * 3, (1, 0): [0.1] * 3}, failed={1: "REJECTED (integrity: a spot check)"})
-    assert below_floor(timing, floor_us=20.0) == {}
+    assert _rejected(timing, floor_us=20.0) == {} and timing.failed[1] == "REJECTED (integrity: a spot check)"
 
 
 @pytest.fixture

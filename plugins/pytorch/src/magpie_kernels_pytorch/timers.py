@@ -197,7 +197,7 @@ def write_floor_us(clock: Any, nbytes: int, device: torch.device) -> float | Non
     """The fastest this device writes ``nbytes`` here, by the clock that times the kernels: a fill of one buffer of
     8-byte words per launch (wide stores; one launch however many outputs: a kernel may write them all in one), the
     best of 5 batches of ~1 ms. A kernel that returns fresh outputs of these bytes cannot take much less; one that
-    takes far less wrote nothing (the physical floor of :func:`magpie_core.pipelines.blocked.below_floor`)."""
+    takes far less wrote nothing (the physical floor of :func:`magpie_core.pipelines.blocked.reject_below_floor`)."""
     if nbytes <= 0:
         return None
     buffer = torch.empty(-(-nbytes // 8), dtype=torch.int64, device=device)
