@@ -88,17 +88,19 @@ def _big(x: int, meet: tuple[int, str]) -> tuple[int, bytes]:
     return os.getpid(), bytes([x]) * (3 << 20)
 
 
-def test_large_results_come_back_through_files_that_are_then_removed(tmp_path) -> None:
+def test_large_results_come_back_through_files_that_are_then_removed(tmp_path, monkeypatch) -> None:
     """A child's large result travels through a file (the pipe needs the caller's GIL for every read), which
-    the caller reads and deletes."""
-    from magpie_trace import fanout
+    the caller reads and deletes, with the folder it made for them (that folder alone: other runs of the suite share
+    the temporary directory, and their folders come and go meanwhile)."""
+    import tempfile
 
-    where = fanout._result_dir() or __import__("tempfile").gettempdir()
-    before = {p for p in os.listdir(where) if p.startswith("magpie-tasks-")}
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(mkdtemp(*a, **k)) or made[-1])
     results = run_tasks([(_big, (i, (os.getpid(), str(tmp_path)))) for i in range(6)], workers=2)
     assert [r[1] == bytes([i]) * (3 << 20) for i, r in enumerate(results)] == [True] * 6
     assert len({r[0] for r in results}) == 2  # the child returned some of them
-    assert {p for p in os.listdir(where) if p.startswith("magpie-tasks-")} == before
+    assert [os.path.basename(p)[:13] for p in made] == ["magpie-tasks-"] and not os.path.exists(made[0])
 
 
 def _unpicklable(parent: int, folder: str) -> object:
