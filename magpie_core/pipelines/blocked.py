@@ -276,17 +276,17 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
 
 
 def reject_below_floor(result: BlockedTiming, floor_us: float | None) -> None:
-    """Fail candidates with a process whose median launch beats writing their outputs (``floor_us``: the referee's
-    fill of the same bytes by the same clock, its best before and after the blocks) :data:`FLOOR_MARGIN` times over: no
-    work was measured (a launch that does none, a graph that captured none). The trusted code must not beat the fill
-    itself: if the baseline or its copy does, the fill was slowed (a busy machine) and no floor is used."""
-    limit, trusted = (floor_us or 0.0) / FLOOR_MARGIN, (result.baseline, BASELINE_COPY)
-    fastest = {k[0]: float(np.median(v)) for k, v in sorted(result.samples.items(), key=lambda kv: -np.median(kv[1]))}
-    if any(fastest.get(i, math.inf) < (floor_us or 0.0) for i in trusted):
+    """Fail candidates with a process whose median launch beats writing their outputs :data:`FLOOR_MARGIN` times over
+    (``floor_us``: the referee's best fill of the same bytes by the same clock, before and after the blocks): no work
+    was measured. If the trusted code beats the fill itself, the fill was slowed (a busy machine): no floor."""
+    medians = [(k[0], float(np.median(v))) for k, v in result.samples.items() if v]
+    fastest = {i: min(m for j, m in medians if j == i) for i, _ in medians}  # each kernel's fastest process
+    trusted = (result.baseline, BASELINE_COPY)
+    if not floor_us or any(fastest.get(i, math.inf) < floor_us for i in trusted):
         return
-    why = f"under 1/{FLOOR_MARGIN:g} of the {floor_us or 0:.3g} us it takes here to write its outputs"
     for i, v in fastest.items():  # its blocks leave the spread, as a failure's do
-        if v < limit and i not in (*trusted, *result.failed):
+        if v < floor_us / FLOOR_MARGIN and i not in (*trusted, *result.failed):
+            why = f"under 1/{FLOOR_MARGIN:g} of the {floor_us:.3g} us it takes here to write its outputs"
             _drop({}, i, f"REJECTED (integrity: {v:.3g} us a launch, {why})", result)
 
 

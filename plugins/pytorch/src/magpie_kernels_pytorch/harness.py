@@ -725,10 +725,8 @@ class HarnessSession(SamplerSession):
         self.clock_class = type(clock)  # before any timed launch: what the clock must still be when it answers
         if self.referee and self.expected:  # trusted: the physical floor every timed process is held to (a clock
             # of its own: a graph-replay clock keeps the graphs it captured, by batch size)
-            floor_clock, nbytes = (
-                timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay),
-                _tensor_bytes(self.expected[0]["expected"]),
-            )
+            floor_clock = timer.clock(loaded.device, graph_replay=loaded.perf.graph_replay)
+            nbytes = _tensor_bytes(self.expected[0]["expected"])
             self.measure_floor = lambda: write_floor_us(floor_clock, nbytes, loaded.device)
             self.write_floor_us = self.measure_floor()
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))

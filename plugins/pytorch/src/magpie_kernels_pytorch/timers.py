@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from magpie_core.measurement.timing import Launch
+from magpie_core.measurement.timing import BatchClock, Launch
 
 _DEFAULT_LLC_BYTES = 32 * 1024 * 1024
 #: the clocks as they were when magpie loaded (before any kernel): a kernel that patches ``time.perf_counter_ns`` or
@@ -193,7 +193,7 @@ def clock_info(device: torch.device) -> dict[str, Any]:
     return info
 
 
-def write_floor_us(clock: Any, nbytes: int, device: torch.device) -> float | None:
+def write_floor_us(clock: BatchClock, nbytes: int, device: torch.device) -> float | None:
     """The fastest this device writes ``nbytes`` here, by the clock that times the kernels: a fill of one buffer of
     8-byte words per launch (wide stores; one launch however many outputs: a kernel may write them all in one), the
     best of 5 batches of ~1 ms. A kernel that returns fresh outputs of these bytes cannot take much less; one that
