@@ -28,7 +28,7 @@ from typing import Any
 
 from magpie_core.measurement import worker_client as timing_workers
 from magpie_core.pipelines.compare import compare
-from magpie_core.pipelines.kernels import load_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file
 
 ROOT = Path(__file__).resolve().parent.parent
 BED = ROOT / "benchmarks" / "kernelbench_bed"

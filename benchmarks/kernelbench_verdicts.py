@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from magpie_core.pipelines.compare import compare
-from magpie_core.pipelines.kernels import load_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file
 
 BED = Path(__file__).resolve().parent / "kernelbench_bed"
 VARIANTS = ("identical", "alternative", "slow", "wrong")

@@ -24,7 +24,7 @@ from typing import Any
 import magpie_core.pipelines.blocked as blocked
 import magpie_core.pipelines.compare as compare_module
 import magpie_core.pipelines.instances as instances_module
-from magpie_core.pipelines.kernels import load_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file
 
 BED = Path(__file__).resolve().parent / "kernelbench_bed"
 

@@ -127,7 +127,7 @@ def magpie_register_commands(cli: typer.Typer) -> None:
     Declare each command word in the entry-point group ``magpie.commands`` (``word = "module:function"``,
     naming this implementation) and the function is imported only when its command runs or ``magpie --help``
     lists it; the command line calls this hook only for plugins whose distribution declares none
-    (:mod:`magpie_core.cli.commands`). Errors raised as :class:`magpie_core.cli.app.UsageError` or ``NotAvailable``
+    (:mod:`magpie_core.cli.commands`). Errors raised as :class:`magpie_core.cli.kit.UsageError` or ``NotAvailable``
     become one clear line and exit code 2, as for the built-in commands.
     """
 

@@ -20,7 +20,7 @@ import pytest
 
 from magpie_core.config.kernel import KernelConfigFile
 from magpie_core.pipelines.compare import compare
-from magpie_core.pipelines.kernels import load_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file
 
 from .conftest import ROOT
 from .helpers.load_injector import injected_load

@@ -23,7 +23,7 @@ from magpie_benchmark import compat_keys as benchmark_keys
 from magpie_core.config import ConfigError, FrameworkConfig, load_config
 from magpie_core.config import amd_magpie_keys as compat_keys
 from magpie_core.config.amd_magpie import UNIMPLEMENTED
-from magpie_core.pipelines.kernels import load_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file
 
 from .conftest import DATA, ROOT
 

@@ -378,7 +378,7 @@ def test_a_backend_whose_compile_raises_fails_that_kernel_alone(monkeypatch, tmp
     """A backend's ``compile`` runs in magpie's own process (threads of a compare): an exception there is that
     kernel's failed compile, not a crash of the run (a thread-unsafe parser once raised SystemError there)."""
     from magpie_core.config.kernel import KernelConfigFile
-    from magpie_core.pipelines.kernels import analyze
+    from magpie_core.pipelines.analyze import analyze
     from magpie_core.plugins import use_plugin_manager
 
     class Raising(KernelBackend):

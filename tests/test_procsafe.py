@@ -167,7 +167,7 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_die(tmp_path: Pat
     script.write_text(
         "from pathlib import Path\n"
         "from magpie_core.pipelines.compare import compare\n"
-        "from magpie_core.pipelines.kernels import load_kernel_file\n"
+        "from magpie_core.pipelines.kernel_files import load_kernel_file\n"
         f"config = Path({str(config)!r})\n"
         f"out = Path({str(tmp_path / 'out')!r})\n"
         "report = compare(load_kernel_file(config), config_dir=config.parent, output_dir=out)\n"
@@ -183,7 +183,7 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_die(tmp_path: Pat
     (path,) = (tmp_path / "out").glob("*/compare_report.json")  # the workers' own compares never got that far
     for result in json.loads(path.read_text())["results"]["kernel_results"]:
         message = result["correctness"]["message"]
-        assert "exited with status" in message and "hung" not in message, message
+        assert "timing worker ended: exit status" in message and "hung" not in message, message
         assert "__name__ == '__main__'" in message and str(script) in message, message
 
 

@@ -1,7 +1,7 @@
 """The ``magpie`` command line.
 
-The shell (global options, exit codes: :mod:`magpie_core.cli.app`) and the core's own commands
-(``analyze``, ``compare``, ``plugins``, ``gpu-info``) live here, a module each, imported only
+The shell (the root group: :mod:`magpie_core.cli.app`; global options, exit codes: :mod:`magpie_core.cli.kit`) and
+the core's own commands (``analyze``, ``compare``, ``plugins``, ``gpu-info``) live here, a module each, imported only
 when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin: declared in the
 ``magpie.commands`` entry-point group, or added by ``magpie_register_commands`` (:mod:`magpie_core.cli.commands`).
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from magpie_core.cli.app import EXIT_USAGE, app, err_console, escape
+from magpie_core.cli.app import app
+from magpie_core.cli.kit import EXIT_USAGE, err_console, escape
 
 __all__ = ["app", "main", "run"]
 

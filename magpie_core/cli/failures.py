@@ -1,6 +1,6 @@
 """The last line of the exit-code policy: what the ``magpie`` shell does with an error no command caught.
 
-Every command turns the errors it expects into one line and exit 2 (:func:`magpie_core.cli.app.handle_errors`)
+Every command turns the errors it expects into one line and exit 2 (:func:`magpie_core.cli.kit.handle_errors`)
 or a failed run into exit 1. Whatever escapes that, in a core command or a plugin's, ends here:
 
 * an ``OSError`` about a path (an ``-o`` that is a file, a folder under ``/dev/null``, a name too long, no

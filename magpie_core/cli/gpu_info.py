@@ -7,7 +7,8 @@ import json
 import typer
 from rich.table import Table
 
-from magpie_core.cli.app import app, console, handle_errors
+from magpie_core.cli.app import app
+from magpie_core.cli.kit import console, handle_errors
 from magpie_core.cli.output import check_format, format_option, print_rows
 from magpie_core.machine.gpus import collect_gpu_info
 

@@ -1,4 +1,4 @@
-"""``magpie analyze`` and ``magpie compare``.
+"""``magpie analyze`` and ``magpie compare`` (their pipelines are imported when they run, not for ``--help``).
 
 A kernel YAML (``-k``) is the usual input; AMD Magpie's flag form also works:
 ``magpie analyze vector_add.hip --testcase "./vector_add" --type hip``.
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from magpie_core.cli.app import (
+from magpie_core.cli.app import app
+from magpie_core.cli.kit import (
     EXIT_CHECKS_FAILED,
     EXIT_OK,
     STATE,
     UsageError,
-    app,
     check_output_dir,
     console,
     err_console,
@@ -30,17 +30,8 @@ from magpie_core.cli.output import check_format, format_option, no_html_option, 
 from magpie_core.config.amd_magpie import DEFAULT_KERNEL_TYPE
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from magpie_core.config.kernel import KernelConfigFile
     from magpie_core.pipelines.kernel_reports import CompareReport, KernelResult
-
-
-def _pipeline() -> ModuleType:
-    """The kernel pipeline, imported when a kernel command runs (other commands skip its imports)."""
-    from magpie_core.pipelines import kernels
-
-    return kernels
 
 
 def _kernel_file(
@@ -66,8 +57,10 @@ def _kernel_file(
         ]
         if ignored:  # they describe source-file kernels; with a kernel file they would be silently ignored
             raise UsageError(f"{', '.join(ignored)}: for kernels given as source files; --kernel-config sets these")
+        from magpie_core.pipelines.kernel_files import load_kernel_file, prepare_kernel_file
+
         config_dir = kernel_config.resolve().parent
-        file = _pipeline().prepare_kernel_file(_pipeline().load_kernel_file(kernel_config), config_dir, kernel_config)
+        file = prepare_kernel_file(load_kernel_file(kernel_config), config_dir, kernel_config)
         return _framework_defaults(file), config_dir
     if not sources:
         raise UsageError("nothing to run: give --kernel-config FILE, or source files with --testcase")
@@ -103,8 +96,10 @@ def _recognised_sources(
     if testcase is not None or compile_cmd is not None:
         return None
     given_type = kernel_type if kernel_type != DEFAULT_KERNEL_TYPE else None
-    file = _pipeline().kernel_file_from_sources(sources, given_type)
-    return _pipeline().prepare_kernel_file(file, Path.cwd()) if file is not None else None
+    from magpie_core.pipelines.kernel_files import kernel_file_from_sources, prepare_kernel_file
+
+    file = kernel_file_from_sources(sources, given_type)
+    return prepare_kernel_file(file, Path.cwd()) if file is not None else None
 
 
 #: blocks of the framework config (``--config``) that a kernel file without its own inherits
@@ -195,12 +190,13 @@ class KernelFlags:
 
 def _run_settings(file: KernelConfigFile, output_dir: Path | None) -> dict[str, Any]:
     """Environment, workers, output folder and environment config blocks for one run."""
-    pipeline = _pipeline()
-    defaults = pipeline.block_options(STATE.framework)
-    environment = STATE.resolve_environment(pipeline.file_environment(file))
+    from magpie_core.pipelines import kernel_files
+
+    defaults = kernel_files.block_options(STATE.framework)
+    environment = STATE.resolve_environment(kernel_files.file_environment(file))
     shared = None
     if environment != "local":
-        shared = pipeline.shared_output_dir(pipeline.environment_options(file, defaults))
+        shared = kernel_files.shared_output_dir(kernel_files.environment_options(file, defaults))
     return {
         "environment": environment,
         "workers": STATE.resolve_workers(file.scheduler.max_workers if file.scheduler else None),
@@ -239,8 +235,10 @@ def analyze_command(
     check_format(fmt)
     file, config_dir = _kernel_file(kernel_config, kernels or [], testcase, kernel_type, compile_cmd)
     _export_container_image(file)
+    from magpie_core.pipelines.analyze import analyze
+
     with gpu_hardware():
-        report = _pipeline().analyze(
+        report = analyze(
             file,
             config_dir=config_dir,
             **_run_settings(file, output_dir),

@@ -6,7 +6,8 @@ import json
 
 import typer
 
-from magpie_core.cli.app import app, console, handle_errors
+from magpie_core.cli.app import app
+from magpie_core.cli.kit import console, handle_errors
 from magpie_core.cli.output import check_format, format_option, print_rows
 from magpie_core.plugins import PluginManager, get_plugin_manager
 

@@ -1,6 +1,6 @@
 """The config errors, apart from the YAML and pydantic machinery that raises them.
 
-Every command's error handler catches these (:func:`magpie_core.cli.app.handle_errors`); keeping them in a
+Every command's error handler catches these (:func:`magpie_core.cli.kit.handle_errors`); keeping them in a
 module that imports nothing lets a command that never reads a config file start without yaml or pydantic.
 :mod:`magpie_core.config.loader` re-exports them.
 """

@@ -6,7 +6,6 @@ Timers (plugins) only produce samples; every statistical decision is made here s
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -198,53 +197,16 @@ def log_ratio_ci(log_ratios: Sequence[float], *, confidence: float = 0.95) -> tu
     if n >= MIN_MEDIAN_BLOCKS:
         lo, hi = median_ci(np.sort(d), confidence)
         return float(np.median(d)), lo, hi
-    from statistics import NormalDist
-
-    t = _student_t(1 - alpha, n - 1) if n < 30 else NormalDist().inv_cdf(1 - alpha)
-    half = t * float(d.std(ddof=1)) / math.sqrt(n)
+    half = student_t(1 - alpha, n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
     mean = float(d.mean())
     return mean, mean - half, mean + half
 
 
-@functools.lru_cache(maxsize=256)
-def _student_t(q: float, dof: int) -> float:
-    """Quantile of Student's t by bisection on its CDF (regularised incomplete beta via math.lgamma)."""
-    lo, hi = 0.0, 1000.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if _t_cdf(mid, dof) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+def student_t(q: float, dof: int) -> float:
+    """Quantile ``q`` of Student's t with ``dof`` degrees of freedom (SciPy's, imported on first use)."""
+    from scipy.special import stdtrit
 
-
-def _t_cdf(t: float, dof: int) -> float:
-    x = dof / (dof + t * t)
-    return 1 - 0.5 * _betainc(dof / 2, 0.5, x)
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta I_x(a, b) by its continued fraction (Numerical Recipes' betacf)."""
-    if x <= 0 or x >= 1:
-        return 0.0 if x <= 0 else 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x))
-    if x > (a + 1) / (a + b + 2):
-        return 1 - _betainc(b, a, 1 - x)
-    c, d = 1.0, 1 - (a + b) * x / (a + 1)
-    d = 1 / (d if abs(d) > 1e-300 else 1e-300)
-    result = d
-    for m in range(1, 300):
-        for numerator in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1 + numerator * d
-            d = 1 / (d if abs(d) > 1e-300 else 1e-300)
-            c = 1 + numerator / c
-            c = c if abs(c) > 1e-300 else 1e-300
-            result *= d * c
-    return front * result / a
+    return float(stdtrit(dof, q))
 
 
 #: a block whose paired ratio is this many times away from the ratio of the two sides' fastest blocks had
@@ -365,20 +327,9 @@ def _apart(variance: float, dof: int, others: Sequence[tuple[float, int]]) -> bo
     if not df:
         return False
     pooled = sum(v * d for v, d in others) / df
-    return variance > pooled * _f_quantile(APART_QUANTILE, dof, df)
+    from scipy.special import fdtri  # the F distribution's quantile
 
-
-@functools.lru_cache(maxsize=256)
-def _f_quantile(q: float, dof1: int, dof2: int) -> float:
-    """Quantile of Fisher's F by bisection on its CDF (the regularised incomplete beta)."""
-    lo, hi = 0.0, 1e6
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _betainc(dof1 / 2, dof2 / 2, dof1 * mid / (dof1 * mid + dof2)) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return variance > pooled * float(fdtri(dof, df, APART_QUANTILE))
 
 
 def hierarchical_speedup(
@@ -416,7 +367,7 @@ def hierarchical_speedup(
         df = float(spread.df)
     else:  # one side's own variance, independent of the pool it was left out of: Welch-Satterthwaite
         df = (a + b) ** 2 / (a * a / df_a + b * b / df_b) if a + b > 0 else float(spread.df)
-    half = _student_t(1 - (1 - confidence) / 2, max(1, math.floor(df))) * math.sqrt(a + b)
+    half = student_t(1 - (1 - confidence) / 2, max(1, math.floor(df))) * math.sqrt(a + b)
     low, high = math.exp(centre - half), math.exp(centre + half)
     stalled_share = 0.0
     if blocks is not None and min(map(len, [*blocks[0], *blocks[1]])) > 1:

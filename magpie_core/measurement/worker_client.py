@@ -31,6 +31,7 @@ from typing import IO, Any
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask
 from magpie_core.runtime.processes import (
     bounded_timeout,
+    how_it_ended,
     register_started,
     stop_group,
     stopping,
@@ -204,7 +205,7 @@ class TimingWorker:
         except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-            raise self._failure(f"timing worker exited with status {self.proc.poll()}") from None
+            raise self._failure(f"timing worker ended: {how_it_ended(self.proc.poll())}") from None
         if line is None:
             raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
         try:

@@ -1,13 +1,13 @@
 """``compare``: every variant under one set of settings, then a ranking whose verdicts hold on a busy machine.
 
 Correctness runs first, each candidate in its own worker (baseline first: its outputs are every other candidate's
-check). Timing then depends on where the work runs:
+check). Timing then depends on the kernels' backends:
 
-* on this machine, with backends that keep a kernel ready for timing (``open_timing``), every correct candidate
-  is timed in short **interleaved blocks** (:mod:`magpie_core.pipelines.blocked`) and its speedup comes from
-  per-block paired ratios against the baseline;
-* elsewhere (a cluster, containers), each candidate is timed in ``performance.rounds`` whole rounds run in
-  rotating order, and each round is a block of the same paired statistics.
+* with backends that keep a kernel ready for timing (``open_timing``), every correct candidate is timed in short
+  **interleaved blocks** (:mod:`magpie_core.pipelines.blocked`) and its speedup comes from per-block paired ratios
+  against the baseline; in another environment (a cluster, containers) one task of it runs them all;
+* otherwise (testcase commands), each candidate is timed in ``performance.rounds`` whole rounds run in rotating
+  order, and each round is a block of the same paired statistics.
 
 A verdict is FASTER / SLOWER only when the interval supports it beyond ``min_effect``, SAME only when the
 interval rules out a difference of ``min_effect``, and UNSTABLE otherwise — including when the baseline timed
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +40,18 @@ from magpie_core.pipelines.instances import (
     processes_per_instance,
     rejected,
 )
-from magpie_core.pipelines.kernel_reports import CompareReport, KernelResult
-from magpie_core.pipelines.kernels import (
+from magpie_core.pipelines.jobs import (
     KernelJob,
     Progress,
-    check_backends,
-    environment_options,
+    failed_job,
+    gpus_per_job,
     interrupted,
     interrupted_result,
-    kernel_jobs,
     one_line,
     run_jobs,
 )
+from magpie_core.pipelines.kernel_files import check_backends, environment_options, kernel_jobs
+from magpie_core.pipelines.kernel_reports import CompareReport, KernelResult
 from magpie_core.pipelines.verdicts import interrupted_verdicts, rank, rankable
 from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import CorrectnessResult, PerformanceResult, StageStatus
@@ -93,10 +94,13 @@ def compare(
     settings: dict[str, Any] = {"environment": environment, "workers": workers, "min_effect": min_effect}
     try:
         ws.snapshot_config(dump(file))
-        blocked = _use_blocks(timing, measure_performance, environment, kernels, jobs)
+        blocked = _use_blocks(timing, kernels, jobs)
         rounds = _plan_timing(jobs, base_index, blocked, settings)
-        if blocked:
+        if blocked and environment == "local":
             results, stable = _check_and_time_in_blocks(jobs, base_index, ws.path, min_effect, progress, done)
+        elif blocked:  # the referee's side goes with the candidates: one task of that environment runs the blocks
+            there = BlocksElsewhere(jobs, base_index, min_effect, str(ws.path), str(jobs[base_index].config_dir))
+            results, stable = _check_and_time_elsewhere(there, environment, options, progress)
         else:
             results = _correctness_first(jobs, base_index, ws.path, environment, workers, progress, options, done)
             if measure_performance and rounds > 1:
@@ -124,13 +128,14 @@ UNREFEREED = "each kernel checked and timed in its own process (no referee: code
 def _plan_timing(jobs: list[KernelJob], base_index: int, blocked: bool, settings: dict[str, Any]) -> int:
     """Tell every job how it is timed and split its budget over rounds; the settings the report shows."""
     rounds = 1 if blocked else jobs[base_index].performance.rounds
+    where = "" if settings["environment"] == "local" else f", in one '{settings['environment']}' task"
     for job in jobs:
         job.timing_elsewhere = blocked
         job.performance = _split_budget(job.performance, rounds)
     settings |= {
         "correctness": jobs[base_index].correctness,
         "performance": jobs[base_index].performance,  # the live settings: what the run fills in later shows
-        "timing": "interleaved blocks" if blocked else f"{rounds} rotating round(s); {UNREFEREED}",
+        "timing": f"{rounds} rotating round(s); {UNREFEREED}" if not blocked else "interleaved blocks" + where,
     }
     return rounds
 
@@ -153,15 +158,13 @@ def _write_interrupted(
     interrupted_verdicts(report, stable).write(ws.report_path)
 
 
-def _use_blocks(
-    timing: str, measure_performance: bool, environment: str, kernels: list[KernelConfig], jobs: list[KernelJob]
-) -> bool:
-    possible = environment == "local" and _sessions_supported(kernels, jobs)
+def _use_blocks(timing: str, kernels: list[KernelConfig], jobs: list[KernelJob]) -> bool:
+    possible = _sessions_supported(kernels, jobs)  # in any environment: one task of it runs them all
     if timing == "rounds" and possible:  # whole rounds check a candidate in its own process: it could fake them
-        raise ValueError(f"--timing rounds: on this machine {ROUNDS_REFUSED}; leave --timing at auto")
+        raise ValueError(f"--timing rounds: {ROUNDS_REFUSED}; leave --timing at auto")
     if timing == "blocks" and not possible:
         raise ValueError(
-            "timing in interleaved blocks needs the local environment and kernel backends with timing sessions "
+            "timing in interleaved blocks needs kernel backends with timing sessions "
             "(harness kernels: entry/reference); use --timing rounds"
         )
     return possible
@@ -303,6 +306,38 @@ def _check_and_time_in_blocks(
     if stable is not None and copy_failed:
         stable["copy_failed"] = copy_failed
     return results, stable
+
+
+@dataclass
+class BlocksElsewhere:
+    """A compare's checks and blocks as one item of another environment (a Ray task, a container); ``workdir`` and
+    ``config_dir`` are the folders an environment mounts or checks for an item."""
+
+    jobs: list[KernelJob]
+    base_index: int
+    min_effect: float
+    workdir: str
+    config_dir: str
+
+
+def check_and_time_there(item: BlocksElsewhere) -> tuple[list[KernelResult], dict[str, Any] | None]:
+    """Run by the environment: the referee's side of the blocks there, as on this machine."""
+    done: list[KernelResult | None] = [None] * len(item.jobs)
+    return _check_and_time_in_blocks(item.jobs, item.base_index, Path(item.workdir), item.min_effect, None, done)
+
+
+def _check_and_time_elsewhere(
+    item: BlocksElsewhere, environment: str, options: dict[str, Any], progress: Progress | None
+) -> tuple[list[KernelResult], dict[str, Any] | None]:
+    """The blocks in one task of ``environment``: the candidates' verdicts rest on no process of theirs there either
+    (whole rounds would check and time each one in its own). A task that could not run fails every kernel."""
+    if progress:
+        progress(f"checking and timing {len(item.jobs)} kernel(s) in interleaved blocks, in one '{environment}' task")
+    env = get_plugin_manager().get("environment", environment).with_options(options)
+    outcome = env.map(check_and_time_there, [item], gpus_per_item=gpus_per_job(item.jobs))[0]
+    if isinstance(outcome, tuple):
+        return outcome
+    return [failed_job(job, outcome) for job in item.jobs], None
 
 
 def _share_copy_memory(jobs: list[KernelJob], base_index: int) -> None:

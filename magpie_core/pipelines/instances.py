@@ -1,7 +1,7 @@
 """The timed instances of a compare: each candidate in several long-lived worker processes, checked where timed.
 
 One process start per instance: the worker that proves a kernel correct times it (:class:`SessionHarness`). Every
-candidate's first process goes through the usual build and checks (:func:`~.kernels.evaluate_kernel`); once the
+candidate's first process goes through the usual build and checks (:func:`~.jobs.evaluate_kernel`); once the
 baseline's first process has saved its input sets and expected outputs, every other process (its further ones and its
 copy :data:`~.blocked.BASELINE_COPY` included) is checked on that file and loads its timing inputs from it, so no
 instance is built differently. Builds run side by side; on a small machine workers load and check one at a time.
@@ -22,8 +22,7 @@ from typing import Any
 from magpie_core.config.kernel import KernelConfig, PerformanceConfig
 from magpie_core.measurement.worker_client import IntegrityError, TimingWorker, TimingWorkerError
 from magpie_core.pipelines.blocked import BASELINE_COPY, Key
-from magpie_core.pipelines.kernel_reports import KernelResult
-from magpie_core.pipelines.kernels import (
+from magpie_core.pipelines.jobs import (
     BUILD_DIR_VAR,
     KernelJob,
     command_env,
@@ -31,6 +30,7 @@ from magpie_core.pipelines.kernels import (
     evaluation_task,
     kernel_timeout,
 )
+from magpie_core.pipelines.kernel_reports import KernelResult
 from magpie_core.reports import CorrectnessResult, EvaluationOutcome, EvaluationTask, PerformanceResult, StageStatus
 from magpie_core.runtime.threads import map_in_threads
 
@@ -111,7 +111,7 @@ class Instances:
 class SessionHarness:
     """Runs a kernel's harness in a long-lived session worker: started (after ``wait``), checked, kept.
 
-    Used as :data:`magpie_core.pipelines.kernels.HarnessRun`; a worker that fails to start or crashes
+    Used as :data:`magpie_core.pipelines.jobs.HarnessRun`; a worker that fails to start or crashes
     while checking gives a correctness error for its kernel alone.
     """
 

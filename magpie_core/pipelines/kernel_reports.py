@@ -67,6 +67,23 @@ class KernelResult(Model):
         return {"kernel_id": self.kernel_id, "kernel_type": self.kernel_type}
 
 
+def summary_row(result: KernelResult) -> dict[str, Any]:
+    timing = result.performance.timing
+    return {
+        "kernel_id": result.kernel_id,
+        "kernel_type": result.kernel_type,
+        "compiling_state": result.compiling_state,
+        "correctness_state": result.correctness_state,
+        "performance_state": result.performance_state,
+        "correctness": result.correctness.status.value,
+        "median_us": timing.median if timing else None,
+        "ci95_us": [timing.ci95_low, timing.ci95_high] if timing else None,
+        "samples": timing.samples if timing else None,
+        "timer": result.performance.timer,
+        "message": (result.errors[0] if result.errors else None),
+    }
+
+
 class RankEntry(Model):
     rank: int
     index: int

@@ -9,8 +9,7 @@ from typing import Any
 
 from magpie_core.measurement.stats import ProcessSpread, Speedup, Verdict, hierarchical_speedup, paired_speedup, speedup
 from magpie_core.pipelines.blocked import MIN_BLOCKS
-from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry
-from magpie_core.pipelines.kernels import summary_row
+from magpie_core.pipelines.kernel_reports import CompareReport, ComparisonResults, KernelResult, RankEntry, summary_row
 from magpie_core.reports import StageStatus
 
 

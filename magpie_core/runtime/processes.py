@@ -62,10 +62,14 @@ class CommandOutcome:
     def describe(self) -> str:
         if self.timed_out:
             return f"timed out after {self.duration_s:.1f} s: {' '.join(self.argv)}"
-        if self.returncode is not None and self.returncode < 0:
-            sig = signal.Signals(-self.returncode).name
-            return f"killed by {sig}: {' '.join(self.argv)}"
-        return f"exit status {self.returncode}: {' '.join(self.argv)}"
+        return f"{how_it_ended(self.returncode)}: {' '.join(self.argv)}"
+
+
+def how_it_ended(returncode: int | None) -> str:
+    """``killed by SIGABRT`` for a negative status (the signal's name says more than -6), else ``exit status N``."""
+    if returncode is not None and returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
 
 
 #: processes run_command started and that have not finished yet (for stop_started)

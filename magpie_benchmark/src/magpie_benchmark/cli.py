@@ -20,7 +20,7 @@ import typer
 
 from magpie_benchmark.load_flags import LoadFlags, load_patch
 from magpie_benchmark.trace_dir_flags import TraceDirFlags, trace_dir_block
-from magpie_core.cli.app import (
+from magpie_core.cli.kit import (
     STATE,
     NotAvailable,
     UsageError,

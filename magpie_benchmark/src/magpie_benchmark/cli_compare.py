@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
-from magpie_core.cli.app import EXIT_CHECKS_FAILED, EXIT_OK, UsageError, console
+from magpie_core.cli.kit import EXIT_CHECKS_FAILED, EXIT_OK, UsageError, console
 
 if TYPE_CHECKING:
     from magpie_benchmark.pipeline import RunOverrides

@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from magpie_core.cli.app import UsageError
+from magpie_core.cli.kit import UsageError
 
 #: ``--dataset-name`` values magpie generates or reads -> ``dataset.name``
 DATASET_NAMES = {

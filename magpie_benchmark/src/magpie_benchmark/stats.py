@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from magpie_core.measurement.stats import Z95, _student_t
+from magpie_core.measurement.stats import Z95, student_t
 from magpie_core.reports import Model
 
 
@@ -155,7 +155,7 @@ def _t(dof: float, family: int = 1) -> float:
 def _t_family(dof: int, family: int) -> float:
     """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family); a
     bisection over the incomplete beta, worth computing once per (dof, family)."""
-    return _student_t(1 - 0.025 / max(family, 1), dof)
+    return student_t(1 - 0.025 / max(family, 1), dof)
 
 
 class MetricVerdict(Model):

@@ -49,14 +49,19 @@ def test_missing_image_fails_each_item_clearly(monkeypatch):
     assert all("no container image" in str(r) for r in results)
 
 
-def test_analyze_round_trip_through_stand_in_docker(run_magpie, tmp_path):
-    docker = tmp_path / "docker"  # run the stand-in with this interpreter, whatever is on PATH
+def _stand_in_docker(tmp_path: Path) -> tuple[Path, Path]:
+    """The stand-in docker client, run with this interpreter whatever is on PATH, and the log of its calls."""
+    docker = tmp_path / "docker"
     docker.write_text(
         f"#!{sys.executable}\nimport runpy, sys\nsys.argv[0] = {str(FAKE_DOCKER)!r}\n"
         f"runpy.run_path({str(FAKE_DOCKER)!r}, run_name='__main__')\n"
     )
     docker.chmod(docker.stat().st_mode | stat.S_IEXEC)
-    log = tmp_path / "docker.log"
+    return docker, tmp_path / "docker.log"
+
+
+def test_analyze_round_trip_through_stand_in_docker(run_magpie, tmp_path):
+    docker, log = _stand_in_docker(tmp_path)
     config = tmp_path / "k.yaml"
     K = DATA / "kernels"
     config.write_text(
@@ -89,3 +94,20 @@ def test_analyze_round_trip_through_stand_in_docker(run_magpie, tmp_path):
     assert by_id["crashes"]["correctness"]["status"] == "error"
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) == 2 and {c["image"] for c in calls} == {"magpie:test"}
+
+
+def test_compare_checks_and_times_in_one_container(run_magpie, tmp_path):
+    """A compare's referee side goes into the container with the candidates (one `docker run`, interleaved blocks
+    there): a candidate that replaces the output comparison in its own process is caught as on this machine."""
+    docker, log = _stand_in_docker(tmp_path)
+    hacks = ROOT / "plugins" / "pytorch" / "tests" / "data" / "reward_hacks"
+    files = [str(hacks / f"softmax_{name}.py") for name in ("ref", "honest", "patch_compare")]
+    args = ["-e", "container", "--docker-image", "magpie:test", "-o", str(tmp_path / "out"), "compare", *files]
+    result = run_magpie([*args, "--json", "--no-html"], env={"MAGPIE_DOCKER": str(docker), "FAKE_DOCKER_LOG": str(log)})
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["settings"]["timing"] == "interleaved blocks, in one 'container' task"
+    rows = {r["kernel_id"]: r["correctness"] for r in report["results"]["kernel_results"]}
+    assert rows["softmax_honest"]["status"] == "passed", rows
+    assert "REJECTED (integrity" in rows["softmax_patch_compare"]["message"], rows
+    assert len(log.read_text().splitlines()) == 1  # one container for the whole compare

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.pipelines.kernels import analyze
+from magpie_core.pipelines.analyze import analyze
 from magpie_core.reports import StageStatus
 from tests.conftest import DATA
 

@@ -12,7 +12,7 @@ from magpie_kernels_pytorch.kernelbench import KernelBenchBlock, block_for_sourc
 
 from magpie_core.config.errors import ConfigError
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
-from magpie_core.pipelines.kernels import kernel_file_from_sources, prepare_kernel_file
+from magpie_core.pipelines.kernel_files import kernel_file_from_sources, prepare_kernel_file
 from magpie_core.reports import EvaluationTask, StageStatus
 
 DATA = Path(__file__).parent / "data" / "kernelbench"

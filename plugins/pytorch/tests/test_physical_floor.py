@@ -16,7 +16,7 @@ import pytest
 from magpie_core.pipelines import blocked
 from magpie_core.pipelines.blocked import BASELINE_COPY, FLOOR_MARGIN, BlockedTiming, reject_below_floor
 from magpie_core.pipelines.compare import compare
-from magpie_core.pipelines.kernels import load_kernel_file, prepare_kernel_file
+from magpie_core.pipelines.kernel_files import load_kernel_file, prepare_kernel_file
 
 REFERENCE = """
 import torch

@@ -17,12 +17,16 @@ import pytest
 
 from magpie_core.config.kernel import KernelConfig, KernelConfigFile
 from magpie_core.pipelines.compare import compare
+from magpie_core.pipelines.jobs import run_jobs
+from magpie_core.pipelines.kernel_files import kernel_jobs
 from magpie_core.plugins import get_plugin_manager
+from magpie_core.runtime.workspace import create_workspace
 from tests.conftest import DATA
 
 ray = pytest.importorskip("ray", reason="the ray plugin (plugins/ray, magpie-env-ray) is not installed")
 
 KERNELS = DATA / "kernels"
+HACKS = Path(__file__).parents[2] / "pytorch" / "tests" / "data" / "reward_hacks"
 GPUS = 3
 PERF = {"budget_seconds": 1, "min_samples": 10, "warmup_ms": 5, "timeout_seconds": 120, "rounds": 2}
 
@@ -62,57 +66,64 @@ def _fanout_file(barrier: Path, n: int) -> KernelConfigFile:
     )
 
 
-def test_compare_fans_out_one_candidate_per_gpu_and_matches_a_local_run(cluster, tmp_path):
-    on_ray = compare(
-        _fanout_file(tmp_path / "barrier_ray", GPUS),
-        config_dir=KERNELS,
-        output_dir=tmp_path / "ray",
-        environment="ray",
-        min_effect=0.25,
-    )
-    local = compare(
-        _fanout_file(tmp_path / "barrier_local", 1),
-        config_dir=KERNELS,
-        output_dir=tmp_path / "local",
-        environment="local",
-        min_effect=0.25,
-    )
+def test_jobs_fan_out_one_candidate_per_gpu(cluster, tmp_path):
+    """analyze's and whole rounds' path: one Ray task per kernel, as many at once as there are GPUs."""
+    file = _fanout_file(tmp_path / "barrier", GPUS)
+    ws = create_workspace(tmp_path / "out", "analyze", "fanout")
+    results = run_jobs(kernel_jobs(file, KERNELS, ws, measure_performance=False), "ray", GPUS, None)
     # all three barrier candidates arrived: they ran at the same time, one per declared GPU
-    assert sorted(p.name for p in (tmp_path / "barrier_ray").iterdir()) == ["heavy", "single", "wrong"]
+    assert sorted(p.name for p in (tmp_path / "barrier").iterdir()) == ["heavy", "single", "wrong"]
+    assert [r.correctness.status.value for r in results] == ["passed"] * 4  # each ran (no reference to check)
 
-    def verdicts(report):
-        return {r.kernel_id: r.correctness.status.value for r in report.results.kernel_results}
 
-    assert (
-        verdicts(on_ray)
-        == verdicts(local)
-        == {
-            "single": "passed",
-            "single_b": "passed",
-            "heavy_b": "passed",
-            "wrong_b": "failed",
-        }
-    )
-    for report in (on_ray, local):
+def test_compare_runs_its_blocks_in_one_task_and_matches_a_local_run(cluster, tmp_path):
+    """The referee's side goes with the candidates: one Ray task checks and times them all in interleaved blocks."""
+    reports = {
+        where: compare(
+            _fanout_file(tmp_path / f"barrier_{where}", 1),
+            config_dir=KERNELS,
+            output_dir=tmp_path / where,
+            environment=where,
+            min_effect=0.25,
+        )
+        for where in ("ray", "local")
+    }
+    for where, report in reports.items():
+        statuses = {r.kernel_id: r.correctness.status.value for r in report.results.kernel_results}
+        assert statuses == {"single": "passed", "single_b": "passed", "heavy_b": "passed", "wrong_b": "failed"}
         by_id = {e.kernel_id: e for e in report.ranking}
-        assert set(by_id) == {"single", "single_b", "heavy_b"}
         # orderings only through verdicts the statistics stand behind: the 8x-work candidate is never
         # FASTER, the identical one never FASTER or SLOWER (UNSTABLE: the machine was too busy to say)
-        which = f"{report.settings['environment']} compare: {report.stability or 'rounds'}"  # names the failing compare
-        assert by_id["heavy_b"].verdict in ("SLOWER", "UNSTABLE"), which
-        assert by_id["single_b"].verdict in ("SAME", "UNSTABLE"), which
-        assert report.winner_id != "heavy_b"
+        assert by_id["heavy_b"].verdict in ("SLOWER", "UNSTABLE"), (where, report.stability)
+        assert by_id["single_b"].verdict in ("SAME", "UNSTABLE"), (where, report.stability)
         assert [u["kernel_id"] for u in report.unranked] == ["wrong_b"]
-    assert (
-        on_ray.settings["timing"].startswith("2 rotating round(s); each kernel checked")
-        and local.settings["timing"] == "interleaved blocks"
+    assert reports["ray"].settings["timing"] == "interleaved blocks, in one 'ray' task"
+    assert reports["local"].settings["timing"] == "interleaved blocks"
+    saved = json.loads((Path(reports["ray"].workspace) / "compare_report.json").read_text())
+    assert saved["settings"]["environment"] == "ray" and saved["stability"]["blocks"] > 0  # blocks, not rounds
+    assert [r["kernel_id"] for r in saved["results"]["kernel_results"]] == ["single", "single_b", "heavy_b", "wrong_b"]
+
+
+def test_hacks_a_whole_round_let_through_are_caught_on_the_cluster(cluster, tmp_path, run_magpie):
+    """gc_expected, counter and patch_compare were FASTER 34x, 27x and 7x when every kernel checked and timed itself
+    in its own Ray task (2-core CPU); in one task of blocks their verdicts rest on no process of theirs."""
+    files = [HACKS / f"softmax_{name}.py" for name in ("ref", "honest", "gc_expected", "counter", "patch_compare")]
+    proc = run_magpie(
+        ["-e", "ray", "-o", str(tmp_path / "out"), "compare", *map(str, files), "--json", "--no-html"],
+        env={"RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": cluster},
+        timeout=600,
+        cwd=tmp_path,
     )
-    # same report, written the same way
-    saved = json.loads((Path(on_ray.workspace) / "compare_report.json").read_text())
-    assert saved["settings"]["environment"] == "ray"
-    assert saved["settings"]["performance"]["budget_seconds"] == 0.5  # one of 2 rounds: settings travelled
-    ids = [r["kernel_id"] for r in saved["results"]["kernel_results"]]
-    assert ids == ["single", "single_b", "heavy_b", "wrong_b"]
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["settings"]["timing"] == "interleaved blocks, in one 'ray' task"
+    rows = {r["kernel_id"]: r["correctness"] for r in report["results"]["kernel_results"]}
+    assert rows["softmax_honest"]["status"] == "passed", rows["softmax_honest"]
+    for hack in ("gc_expected", "counter", "patch_compare"):
+        assert rows[f"softmax_{hack}"]["status"] != "passed", (hack, rows[f"softmax_{hack}"])
+    assert {e["kernel_id"] for e in report["ranking"]} <= {"softmax_ref", "softmax_honest"}
+    refused = run_magpie(["-e", "ray", "compare", *map(str, files[:3]), "--timing", "rounds"], cwd=tmp_path)
+    assert refused.returncode == 2 and "cannot fake" in refused.stderr, refused.stderr[-2000:]
 
 
 def _crash_on_two(x: int) -> int:

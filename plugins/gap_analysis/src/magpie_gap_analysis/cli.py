@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from magpie_core.cli.app import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
+from magpie_core.cli.kit import STATE, UsageError, check_output_dir, console, err_console, escape, handle_errors
 from magpie_core.cli.output import (
     TABLE_FORMATS,
     check_format,
@@ -160,7 +160,7 @@ def run_gap_analysis(
     """Run into a new ``gap_<trace>_<timestamp>/`` folder under ``output_dir`` (default: beside the traces), print
     (table, ``--format csv|json`` rows or ``as_json``; ``xlsx``: the table, and a workbook of every table written
     into the run folder), write ``report.html`` unless ``no_html``, return the exit code (0 ok, 1 some rank
-    failed); nothing to analyze (no rank read) is a :class:`~magpie_core.cli.app.UsageError` (exit 2), and its run
+    failed); nothing to analyze (no rank read) is a :class:`~magpie_core.cli.kit.UsageError` (exit 2), and its run
     folder is removed."""
     from magpie_gap_analysis.pipeline import default_output_dir, gap_analysis
 

@@ -53,7 +53,7 @@ def gap_config_from_flags(
 
 
 def _one_window(by_pct: bool, by_us: bool, annotation: str | None) -> None:
-    from magpie_core.cli.app import UsageError
+    from magpie_core.cli.kit import UsageError
 
     chosen = [
         flags

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from magpie_core.cli.app import STATE, NotAvailable, UsageError, check_output_dir, console, escape, handle_errors
+from magpie_core.cli.kit import STATE, NotAvailable, UsageError, check_output_dir, console, escape, handle_errors
 from magpie_core.cli.output import (
     TABLE_FORMATS,
     check_format,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from magpie_core.cli.app import UsageError, console, handle_errors
+from magpie_core.cli.kit import UsageError, console, handle_errors
 from magpie_loop.basics import STEPS, LoopError
 
 F = TypeVar("F", bound=Callable[..., Any])

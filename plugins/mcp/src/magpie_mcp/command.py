@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from magpie_core.cli.app import STATE, UsageError, handle_errors
+from magpie_core.cli.kit import STATE, UsageError, handle_errors
 
 TRANSPORTS = ("stdio", "streamable-http")
 

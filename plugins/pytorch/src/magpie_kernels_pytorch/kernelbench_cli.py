@@ -42,7 +42,7 @@ class CompareProblem:
         from magpie_core.config.kernel import KernelConfigFile
         from magpie_core.pipelines.compare import compare
         from magpie_core.pipelines.instances import parallel_starts
-        from magpie_core.pipelines.kernels import prepare_kernel_file
+        from magpie_core.pipelines.kernel_files import prepare_kernel_file
 
         base = problem.reference.parent
         data = {"kernelbench": problem.block().model_dump() | self.block_settings, **self.defaults}
@@ -119,9 +119,9 @@ def run_command(
     Where problems run is magpie's global `--environment` (`magpie -e ray kernelbench run ...`: one Ray task,
     on its own GPU, per problem; `--workers` problems at once). Exit status: 0 when every solution compiled and is
     correct, 1 when any did not compile or is wrong (rejected ones included), 2 for a usage error."""
-    from magpie_core.cli.app import STATE
+    from magpie_core.cli.kit import STATE
     from magpie_core.cli.output import check_format, write_html
-    from magpie_core.pipelines.kernels import block_options
+    from magpie_core.pipelines.kernel_files import block_options
 
     tables = not as_json and check_format(fmt) == "table"
 

@@ -1,12 +1,14 @@
 """The ``ray`` execution environment: each item is one Ray task that requests its GPUs.
 
-``magpie -e ray compare -k variants.yaml`` evaluates every candidate as a Ray
+``magpie -e ray analyze -k kernels.yaml`` evaluates every kernel as a Ray
 task asking for ``num_gpus`` (1 by default for GPU kernels), so a cluster with
-N free GPUs runs N candidates at once, one per GPU; Ray sets
+N free GPUs runs N kernels at once, one per GPU; Ray sets
 ``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES`` for each task. The item
-(a :class:`~magpie_core.pipelines.kernels.KernelJob`) carries its correctness,
+(a :class:`~magpie_core.pipelines.jobs.KernelJob`) carries its correctness,
 timing and profiler settings, so a remote task runs exactly what a local one
-would. A task that fails (an exception, a crashed or lost worker) comes back
+would. A ``compare`` of harness kernels is one task (its referee, workers and
+interleaved blocks together: :class:`~magpie_core.pipelines.compare.BlocksElsewhere`).
+A task that fails (an exception, a crashed or lost worker) comes back
 as that item's exception object; the others are unaffected. Results are
 returned in input order, and the pipeline builds the same reports as a local
 run.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from magpie_core.cli.app import UsageError, console, handle_errors
+from magpie_core.cli.kit import UsageError, console, handle_errors
 
 MULTI_DEFAULT = "a new report_<time>/ folder under ./magpie_runs"
 
@@ -42,7 +42,7 @@ def render_paths(paths: list[Path], output: Path | None) -> Path:
     kinds = sorted({p.kind for p in pages})
     title = f"magpie: {len(pages)} runs ({', '.join(kinds)})"
     if output is None:
-        from magpie_core.cli.app import STATE
+        from magpie_core.cli.kit import STATE
         from magpie_core.runtime.workspace import create_run_folder
 
         output = create_run_folder(STATE.output_dir or STATE.resolve_output_dir(None), "report") / REPORT_FILE
@@ -62,7 +62,7 @@ def report_command(
     ),
 ) -> None:
     """Draw report.html for existing runs; several runs go on one page, later ones compared with the first."""
-    from magpie_core.cli.app import NotAvailable
+    from magpie_core.cli.kit import NotAvailable
 
     try:
         written = render_paths(paths, output)

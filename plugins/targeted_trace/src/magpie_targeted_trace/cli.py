@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from magpie_core.cli.app import UsageError, handle_errors
+from magpie_core.cli.kit import UsageError, handle_errors
 from magpie_core.config.loader import ConfigError, load_yaml, validate
 from magpie_targeted_trace.config import TargetedTraceConfig
 

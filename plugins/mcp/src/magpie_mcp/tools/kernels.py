@@ -97,7 +97,7 @@ def kernel_file(
 ) -> tuple[KernelConfigFile, Path]:
     """The kernel file a tool call names (a YAML path, inline kernels, or source files a plugin recognises),
     with the plugins' blocks written out as the CLI writes them; checked in :func:`kernel_job_args`."""
-    from magpie_core.pipelines.kernels import load_kernel_file, prepare_kernel_file
+    from magpie_core.pipelines.kernel_files import load_kernel_file, prepare_kernel_file
 
     if sum(bool(given) for given in (kernel_config is not None, kernels, sources)) != 1:
         raise ValueError(
@@ -122,7 +122,7 @@ def kernel_file(
 def recognised_file(tool: ToolContext, sources: list[str], kernel_type: str | None) -> tuple[KernelConfigFile, Path]:
     """Source files that need no YAML (``magpie compare ref.py sol.py``): the kernel file an installed plugin
     builds for them (the pytorch plugin: KernelBench files); every path under an allowed root first."""
-    from magpie_core.pipelines.kernels import kernel_file_from_sources, prepare_kernel_file
+    from magpie_core.pipelines.kernel_files import kernel_file_from_sources, prepare_kernel_file
 
     # absolute: the plugin reads them from this process, whose working folder is not the call's
     paths = [str(tool.check_path(source, "sources")) for source in sources]
@@ -138,7 +138,7 @@ def recognised_file(tool: ToolContext, sources: list[str], kernel_type: str | No
 
 def recognised(tool: ToolContext, paths: list[str]) -> bool:
     """Whether an installed plugin recognises these files as kernels it needs no YAML for (KernelBench's)."""
-    from magpie_core.pipelines.kernels import kernel_file_from_sources
+    from magpie_core.pipelines.kernel_files import kernel_file_from_sources
 
     return kernel_file_from_sources([str(tool.check_path(p, "kernel_paths")) for p in paths], None) is not None
 
@@ -157,7 +157,7 @@ def kernel_job_args(
 ) -> dict[str, Any]:
     """The arguments of an analyze/compare job: the file (with the call's overrides, checked against the
     trust policy as a whole, its programs pinned) and where it runs."""
-    from magpie_core.pipelines.kernels import block_options, check_backends, file_environment
+    from magpie_core.pipelines.kernel_files import block_options, check_backends, file_environment
 
     updates: dict[str, Any] = {"performance": performance, "correctness": correctness}
     file = file.model_copy(update={k: v for k, v in updates.items() if v is not None})
@@ -193,7 +193,7 @@ def _pipeline_args(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[K
 
 def run_analyze_job(args: dict[str, Any], emit: Callable[[str], None]) -> tuple[dict[str, Any], str]:
     """Job runner (in the job process): the analyze pipeline."""
-    from magpie_core.pipelines.kernels import analyze
+    from magpie_core.pipelines.analyze import analyze
 
     file, common = _pipeline_args(args, emit)
     report = analyze(file, **common)

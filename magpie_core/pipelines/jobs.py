@@ -1,4 +1,4 @@
-"""``analyze``, and the per-kernel work ``compare`` builds on: compile → correctness → performance, isolated.
+"""The per-kernel work ``analyze`` and ``compare`` build on: compile → correctness → performance, isolated.
 
 Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level function, so any execution environment
 (local threads, cluster tasks, containers) can run it. The backend's correctness harness and timer run in a separate
@@ -7,7 +7,6 @@ worker process with a timeout: a crash or hang fails that kernel alone.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -17,14 +16,11 @@ from typing import Any
 
 from pydantic import Field
 
-from magpie_core.config.common import PluginBlocksModel, as_argv_list, config_blocks, dump
-from magpie_core.config.errors import ConfigError
-from magpie_core.config.kernel import KernelConfig, KernelConfigFile, PerformanceConfig
-from magpie_core.config.loader import load_config, load_yaml
-from magpie_core.machine.hardware import write_report
-from magpie_core.pipelines.kernel_reports import AnalyzeReport, KernelResult
+from magpie_core.config.common import as_argv_list
+from magpie_core.config.kernel import KernelConfig, PerformanceConfig
+from magpie_core.pipelines.kernel_reports import KernelResult
 from magpie_core.pipelines.preflight import preflight_problem
-from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+from magpie_core.plugins import get_plugin_manager
 from magpie_core.reports import (
     CompileResult,
     CorrectnessResult,
@@ -36,7 +32,6 @@ from magpie_core.reports import (
 )
 from magpie_core.runtime.interrupts import RunInterrupted
 from magpie_core.runtime.processes import MAX_WAIT_S, run_command, run_commands, tail
-from magpie_core.runtime.workspace import Workspace, create_workspace
 
 Progress = Callable[[str], None]
 BUILT_IN_TIMING = ("events", "none")
@@ -66,9 +61,6 @@ class KernelJob(Model):
     latency: dict[str, Any] | None = None
 
 
-# --- one kernel ----------------------------------------------------------------
-
-
 BUILD_DIR_VAR = "MAGPIE_BUILD_DIR"
 
 
@@ -86,9 +78,8 @@ def command_env(kernel: KernelConfig, workdir: Path) -> dict[str, str]:
     return {BUILD_DIR_VAR: str(workdir), **kernel.env}
 
 
-def _compile(
-    kernel: KernelConfig, backend: Any, cwd: Path, workdir: Path, timeout: float, default_compile: bool = True
-) -> CompileResult:
+def _compile(built: BuiltKernel, backend: Any, default_compile: bool = True) -> CompileResult:
+    kernel, cwd, workdir, timeout = built.kernel, built.cwd, built.workdir, built.timeout
     commands = with_build_dir(kernel.compile_commands(), workdir)
     if not commands and not default_compile:
         message = "not compiled: no compile_command and compiling.enable_default_compile is false"
@@ -114,14 +105,13 @@ def _compile(
     return CompileResult(status=StageStatus.SKIPPED, message="nothing to compile") if result is None else result
 
 
-def _run_testcases(
-    kernel: KernelConfig, cwd: Path, workdir: Path, timeout: float, latency: dict[str, Any] | None = None
-) -> tuple[CorrectnessResult, str]:
+def _run_testcases(built: BuiltKernel, latency: dict[str, Any] | None = None) -> tuple[CorrectnessResult, str]:
     """The testcase commands' verdict and their output (AMD Magpie's latency lines are read from it)."""
+    kernel, cwd, workdir, timeout = built.kernel, built.cwd, built.workdir, built.timeout
     outcomes = run_commands(
         with_build_dir(kernel.testcase_commands(), workdir),
         cwd=cwd,
-        env={**command_env(kernel, workdir), **(_plugin_answer("magpie_testcase_env", latency=latency) or {})},
+        env={**command_env(kernel, workdir), **(plugin_answer("magpie_testcase_env", latency=latency) or {})},
         timeout_s=timeout,
         log_path=workdir / "testcase.log",
     )
@@ -180,10 +170,7 @@ class BuiltKernel:
 
 def kernel_timeout(job: KernelJob) -> float:
     """How long one kernel's worker may take: the two stages' budgets, within what magpie waits for anything."""
-    return min(
-        MAX_WAIT_S,
-        float(job.correctness.get("timeout_seconds", 300)) + job.performance.timeout_seconds,
-    )
+    return min(MAX_WAIT_S, float(job.correctness.get("timeout_seconds", 300)) + job.performance.timeout_seconds)
 
 
 def build_kernel(job: KernelJob) -> BuiltKernel:
@@ -211,7 +198,7 @@ def build_kernel(job: KernelJob) -> BuiltKernel:
     elif problem:  # before any command: a testcase exiting 0 says nothing about files that are not there
         result.compile = CompileResult(status=StageStatus.FAILED, message=problem)
     else:
-        result.compile = _compile(kernel, backend, cwd, workdir, timeout, job.default_compile)
+        result.compile = _compile(built, backend, job.default_compile)
     if result.compile.status == StageStatus.FAILED:
         result.errors.append(result.compile.message or "compile failed")
         result.correctness.message = "compile failed"
@@ -235,30 +222,23 @@ def evaluate_kernel(job: KernelJob, harness: HarnessRun | None = None) -> Kernel
     if not built.ready:
         return built.result
     result = built.result
-    _check_and_time(built.kernel, job, result, built.cwd, built.workdir, built.timeout, harness or _run_worker)
+    _check_and_time(built, job, harness or _run_worker)
     for stage in (result.correctness, result.performance):
         if stage.status in (StageStatus.FAILED, StageStatus.ERROR) and stage.message:
             result.errors.append(stage.message.splitlines()[0])
     return result
 
 
-def _check_and_time(
-    kernel: KernelConfig,
-    job: KernelJob,
-    result: KernelResult,
-    cwd: Path,
-    workdir: Path,
-    timeout: float,
-    harness: HarnessRun,
-) -> None:
+def _check_and_time(built: BuiltKernel, job: KernelJob, harness: HarnessRun) -> None:
     """The correctness gates (testcase commands, the backend's harness) and timing of a compiled kernel."""
+    kernel, result = built.kernel, built.result
     correctness: CorrectnessResult | None = None
     output = ""
     run_testcases = bool(kernel.testcase_commands()) and not job.timing_only
     if run_testcases and job.correctness.get("backend", "auto") in ("auto", "testcase", "accordo"):
-        correctness, output = _run_testcases(kernel, cwd, workdir, timeout, job.latency)
+        correctness, output = _run_testcases(built, job.latency)
     if kernel.uses_harness:
-        correctness = _run_harness(kernel, job, result, correctness, cwd, workdir, timeout, harness)
+        correctness = _run_harness(built, job, correctness, harness)
     elif correctness is None:
         correctness = CorrectnessResult(
             status=StageStatus.NOT_RUN,
@@ -266,11 +246,11 @@ def _check_and_time(
         )
     result.correctness = correctness
     # a testcase that times itself reports even under --no-perf (its line costs nothing more: AMD Magpie)
-    timed = _plugin_answer("magpie_testcase_performance", output=output, latency=job.latency) if output else None
+    timed = plugin_answer("magpie_testcase_performance", output=output, latency=job.latency) if output else None
     if timed is not None and not kernel.uses_harness:
         result.performance = timed
     elif not kernel.uses_harness and job.measure_performance:
-        result.performance = _profile_or_explain(kernel, job, cwd, workdir, timeout)
+        result.performance = _profile_or_explain(built, job)
 
 
 def evaluation_task(
@@ -293,19 +273,13 @@ def evaluation_task(
 
 
 def _run_harness(
-    kernel: KernelConfig,
-    job: KernelJob,
-    result: KernelResult,
-    testcase: CorrectnessResult | None,
-    cwd: Path,
-    workdir: Path,
-    timeout: float,
-    harness: HarnessRun,
+    built: BuiltKernel, job: KernelJob, testcase: CorrectnessResult | None, harness: HarnessRun
 ) -> CorrectnessResult:
     """The backend's harness (in an isolated worker by default): correctness, then timing (and counters, once).
 
     Returns the correctness verdict: the harness's, unless a testcase command already failed.
     """
+    kernel, result, cwd, workdir, timeout = built.kernel, built.result, built.cwd, built.workdir, built.timeout
     timed_here = job.measure_performance and not job.timing_elsewhere
     task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed_here)
     worker_env = {**command_env(kernel, workdir), **job.extra_env}
@@ -319,7 +293,7 @@ def _run_harness(
         and profiler_name not in BUILT_IN_TIMING
         and outcome.correctness.status == StageStatus.PASSED
     ):
-        _profile_harness(task, profiler_name, job, cwd, workdir, worker_env, timeout, performance)
+        _profile_harness(task, profiler_name, job, built, worker_env)
     correctness = testcase
     if correctness is None or correctness.status == StageStatus.PASSED:
         if correctness is not None:  # both gates ran: report the harness, mention the testcase
@@ -333,21 +307,13 @@ def _run_harness(
 PROFILE_LAUNCHES = 5
 
 
-def _profile_harness(
-    task: EvaluationTask,
-    name: str,
-    job: KernelJob,
-    cwd: Path,
-    workdir: Path,
-    env: dict[str, str],
-    timeout: float,
-    performance: PerformanceResult,
-) -> None:
+def _profile_harness(task: EvaluationTask, name: str, job: KernelJob, built: BuiltKernel, env: dict[str, str]) -> None:
     """Run the harness once more under profiler ``name``: the kernel alone, a few launches, no timing.
 
     The counters join the event-timed result (timing and ranking stay with the device timer).
     A profiler failure is a note on the performance result, not a failed kernel.
     """
+    cwd, workdir, performance = built.cwd, built.workdir, built.result.performance
     profiler = get_plugin_manager().get("profiler", name)
     options = job.performance.profiler_options(name)
     launches = int(options.get("harness_launches", PROFILE_LAUNCHES))
@@ -373,10 +339,9 @@ def _profile_harness(
     performance.notes.append(f"{name}: counters from a separate run of {launches} launches (not the timed run)")
 
 
-def _profile_or_explain(
-    kernel: KernelConfig, job: KernelJob, cwd: Path, workdir: Path, timeout: float
-) -> PerformanceResult:
+def _profile_or_explain(built: BuiltKernel, job: KernelJob) -> PerformanceResult:
     """Testcase-only kernels: a profiler plugin can time them; device events cannot."""
+    kernel, cwd, workdir = built.kernel, built.cwd, built.workdir
     name = job.performance.backend
     if name in BUILT_IN_TIMING:
         return PerformanceResult(
@@ -398,100 +363,13 @@ def _profile_or_explain(
     return PerformanceResult(status=StageStatus.PASSED, timer=name, counters=counters, notes=profiler.notes(options))
 
 
-# --- many kernels ----------------------------------------------------------------
-
-
-def load_kernel_file(path: Path) -> KernelConfigFile:
-    file = load_config(KernelConfigFile, path)
-    check_backends(file, path)
-    return file
-
-
-def kernel_file_from_sources(sources: list[str], kernel_type: str | None) -> KernelConfigFile | None:
-    """A kernel file a plugin builds for source files it recognises (no YAML needed), or None."""
-    return _plugin_answer("magpie_kernel_file_from_sources", sources=sources, kernel_type=kernel_type)
-
-
-def prepare_kernel_file(file: KernelConfigFile, config_dir: Path, source: Path | None = None) -> KernelConfigFile:
-    """``file`` with the plugins' own blocks applied, checked by them before anything runs."""
-    prepared = _plugin_answer("magpie_prepare_kernel_file", file=file, config_dir=config_dir, source=source)
-    prepared = prepared if prepared is not None else file
-    if not prepared.all_kernels():
-        raise ConfigError(source or config_dir, "no kernels: give 'kernel:' or 'kernels:'")
-    return prepared
-
-
-def _plugin_answer(hook_name: str, **kwargs: Any) -> Any:
+def plugin_answer(hook_name: str, **kwargs: Any) -> Any:
     # Called through pluggy directly: a ConfigError these hooks raise is the user's mistake (exit 2, with the
     # fix), which the plugin manager's guarded calls would turn into a warning about the plugin.
     return getattr(get_plugin_manager().pm.hook, hook_name)(**kwargs)
 
 
-def kernel_jobs(file: KernelConfigFile, config_dir: Path, ws: Workspace, measure_performance: bool) -> list[KernelJob]:
-    jobs = []
-    for kernel in file.all_kernels():
-        jobs.append(
-            KernelJob(
-                kernel=kernel.model_dump(mode="json", exclude_none=True),
-                correctness=file.effective_correctness(kernel).model_dump(mode="json"),
-                performance=file.effective_performance(kernel),
-                config_dir=str(config_dir.resolve()),
-                workdir=str(ws.path / kernel.id),
-                measure_performance=measure_performance,
-                default_compile=file.compiling.enable_default_compile if file.compiling else True,
-                latency=file.latency.model_dump(mode="json") if file.latency else None,
-            )
-        )
-    return jobs
-
-
-def check_backends(file: KernelConfigFile, source: Path | None = None) -> None:
-    """Fail before running anything if a kernel type has no installed backend (read from ``source``: at its line)."""
-    manager = get_plugin_manager()
-    locs = ([("kernel", "type")] if file.kernel else []) + [("kernels", i, "type") for i in range(len(file.kernels))]
-    for loc, kernel in zip(locs, file.all_kernels(), strict=True):
-        try:
-            manager.get("kernel_backend", kernel.type)
-        except UnknownComponentError as exc:
-            if source is None:
-                raise
-            raise ConfigError(source, str(exc), load_yaml(source)[1].get(loc), loc) from None
-
-
-def block_options(*configs: PluginBlocksModel | None) -> dict[str, dict[str, Any]]:
-    """The plugin config blocks of ``configs`` as plain mappings, later configs overlaying earlier ones."""
-    options: dict[str, dict[str, Any]] = {}
-    for config in configs:
-        for key, block in (config.plugin_blocks() if config is not None else {}).items():
-            options[key] = {**options.get(key, {}), **block.model_dump(exclude_none=True)}
-    return options
-
-
-def environment_options(file: KernelConfigFile, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Config blocks for the execution environment: the framework's ``defaults``, then the file's own
-    (top level, then ``scheduler:``)."""
-    options = dict(defaults or {})
-    for key, block in block_options(file, file.scheduler).items():
-        options[key] = {**options.get(key, {}), **block}
-    return options
-
-
-def shared_output_dir(options: dict[str, Any]) -> str | None:
-    """A ``shared_storage_path`` from any environment block: where workspaces go when none is given."""
-    for block in options.values():
-        if isinstance(block, dict) and block.get("shared_storage_path"):
-            return str(block["shared_storage_path"])
-    return None
-
-
-def file_environment(file: KernelConfigFile) -> str | None:
-    """The environment a kernel file asks for: ``scheduler.environment``, else the one a plugin block
-    implies (e.g. AMD Magpie's cluster block)."""
-    if file.scheduler and file.scheduler.environment:
-        return file.scheduler.environment
-    blocks = config_blocks(KernelConfigFile.block_scope)
-    held = [*file.plugin_blocks(), *(file.scheduler.plugin_blocks() if file.scheduler else {})]
-    return next((blocks[key].implies_environment for key in held if blocks[key].implies_environment), None)
+# --- many kernels ----------------------------------------------------------------
 
 
 def run_jobs(
@@ -513,15 +391,21 @@ def run_jobs(
         nonlocal done
         done += 1
         if on_done is not None:
-            on_done(index, result if isinstance(result, KernelResult) else _failed_job(jobs[index], result))
+            on_done(index, result if isinstance(result, KernelResult) else failed_job(jobs[index], result))
         if progress is not None:
             progress(f"[{done}/{len(jobs)}] {jobs[index].kernel.get('id')}: {one_line(result)}")
 
     if progress:
         progress(f"evaluating {len(jobs)} kernel(s) on '{environment}'")
-    gpus = 0 if {str(j.kernel.get("device") or "") for j in jobs} <= {"cpu"} else 1
-    results = env.map(evaluate_kernel, jobs, workers=workers, gpus_per_item=gpus, on_result=report_progress)
-    return [r if isinstance(r, KernelResult) else _failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
+    results = env.map(
+        evaluate_kernel, jobs, workers=workers, gpus_per_item=gpus_per_job(jobs), on_result=report_progress
+    )
+    return [r if isinstance(r, KernelResult) else failed_job(j, r) for j, r in zip(jobs, results, strict=True)]
+
+
+def gpus_per_job(jobs: list[KernelJob]) -> int:
+    """What an environment reserves for each of ``jobs``: a GPU, unless they all run on the CPU."""
+    return 0 if {str(j.kernel.get("device") or "") for j in jobs} <= {"cpu"} else 1
 
 
 def one_line(result: Any) -> str:
@@ -533,7 +417,7 @@ def one_line(result: Any) -> str:
     return text
 
 
-def _failed_job(job: KernelJob, error: Any) -> KernelResult:
+def failed_job(job: KernelJob, error: Any) -> KernelResult:
     """An environment returns an exception object for a job it could not run."""
     message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
     return KernelResult(
@@ -563,61 +447,3 @@ def interrupted_result(job: KernelJob) -> KernelResult:
 def interrupted(mode: str, finished: int, total: int, report_path: Path, detail: str = "") -> RunInterrupted:
     """The exception an interrupted kernel run ends with, once its partial report is written."""
     return RunInterrupted(f"{mode} interrupted: {finished} of {total} kernel(s) checked{detail}", report_path)
-
-
-def summary_row(result: KernelResult) -> dict[str, Any]:
-    timing = result.performance.timing
-    return {
-        "kernel_id": result.kernel_id,
-        "kernel_type": result.kernel_type,
-        "compiling_state": result.compiling_state,
-        "correctness_state": result.correctness_state,
-        "performance_state": result.performance_state,
-        "correctness": result.correctness.status.value,
-        "median_us": timing.median if timing else None,
-        "ci95_us": [timing.ci95_low, timing.ci95_high] if timing else None,
-        "samples": timing.samples if timing else None,
-        "timer": result.performance.timer,
-        "message": (result.errors[0] if result.errors else None),
-    }
-
-
-def analyze(
-    file: KernelConfigFile,
-    *,
-    config_dir: Path,
-    output_dir: Path,
-    environment: str = "local",
-    workers: int = 1,
-    measure_performance: bool = True,
-    progress: Progress | None = None,
-    environment_defaults: dict[str, Any] | None = None,
-) -> AnalyzeReport:
-    check_backends(file)
-    options = environment_options(file, environment_defaults)
-    label = file.all_kernels()[0].id
-    ws = create_workspace(output_dir, "analyze", label)
-    handler = ws.attach_log()
-    settings = {"environment": environment, "workers": workers, "measure_performance": measure_performance}
-    jobs = kernel_jobs(file, config_dir, ws, measure_performance)
-    done: dict[int, KernelResult] = {}
-    try:
-        ws.snapshot_config(dump(file))
-        results = run_jobs(jobs, environment, workers, progress, options, on_done=done.__setitem__)
-        report = AnalyzeReport(
-            workspace=str(ws.path), results=results, summary=[summary_row(r) for r in results], settings=settings
-        )
-        write_report(report, ws.report_path)
-        return report
-    except KeyboardInterrupt:
-        results = [done.get(i) or interrupted_result(job) for i, job in enumerate(jobs)]
-        AnalyzeReport(
-            workspace=str(ws.path),
-            results=results,
-            summary=[summary_row(r) for r in results],
-            settings=settings,
-            interrupted=True,
-        ).write(ws.report_path)
-        raise interrupted("analyze", len(done), len(jobs), ws.report_path) from None
-    finally:
-        logging.getLogger("magpie").removeHandler(handler)
