@@ -11,6 +11,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/deps .whl/*.whl || exit 1
+python3 -c 'import scipy.special' 2>/dev/null || python3 -m pip install -q --no-index --no-deps --target /tmp/deps .whl_scipy/scipy-*.whl || exit 1
 rm -rf /tmp/new /tmp/old
 install() {  # $1: checkout, $2: target
   (cd "$1" && python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$2" ./ ./plugins/pytorch \

@@ -26,6 +26,7 @@ save() {
 }
 
 python3 -m pip install -q --no-index --find-links .whl --target /tmp/site pluggy pydantic typer rich PyYAML msgspec httpx sniffio || exit 1
+python3 -c 'import scipy.special' 2>/dev/null || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl_scipy/scipy-*.whl || exit 1
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site ./ ./plugins/pytorch ./plugins/triton ./plugins/gpu_nvidia $(ls -d ./magpie_trace 2>/dev/null) || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee -a "$LOG"
