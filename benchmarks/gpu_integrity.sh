@@ -5,6 +5,7 @@
 #   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
 #   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
 #   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (no spot checks: the floor's case)
+#   HACKS="honest gpu_neighbour_hog" PROBLEMS=matmul benchmarks/gpu_integrity.sh hacks   # only these files
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
 # .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`.
 set -uo pipefail
@@ -27,11 +28,13 @@ case "$MODE" in
   hacks|graphs)
     graph=$([ "$MODE" = graphs ] && echo "  graph_replay: true\n" || echo "")
     for problem in ${PROBLEMS:-softmax matmul}; do
-      solutions=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v _ref.py | sed 's/^/"/; s/$/"/' | paste -sd, -)
+      files=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v -e _ref.py -e _gpu_neighbour_hog.py)  # that one alone: HACKS=
+      [ -n "${HACKS:-}" ] && files=$(for h in $HACKS; do echo "$ROOT/plugins/pytorch/tests/data/reward_hacks/${problem}_$h.py"; done)
+      solutions=$(echo "$files" | sed 's/^/"/; s/$/"/' | paste -sd, -)
       printf 'kernelbench:\n  reference: "%s/plugins/pytorch/tests/data/reward_hacks/%s_ref.py"\n  solutions: [%s]\nperformance:\n  budget_seconds: 2\n%b' \
         "$ROOT" "$problem" "$solutions" "$graph" > "/tmp/$problem.yaml"
       PYTHONPATH=$NEW timeout 280 python3 -m magpie_core -o /tmp/runs compare -k "/tmp/$problem.yaml" --json --no-html \
-        > "$OUT/${MODE}_$problem.json" 2>> "$OUT/${MODE}_$problem.log"
+        > "$OUT/${MODE}_$problem${HACKS:+_sel}.json" 2>> "$OUT/${MODE}_$problem.log"
       echo "$MODE $problem exit $?" | tee -a "$OUT/log.txt"
     done
     ;;
