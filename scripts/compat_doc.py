@@ -1,5 +1,5 @@
 # ruff: noqa: E501 (markdown tables)
-"""Render docs/compatibility.md from magpie_core.config.amd_magpie_keys and magpie_benchmark.compat_keys
+"""Render docs/compatibility.md from magpie_core.config.amd_magpie_keys and magpie_benchmark.amd_magpie_keys
 (``python scripts/compat_doc.py``).
 
 tests/test_magpie_corpus.py fails when the page and the table disagree.
@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from magpie_benchmark.compat import CONSUMED, REFUSED_KEYS, UNSUPPORTED_PREFIXES  # noqa: E402
+from magpie_benchmark.amd_magpie import CONSUMED, REFUSED_KEYS, UNSUPPORTED_PREFIXES  # noqa: E402
 
-from magpie_benchmark import compat_keys as benchmark_keys  # noqa: E402
+from magpie_benchmark import amd_magpie_keys as benchmark_keys  # noqa: E402
 from magpie_core.config import amd_magpie_keys as compat_keys  # noqa: E402
 
 INTRO = """# AMD Magpie compatibility
@@ -28,7 +28,7 @@ implemented by magpie (ignored); <what magpie does instead>`; **refused**: a fil
 stops with exit 2 and a message naming the key. A key that is switched off (`enabled: false`, `null`,
 `false`) is never warned about. Nothing is silently ignored.
 
-This page is generated from `magpie_core/data/compat_keys.json` (read by `magpie_core/config/amd_magpie_keys.py`) and `magpie_benchmark/src/magpie_benchmark/compat_keys.py`
+This page is generated from `magpie_core/data/compat_keys.json` (read by `magpie_core/config/amd_magpie_keys.py`) and `magpie_benchmark/src/magpie_benchmark/amd_magpie_keys.py`
 (`python scripts/compat_doc.py`);
 `tests/test_magpie_corpus.py` loads AMD Magpie's own example configs (`tests/data/magpie_configs/`,
 upstream commits in its MANIFEST.md) and checks every key against this table and against what the

@@ -2,7 +2,7 @@
 every file is implemented with AMD Magpie's meaning, or warned about by name, or refused by name.
 
 The verdict per key comes from the documented tables (magpie_core.config.amd_magpie_keys and, for benchmark files,
-magpie_benchmark.compat_keys, rendered into
+magpie_benchmark.amd_magpie_keys, rendered into
 docs/compatibility.md); this test checks the table against what the loaders really do.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from magpie_benchmark.compat import UNIMPLEMENTED as BENCHMARK_UNIMPLEMENTED
-from magpie_benchmark.compat import truthy
-from magpie_benchmark.pipeline import load_benchmark_config
+from magpie_benchmark.amd_magpie import UNIMPLEMENTED as BENCHMARK_UNIMPLEMENTED
+from magpie_benchmark.amd_magpie import truthy
+from magpie_benchmark.run_config import load_benchmark_config
 
-from magpie_benchmark import compat_keys as benchmark_keys
+from magpie_benchmark import amd_magpie_keys as benchmark_keys
 from magpie_core.config import ConfigError, FrameworkConfig, load_config
 from magpie_core.config import amd_magpie_keys as compat_keys
 from magpie_core.config.amd_magpie import UNIMPLEMENTED

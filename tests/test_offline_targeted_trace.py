@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from magpie_benchmark.pipeline import load_benchmark_config
+from magpie_benchmark.run_config import load_benchmark_config
 
 from tests.conftest import DATA
 

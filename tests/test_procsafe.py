@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from magpie_benchmark.benchmark_server import served_model
 from magpie_benchmark.loadgen.datasets import SampleRequest
 from magpie_benchmark.loadgen.runner import LoadSpec, run_load
-from magpie_benchmark.pipeline import served_model
 
 from magpie_core.runtime.processes import MAX_WAIT_S, bounded_timeout, run_command
 from magpie_core.runtime.workspace import create_run_folder

@@ -18,7 +18,8 @@ from magpie_benchmark.loadgen import agentx_corpus as corpus
 from magpie_benchmark.loadgen.datasets import DatasetError
 from magpie_benchmark.loadgen.fake_server import FakeSettings, in_thread
 from magpie_benchmark.loadgen.traces import TraceReplay, read_trace
-from magpie_benchmark.pipeline import load_benchmark_config, make_trace, plan_points, trace_problem
+from magpie_benchmark.run_config import load_benchmark_config
+from magpie_benchmark.workload import make_trace, plan_points, trace_problem
 
 from tests.conftest import DATA
 

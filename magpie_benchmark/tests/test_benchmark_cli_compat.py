@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from magpie_benchmark.pipeline import load_benchmark_config, run_benchmark
+from magpie_benchmark.pipeline import run_benchmark
+from magpie_benchmark.run_config import load_benchmark_config
 from magpie_benchmark.serving.docker import docker_command
 
 from magpie_core.config import ConfigError

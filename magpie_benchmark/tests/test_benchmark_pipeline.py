@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from magpie_benchmark.pipeline import RunOverrides, apply_overrides, load_benchmark_config, plan_points, run_benchmark
+from magpie_benchmark.pipeline import run_benchmark
+from magpie_benchmark.run_config import RunOverrides, apply_overrides, load_benchmark_config
+from magpie_benchmark.workload import plan_points
 
 from tests.helpers.fake_framework import FakeFramework, config
 

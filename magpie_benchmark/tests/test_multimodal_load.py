@@ -21,7 +21,8 @@ import pytest
 from magpie_benchmark.loadgen import LoadSpec, run_load
 from magpie_benchmark.loadgen.fake_server import FakeSettings, in_thread
 from magpie_benchmark.loadgen.multimodal import MultiModalSpec, image_part, png_bytes, sample_shapes
-from magpie_benchmark.pipeline import load_benchmark_config, make_requests, plan_points
+from magpie_benchmark.run_config import load_benchmark_config
+from magpie_benchmark.workload import make_requests, plan_points
 
 from magpie_core.config import ConfigError
 from tests.conftest import DATA

@@ -243,7 +243,7 @@ def test_sglang_and_atom_commands(tmp_path):
 def test_a_server_that_never_becomes_ready_is_stopped(tmp_path, monkeypatch):
     import uuid
 
-    from magpie_benchmark.pipeline import start_server
+    from magpie_benchmark.benchmark_server import start_server
     from magpie_benchmark.serving.gpu_leases import GpuLease
 
     from magpie_core.runtime.workspace import create_workspace

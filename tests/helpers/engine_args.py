@@ -1,7 +1,7 @@
 """Server command lines magpie builds from AMD Magpie's example configs, checked by the engine's own parser.
 
 The configs are the vendored corpus (``tests/data/magpie_configs``, upstream commits in its MANIFEST.md).
-Each command line is what :func:`magpie_benchmark.pipeline.server_argv` gives for a profiled run when
+Each command line is what :func:`magpie_benchmark.benchmark_server.server_argv` gives for a profiled run when
 the config turns the torch profiler on (so ``--profiler-config`` is checked too), without the
 ``python -m <module>`` head. The check runs in a subprocess of the engine's python: the engines are
 not installed in magpie's environment.
@@ -14,8 +14,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from magpie_benchmark.benchmark_server import server_argv, serving_framework
 from magpie_benchmark.config import SERVER_STARTING_MODES
-from magpie_benchmark.pipeline import load_benchmark_config, server_argv, serving_framework
+from magpie_benchmark.run_config import load_benchmark_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "magpie_configs" / "benchmarks"

@@ -37,7 +37,9 @@ from magpie_core.runtime.workspace import run_folder
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from magpie_benchmark.pipeline import RunOverrides
+    from magpie_benchmark.config import BenchmarkConfig, LoadConfig
+    from magpie_benchmark.report import BenchmarkReport
+    from magpie_benchmark.run_config import RunOverrides
 
 #: the trace analyzer that ``--trace-dir`` runs, its settings (a config block of benchmark files), and the
 #: distribution that provides both
@@ -133,17 +135,37 @@ def run_benchmark_cli(
     no_html: bool = False,
 ) -> int:
     """Run ``magpie benchmark`` and print its summary: exit 0 ok, 1 the run failed, 2 usage (raised)."""
-    from magpie_benchmark.config import CORE_RUN_MODES, BenchmarkConfig
+    from magpie_benchmark.config import CORE_RUN_MODES
+    from magpie_benchmark.pipeline import run_benchmark, run_benchmark_on_environment
+
+    config = _checked_run_config(framework, benchmark_config, overrides)
+    with gpu_hardware():
+        if config.run_mode in CORE_RUN_MODES:
+            report = run_benchmark(config, output_dir)
+        else:
+            try:
+                report = run_benchmark_on_environment(config, output_dir, config.run_mode)
+            except LookupError as exc:
+                raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
+    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
+    if fmt != "table":
+        print_points(report.points, fmt)
+        return 0 if report.success else 1
+    _print_run_summary(report, config.load)
+    return 0 if report.success else 1
+
+
+def _checked_run_config(
+    framework: str | None, benchmark_config: Path | None, overrides: RunOverrides
+) -> BenchmarkConfig:
+    """The run's config (the YAML, if any, then ``overrides``), checked before any server starts: a usage error (exit
+    2) for no model, an unknown framework, a missing or malformed trace file, a check that cannot run here."""
+    from magpie_benchmark.benchmark_server import serving_framework
+    from magpie_benchmark.checks import preflight_checks
+    from magpie_benchmark.config import BenchmarkConfig
     from magpie_benchmark.interfaces import CheckUnavailable
-    from magpie_benchmark.pipeline import (
-        apply_overrides,
-        load_benchmark_config,
-        preflight_checks,
-        run_benchmark,
-        run_benchmark_on_environment,
-        serving_framework,
-        trace_problem,
-    )
+    from magpie_benchmark.run_config import apply_overrides, load_benchmark_config
+    from magpie_benchmark.workload import trace_problem
 
     if benchmark_config is None and framework is None:
         raise UsageError("give a framework (magpie benchmark NAME ...) or --benchmark-config")
@@ -160,30 +182,22 @@ def run_benchmark_cli(
         preflight_checks(config)  # a check that cannot run here: exit 2 before any server starts
     except CheckUnavailable as exc:
         raise UsageError(str(exc)) from None
-    with gpu_hardware():
-        if config.run_mode in CORE_RUN_MODES:
-            report = run_benchmark(config, output_dir)
-        else:
-            try:
-                report = run_benchmark_on_environment(config, output_dir, config.run_mode)
-            except LookupError as exc:
-                raise NotAvailable(f"run_mode {config.run_mode}: {exc}") from exc
-    write_html("benchmark", report, report.workspace_dir or None, skip=no_html, quiet=True)
-    if fmt != "table":
-        print_points(report.points, fmt)
-        return 0 if report.success else 1
+    return config
+
+
+def _print_run_summary(report: BenchmarkReport, load: LoadConfig) -> None:
+    """The table view of a run: its results (an offline framework's line, or the serving summary), its errors and
+    where its report is."""
     t = report.throughput
     if report.raw_result:
         print_offline(report.framework, report.raw_result)
     elif t:
-        load = config.load
         print_serving_summary(report.framework, t, report.latency, load.percentile_metrics, load.metric_percentiles)
     for err in report.errors:
         console.print(f"[red]error:[/red] {escape(err)}", soft_wrap=True)
     console.print(f"report: {Path(report.workspace_dir) / 'benchmark_report.json'}", markup=False)
     if report.workspace_dir and (Path(report.workspace_dir) / "report.html").is_file():
         console.print(f"report page: {Path(report.workspace_dir) / 'report.html'}", markup=False, soft_wrap=True)
-    return 0 if report.success else 1
 
 
 def print_serving_summary(
@@ -326,17 +340,8 @@ def benchmark_command(
     check_format(fmt)
     json_out = as_json or fmt == "json"
     if compare is not None:
-        from magpie_benchmark.cli_compare import run_compare_cli
-
-        code = run_compare_cli(
-            list(compare),
-            allow_different_workload=allow_different_workload,
-            min_effect=min_effect,
-            noise_floor=noise_floor,
-            as_json=json_out,
-        )
-        raise typer.Exit(code)
-    from magpie_benchmark.pipeline import RunOverrides
+        raise typer.Exit(_compare_only(compare, allow_different_workload, min_effect, noise_floor, json_out))
+    from magpie_benchmark.run_config import RunOverrides
 
     overrides = RunOverrides(
         model=model,
@@ -362,13 +367,8 @@ def benchmark_command(
         trace_time_scale=trace_time_scale,
     )  # fmt: skip
     if interleave is not None:
-        from magpie_benchmark.cli_compare import run_interleave_cli
-
-        if framework is not None or benchmark_config is not None:
-            raise UsageError("--interleave takes its two benchmark YAMLs: drop FRAMEWORK and --benchmark-config")
-        patched = replace(overrides, patch=load_patch(**load))
-        out = STATE.resolve_output_dir(output_dir)
-        raise typer.Exit(run_interleave_cli(list(interleave), patched, out, min_effect=min_effect, as_json=json_out))
+        given = framework is not None or benchmark_config is not None
+        raise typer.Exit(_interleave_only(interleave, given, overrides, load, output_dir, min_effect, json_out))
     if trace_dir is not None:
         run_flags = {
             "FRAMEWORK": framework, "--benchmark-config": benchmark_config, "--model": model, "--base-url": base_url,
@@ -394,6 +394,45 @@ def benchmark_command(
             no_html=no_html,
         )
     )
+
+
+def _compare_only(
+    reports: tuple[Path, Path],
+    allow_different_workload: bool,
+    min_effect: float,
+    noise_floor: float | None,
+    as_json: bool,
+) -> int:
+    """``--compare BASE NEW``: the end-to-end verdict of two benchmark reports; no run."""
+    from magpie_benchmark.cli_compare import run_compare_cli
+
+    return run_compare_cli(
+        list(reports),
+        allow_different_workload=allow_different_workload,
+        min_effect=min_effect,
+        noise_floor=noise_floor,
+        as_json=as_json,
+    )
+
+
+def _interleave_only(
+    yamls: tuple[Path, Path],
+    run_given: bool,
+    overrides: RunOverrides,
+    load: dict[str, Any],
+    output_dir: Path | None,
+    min_effect: float,
+    as_json: bool,
+) -> int:
+    """``--interleave BASE.yaml NEW.yaml``: the two runs in alternating rounds, with the command line's overrides and
+    load flags (``load``) over both; FRAMEWORK or --benchmark-config (``run_given``) is a usage error."""
+    from magpie_benchmark.cli_compare import run_interleave_cli
+
+    if run_given:
+        raise UsageError("--interleave takes its two benchmark YAMLs: drop FRAMEWORK and --benchmark-config")
+    patched = replace(overrides, patch=load_patch(**load))
+    out = STATE.resolve_output_dir(output_dir)
+    return run_interleave_cli(list(yamls), patched, out, min_effect=min_effect, as_json=as_json)
 
 
 def _trace_dir_only(

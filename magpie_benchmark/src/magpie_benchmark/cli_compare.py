@@ -18,7 +18,7 @@ from rich.table import Table
 from magpie_core.cli.kit import EXIT_CHECKS_FAILED, EXIT_OK, UsageError, console
 
 if TYPE_CHECKING:
-    from magpie_benchmark.pipeline import RunOverrides
+    from magpie_benchmark.run_config import RunOverrides
 
 REPORT_NAME = "benchmark_report.json"
 #: how the output names where the verdict's noise came from (``E2EComparison.noise``)
@@ -85,7 +85,7 @@ def run_interleave_cli(
     """``--interleave BASE.yaml NEW.yaml``: both configs with the same command-line overrides, ``--repeats``
     alternating rounds (one repeat per run inside a round), then the paired verdict."""
     from magpie_benchmark.interleave import run_interleaved
-    from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config
+    from magpie_benchmark.run_config import apply_overrides, load_benchmark_config
 
     rounds = overrides.repeats or DEFAULT_ROUNDS
     per_run = replace(overrides, repeats=None, restart_between_repeats=None)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 
-from magpie_benchmark.compat import UNIMPLEMENTED
+from magpie_benchmark.amd_magpie import UNIMPLEMENTED
 
 if TYPE_CHECKING:
     from magpie_benchmark.loadgen.multimodal import MultiModalSpec

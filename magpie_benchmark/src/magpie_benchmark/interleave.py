@@ -55,7 +55,8 @@ def run_interleaved(
     merged report and the paired comparison under a fresh ``interleave_*`` workspace. Returns its path and the
     comparison. ``KeyboardInterrupt`` stops the rounds; what was measured is merged and kept.
     ``framework_component``: a serving framework object to use instead of the configs' registered one."""
-    from magpie_benchmark.pipeline import RunInterrupted, run_benchmark
+    from magpie_benchmark.pipeline import run_benchmark
+    from magpie_core.runtime.interrupts import RunInterrupted
 
     ws = create_workspace(output_dir, "interleave", configs["base"].framework)
     interleave_id = uuid.uuid4().hex
@@ -141,7 +142,7 @@ def pooled_metrics(entries: list[dict[str, Any]], config: dict[str, Any]) -> dic
 
 def _summary_blocks(report: dict[str, Any]) -> None:
     """AMD Magpie's top-level blocks from the merged summary point (as a single run fills them)."""
-    from magpie_benchmark.pipeline import BenchmarkReport, summarize_report
+    from magpie_benchmark.report import BenchmarkReport, summarize_report
 
     model = BenchmarkReport.model_validate({k: v for k, v in report.items() if k in BenchmarkReport.model_fields})
     errors, success = model.errors, report["success"]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from magpie_benchmark.compat import is_secret, server_envs
+from magpie_benchmark.amd_magpie import is_secret, server_envs
 from magpie_benchmark.config import BenchmarkConfig
 from magpie_benchmark.interfaces import OfflineFramework, OfflineRun
 from magpie_core.runtime.workspace import Workspace

@@ -17,7 +17,7 @@ STAGE_SHEETS = ["prefill_only roofline", "prefill_only kernels", "decode_only ro
 
 
 def test_benchmark_export_format_excel_writes_the_workbook(tmp_path: Path) -> None:
-    from magpie_benchmark.pipeline import run_tracelens_analysis
+    from magpie_benchmark.diagnostic import run_tracelens_analysis
 
     from tests.helpers.fake_framework import config
 

@@ -35,7 +35,7 @@ def magpie(*args: str) -> subprocess.CompletedProcess[str]:
 def _profile(server, model: Path, out: Path) -> Path:
     """A short profiled load on the shared server; the folder of its trace."""
     import httpx
-    from magpie_benchmark.pipeline import wait_for_traces
+    from magpie_benchmark.diagnostic import wait_for_traces
 
     with httpx.Client(timeout=300) as client:
         assert client.post(server.url + "/start_profile").status_code == 200

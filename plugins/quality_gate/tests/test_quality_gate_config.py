@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from magpie_benchmark.interfaces import CheckUnavailable
-from magpie_benchmark.pipeline import load_benchmark_config
+from magpie_benchmark.run_config import load_benchmark_config
 from magpie_quality_gate import config as cfg
 from magpie_quality_gate.gate import LmEvalGate, command
 

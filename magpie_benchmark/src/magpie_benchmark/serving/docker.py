@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from magpie_benchmark.compat import is_secret
+from magpie_benchmark.amd_magpie import is_secret
 
 if TYPE_CHECKING:
     from magpie_core.interfaces import ContainerGpuAccess

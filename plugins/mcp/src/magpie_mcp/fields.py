@@ -153,7 +153,7 @@ RULES: dict[tuple[str, str], Rule] = {
 }
 
 #: benchmark ``envs`` keys magpie reads that name code, files or servers; the other keys magpie reads
-#: (``magpie_benchmark.compat.CONSUMED``: TP, CONC, ISL, ...) are numbers and names ("text"), and every key it
+#: (``magpie_benchmark.amd_magpie.CONSUMED``: TP, CONC, ISL, ...) are numbers and names ("text"), and every key it
 #: does not read is exported to the server's environment, so it must pass the client env allowlist ("env")
 BENCHMARK_ENV_RULES: dict[str, Rule] = {
     "MAGPIE_EVAL_PYTHON": "command",

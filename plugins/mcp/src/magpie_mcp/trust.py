@@ -311,7 +311,7 @@ class TrustPolicy:
                 raise TrustError(f"{what}: {value!r}: a server magpie starts binds a loopback address only")
             return value
         if rule == "benchmark_envs":
-            from magpie_benchmark.compat import CONSUMED
+            from magpie_benchmark.amd_magpie import CONSUMED
 
             for key, item in value.items():
                 key_rule = benchmark_env_rule(str(key), CONSUMED)

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from magpie_benchmark.compat import truthy
+from magpie_benchmark.amd_magpie import truthy
 from magpie_benchmark.interfaces import CheckUnavailable
 from pydantic import Field, field_validator
 

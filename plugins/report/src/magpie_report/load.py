@@ -83,7 +83,7 @@ def _validate(kind: str, data: dict[str, Any], file: Path) -> None:
     from pydantic import ValidationError
 
     if kind == "benchmark":
-        from magpie_benchmark.pipeline import BenchmarkReport as model
+        from magpie_benchmark.report import BenchmarkReport as model
     elif kind in ("analyze", "compare"):
         from magpie_core.pipelines import kernel_reports
 

@@ -21,7 +21,7 @@ from magpie_mcp.trust import check_benchmark_config
 
 if TYPE_CHECKING:
     from magpie_benchmark.config import BenchmarkConfig
-    from magpie_benchmark.pipeline import RunOverrides
+    from magpie_benchmark.run_config import RunOverrides
 
 log = logging.getLogger("magpie.mcp")
 
@@ -64,7 +64,7 @@ def benchmark_config_for(
     """The benchmark config of a tool call: the YAML it names (checked), with the call's overrides."""
     try:
         from magpie_benchmark.config import BenchmarkConfig
-        from magpie_benchmark.pipeline import apply_overrides, load_benchmark_config
+        from magpie_benchmark.run_config import apply_overrides, load_benchmark_config
     except ImportError as exc:  # magpie-core, another distribution
         raise ToolFailure(f"not available: benchmark mode is not part of this magpie build ({exc})") from exc
     if framework is None and benchmark_config is None:
@@ -109,7 +109,7 @@ async def benchmark(
     """Benchmark an LLM serving framework under a streaming load (same pipeline as `magpie benchmark`).
 
     Load goes only to loopback servers or hosts the operator allowed (mcp.benchmark_hosts)."""
-    from magpie_benchmark.pipeline import RunOverrides  # the command line's type: the same overrides, one meaning
+    from magpie_benchmark.run_config import RunOverrides  # the command line's type: the same overrides, one meaning
 
     overrides = RunOverrides(
         model=model,

@@ -1,13 +1,13 @@
 """Every AMD Magpie benchmark-YAML key, and what magpie does with it (the benchmark part of docs/compatibility.md).
 
 Three outcomes per key, as in :mod:`magpie_core.config.amd_magpie_keys`: **implemented**, **warned** (see
-:data:`magpie_benchmark.compat.UNIMPLEMENTED`), **refused** (see :data:`magpie_benchmark.compat.REFUSED_KEYS`).
+:data:`magpie_benchmark.amd_magpie.UNIMPLEMENTED`), **refused** (see :data:`magpie_benchmark.amd_magpie.REFUSED_KEYS`).
 ``tests/test_magpie_corpus.py`` checks every key of the gathered AMD Magpie benchmark configs against this table.
 """
 
 from __future__ import annotations
 
-from magpie_benchmark.compat import CONSUMED, REFUSED_KEYS, UNIMPLEMENTED, UNSUPPORTED_PREFIXES
+from magpie_benchmark.amd_magpie import CONSUMED, REFUSED_KEYS, UNIMPLEMENTED, UNSUPPORTED_PREFIXES
 from magpie_core.config.amd_magpie_keys import describe_in, status_in
 
 #: benchmark YAML (``benchmark:`` block), keys relative to the block
