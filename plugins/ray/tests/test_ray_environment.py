@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,39 @@ def test_a_task_whose_worker_dies_fails_alone(cluster):
     # tasks that could never be scheduled come back as failures, not as a hang
     too_many = env.map(_crash_on_two, [1], gpus_per_item=GPUS + 1)
     assert "the Ray cluster has 3" in str(too_many[0])
+
+
+def _wait_unless_stopped(folder: str) -> str:
+    if not folder:
+        return "at once"
+    (Path(folder) / "started").write_text("")
+    try:
+        for _ in range(1200):  # 120 s in short sleeps, as magpie's own waits are
+            time.sleep(0.1)
+        return "waited"
+    finally:  # a cancelled task gets a KeyboardInterrupt: its cleanup runs
+        (Path(folder) / "stopped").write_text("")
+
+
+def _until(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.exists()
+
+
+def test_an_interrupted_run_stops_the_tasks_it_started(cluster, tmp_path):
+    """Ctrl-C while a task runs on the cluster: the task is cancelled (and cleans up), not left running."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = get_plugin_manager().get("environment", "ray").with_options({"ray_config": {"num_cpus_per_task": 0}})
+
+    def interrupt(index: int, result: object) -> None:  # Ctrl-C once the second task runs
+        assert _until(tmp_path / "started", 60), "the second task never started"
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        env.map(_wait_unless_stopped, ["", str(tmp_path)], on_result=interrupt)  # the first ends at once
+    assert _until(tmp_path / "stopped", 30), "the task still runs on the cluster after the interrupt"
 
 
 def test_cli_compare_reaches_the_cluster_from_yaml_and_a_crashing_candidate_fails_alone(cluster, tmp_path, run_magpie):

@@ -156,16 +156,21 @@ class RayEnvironment(ExecutionEnvironment):
         index = {ref: i for i, ref in enumerate(refs)}
         results: list[Any] = [None] * len(refs)
         pending = list(refs)
-        while pending:  # gather as tasks finish (for progress); results stay in input order
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                try:
-                    result = ray.get(ref)
-                except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: this item alone failed
-                    result = _as_failure(exc)
-                results[index[ref]] = result
-                if on_result is not None:
-                    on_result(index[ref], result)
+        try:
+            while pending:  # gather as tasks finish (for progress); results stay in input order
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    try:
+                        result = ray.get(ref)
+                    except Exception as exc:  # RayTaskError, WorkerCrashedError, ...: this item alone failed
+                        result = _as_failure(exc)
+                    results[index[ref]] = result
+                    if on_result is not None:
+                        on_result(index[ref], result)
+        except BaseException:  # Ctrl-C, SIGTERM: the tasks this run started stop too (a KeyboardInterrupt in
+            for ref in pending:  # each, so its own cleanup stops the worker processes it started)
+                ray.cancel(ref)
+            raise
         return results
 
 
