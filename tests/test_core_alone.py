@@ -22,8 +22,13 @@ from tests.conftest import DATA, ROOT, TEST_PLUGINS
 TRACE = DATA / "traces" / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
 
+#: one xdist worker runs them all: pip builds a distribution's wheel in its source folder (ROOT/build), and two
+#: workers building the core's at once collide there ("File exists: .../magpie_core-0.1.0.dist-info")
+pytestmark = pytest.mark.xdist_group("core_alone")
+
+
 def _pip(python: Path, *args: str) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [
             str(python),
             "-m",
@@ -36,11 +41,11 @@ def _pip(python: Path, *args: str) -> None:
             str(ROOT / "constraints.txt"),
             *args,
         ],
-        check=True,
         capture_output=True,
         text=True,
         timeout=900,
     )
+    assert done.returncode == 0, f"pip install {' '.join(args)}: {done.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
