@@ -10,6 +10,7 @@ importable there.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -50,11 +51,16 @@ def _pip(python: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def core_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("core_only") / "venv"
-    venv.create(where, with_pip=True)
-    python = where / "bin" / "python"
-    _pip(python, str(ROOT))
-    return where / "bin"
+    where = tmp_path_factory.mktemp("core_only")
+    venv.create(where / "venv", with_pip=True)
+    # built from a copy of what the core's distribution holds: pip builds a wheel in its source folder (build/), and
+    # two builds in ROOT at once (another worker's, a developer's) collided there ("File exists .../dist-info")
+    source = where / "magpie-core"
+    shutil.copytree(ROOT / "magpie_core", source / "magpie_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    _pip(where / "venv" / "bin" / "python", str(source))
+    return where / "venv" / "bin"
 
 
 def _magpie(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
