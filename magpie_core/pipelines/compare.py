@@ -310,7 +310,7 @@ def _check_and_time_in_blocks(
 
 @dataclass
 class BlocksElsewhere:
-    """A compare's checks and blocks as one item of another environment (a Ray task, a container); ``workdir`` and
+    """A compare's checks and blocks as one item of another environment (a cluster task, a container); ``workdir`` and
     ``config_dir`` are the folders an environment mounts or checks for an item."""
 
     jobs: list[KernelJob]
