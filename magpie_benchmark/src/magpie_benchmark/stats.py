@@ -153,8 +153,7 @@ def _t(dof: float, family: int = 1) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _t_family(dof: int, family: int) -> float:
-    """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family); a
-    bisection over the incomplete beta, worth computing once per (dof, family)."""
+    """Two-sided t quantile for ``family`` intervals at 95% together (Bonferroni: each at 1 - 0.05/family)."""
     return student_t(1 - 0.025 / max(family, 1), dof)
 
 
