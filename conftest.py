@@ -5,9 +5,11 @@ Paths to the shared test data are in :mod:`tests.conftest` (``DATA``, ``ROOT``).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,4 +134,15 @@ def vllm_aa_reports(vllm_server: str, tiny_llama_model: Path, tmp_path_factory: 
     # a cold CPU server speeds up over its first ~50 requests (a fresh clone's first run: 53, 69, 82 req/s, then
     # ~120 in the next run): one unmeasured run first, so the pair compares a warm server with itself
     run_benchmark_cli(block, out / "warmup", "--repeats", "3")
-    return run_interleaved_cli(block, block, out / "aa", "--repeats", "5")
+    # The verdict's intervals hold jointly at 95%: chance may call an A/A pair, at most 1 time in 20 (measured: about
+    # 1 in 100 under injected load, docs/benchmarks/benchmark_noise.md). A pair called is measured once more: a fault
+    # that favours one side calls the second pair too, while chance calls both at most 1 time in 400.
+    for attempt in range(2):
+        reports = run_interleaved_cli(block, block, out / f"aa{attempt}", "--repeats", "5")
+        comparison = json.loads((reports[0].parents[1] / "comparison.json").read_text())
+        if comparison["verdict"] == "WITHIN NOISE":
+            break
+        warnings.warn(
+            f"A/A pair called {comparison['verdict']} (attempt {attempt + 1}): {reports[0].parents[1]}", stacklevel=1
+        )
+    return reports

@@ -148,13 +148,14 @@ class GpuSampler:
         return {"samples": len(values), "busy_share": len(busy) / len(values) if values else 0.0}
 
 
-def end_to_end(set_dir: Path, out: Path) -> dict[str, object]:
+def end_to_end(set_dir: Path, out: Path, build_jobs: int | None) -> dict[str, object]:
     """The run as a user starts it (tables as problems finish); when each problem's table appeared, from which the
     pace after the first problem; the rows from the summary file."""
     sampler = GpuSampler(out / "gpu_util.txt")
     names = {p.stem if p.suffix == ".py" else p.name for p in (set_dir / "problems").iterdir()}
     argv = [sys.executable, "-m", "magpie_core", "kernelbench", "run", str(set_dir / "problems")]
     argv += ["--solutions", str(set_dir / "solutions"), "-o", str(out / "e2e"), "--no-html"]
+    argv += ["--build-jobs", str(build_jobs)] if build_jobs else []
     start, finished = time.perf_counter(), []
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=(out / "e2e_stderr.txt").open("w"), text=True)
     assert proc.stdout is not None
@@ -193,7 +194,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--first", type=int, default=50)
     parser.add_argument("--wave", type=int, default=16)
-    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument("--jobs", type=int, help="builds at a time: waves, --build-jobs")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--skip-wave", action="store_true")
     parser.add_argument("--skip-e2e", action="store_true")
@@ -202,15 +203,16 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     files = bed_set(args.out / "set") if args.bed else subset(args.first, args.out / "set")
+    jobs = args.jobs or max(1, (os.cpu_count() or 2) // 2)  # the waves' count when not given: half the CPUs
     result: dict[str, object] = {"cpus": os.cpu_count(), "jobs": args.jobs, "solutions": len(files)}
     if not args.skip_wave and (args.cpu_wave or not args.bed):
         wave = cpu_wave_files(args.cpu_wave, args.out / "cpu_wave") if args.cpu_wave else files[: args.wave]
         # magpie first: the plain script then finds the compiler's files in the page cache, not magpie
-        result["wave_magpie"] = magpie_wave(wave, args.out / "wave_magpie", args.jobs)
-        result["wave_plain"] = plain_wave(wave, args.out / "wave_plain", args.jobs)
+        result["wave_magpie"] = magpie_wave(wave, args.out / "wave_magpie", jobs)
+        result["wave_plain"] = plain_wave(wave, args.out / "wave_plain", jobs)
         print(json.dumps(result), flush=True)
     if not args.skip_e2e:
-        result["end_to_end"] = end_to_end(args.out / "set", args.out)
+        result["end_to_end"] = end_to_end(args.out / "set", args.out, args.jobs)
     (args.out / "pace.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return 0

@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -155,11 +156,15 @@ def _kernelbench_clock(result: dict[str, Any], report: dict[str, Any], entry: di
 
 def run_problem(compare: Compare, problem: Problem) -> list[dict[str, Any]]:
     """The rows of one problem (runs where the environment put it: a thread here, a Ray task on some node)."""
+    start = time.perf_counter()
     report = compare(problem)
     ids = [k["kernel_id"] for k in report["results"]["kernel_results"]][1:]  # the reference is first
     where = {
         "host": socket.gethostname(),
         "devices": problem.devices or os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES"),
+        # where a problem's time goes (issue 45's pace): its whole compare, and the interleaved timing within it
+        "problem_s": round(time.perf_counter() - start, 3),
+        "problem_timing_s": (report.get("stability") or {}).get("elapsed_s"),
     }
     return [
         row(problem.name, solution, kernel_id, report) | where
