@@ -1,6 +1,6 @@
 """Issue 45: where an inline-CUDA solution's build time goes — the host C++ file or the CUDA file — on real solutions.
 
-    python benchmarks/extension_build_split.py --count 6 --out DIR [--pch]     # nvcc on the PATH; no GPU needed
+    python benchmarks/extension_build_split.py --count 6 --out DIR     # nvcc on the PATH; no GPU needed
 
 Each of the first ``--count`` solutions of benchmarks/kernelbench_pace/ (one per problem) is imported in a process of
 its own with a fresh ``TORCH_EXTENSIONS_DIR`` and ``TORCH_CUDA_ARCH_LIST=9.0``, one at a time, so torch's ninja
@@ -23,7 +23,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "kernelbench_pace" / "solutions"
 IMPORT = (
-    "import importlib.util, sys; spec = importlib.util.spec_from_file_location('solution', sys.argv[1]); "
+    "import importlib.util, os, sys; import torch.utils.cpp_extension as c; "
+    "c.CUDA_HOME = c.CUDA_HOME or os.environ['CUDA_HOME']; "  # a CPU-only torch leaves it None: compile, not link
+    "spec = importlib.util.spec_from_file_location('solution', sys.argv[1]); "
     "spec.loader.exec_module(importlib.util.module_from_spec(spec))"
 )
 
@@ -50,6 +52,7 @@ def main() -> int:
         solution = sorted(problem.glob("*.py"))[0]
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "TORCH_EXTENSIONS_DIR": tmp, "TORCH_CUDA_ARCH_LIST": "9.0", "MAX_JOBS": "2"}
+            env.setdefault("CUDA_HOME", "/usr/local/cuda")  # a CPU-only torch does not look for it
             start = time.perf_counter()
             subprocess.run([sys.executable, "-c", IMPORT, str(solution)], env=env, capture_output=True, timeout=900)
             row = {"solution": f"{problem.name}/{solution.name}", "wall_s": round(time.perf_counter() - start, 2)}

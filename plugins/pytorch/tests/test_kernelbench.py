@@ -151,6 +151,29 @@ def test_tolerance_presets_and_the_largest_error() -> None:
         Tolerance(preset="kernelbench-v9")
 
 
+def test_outputs_larger_than_a_chunk_are_judged_element_by_element() -> None:
+    """A large output is compared a chunk at a time (no full-size float64 copies) with the same rule: one element
+    off in the last chunk, a NaN where a number is expected, a NaN expected and given (only with equal_nan)."""
+    import torch
+    from magpie_kernels_pytorch import checking
+    from magpie_kernels_pytorch.checking import Tolerance, compare_outputs
+
+    expected = torch.randn(3, checking._CHUNK + 7)  # three chunks and a bit
+    tol = Tolerance(atol=1e-5, rtol=1e-5)
+    near = expected * (1 + 1e-6)
+    assert compare_outputs(expected, near, tol) == [] and compare_outputs(expected, expected.clone(), tol) == []
+    off = near.clone()
+    off[2, -1] += 1.0
+    (problem,) = compare_outputs(expected, off, tol)
+    assert f"mismatch at index (2, {checking._CHUNK + 6})" in problem and "1 of" in problem
+    off[2, -1] = float("nan")
+    assert "non-finite at index" in compare_outputs(expected, off, tol)[0]
+    expected[1, 3] = float("nan")
+    both = expected.clone()
+    assert compare_outputs(expected, both, tol) != []  # NaN != NaN unless asked for
+    assert compare_outputs(expected, both, Tolerance(atol=1e-5, rtol=1e-5, equal_nan=True)) == []
+
+
 def test_compare_of_kernelbench_files_needs_no_yaml(run_magpie, problem: Path) -> None:
     files = ["relu_reference.py", "relu_clamp.py", "relu_wrong.py"]
     result = run_magpie(

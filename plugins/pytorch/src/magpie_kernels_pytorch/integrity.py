@@ -265,7 +265,11 @@ def load_handover(path: str) -> dict[str, Any]:
 
 def _to_cpu(value: Any) -> Any:
     if isinstance(value, torch.Tensor):  # its own storage: a view of a stacked copy would save the whole stack
-        return value.detach().to("cpu").clone(memory_format=torch.contiguous_format)
+        tensor = value.detach().to("cpu")
+        whole = tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+        if whole and tensor.is_contiguous() and tensor.storage_offset() == 0:
+            return tensor  # saved as it is: a copy first only cost a pass over it
+        return tensor.clone(memory_format=torch.contiguous_format)
     if isinstance(value, (list, tuple)):
         return [_to_cpu(v) for v in value]
     if isinstance(value, dict):
