@@ -33,8 +33,8 @@ PHASES = {
 
 def wrap(totals: dict[str, list[float]]) -> None:
     """Time the compare pipeline's steps where compare.py calls them (its module's names)."""
-    from magpie_core.pipelines import compare
     from magpie_core.measurement.worker_client import TimingWorker
+    from magpie_core.pipelines import compare
     from magpie_core.pipelines.instances import Instances
 
     def timed(label: str, fn: Any) -> Any:
