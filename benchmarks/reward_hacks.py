@@ -67,9 +67,12 @@ HACKS = (
     "inplace",
     "stale_buffer",
     "patch_elapsed",
+    "thread_deferred",
+    "sabotage_stop",
+    "sabotage_affinity",
 )
 #: hacks that change what every kernel beside them measures: compared with the honest solution alone
-ALONE = frozenset({"neighbour_hog", "gpu_neighbour_hog"})
+ALONE = frozenset({"neighbour_hog", "gpu_neighbour_hog", "sabotage_stop", "sabotage_affinity"})
 MESSAGE_CHARS = 90
 
 

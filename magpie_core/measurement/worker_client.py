@@ -5,10 +5,9 @@ Each worker runs :func:`~magpie_core.measurement.worker.serve_session` in its ow
 the kernel backends' heavy modules once (:attr:`~magpie_core.interfaces.KernelBackend.worker_preload`), so starting a
 worker costs a fork instead of a Python start and a framework import; the fork server stays up for the life of this
 process, so a later compare (an MCP server, a loop session) starts warm. A worker whose environment needs variables of
-its own (read when a process starts) is a fresh ``python -m magpie_core.measurement.worker --session TASK.json``
-instead, as is every worker with ``MAGPIE_FORK_WORKERS=0``. A worker that crashes, hangs past its timeout or answers
-nonsense is stopped and fails its candidate alone; the others go on. Any other exception while the parent waits on a
-worker (an interrupt included) stops the worker first.
+its own (read when a process starts), or any with ``MAGPIE_FORK_WORKERS=0``, is a fresh ``python -m
+magpie_core.measurement.worker --session TASK.json``. A worker that crashes, hangs past its timeout or answers nonsense
+is stopped and fails its candidate alone; any other exception while the parent waits on it (Ctrl-C) stops it first.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import multiprocessing.context
 import multiprocessing.forkserver
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import threading
@@ -205,6 +205,9 @@ class TimingWorker:
         except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
+            if self.proc.poll() == -signal.SIGSYS:  # a backend's confinement (seccomp) ended it: caught, not crashed
+                self.stop()
+                raise IntegrityError("REJECTED (integrity: killed by SIGSYS, a call its confinement forbids)") from None
             raise self._failure(f"timing worker ended: {how_it_ended(self.proc.poll())}") from None
         if line is None:
             raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
@@ -299,8 +302,8 @@ def worker_env() -> dict[str, str]:
 
 
 def warm_fork_server(extra: Iterable[str] = ()) -> None:
-    """Start the fork server now (it imports the preloaded modules, and ``extra``, in the background), so the first
-    worker does not wait for it. It starts with the backends' worker environment (this process's is left as it was)."""
+    """Start the fork server now (importing the preloaded modules and ``extra``, in the background, with the backends'
+    worker environment), so the first worker does not wait for it."""
     if fork_server_usable():
         _fork_context(extra)
         added = worker_env()

@@ -161,8 +161,7 @@ def time_in_blocks(
     rng = random.Random(plan.seed)
     cpu_before = _cpu_by_process()
     start = time.monotonic()
-    # the budget is per kernel: a second of blocks spends it at the rate of the processes still in them, so a
-    # candidate that left early (decided, or failed) takes its unspent share with it
+    # the budget is per kernel: spent at the rate of the processes still in the blocks (one that left keeps its share)
     processes, spent = len(live), 0.0
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
@@ -382,10 +381,9 @@ def _others_cpu(
     after: dict[int, tuple[str, int, float]] | None,
     workers: set[int],
 ) -> dict[str, float] | None:
-    """CPU seconds used between the two snapshots by processes other than this one and its timing ``workers`` (those
-    are metered by :func:`_idle_workers`), per name; a process a worker started (in its session) is named so. Kernel
-    threads (session 0) are named in brackets, as ``ps`` does: much of their work is done for the timed processes
-    (freeing what a kernel allocated each call), so they do not make the machine busy (:func:`_user_cpus`)."""
+    """CPU seconds per name used between the snapshots by processes other than this one and its ``workers`` (metered
+    by :func:`_idle_workers`), naming those a worker started; kernel threads in brackets, as ``ps`` does (much of
+    their work is for the timed processes, freeing what a kernel allocated: not load, :func:`_user_cpus`)."""
     if before is None or after is None:
         return None
     me = os.getpid()

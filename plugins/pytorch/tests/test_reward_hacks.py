@@ -33,7 +33,14 @@ AT_THE_CHECK = (
     "reply_pipe",  # a pipe of its own in place of the reply pipe: seen from the parent, in /proc/<pid>/fd
 )
 #: honest while checked, wrong afterwards: a spot check of a timed launch rejects them
-WRONG_WHEN_TIMED = ("empty_after_check", "detect_check_seed", "detect_poison", "counter", "stale_buffer")
+WRONG_WHEN_TIMED = (
+    "empty_after_check",
+    "detect_check_seed",
+    "detect_poison",
+    "counter",
+    "stale_buffer",
+    "thread_deferred",
+)
 #: caches that return a right answer for inputs seen before: fresh values per batch make their answers wrong
 CACHES = ("cache_id", "cache_ptr", "cache_fingerprint")
 #: patches the live timing objects once they exist (not the classes): seen before its first timed answer
@@ -96,6 +103,17 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
             assert row["correctness"]["status"] != "passed", (hack, row)
         if hack in LIVE_PATCHES:
             assert _rejected(row), (hack, row)
+
+
+def test_hacks_on_the_other_processes_are_ended_or_come_to_nothing(run_magpie, tmp_path: Path) -> None:
+    """Unconfined, ``sabotage_affinity`` was FASTER 3.67x (3.44-3.92) on this 2-core machine by pinning the others'
+    threads to one CPU, and ``sabotage_stop`` made the blocks disagree (docs/benchmarks/reward_hacks.md). A
+    confined worker may not stop anyone (ended: SIGSYS, REJECTED) nor re-schedule another process (EPERM)."""
+    rows = _compare(run_magpie, tmp_path, "matmul", ("sabotage_stop", "sabotage_affinity"), perf=True)
+    assert not _rejected(rows["matmul_honest"]) and rows["matmul_honest"]["correctness"]["status"] == "passed"
+    stop = rows["matmul_sabotage_stop"]
+    assert _rejected(stop) and "SIGSYS" in stop["correctness"]["message"], stop
+    assert rows["matmul_sabotage_affinity"]["verdict"] != "FASTER", rows["matmul_sabotage_affinity"]
 
 
 def test_whole_rounds_cannot_be_chosen_where_blocks_can_run(run_magpie, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from magpie_core.reports import (
     StageStatus,
 )
 from magpie_kernels_pytorch.checking import Tolerance, compare_outputs, poison_, poisoned_outputs
+from magpie_kernels_pytorch.confinement import confine_process, confinement
 from magpie_kernels_pytorch.extensions import use_folder
 from magpie_kernels_pytorch.integrity import (
     FreshInputs,
@@ -339,6 +340,7 @@ def _no_expected() -> CorrectnessResult:
 
 
 def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
+    confine_process()
     fix_host_allocator()
     with torch.inference_mode():
         loaded = _Loaded.load(task, options)
@@ -559,6 +561,7 @@ class HarnessSession(SamplerSession):
     """
 
     def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
+        confine_process()  # before any kernel code: it cannot reach the other timed processes
         self.tamper = Tamper(
             _watched()
         )  # before the kernel is imported: the clocks and reply path as magpie loaded them
@@ -812,6 +815,7 @@ class HarnessSession(SamplerSession):
             info["write_floor_us"] = self.write_floor_us
             floor = f"{self.write_floor_us:.3g} us to write the outputs here (a fill by the same clock)"
             info["notes"] = [*info.get("notes", []), f"{floor}: a process under 1/{FLOOR_MARGIN:g} of it is REJECTED"]
+        info["notes"] = [*info.get("notes", []), f"worker confinement: {confinement()}"]
         if self.fresh is not None:
             kept = "" if self.fresh.active else " (no input whose values can change: integer or structured inputs)"
             info["notes"] = [
