@@ -20,6 +20,7 @@ import os
 import platform
 import random
 import secrets
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -340,7 +341,10 @@ def _no_expected() -> CorrectnessResult:
 
 
 def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> EvaluationOutcome:
-    confine_process()
+    # called in-process (a notebook, a test) it leaves the caller's process as it was; a profiler's run (its
+    # tool's code in this process, talking to its own) gives no verdict
+    if _in_worker_process() and not task.settings.get("profile"):
+        confine_process()
     fix_host_allocator()
     with torch.inference_mode():
         loaded = _Loaded.load(task, options)
@@ -561,7 +565,7 @@ class HarnessSession(SamplerSession):
     """
 
     def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
-        confine_process()  # before any kernel code: it cannot reach the other timed processes
+        confine_process()  # before any kernel code (sessions live in timing workers only): it cannot reach the others
         self.tamper = Tamper(
             _watched()
         )  # before the kernel is imported: the clocks and reply path as magpie loaded them
@@ -834,6 +838,12 @@ def _judge_inputs(expected: list[Any], after: list[Any], output_args: list[int],
             continue
         if not same(given, now):
             raise IntegrityError(f"{when}: the kernel wrote into its input {i} (in place; not declared in output_args)")
+
+
+def _in_worker_process() -> bool:
+    """Whether this is magpie's one-shot worker (``python -m magpie_core.measurement.worker``)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == "magpie_core.measurement.worker"
 
 
 def open_python_timing(task: EvaluationTask, options: HarnessOptions) -> HarnessSession:
