@@ -51,6 +51,7 @@ def test_scheduling_another_process_is_refused_and_its_own_allowed(neighbour: in
             ("priority", lambda: os.setpriority(os.PRIO_PROCESS, {pid}, 19)),
             ("user priority", lambda: os.setpriority(os.PRIO_USER, 0, 19)),
             ("scheduler", lambda: os.sched_setscheduler({pid}, os.SCHED_IDLE, os.sched_param(0))),
+            ("everyone", lambda: os.kill(-1, 0)),
         ]:
             try:
                 call()
@@ -63,7 +64,7 @@ def test_scheduling_another_process_is_refused_and_its_own_allowed(neighbour: in
         pid=neighbour,
     )
     assert result.returncode == 0, result.stderr
-    assert "refused: affinity,priority,user priority,scheduler" in result.stdout
+    assert "refused: affinity,priority,user priority,scheduler,everyone" in result.stdout
     assert os.sched_getaffinity(neighbour) == os.sched_getaffinity(0)
 
 

@@ -9,9 +9,10 @@ and ``sabotage_affinity``). Before any kernel code loads, the worker confines it
 
 - a **seccomp filter** (Linux >= 3.17, every thread of the process and every process it starts): sending a stop
   signal to anyone, ``ptrace`` and reading or writing another process's memory end the process (``SIGSYS``, which
-  the parent reports as REJECTED); changing another process's CPUs, priority, scheduling, limits or memory
-  placement, taking its file descriptors or advising on its memory fail with ``EPERM``; honest code does none
-  of these (a library that pins its own threads by thread id gets ``EPERM`` and runs unpinned);
+  the parent reports as REJECTED); signalling every process of the user (``kill(-1, ...)``), changing another
+  process's CPUs, priority, scheduling, limits or memory placement, taking its file descriptors or advising on its
+  memory fail with ``EPERM``; honest code does none of these (a library that pins its own threads by thread id gets
+  ``EPERM`` and runs unpinned);
 - a **Landlock domain** where the kernel has one (>= 5.13): no access to processes outside it, so neither
   ``/proc/<pid>/mem`` nor ``/proc/<pid>/fd`` of the parent, the referee or a neighbour; from Landlock ABI 6
   (Linux 6.12) no signal at all to a process outside it. It handles no file access a kernel needs.
@@ -117,7 +118,9 @@ def _filter(arch: int, numbers: dict[str, int], pid: int) -> bytes:
         code += [(_JGE, 0, 1, _X32_BIT), (_RET, 0, 0, deny)]
     for name, number in numbers.items():
         if name in _SIGNAL_ARG:
-            body = [_arg(_SIGNAL_ARG[name]), (_JGE, 0, 2, _STOP_SIGNALS[0]), (_JGT, 1, 0, _STOP_SIGNALS[1])]
+            # kill(-1, ...) signals every process the user has (magpie, the user's shell): refused whatever the signal
+            body = [_arg(0), (_JEQ, 0, 1, 0xFFFFFFFF), (_RET, 0, 0, deny)] if name == "kill" else []
+            body += [_arg(_SIGNAL_ARG[name]), (_JGE, 0, 2, _STOP_SIGNALS[0]), (_JGT, 1, 0, _STOP_SIGNALS[1])]
             body += [(_RET, 0, 0, end), (_RET, 0, 0, _RET_ALLOW)]
         elif name in _END:
             body = [(_RET, 0, 0, end)]
