@@ -68,6 +68,7 @@ HACKS = (
     "stale_buffer",
     "patch_elapsed",
     "thread_deferred",
+    "incremental",
     "sabotage_stop",
     "sabotage_affinity",
 )
