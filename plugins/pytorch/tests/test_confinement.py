@@ -108,3 +108,15 @@ def test_confinement_can_be_switched_off_by_the_operator(monkeypatch: pytest.Mon
     monkeypatch.setenv("MAGPIE_WORKER_CONFINEMENT", "off")
     result = _confined("")
     assert result.returncode == 0 and result.stdout.startswith("off")
+
+
+def test_a_kernel_config_cannot_switch_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's environment holds its kernel's ``env:`` too, which an agent may write: only the operator's counts."""
+    monkeypatch.setenv("MAGPIE_WORKER_CONFINEMENT", "off")  # as a forked worker has it after the kernel's env
+    code = (
+        "from magpie_kernels_pytorch.confinement import confine_process\n"
+        "print(confine_process({'MAGPIE_WORKER_CONFINEMENT': 'off'}), flush=True)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("seccomp") and "ignored" in result.stdout, result.stdout

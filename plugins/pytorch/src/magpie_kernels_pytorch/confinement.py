@@ -20,7 +20,8 @@ and ``sabotage_affinity``). Before any kernel code loads, the worker confines it
 What this cannot stop is in docs/kernel-evaluation.md (threat model): the same user's files, cgroups the user
 may write to, and a compiled extension that undoes nothing here but attacks its own process from inside.
 ``MAGPIE_WORKER_CONFINEMENT=off`` in magpie's environment leaves workers unconfined (a debugger attached from
-inside a worker, say); the worker's ``info()`` says what was applied either way.
+inside a worker, say), but not in a kernel config's ``env:`` (an agent writes those); the worker's notes say what
+was applied either way.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import os
 import platform
 import struct
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 
 #: (AUDIT_ARCH, syscall numbers) per machine: the filter knows these two ABIs and leaves others unconfined
 _ABIS = {
@@ -73,16 +76,24 @@ _X32_BIT = 0x40000000
 _state: dict[str, str] = {}
 
 
-def confine_process() -> str:
-    """Confine this process (once; what was applied, also kept for :func:`confinement`). Call before kernel code."""
+SWITCH = "MAGPIE_WORKER_CONFINEMENT"
+
+
+def confine_process(kernel_env: Mapping[str, str] = MappingProxyType({})) -> str:
+    """Confine this process (once; what was applied, also kept for :func:`confinement`). Call before kernel code.
+
+    ``kernel_env``: the variables the kernel's own config set (``env:``), which whoever wrote the config chose: the
+    switch counts only where the operator set it, in magpie's environment."""
     if "applied" in _state:
         return _state["applied"]
-    if os.environ.get("MAGPIE_WORKER_CONFINEMENT", "").lower() in ("off", "0", "no", "false"):
-        applied = "off (MAGPIE_WORKER_CONFINEMENT)"
+    if SWITCH not in kernel_env and os.environ.get(SWITCH, "").lower() in ("off", "0", "no", "false"):
+        applied = f"off ({SWITCH})"
     elif not sys.platform.startswith("linux"):
         applied = "none (not Linux)"
     else:
         applied = " + ".join(part for part in (_seccomp(), _landlock()) if part) or "none (the kernel offers neither)"
+    if SWITCH in kernel_env:
+        applied += f" ({SWITCH} in the kernel's env ignored: only the operator's counts)"
     _state["applied"] = applied
     return applied
 

@@ -344,7 +344,7 @@ def evaluate_python_kernel(task: EvaluationTask, options: HarnessOptions) -> Eva
     # called in-process (a notebook, a test) it leaves the caller's process as it was; a profiler's run (its
     # tool's code in this process, talking to its own) gives no verdict
     if _in_worker_process() and not task.settings.get("profile"):
-        confine_process()
+        confine_process(task.kernel.get("env") or {})
     fix_host_allocator()
     with torch.inference_mode():
         loaded = _Loaded.load(task, options)
@@ -565,7 +565,7 @@ class HarnessSession(SamplerSession):
     """
 
     def __init__(self, task: EvaluationTask, options: HarnessOptions) -> None:
-        confine_process()  # before any kernel code (sessions live in timing workers only): it cannot reach the others
+        confine_process(task.kernel.get("env") or {})  # before any kernel code (sessions live in timing workers only)
         self.tamper = Tamper(
             _watched()
         )  # before the kernel is imported: the clocks and reply path as magpie loaded them
