@@ -14,6 +14,7 @@ paired per-round values, so a false call can be read round by round. Results: do
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -103,7 +104,7 @@ def main() -> None:
             block = benchmark_block(model, run_mode="external", base_url=url)
             run_benchmark_cli(block, work / "warmup", "--repeats", "3")
             load = injected_load(args.spinners, 3600, busy_ms=tuple(args.busy_ms), idle_ms=tuple(args.idle_ms))
-            with load if args.spinners else _quiet():
+            with load if args.spinners else contextlib.nullcontext():
                 for run in range(args.runs):
                     start = time.monotonic()
                     reports = run_interleaved_cli(block, block, work / f"aa{run}", "--repeats", str(args.repeats))
@@ -112,14 +113,6 @@ def main() -> None:
                         out.write(json.dumps(row) + "\n")
                     called = [k for k, m in row["metrics"].items() if m["verdict"] != "WITHIN NOISE"]
                     print(run, row["verdict"], row["s"], called, flush=True)
-
-
-class _quiet:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ def neighbour():
     proc.wait()
 
 
-def _confined(code: str, **values: object) -> subprocess.CompletedProcess[str]:
-    prelude = "from magpie_kernels_pytorch.confinement import confine_process\nprint(confine_process(), flush=True)\n"
+def _confined(code: str, kernel_env: dict[str, str] | None = None, **values: object) -> subprocess.CompletedProcess:
+    prelude = "from magpie_kernels_pytorch.confinement import confine_process\n"
+    prelude += f"print(confine_process({kernel_env or {}!r}), flush=True)\n"
     source = prelude + textwrap.dedent(code).format(**values)
     return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60)
 
@@ -113,10 +114,6 @@ def test_confinement_can_be_switched_off_by_the_operator(monkeypatch: pytest.Mon
 def test_a_kernel_config_cannot_switch_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker's environment holds its kernel's ``env:`` too, which an agent may write: only the operator's counts."""
     monkeypatch.setenv("MAGPIE_WORKER_CONFINEMENT", "off")  # as a forked worker has it after the kernel's env
-    code = (
-        "from magpie_kernels_pytorch.confinement import confine_process\n"
-        "print(confine_process({'MAGPIE_WORKER_CONFINEMENT': 'off'}), flush=True)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = _confined("", kernel_env={"MAGPIE_WORKER_CONFINEMENT": "off"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("seccomp") and "ignored" in result.stdout, result.stdout

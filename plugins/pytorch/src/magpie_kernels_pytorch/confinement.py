@@ -27,6 +27,7 @@ was applied either way.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import struct
@@ -90,12 +91,19 @@ def confine_process(kernel_env: Mapping[str, str] = MappingProxyType({})) -> str
         applied = f"off ({SWITCH})"
     elif not sys.platform.startswith("linux"):
         applied = "none (not Linux)"
+    elif _libc().prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: what both need to confine without privileges
+        applied = "none (no_new_privs refused)"
     else:
         applied = " + ".join(part for part in (_seccomp(), _landlock()) if part) or "none (the kernel offers neither)"
     if SWITCH in kernel_env:
         applied += f" ({SWITCH} in the kernel's env ignored: only the operator's counts)"
     _state["applied"] = applied
     return applied
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)  # only on Linux: the calls are its system calls
 
 
 def confinement() -> str:
@@ -109,14 +117,11 @@ def _seccomp() -> str:
     abi = _ABIS.get(platform.machine())
     if abi is None:
         return ""
-    libc = ctypes.CDLL(None, use_errno=True)
     program = _filter(abi[0], abi[1], os.getpid())
     buffer = ctypes.create_string_buffer(program)
     prog = struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(buffer))  # struct sock_fprog
-    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to filter without privileges
-        return ""
     # SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_TSYNC: every thread of the process, not only this one
-    if libc.syscall(abi[1]["seccomp"], 1, 1, ctypes.c_char_p(prog)) != 0:
+    if _libc().syscall(abi[1]["seccomp"], 1, 1, ctypes.c_char_p(prog)) != 0:
         return ""
     return "seccomp"
 
@@ -167,19 +172,16 @@ _SCOPE_SIGNAL = 1 << 1
 
 
 def _landlock() -> str:
-    libc = ctypes.CDLL(None, use_errno=True)
-    abi = libc.syscall(_LANDLOCK_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    abi = _libc().syscall(_LANDLOCK_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
         return ""
     scoped = _SCOPE_SIGNAL if abi >= 6 else 0
     attr = struct.pack("QQQ", _ACCESS_FS_MAKE_BLOCK, 0, scoped) if scoped else struct.pack("Q", _ACCESS_FS_MAKE_BLOCK)
-    ruleset = libc.syscall(_LANDLOCK_CREATE, ctypes.c_char_p(attr), len(attr), 0)
+    ruleset = _libc().syscall(_LANDLOCK_CREATE, ctypes.c_char_p(attr), len(attr), 0)
     if ruleset < 0:
         return ""
     try:
-        # needs no_new_privs, which the seccomp part set; if it did not, this sets it
-        libc.prctl(38, 1, 0, 0, 0)
-        if libc.syscall(_LANDLOCK_RESTRICT, ruleset, 0) != 0:
+        if _libc().syscall(_LANDLOCK_RESTRICT, ruleset, 0) != 0:
             return ""
     finally:
         os.close(ruleset)
