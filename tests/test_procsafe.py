@@ -236,6 +236,37 @@ def test_a_hanging_check_holds_up_the_other_candidates_for_a_bounded_time(monkey
     assert second_in - second_start < patience / 2, "the next in line waited for the overdue turn again"
 
 
+@pytest.mark.parametrize(
+    ("ending", "error", "said"),
+    [
+        ("pass", "TimingWorkerError", "timing worker is gone .BrokenPipeError.: exit status 0"),
+        (
+            "import os, signal; os.kill(os.getpid(), signal.SIGSYS)",
+            "IntegrityError",
+            "REJECTED .integrity: killed by SIGSYS",
+        ),
+    ],
+)
+def test_a_request_to_a_worker_that_already_ended_fails_its_candidate_alone(
+    tmp_path: Path, ending: str, error: str, said: str
+) -> None:
+    """A worker that dies between two requests (on an H100, a candidate ended by its confinement while idle) leaves
+    the next request in the pipe's buffer: stopping the worker must not raise BrokenPipeError again from closing that
+    pipe, which took a whole compare down ("'BrokenPipeError' object has no attribute 'passed'"); ended by its
+    confinement (SIGSYS), it is caught, as when the parent was waiting for an answer."""
+    from magpie_core.measurement import worker_client
+    from magpie_core.measurement.worker_client import TimingWorker
+
+    worker = object.__new__(TimingWorker)  # its process: one that has already ended, pipes still open
+    worker.proc = subprocess.Popen([sys.executable, "-c", ending], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    worker.proc.wait(timeout=60)
+    worker.log_path, worker._turn, worker.turn_cpu_s = tmp_path / "worker.log", threading.Lock(), 0.0
+    worker._log = worker.log_path.open("ab")
+    with pytest.raises(getattr(worker_client, error), match=said):
+        worker.ask({"samples": 1}, 5.0, "samples_us")
+    assert worker.proc.stdin.closed and worker._log.closed
+
+
 def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:
     marker = f"procsafe-{uuid.uuid4().hex}"
     config = kernel_file(tmp_path, [("base", "good"), ("other", "good")], budget_s=120)

@@ -342,8 +342,7 @@ def hierarchical_speedup(
     noise_floor: float = 0.0,
     blocks: tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]] | None = None,
 ) -> Speedup:
-    """Speedup of a candidate over the baseline, each timed in several worker processes, with an interval
-    that includes the spread between processes.
+    """Speedup over the baseline of a candidate timed in several worker processes; the interval includes their spread.
 
     Two-stage model: log time = kernel + process effect + block effect + noise. The block effect cancels in
     each process's level (:func:`process_levels`); a kernel's estimate is the mean of its processes' levels,

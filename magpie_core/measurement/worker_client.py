@@ -158,9 +158,8 @@ class TimingWorker:
             return answer
 
     def _reply_pipe_problem(self) -> str | None:
-        """Whether the worker still writes its answers to this pipe from :data:`~.worker.PROTOCOL_FD`
-        alone: code that keeps a copy of it (to write answers of its own) or puts a pipe of its own in its place (to
-        rewrite the answers in flight) is seen from here, outside its process (Linux ``/proc``; None elsewhere)."""
+        """Whether only :data:`~.worker.PROTOCOL_FD` holds this pipe in the worker: code keeping a copy (to write
+        answers of its own) or a pipe of its own there (to rewrite them) is seen from outside (Linux ``/proc``)."""
         from magpie_core.measurement.worker import PROTOCOL_FD
 
         try:
@@ -176,7 +175,8 @@ class TimingWorker:
         unregister_started(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
-                stream.close()
+                with contextlib.suppress(OSError):  # a request still buffered for a worker already gone: EPIPE again
+                    stream.close()
         self._log.close()
 
     # -- the line protocol -------------------------------------------------------------
@@ -188,7 +188,7 @@ class TimingWorker:
             stdin.write((json.dumps(message) + "\n").encode())
             stdin.flush()
         except (BrokenPipeError, ValueError, AssertionError) as exc:
-            raise self._failure(f"timing worker is gone ({type(exc).__name__})") from None
+            raise self._ended(f"timing worker is gone ({type(exc).__name__})") from None
 
     def _read(self, timeout_s: float, key: str) -> Any:
         try:
@@ -203,12 +203,7 @@ class TimingWorker:
         try:
             line = _readline(self.proc.stdout, timeout_s)
         except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-            if self.proc.poll() == -signal.SIGSYS:  # a backend's confinement (seccomp) ended it: caught, not crashed
-                self.stop()
-                raise IntegrityError("REJECTED (integrity: killed by SIGSYS, a call its confinement forbids)") from None
-            raise self._failure(f"timing worker ended: {how_it_ended(self.proc.poll())}") from None
+            raise self._ended("timing worker ended") from None
         if line is None:
             raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
         try:
@@ -223,6 +218,15 @@ class TimingWorker:
         if key not in message:
             raise self._failure(f"timing worker answered {sorted(message)} instead of {key!r}")
         return message[key]
+
+    def _ended(self, what: str) -> TimingWorkerError:
+        """A worker whose pipe closed, and how it ended: a backend's confinement (seccomp) ends it by SIGSYS, caught."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self.proc.poll() == -signal.SIGSYS:
+            self.stop()
+            return IntegrityError("REJECTED (integrity: killed by SIGSYS, a call its confinement forbids)")
+        return self._failure(f"{what}: {how_it_ended(self.proc.poll())}")
 
     def _failure(self, what: str) -> TimingWorkerError:
         self.stop()
@@ -316,11 +320,8 @@ def warm_fork_server(extra: Iterable[str] = ()) -> None:
 
 
 class ForkedWorker:
-    """A session worker forked from the fork server, with the part of ``Popen``'s interface magpie uses.
-
-    Its stdin and stdout are plain pipes to this process and its stderr is the worker log, exactly as for a
-    worker started with ``Popen``; it leads its own session, so its group is signalled like any other.
-    """
+    """A session worker forked from the fork server, with the part of ``Popen``'s interface magpie uses: stdin and
+    stdout pipes to this process, stderr the worker log; it leads its own session, signalled like any other."""
 
     def __init__(self, task_path: Path, cwd: Path, env: dict[str, str], log_path: Path) -> None:
         context = _fork_context()

@@ -28,6 +28,7 @@ from magpie_core.pipelines.jobs import (
     command_env,
     evaluate_kernel,
     evaluation_task,
+    failed_job,
     kernel_timeout,
 )
 from magpie_core.pipelines.kernel_reports import KernelResult
@@ -93,8 +94,7 @@ class Instances:
         """Ask every worker for its final info and let it end, side by side (each exit can take a while)."""
         with self.lock:
             workers, self.workers = dict(self.workers), {}
-        keys = list(workers)
-        infos = map_in_threads(lambda key: workers[key].close(), keys, workers=len(keys))
+        infos = map_in_threads(lambda key: workers[key].close(), keys := list(workers), workers=len(keys))
         return {key: info for key, info in zip(keys, infos, strict=True) if isinstance(info, dict)}
 
     def stop_all(self) -> None:
@@ -109,11 +109,8 @@ class Instances:
 
 
 class SessionHarness:
-    """Runs a kernel's harness in a long-lived session worker: started (after ``wait``), checked, kept.
-
-    Used as :data:`magpie_core.pipelines.jobs.HarnessRun`; a worker that fails to start or crashes
-    while checking gives a correctness error for its kernel alone.
-    """
+    """A :data:`~magpie_core.pipelines.jobs.HarnessRun` in a long-lived session worker: started (after ``wait``),
+    checked, kept; a worker that fails to start or crashes while checking fails its kernel alone."""
 
     def __init__(self, key: Key, instances: Instances, wait: threading.Event | None = None) -> None:
         self.key, self.instances, self.wait = key, instances, wait
@@ -170,6 +167,9 @@ def check_first_processes(
         wait = None if index == base_index else baseline_saved
         try:
             return evaluate_kernel(jobs[index], harness=SessionHarness((index, 0), instances, wait))
+        except Exception as exc:  # magpie's own failure on one candidate: it fails alone, the compare goes on
+            instances.drop(index)
+            return failed_job(jobs[index], exc)
         finally:
             if index == base_index:
                 baseline_saved.set()
