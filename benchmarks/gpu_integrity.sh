@@ -3,11 +3,13 @@
 # cost there (README GPU demo and a KernelBench bed problem, with and without them, alternating).
 #   benchmarks/gpu_integrity.sh hacks    # plugins/pytorch/tests/data/reward_hacks on the GPU (patch_elapsed included)
 #   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
+#   SIDES="old new unconfined" ROUNDS=2 benchmarks/gpu_integrity.sh cost   # and this checkout with the confinement off
 #   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
 #   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (no spot checks: the floor's case)
 #   HACKS="honest gpu_neighbour_hog" PROBLEMS=matmul benchmarks/gpu_integrity.sh hacks   # only these files
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
-# .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`.
+# .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`
+# with magpie_kernels_triton moved to plugins/triton (where this checkout keeps it).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -54,20 +56,30 @@ case "$MODE" in
     install "$ROOT/.old_magpie" /tmp/old
     OLD=/tmp/old:/tmp/deps
     BED=$ROOT/benchmarks/kernelbench_bed/l1_23_softmax
+    # SIDES: old (9b87e25), new (this checkout), unconfined (this checkout, MAGPIE_WORKER_CONFINEMENT=off); each round
+    # runs them in turn, every other round backwards. The busiest processes are sampled every 5 s (ps.txt): the load
+    # report names processes a timing worker started, which the older code left out.
+    (while :; do date +%T; ps -eo pid,ppid,sid,pcpu,etimes,args --sort=-pcpu | head -6 | cut -c1-200; sleep 5; done) \
+      > "$OUT/ps.txt" 2>&1 &
+    sampler=$!
+    read -ra sides <<< "${SIDES:-old new}"
     for round in $(seq 1 "${ROUNDS:-2}"); do
-      for side in old new; do
-        [ "$round" = 2 ] && side=$([ "$side" = old ] && echo new || echo old)
+      order=("${sides[@]}")
+      [ $((round % 2)) = 0 ] && order=($(printf '%s\n' "${sides[@]}" | tac))
+      for side in "${order[@]}"; do
         path=$([ "$side" = old ] && echo "$OLD" || echo "$NEW")
+        confine=$([ "$side" = unconfined ] && echo off || echo on)
         for case in demo bed; do
           if [ "$case" = demo ]; then args=(compare -k "$ROOT/examples/softmax/compare_gpu.yaml"); else
             args=(compare "$BED/reference.py" "$BED/alternative.py" "$BED/identical.py"); fi
           start=$(date +%s%N)
-          PYTHONPATH=$path timeout 200 python3 -m magpie_core -o /tmp/runs "${args[@]}" --json --no-html \
-            > "$OUT/cost_${case}_${side}_$round.json" 2>> "$OUT/cost.log"
+          MAGPIE_WORKER_CONFINEMENT=$confine PYTHONPATH=$path timeout 200 python3 -m magpie_core -o /tmp/runs "${args[@]}" \
+            --json --no-html > "$OUT/cost_${case}_${side}_$round.json" 2>> "$OUT/cost.log"
           code=$?
           echo "cost $case $side round $round exit $code wall_ms $(( ($(date +%s%N) - start) / 1000000 ))" | tee -a "$OUT/log.txt"
         done
       done
     done
+    kill "$sampler"
     ;;
 esac
