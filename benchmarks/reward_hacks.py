@@ -71,9 +71,10 @@ HACKS = (
     "incremental",
     "sabotage_stop",
     "sabotage_affinity",
+    "child_hog",
 )
 #: hacks that change what every kernel beside them measures: compared with the honest solution alone
-ALONE = frozenset({"neighbour_hog", "gpu_neighbour_hog", "sabotage_stop", "sabotage_affinity"})
+ALONE = frozenset({"neighbour_hog", "gpu_neighbour_hog", "sabotage_stop", "sabotage_affinity", "child_hog"})
 MESSAGE_CHARS = 90
 
 

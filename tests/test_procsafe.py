@@ -10,6 +10,7 @@ Timing: the stop itself (signal to exit) must take at most :data:`STOP_S` = 2 s;
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -265,6 +266,60 @@ def test_a_request_to_a_worker_that_already_ended_fails_its_candidate_alone(
     with pytest.raises(getattr(worker_client, error), match=said):
         worker.ask({"samples": 1}, 5.0, "samples_us")
     assert worker.proc.stdin.closed and worker._log.closed
+
+
+@pytest.mark.skipif(not hasattr(signal, "pidfd_send_signal"), reason="pidfds are Linux's (>= 5.3)")
+def test_what_a_worker_started_runs_only_in_its_turns_and_is_let_go_at_the_end() -> None:
+    """A candidate's child processes (the catalogue's child_hog, or torch.compile's pool) are stopped while other
+    workers are timed; a process outside the workers' sessions is never touched. Judged by CPU time used while
+    stopped (none), not by any timing order."""
+    from types import SimpleNamespace
+
+    from magpie_core.pipelines.blocked import Started
+
+    spin = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); time.sleep(60)"
+    leader = subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)
+    outsider = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    worker, started = SimpleNamespace(proc=leader), Started()
+    try:
+        deadline = time.monotonic() + 30
+        while not started.pidfds.get(leader.pid) and time.monotonic() < deadline:
+            started.scanned = -math.inf  # look again now
+            started.find({(1, 0): worker})  # type: ignore[dict-item]
+            time.sleep(0.05)
+        (child,) = started.pidfds[leader.pid]
+        assert _becomes(child, "T") and _state(outsider.pid) in "RS"
+        stopped_cpu = _cpu_s(child)
+        time.sleep(0.3)
+        assert _cpu_s(child) == stopped_cpu  # not a tick while others are timed
+        with started.running(worker):  # type: ignore[arg-type]
+            assert _becomes(child, "RS")
+        assert _becomes(child, "T")
+        started.release()
+        assert _becomes(child, "RS") and not started.pidfds
+    finally:
+        started.release()
+        os.killpg(leader.pid, signal.SIGKILL)
+        outsider.kill()
+        leader.wait()
+        outsider.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+
+
+def _becomes(pid: int, states: str, within_s: float = 10.0) -> bool:
+    """A signal takes effect once its target is scheduled: on a loaded machine, a while after it was sent."""
+    deadline = time.monotonic() + within_s
+    while _state(pid) not in states and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _state(pid) in states
+
+
+def _cpu_s(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def test_ctrl_c_during_compare_timing_keeps_the_blocks(tmp_path: Path) -> None:

@@ -14,12 +14,15 @@ process alone. The copy of the baseline, timed like any candidate, is reported a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
 import secrets
+import signal
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,8 @@ MIN_SPREAD_DF = 3
 MAX_DRIFT_PCT = 400.0
 #: other processes using this much CPU (in CPUs) while the blocks ran are worth naming
 BUSY_CPUS = 0.25
+#: how often the processes the workers started are looked for (:class:`Started`: a scan of /proc, a few ms)
+STARTED_SCAN_S = 1.0
 #: a candidate this far from the baseline at this confidence leaves the blocks, looked at from this block (the
 #: interval knows how few blocks it has): more blocks could not change its verdict; no identical copy gets there
 CLEAR_EFFECT, CLEAR_CONFIDENCE, CLEAR_FIRST_LOOK = 0.10, 0.99, 10
@@ -98,6 +103,7 @@ class BlockedTiming:
     spot_empty: Counter[Key] = field(default_factory=Counter)  # spot checks that found no kept launch, per process
     idle_cpu_s: Counter[Key] = field(default_factory=Counter)  # CPU each process used outside its own turns
     referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
+    started: Started = field(default_factory=lambda: Started())  # what the workers started, stopped outside their turns
 
     @property
     def block_count(self) -> int:
@@ -165,6 +171,7 @@ def time_in_blocks(
     processes, spent = len(live), 0.0
     try:
         while any(k[0] == baseline for k in live) and result.block_count < plan.max_blocks:
+            result.started.find(live)
             began, cpu = time.monotonic(), {key: (cpu_seconds(w.proc.pid), w.turn_cpu_s) for key, w in live.items()}
             block = _one_block(live, counts, plan, rng, result)
             if not _idle_workers(live, cpu, time.monotonic() - began, result):  # else the others' block is spoilt
@@ -182,6 +189,8 @@ def time_in_blocks(
         result.interrupted = True  # the block in progress is cut to the complete ones' length (samples stay)
         n = min((len(v) for k, v in result.blocks.items() if k[0] not in result.decided), default=0)
         result.blocks = {key: blocks[:n] for key, blocks in result.blocks.items()}
+    finally:
+        result.started.release()
     result.others_cpu_s = _others_cpu(cpu_before, _cpu_by_process(), {w.proc.pid for w in workers.values()})
     result.load_after = _load()
     return result
@@ -210,8 +219,8 @@ def _samples_per_slot(live: dict[Key, TimingWorker], plan: BlockPlan, result: Bl
 def _one_block(
     live: dict[Key, TimingWorker], counts: dict[Key, int], plan: BlockPlan, rng: random.Random, result: BlockedTiming
 ) -> dict[Key, float]:
-    """One slot per live process in random order; the block's median per process (a failed candidate is
-    dropped with all its processes)."""
+    """One slot per live process in random order, the processes it started running only then; the block's median
+    per process (a failed candidate is dropped with all its processes)."""
     order = list(live)
     rng.shuffle(order)
     block: dict[Key, float] = {}
@@ -220,9 +229,11 @@ def _one_block(
             continue
         slot = secrets.randbits(62)  # the seed of this slot's fresh input values: unknown to the kernel until now
         try:
-            got = live[key].sample(counts[key], plan.timeout_s, slot)
+            with result.started.running(live[key]):
+                got = live[key].sample(counts[key], plan.timeout_s, slot)
             if result.referee not in (None, live[key]) and _spot_due(key, result):
-                _spot_check(live[key], key, slot, counts[key], plan, result)
+                with result.started.running(result.referee):
+                    _spot_check(live[key], key, slot, counts[key], plan, result)
         except TimingWorkerError as exc:  # a crash, or caught faking (an IntegrityError: REJECTED)
             _drop(live, key[0], str(exc), result)
             continue
@@ -353,6 +364,52 @@ def _load() -> float | None:
         return None
 
 
+class Started:
+    """The processes each timing worker started (its session, less itself: a backend's confinement keeps them there),
+    stopped while other workers are timed: what they do (a compile pool warming up, or work aimed at the neighbours,
+    the catalogue's ``child_hog``) lands in their own worker's turns. Held as pidfds, so a pid reused meanwhile is
+    never signalled; let go at the end (a worker's stop ends its group)."""
+
+    def __init__(self) -> None:
+        self.pidfds: dict[int, dict[int, int]] = {}  # worker pid (its session) -> pid -> pidfd
+        self.scanned = -math.inf
+
+    def find(self, live: dict[Key, TimingWorker]) -> None:
+        """New ones, looked for every :data:`STARTED_SCAN_S` at most, are stopped at once."""
+        if time.monotonic() - self.scanned < STARTED_SCAN_S or not hasattr(signal, "pidfd_send_signal"):
+            return
+        self.scanned, leaders = time.monotonic(), {w.proc.pid for w in live.values()}
+        for pid, (_, session, _) in (_cpu_by_process() or {}).items():
+            if session in leaders and pid != session and pid not in self.pidfds.get(session, {}):
+                with contextlib.suppress(OSError):  # ended meanwhile
+                    fd = os.pidfd_open(pid)
+                    if _stat(Path(f"/proc/{pid}"))[1:2] != (session,):  # a new process with the pid scanned
+                        os.close(fd)
+                        continue
+                    self.pidfds.setdefault(session, {})[pid] = fd
+                    _signal([fd], signal.SIGSTOP)
+
+    @contextlib.contextmanager
+    def running(self, worker: TimingWorker) -> Iterator[None]:
+        _signal(fds := self.pidfds.get(worker.proc.pid, {}).values(), signal.SIGCONT)
+        try:
+            yield
+        finally:
+            _signal(fds, signal.SIGSTOP)
+
+    def release(self) -> None:
+        for fd in [fd for fds in self.pidfds.values() for fd in fds.values()]:
+            _signal([fd], signal.SIGCONT)
+            os.close(fd)
+        self.pidfds.clear()
+
+
+def _signal(pidfds: Iterable[int], number: int) -> None:
+    for fd in pidfds:
+        with contextlib.suppress(OSError):  # it ended
+            signal.pidfd_send_signal(fd, number)
+
+
 # --- what else was running ---------------------------------------------------------------------------
 
 
@@ -361,19 +418,18 @@ def _cpu_by_process() -> dict[int, tuple[str, int, float]] | None:
     proc = Path("/proc")
     if not (proc / "self" / "stat").exists():
         return None
-    tick = os.sysconf("SC_CLK_TCK")
-    table: dict[int, tuple[str, int, float]] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "stat").read_text()
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
-        # after the name: state ppid pgrp session ... utime (11) stime (12), counted from the state
-        table[int(entry.name)] = (name, int(rest[3]), (int(rest[11]) + int(rest[12])) / tick)
-    return table
+    return {int(entry.name): found for entry in proc.iterdir() if entry.name.isdigit() and (found := _stat(entry))}
+
+
+def _stat(entry: Path) -> tuple[str, int, float] | tuple[()]:
+    """(name, session id, CPU seconds so far) of the process ``entry`` (/proc/<pid>); () if gone or not ours to read."""
+    try:
+        raw = (entry / "stat").read_text()
+    except OSError:
+        return ()
+    name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
+    # after the name: state ppid pgrp session ... utime (11) stime (12), counted from the state
+    return name, int(rest[3]), (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _others_cpu(

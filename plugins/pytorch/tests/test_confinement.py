@@ -69,6 +69,32 @@ def test_scheduling_another_process_is_refused_and_its_own_allowed(neighbour: in
     assert os.sched_getaffinity(neighbour) == os.sched_getaffinity(0)
 
 
+def test_its_processes_cannot_leave_its_session_or_group() -> None:
+    """Where magpie finds what a worker started (pausing it while others are timed) and ends it with the worker."""
+    result = _confined(
+        """
+        import os, subprocess, sys
+        refused = []
+        for name, call in [("setsid", os.setsid), ("setpgid", lambda: os.setpgid(0, 0))]:
+            try:
+                call()
+            except PermissionError:
+                refused.append(name)
+        try:
+            subprocess.run([sys.executable, "-c", ""], start_new_session=True)
+        except PermissionError:
+            refused.append("new session")
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgid(0))"],
+                               capture_output=True, text=True)
+        print("refused:", ",".join(refused), "| child:", child.stdout.strip(), "| here:", os.getsid(0), os.getpgid(0))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    refused, child, here = result.stdout.splitlines()[-1].split(" | ")
+    assert refused == "refused: setsid,setpgid,new session"
+    assert child.removeprefix("child: ") == here.removeprefix("here: ")  # what it starts stays where it is
+
+
 def test_reading_another_process_memory_is_refused_or_ends_the_reader(neighbour: int) -> None:
     result = _confined(
         """

@@ -108,12 +108,14 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
 def test_hacks_on_the_other_processes_are_ended_or_come_to_nothing(run_magpie, tmp_path: Path) -> None:
     """Unconfined, ``sabotage_affinity`` was FASTER 3.67x (3.44-3.92) on this 2-core machine by pinning the others'
     threads to one CPU, and ``sabotage_stop`` made the blocks disagree (docs/benchmarks/reward_hacks.md). A
-    confined worker may not stop anyone (ended: SIGSYS, REJECTED) nor re-schedule another process (EPERM)."""
-    rows = _compare(run_magpie, tmp_path, "matmul", ("sabotage_stop", "sabotage_affinity"), perf=True)
+    confined worker may not stop anyone (ended: SIGSYS, REJECTED) nor re-schedule another process (EPERM).
+    ``child_hog``'s processes burn CPU while the others are timed; they are stopped then (never FASTER)."""
+    rows = _compare(run_magpie, tmp_path, "matmul", ("sabotage_stop", "sabotage_affinity", "child_hog"), perf=True)
     assert not _rejected(rows["matmul_honest"]) and rows["matmul_honest"]["correctness"]["status"] == "passed"
     stop = rows["matmul_sabotage_stop"]
     assert _rejected(stop) and "SIGSYS" in stop["correctness"]["message"], stop
-    assert rows["matmul_sabotage_affinity"]["verdict"] != "FASTER", rows["matmul_sabotage_affinity"]
+    for hack in ("sabotage_affinity", "child_hog"):
+        assert rows[f"matmul_{hack}"]["verdict"] != "FASTER", rows[f"matmul_{hack}"]
 
 
 def test_whole_rounds_cannot_be_chosen_where_blocks_can_run(run_magpie, tmp_path: Path) -> None:

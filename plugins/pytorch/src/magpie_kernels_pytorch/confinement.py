@@ -11,8 +11,10 @@ and ``sabotage_affinity``). Before any kernel code loads, the worker confines it
   signal to anyone, ``ptrace`` and reading or writing another process's memory end the process (``SIGSYS``, which
   the parent reports as REJECTED); signalling every process of the user (``kill(-1, ...)``), changing another
   process's CPUs, priority, scheduling, limits or memory placement, taking its file descriptors or advising on its
-  memory fail with ``EPERM``; honest code does none of these (a library that pins its own threads by thread id gets
-  ``EPERM`` and runs unpinned);
+  memory, or leaving the worker's session or process group (``setsid``, ``setpgid``) fail with ``EPERM``; honest
+  code does none of these (a library that pins its own threads by thread id gets ``EPERM`` and runs unpinned). So
+  every process the candidate starts stays in its worker's session, where magpie pauses it while other workers
+  are timed (``magpie_core.pipelines.blocked.Started``; the catalogue's ``child_hog``) and ends it with the worker;
 - a **Landlock domain** where the kernel has one (>= 5.13): no access to processes outside it, so neither
   ``/proc/<pid>/mem`` nor ``/proc/<pid>/fd`` of the parent, the referee or a neighbour; from Landlock ABI 6
   (Linux 6.12) no signal at all to a process outside it. It handles no file access a kernel needs.
@@ -44,7 +46,7 @@ _ABIS = {
             "pidfd_send_signal": 424, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
             "sched_setaffinity": 203, "sched_setparam": 142, "sched_setscheduler": 144, "sched_setattr": 314,
             "setpriority": 141, "prlimit64": 302, "migrate_pages": 256, "move_pages": 279, "pidfd_getfd": 438,
-            "process_madvise": 440, "seccomp": 317,
+            "process_madvise": 440, "seccomp": 317, "setsid": 112, "setpgid": 109,
         },
     ),
     "aarch64": (
@@ -54,7 +56,7 @@ _ABIS = {
             "pidfd_send_signal": 424, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
             "sched_setaffinity": 122, "sched_setparam": 118, "sched_setscheduler": 119, "sched_setattr": 274,
             "setpriority": 140, "prlimit64": 261, "migrate_pages": 238, "move_pages": 239, "pidfd_getfd": 438,
-            "process_madvise": 440, "seccomp": 277,
+            "process_madvise": 440, "seccomp": 277, "setsid": 157, "setpgid": 154,
         },
     ),
 }  # fmt: skip
@@ -67,7 +69,8 @@ _OWN_MEMORY_ONLY = ("process_vm_readv", "process_vm_writev")  # on itself allowe
 #: allowed on the calling process (pid 0 or its own), EPERM on any other
 _OWN_PROCESS_ONLY = ("sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr", "prlimit64",
                      "migrate_pages", "move_pages")  # fmt: skip
-_REFUSED = ("pidfd_getfd", "process_madvise")
+#: and leaving the worker's session or process group, where magpie finds, pauses and ends what a worker started
+_REFUSED = ("pidfd_getfd", "process_madvise", "setsid", "setpgid")
 
 _RET_KILL_PROCESS, _RET_ERRNO, _RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 _LD, _JEQ, _JGE, _JGT, _RET = 0x20, 0x15, 0x35, 0x25, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, ..., BPF_RET|K
