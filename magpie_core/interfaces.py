@@ -2,8 +2,7 @@
 
 Components are plain objects; subclassing these ABCs is the easy way to get the defaults, and :func:`component_names` is
 how the registry names them. Methods that run inside an isolated worker process say so: they may crash or hang without
-harming the run, because the core runs them in a subprocess.
-"""
+harming the run, because the core runs them in a subprocess."""
 
 from __future__ import annotations
 
@@ -43,9 +42,8 @@ class KernelBackend(Component):
     """Compiles, checks and times kernels of one or more ``type`` values."""
 
     kernel_types: ClassVar[tuple[str, ...]] = ()
-    #: How ``discover_kernels`` recognises this backend's sources: file suffix -> regexes,
-    #: any of which marks a kernel source (an empty tuple: the suffix alone). A named group
-    #: ``name`` captures kernel names.
+    #: How ``discover_kernels`` recognises this backend's sources: file suffix -> regexes, any of which marks a kernel
+    #: source (an empty tuple: the suffix alone). A named group ``name`` captures kernel names.
     source_patterns: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: Modules a timing worker of this backend needs (its heavy imports): imported once into the fork server
     #: that compare's worker processes are forked from, so each process start costs a fork, not an import.
@@ -61,25 +59,18 @@ class KernelBackend(Component):
         return ()
 
     def compile(self, kernel: KernelConfig, build_dir: Path) -> CompileResult | None:
-        """Build the kernel's sources in the parent process; ``None``: nothing to build.
-
-        Called only when the kernel config gives no ``compile_command`` of its own.
-        """
+        """Build the kernel's sources in the parent process; ``None``: nothing to build. Called only when the kernel
+        config gives no ``compile_command`` of its own."""
         return None
 
     def annotate_compile(self, kernel: KernelConfig, result: CompileResult) -> CompileResult:
-        """Read the output of the config's own ``compile_command`` (resources, error locations).
-
-        Called in the parent process after a ``compile_command`` ran; the default changes nothing.
-        """
+        """Read the output of the config's own ``compile_command`` (resources, error locations), in the parent process
+        after it ran; the default changes nothing."""
         return result
 
     def cannot_run(self, kernel: KernelConfig) -> str | None:
-        """Why a compiled kernel cannot run on this machine (e.g. no device of its vendor), or ``None``.
-
-        When a reason is given, correctness and performance are reported as ``not_run`` with it:
-        neither a failure nor a pass.
-        """
+        """Why a compiled kernel cannot run on this machine (e.g. no device of its vendor), or ``None``. When a reason
+        is given, correctness and performance are reported as ``not_run`` with it: neither a failure nor a pass."""
         return None
 
     @abstractmethod
@@ -91,17 +82,14 @@ class KernelBackend(Component):
 
         ``compare`` then times every candidate in short interleaved blocks through this session
         (:class:`magpie_core.measurement.timing.SamplerSession` wraps the core's batch sampler). ``None``: not
-        supported, and ``compare`` falls back to whole timing rounds with :meth:`evaluate`.
-        """
+        supported, and ``compare`` falls back to whole timing rounds with :meth:`evaluate`."""
         return None
 
 
 class Timer(Component):
-    """Times launches on one kind of device (``cpu``, ``cuda``, ...).
-
-    A timer only supplies a clock (:class:`magpie_core.measurement.timing.BatchClock`); batch sizes,
-    cold caches, warm-up and stopping are the core's (:func:`magpie_core.measurement.timing.measure`).
-    """
+    """Times launches on one kind of device (``cpu``, ``cuda``, ...). A timer only supplies a clock
+    (:class:`magpie_core.measurement.timing.BatchClock`); batch sizes, cold caches, warm-up and stopping are the core's
+    (:func:`magpie_core.measurement.timing.measure`)."""
 
     device_kinds: ClassVar[tuple[str, ...]] = ()
 
@@ -121,8 +109,7 @@ class Profiler(Component):
 
         ``options`` is the profiler's block of the performance settings (``performance.<profiler name>: {...}``) plus
         ``profiler_ranges: true`` when ``argv`` marks its region of interest with the device runtime's profiler
-        start/stop calls (the built-in harness does), so only that region needs profiling.
-        """
+        start/stop calls (the built-in harness does), so only that region needs profiling."""
 
     def notes(self, options: dict[str, Any] | None = None) -> list[str]:
         """What the reader of the numbers must know (clocks locked, caches flushed, ...)."""
@@ -130,20 +117,16 @@ class Profiler(Component):
 
 
 class TraceAnalyzer(Component):
-    """Turns profiler trace files into tables and a JSON summary.
-
-    Read traces with the public library :mod:`magpie_trace` (streaming
-    decode, column tables, split-by-bytes for several processes).
-    """
+    """Turns profiler trace files into tables and a JSON summary. Read traces with the public library
+    :mod:`magpie_trace` (streaming decode, column tables, split-by-bytes for several processes)."""
 
     @abstractmethod
     def analyze(self, traces: Path, options: dict[str, Any], out_dir: Path | None) -> dict[str, Any]:
-        """Analyze ``traces`` (a trace file or a folder of them) and write outputs under ``out_dir``
-        (``None``: the analyzer's default place, said in the summary).
+        """Analyze ``traces`` (a trace file or a folder of them) and write outputs under ``out_dir`` (``None``: the
+        analyzer's default place, said in the summary).
 
-        ``options`` are the analyzer's own settings (its documented keys); an unusable input is a
-        ``ValueError`` or ``OSError`` with a message that names the file. Returns the summary.
-        """
+        ``options`` are the analyzer's own settings (its documented keys); an unusable input is a ``ValueError`` or
+        ``OSError`` with a message that names the file. Returns the summary."""
 
 
 class KernelSourceFinder(Component):
@@ -151,11 +134,9 @@ class KernelSourceFinder(Component):
 
     @abstractmethod
     def find(self, kernels: Sequence[dict[str, Any]], options: dict[str, Any]) -> dict[str, Any]:
-        """Find sources for ``kernels`` (``[{"name": str, "parsed": ParsedKernelName | None}]``).
-
-        ``options`` name where to look (``repos``: folders) and how (``cache_dir``, ``clone``).
-        Returns ``{"sources": {name: ...}, "repos": [...], "errors": [...]}``.
-        """
+        """Find sources for ``kernels`` (``[{"name": str, "parsed": ParsedKernelName | None}]``): ``options`` name
+        where to look (``repos``: folders) and how (``cache_dir``, ``clone``).
+        Returns ``{"sources": {name: ...}, "repos": [...], "errors": [...]}``."""
 
 
 class KernelNameParser(Component):
@@ -175,9 +156,8 @@ class ExecutionEnvironment(Component):
     def with_options(self, options: dict[str, Any]) -> ExecutionEnvironment:
         """This environment configured by the run's config blocks (e.g. ``{"ray_config": {...}}``).
 
-        The pipelines pass every block a kernel file or framework config gives for
-        environments; an environment reads the ones it knows and ignores the rest.
-        """
+        The pipelines pass every block a kernel file or framework config gives for environments; an environment reads
+        the ones it knows and ignores the rest."""
         return self
 
     @abstractmethod
@@ -190,11 +170,9 @@ class ExecutionEnvironment(Component):
         gpus_per_item: float = 0,
         on_result: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """Apply the picklable top-level ``fn`` to each item; results in input order.
-
-        An item whose call raised yields the exception object instead of a result.
-        ``on_result(index, result)`` is called as each item finishes (for progress).
-        """
+        """Apply the picklable top-level ``fn`` to each item; results in input order. An item whose call raised yields
+        the exception object instead of a result. ``on_result(index, result)`` is called as each item finishes (for
+        progress)."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +209,7 @@ class GpuHardwareControl(ABC):
 
     Settings (AMD Magpie's ``gpu.hardware``, flattened per GPU): ``power_limit_w``, ``gpu_clock_mhz`` /
     ``mem_clock_mhz`` ([min, max] to lock to), ``gpu_clock_level`` / ``mem_clock_level`` (a vendor's performance level).
-    A setting the vendor cannot make raises :class:`HardwareControlError` naming it; nothing is left half-applied.
-    """
+    A setting the vendor cannot make raises :class:`HardwareControlError` naming it; nothing is left half-applied."""
 
     vendor: ClassVar[str] = ""
 

@@ -2,8 +2,7 @@
 
 The core knows no kernel family; every family lives in a parser plugin (helpers parsers share, such as the C++ name
 reader, are in the ``magpie-trace`` library). A name no parser recognises is reported as family ``unknown`` with
-confidence 0.
-"""
+confidence 0."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ reported once as a warning naming its distribution and the error; it is then unr
 working.
 
 The process-wide manager is :func:`get_plugin_manager`; code that needs another one (tests with ad-hoc plugins, an
-embedding application) builds a :class:`PluginManager` and passes it, or installs it with :func:`use_plugin_manager`.
-"""
+embedding application) builds a :class:`PluginManager` and passes it, or installs it with :func:`use_plugin_manager`."""
 
 from __future__ import annotations
 
@@ -145,8 +144,7 @@ class PluginManager:
     application). ``defaults``: load :data:`DEFAULT_PLUGINS`. ``lazy``: call a kind's registration hook when that
     kind is first looked up (:meth:`components`, :meth:`get`, :meth:`owner`; :attr:`plugins` collects every kind),
     so a command imports only the plugin modules that register what it uses (``magpie gap`` reads kernel-name
-    parsers and config blocks, not MCP tools); a plugin failing in a kind's hook is reported when that kind is used.
-    """
+    parsers and config blocks, not MCP tools); a plugin failing in a kind's hook is reported when that kind is used."""
 
     def __init__(
         self,
@@ -182,8 +180,7 @@ class PluginManager:
     @property
     def plugins(self) -> dict[str, PluginInfo]:
         """Every plugin and what became of it, with the components of every kind collected."""
-        for kind in self.kind_hooks:
-            self._ensure(kind)
+        self._collect_components()
         return self._plugins
 
     def add_kinds(self, specs: ModuleType) -> None:
@@ -295,14 +292,13 @@ class PluginManager:
         fatal: bool = True,
         only: Collection[str] | None = None,
     ) -> Any:
-        """Call ``pm.hook.<hook_name>(**make_kwargs())`` so that one raising plugin fails alone.
-
-        ``only``: ask just the plugins of these names (the others are left out as if skipped).
+        """Call ``pm.hook.<hook_name>(**make_kwargs())`` so that one raising plugin fails alone; ``only``: ask just the
+        plugins of these names (the others are left out as if skipped).
 
         The plugin whose implementation raised is found in the traceback. With ``fatal`` it is marked failed and
         unregistered (a plugin that cannot register is not half-installed); without, it is only warned about and skipped
-        for this call. The call is then repeated, with fresh arguments, without it. Errors outside any plugin propagate.
-        """
+        for this call. The call is then repeated, with fresh arguments, without it. Errors outside any plugin
+        propagate."""
         skipped = [p for name, p in self.pm.list_name_plugin() if only is not None and name not in only]
         while True:
             caller = getattr(self.pm.hook, hook_name)
@@ -362,11 +358,9 @@ class PluginManager:
             self._ready.add(kind)
 
     def _collect_kind(self, kind: str) -> None:
-        """Call the registration hook of ``kind`` once per plugin, so each component is credited to its plugin.
-
-        Each call still goes through pluggy (a caller restricted to that plugin); a plugin that
-        raises in it is failed and everything it registered is forgotten.
-        """
+        """Call the registration hook of ``kind`` once per plugin, so each component is credited to its plugin: each
+        call still goes through pluggy (a caller restricted to that plugin); a plugin that raises in it is failed and
+        everything it registered is forgotten."""
         hook_name = self.kind_hooks[kind]
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             info = self._plugins[impl.plugin_name]

@@ -3,8 +3,7 @@
 The core draws nothing and imports no plotting library. A report plugin (``magpie-report``)
 implements :func:`~magpie_core.hookspecs.magpie_report_sections` as a pluggy wrapper: it puts its
 section/figure helper on ``page.kit``, lets every plugin contribute sections for the modes it
-knows, and writes the page to ``page.output``. With no such plugin installed nothing happens.
-"""
+knows, and writes the page to ``page.output``. With no such plugin installed nothing happens."""
 
 from __future__ import annotations
 

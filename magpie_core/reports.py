@@ -1,8 +1,7 @@
 """Typed report models shared by every pipeline and plugin.
 
 Reports are written as JSON with ``schema_version``; readers should accept
-any report whose major version matches theirs.
-"""
+any report whose major version matches theirs."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The ``local`` execution environment: a thread pool on this machine.
 
 Each item's function usually starts its own subprocess (kernel isolation), so threads are enough to overlap them. With
-more than one worker, timings of kernels that share a device interfere; the default is one worker.
-"""
+more than one worker, timings of kernels that share a device interfere; the default is one worker."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 The shell (the root group: :mod:`magpie_core.cli.app`; global options, exit codes: :mod:`magpie_core.cli.kit`) and
 the core's own commands (``analyze``, ``compare``, ``plugins``, ``gpu-info``) live here, a module each, imported only
 when that command runs (:mod:`magpie_core.cli.lazy`); every other command comes from a plugin: declared in the
-``magpie.commands`` entry-point group, or added by ``magpie_register_commands`` (:mod:`magpie_core.cli.commands`).
-"""
+``magpie.commands`` entry-point group, or added by ``magpie_register_commands`` (:mod:`magpie_core.cli.commands`)."""
 
 from __future__ import annotations
 

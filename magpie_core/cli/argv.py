@@ -2,8 +2,7 @@
 
 AMD Magpie's argparse options take several values after one flag (``nargs="*"``); typer takes one value
 per flag. :func:`expand_multi_value_options` rewrites the first spelling into the second before typer
-parses, and :func:`split_list` also accepts comma lists.
-"""
+parses, and :func:`split_list` also accepts comma lists."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Two ways, open to every distribution alike (magpie's own plugins use the first):
   ``magpie.commands`` entry point, before the command runs.
 
 Each function adds its commands to a staging :class:`typer.Typer` of its own, so one that raises halfway adds
-nothing; a command name that is taken already is skipped with a warning naming both.
-"""
+nothing; a command name that is taken already is skipped with a warning naming both."""
 
 from __future__ import annotations
 

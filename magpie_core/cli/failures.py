@@ -6,8 +6,7 @@ or a failed run into exit 1. Whatever escapes that, in a core command or a plugi
 * an ``OSError`` about a path (an ``-o`` that is a file, a folder under ``/dev/null``, a name too long, no
   permission) is the user's environment: one line naming the path, exit 2;
 * anything else is a bug in magpie or a plugin: one line naming the error and the file holding the full
-  traceback (written to a temporary folder), exit 1 — never a traceback on the terminal.
-"""
+  traceback (written to a temporary folder), exit 1 — never a traceback on the terminal."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``magpie analyze`` and ``magpie compare`` (their pipelines are imported when they run, not for ``--help``).
 
 A kernel YAML (``-k``) is the usual input; AMD Magpie's flag form also works:
-``magpie analyze vector_add.hip --testcase "./vector_add" --type hip``.
-"""
+``magpie analyze vector_add.hip --testcase "./vector_add" --type hip``."""
 
 from __future__ import annotations
 

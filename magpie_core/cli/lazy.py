@@ -3,8 +3,7 @@
 Two kinds of commands load this way: the core's own (:data:`CORE_COMMANDS`, a module each, registering on the root app)
 and the commands plugins declare in the ``magpie.commands`` entry-point group (:mod:`magpie_core.cli.commands`):
 ``magpie gap`` imports the gap plugin's command module, not the MCP server's or the benchmark pipeline's. Click asks
-:class:`LazyGroup` for a command to run it, to show its help, or to list it in ``magpie --help``.
-"""
+:class:`LazyGroup` for a command to run it, to show its help, or to list it in ``magpie --help``."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ Commands that write tables into a run folder also take ``--format xlsx`` (:data:
 go into one Excel workbook there (:mod:`magpie_trace.workbook`), and the table is printed as usual.
 
 A table printed to a pipe or a log file is never cut: the consoles here (:data:`console`, :data:`err_console`)
-are wide when the stream is not a terminal, and ``--format csv|json`` prints the same rows whole.
-"""
+are wide when the stream is not a terminal, and ``--format csv|json`` prints the same rows whole."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ AMD Magpie's YAML configs load unchanged and magpie's reports carry AMD Magpie's
 its own. This module holds the mappings between the two: report fields and states, the defaults
 AMD Magpie assumes, and the keys magpie accepts but does not act on. Such a key is never silently
 ignored: :func:`warn_unimplemented` names it (file, line, key) and says what magpie does instead.
-A plugin distribution keeps the mappings of its own files (the serving benchmark's: ``magpie_benchmark.amd_magpie``).
-"""
+A plugin distribution keeps the mappings of its own files (the serving benchmark's: ``magpie_benchmark.amd_magpie``)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ the key). The tables are data, ``magpie_core/data/compat_keys.json``: the kernel
 ``kernels.``), the performance and latency blocks (in both files), and each file's own keys. The benchmark YAML's table
 lives with the benchmark (``magpie_benchmark.amd_magpie_keys``); :func:`describe_in`, :func:`status_in` serve any table.
 Patterns use ``*`` for one free-form key (an env var name, a metric name, a GPU index). ``tests/test_magpie_corpus.py``
-checks every key of the gathered AMD Magpie configs against this table and against what the loaders actually do.
-"""
+checks every key of the gathered AMD Magpie configs against this table and against what the loaders actually do."""
 
 from __future__ import annotations
 

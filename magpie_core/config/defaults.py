@@ -1,8 +1,7 @@
 """The framework config (``config.yaml``, ``--config/-c``; AMD Magpie's name): this machine's defaults.
 
 AMD Magpie's ``config.yaml`` loads unchanged. Its ``compare.perf_weights_*`` are accepted but do not weight magpie's
-ranking: magpie ranks correct kernels by measured time only (counters explain, they never outvote the clock).
-"""
+ranking: magpie ranks correct kernels by measured time only (counters explain, they never outvote the clock)."""
 
 from __future__ import annotations
 

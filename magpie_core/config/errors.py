@@ -2,8 +2,7 @@
 
 Every command's error handler catches these (:func:`magpie_core.cli.kit.handle_errors`); keeping them in a
 module that imports nothing lets a command that never reads a config file start without yaml or pydantic.
-:mod:`magpie_core.config.loader` re-exports them.
-"""
+:mod:`magpie_core.config.loader` re-exports them."""
 
 from __future__ import annotations
 

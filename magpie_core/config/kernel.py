@@ -3,8 +3,7 @@
 AMD Magpie kernel YAML loads unchanged: ``kernel:``/``kernels:`` entries with ``id, type, source_files, working_dir,
 env, testcase_command, compile_command`` and the ``performance:``, ``correctness:``, ``scheduler:``, ``latency:``
 blocks. magpie adds the built-in harness (``entry``, ``reference``, ``get_inputs``), per-kernel tolerances and timing
-settings, and an explicit ``baseline``.
-"""
+settings, and an explicit ``baseline``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """YAML loading with ``${ENV}`` expansion and errors that say where.
 
 Every mapping key and scalar keeps its line, so a validation error from
-pydantic can be reported as ``file:line: key.path: problem``.
-"""
+pydantic can be reported as ``file:line: key.path: problem``."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ what is wrong instead of raising from deep inside the YAML library:
   :data:`MAX_NODES` (a "billion laughs" file of nested aliases would otherwise never finish);
 * only the YAML core tags are accepted: ``!!python/...`` and any custom tag are refused, and so is
   ``!!binary`` (no config field holds bytes); a scalar whose explicit ``!!int``/``!!float``/... tag
-  does not fit its text is refused with its line instead of a ``ValueError``.
-"""
+  does not fit its text is refused with its line instead of a ``ValueError``."""
 
 from __future__ import annotations
 

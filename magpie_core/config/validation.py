@@ -1,8 +1,7 @@
 """Validation of config data against a pydantic model, with errors that name file, line and key path.
 
 Apart from the YAML reading in :mod:`magpie_core.config.loader` (which re-exports :func:`validate`), so that a
-command that validates data it built itself (``magpie gap``'s flags) does not import yaml.
-"""
+command that validates data it built itself (``magpie gap``'s flags) does not import yaml."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What this machine has: the GPUs the vendor plugins see and the tools the components rely on.
 
 Used by ``magpie gpu-info`` and by the MCP tool ``hardware_spec``; a library
-function, so that plugins need not import the command line.
-"""
+function, so that plugins need not import the command line."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ The vendor plugins do the work (hook ``magpie_gpu_hardware_control``); this modu
 * :func:`applied` — AMD Magpie's ``gpu.hardware`` block (framework config): when ``enabled``,
   set each GPU's power limit / clock lock before the run and, with ``reset_after_benchmark``
   (default true), restore them afterwards, also after a failure. A setting that cannot be made
-  (no permission, not supported) stops the run before it starts, with the vendor tool's words.
-"""
+  (no permission, not supported) stops the run before it starts, with the vendor tool's words."""
 
 from __future__ import annotations
 

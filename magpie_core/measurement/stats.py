@@ -1,8 +1,7 @@
 """Noise-aware statistics for timings: summaries, confidence intervals, stopping, verdicts.
 
 Timers (plugins) only produce samples; every statistical decision is made here so all devices share one definition of
-"stable" and "faster".
-"""
+"stable" and "faster"."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ kernel read as 27-31 µs). A batch lasting at least ``min_batch_us`` amortises e
 
 Why rotating inputs instead of a flush kernel: a cold-cache time needs the inputs out of cache before *each* launch.
 Launch ``i`` of a batch uses input copy ``i mod k``, with ``k`` copies together at least twice the last-level cache, so
-every launch reads its inputs from memory — no flush kernel inside the interval and nothing to subtract.
-"""
+every launch reads its inputs from memory — no flush kernel inside the interval and nothing to subtract."""
 
 from __future__ import annotations
 

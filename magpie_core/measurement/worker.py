@@ -12,8 +12,7 @@ chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}``; ``{"hand
 and ``{"verify": {...}}`` -> ``{"verified": ...}`` (a compare's referee, :mod:`magpie_core.pipelines.instances`);
 ``{"stop": true}`` -> ``{"info": {...}}`` and exit. It first says ``{"loaded": {...}}``; ``{"error": "..."}`` whenever
 something fails, ``{"integrity": "..."}`` instead of an answer when the session's ``integrity()`` saw tampering.
-Everything the kernel itself prints goes to stderr (the worker log), never into the protocol.
-"""
+Everything the kernel itself prints goes to stderr (the worker log), never into the protocol."""
 
 from __future__ import annotations
 

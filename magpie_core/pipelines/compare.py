@@ -11,8 +11,7 @@ check). Timing then depends on the kernels' backends:
 
 A verdict is FASTER / SLOWER only when the interval supports it beyond ``min_effect``, SAME only when the
 interval rules out a difference of ``min_effect``, and UNSTABLE otherwise — including when the baseline timed
-against itself does not come out the same.
-"""
+against itself does not come out the same."""
 
 from __future__ import annotations
 
@@ -72,11 +71,9 @@ def compare(
     environment_defaults: dict[str, Any] | None = None,
     timing: str = "auto",
 ) -> CompareReport:
-    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones.
-
-    ``timing``: ``auto`` (interleaved blocks where possible), ``blocks`` (an error where not
-    possible) or ``rounds`` (whole rounds in rotating order, the design before blocks).
-    """
+    """Evaluate ≥ 2 variants under one set of settings, then rank the correct ones. ``timing``: ``auto`` (interleaved
+    blocks where possible), ``blocks`` (an error where not possible) or ``rounds`` (whole rounds in rotating order, the
+    design before blocks)."""
     if timing not in TIMING_DESIGNS:
         raise ValueError(f"timing {timing!r}: use one of {', '.join(TIMING_DESIGNS)}")
     _check_compare_file(file)

@@ -2,8 +2,7 @@
 
 Every kernel is evaluated by :func:`evaluate_kernel`, a picklable top-level function, so any execution environment
 (local threads, cluster tasks, containers) can run it. The backend's correctness harness and timer run in a separate
-worker process with a timeout: a crash or hang fails that kernel alone.
-"""
+worker process with a timeout: a crash or hang fails that kernel alone."""
 
 from __future__ import annotations
 
@@ -214,10 +213,8 @@ def build_kernel(job: KernelJob) -> BuiltKernel:
 
 
 def evaluate_kernel(job: KernelJob, harness: HarnessRun | None = None) -> KernelResult:
-    """Compile, check and time one kernel. Never raises for a kernel's own failure.
-
-    ``harness``: where the backend's harness runs (default: an isolated worker that exits when done).
-    """
+    """Compile, check and time one kernel. Never raises for a kernel's own failure. ``harness``: where the backend's
+    harness runs (default: an isolated worker that exits when done)."""
     built = build_kernel(job)
     if not built.ready:
         return built.result
@@ -275,10 +272,8 @@ def evaluation_task(
 def _run_harness(
     built: BuiltKernel, job: KernelJob, testcase: CorrectnessResult | None, harness: HarnessRun
 ) -> CorrectnessResult:
-    """The backend's harness (in an isolated worker by default): correctness, then timing (and counters, once).
-
-    Returns the correctness verdict: the harness's, unless a testcase command already failed.
-    """
+    """The backend's harness (in an isolated worker by default): correctness, then timing (and counters, once). Returns
+    the correctness verdict: the harness's, unless a testcase command already failed."""
     kernel, result, cwd, workdir, timeout = built.kernel, built.result, built.cwd, built.workdir, built.timeout
     timed_here = job.measure_performance and not job.timing_elsewhere
     task = evaluation_task(job, kernel.type, result.compile.artifacts, workdir, timed_here)
@@ -308,11 +303,9 @@ PROFILE_LAUNCHES = 5
 
 
 def _profile_harness(task: EvaluationTask, name: str, job: KernelJob, built: BuiltKernel, env: dict[str, str]) -> None:
-    """Run the harness once more under profiler ``name``: the kernel alone, a few launches, no timing.
-
-    The counters join the event-timed result (timing and ranking stay with the device timer).
-    A profiler failure is a note on the performance result, not a failed kernel.
-    """
+    """Run the harness once more under profiler ``name``: the kernel alone, a few launches, no timing. The counters join
+    the event-timed result (timing and ranking stay with the device timer). A profiler failure is a note on the
+    performance result, not a failed kernel."""
     cwd, workdir, performance = built.cwd, built.workdir, built.result.performance
     profiler = get_plugin_manager().get("profiler", name)
     options = job.performance.profiler_options(name)

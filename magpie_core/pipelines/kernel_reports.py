@@ -2,8 +2,7 @@
 
 They carry AMD Magpie's fields (``results`` with ``compiling_state``, ``correctness_state``, ``performance_state``;
 ``kernel_results``, ``comparison_metrics``, ``winner``, ``rankings``, ``summary``) next to magpie's richer ones (stage
-details, timing statistics, speedup intervals, verdicts).
-"""
+details, timing statistics, speedup intervals, verdicts)."""
 
 from __future__ import annotations
 

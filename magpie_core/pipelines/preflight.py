@@ -1,8 +1,7 @@
 """What must hold before a kernel's commands run: its folder, its source files and its entry file exist.
 
 A testcase command that exits 0 proves nothing about a kernel whose files are not there, so a missing
-file is the kernel's failure before anything runs (AMD Magpie ran the testcase and reported a pass).
-"""
+file is the kernel's failure before anything runs (AMD Magpie ran the testcase and reported a pass)."""
 
 from __future__ import annotations
 

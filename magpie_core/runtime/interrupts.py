@@ -14,8 +14,7 @@ nothing else). The terminal's Ctrl-C therefore reaches magpie alone, and :func:`
 
 Commands exit with 128 + the signal: 130 after Ctrl-C, 143 after SIGTERM — at once, through :func:`exit_now` once the
 partial report is written and the message printed, so that a further Ctrl-C cannot land in the interpreter's shutdown
-(which would end the process by the signal itself).
-"""
+(which would end the process by the signal itself)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ code that started it.
 
 Every wait is bounded: a timeout of ``None``, infinity or more than :data:`MAX_WAIT_S` waits :data:`MAX_WAIT_S`
 (:func:`bounded_timeout`). Once :func:`stop_everything` ran (Ctrl-C, SIGTERM: :mod:`~magpie_core.runtime.interrupts`),
-no new child starts: :func:`run_command` raises :class:`Interrupted`.
-"""
+no new child starts: :func:`run_command` raises :class:`Interrupted`."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Each run keeps its config snapshot, its report and its logs together, so a result can always be traced back to what
 produced it. Every run of every mode (``analyze``, ``compare``, ``benchmark``, ``gap``, ``inference``) gets a new
 folder: running the same command twice into the same ``-o`` never overwrites or mixes an earlier run
-(:func:`create_run_folder`).
-"""
+(:func:`create_run_folder`)."""
 
 from __future__ import annotations
 
