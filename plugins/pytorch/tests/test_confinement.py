@@ -131,6 +131,26 @@ def test_a_confined_process_still_starts_and_stops_its_own_children() -> None:
     assert "0 done" in result.stdout
 
 
+def test_a_confined_process_moves_and_links_files_between_folders(tmp_path) -> None:
+    """Triton's and Inductor's caches write a file in one folder and move it into another: a Landlock domain refuses
+    that (EXDEV) unless its rules grant it. On an H100 every Triton and torch.compile candidate failed so ("Invalid
+    cross-device link") where the caches were cold, until the confinement granted it."""
+    result = _confined(
+        """
+        import os
+        os.makedirs("{folder}/a"); os.makedirs("{folder}/b/c")
+        open("{folder}/a/f", "w").close()
+        os.replace("{folder}/a/f", "{folder}/b/c/f")
+        os.link("{folder}/b/c/f", "{folder}/a/g")
+        os.rename("{folder}/b/c", "{folder}/a/c")
+        print(sorted(os.listdir("{folder}/a")))
+        """,
+        folder=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "['c', 'g']"
+
+
 def test_confinement_can_be_switched_off_by_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAGPIE_WORKER_CONFINEMENT", "off")
     result = _confined("")

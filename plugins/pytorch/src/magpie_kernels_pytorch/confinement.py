@@ -15,7 +15,8 @@ and ``sabotage_affinity``). Before any kernel code loads, the worker confines it
   code does none of these (a library that pins its own threads by thread id gets ``EPERM`` and runs unpinned). So
   every process the candidate starts stays in its worker's session, where magpie pauses it while other workers
   are timed (``magpie_core.pipelines.blocked.Started``; the catalogue's ``child_hog``) and ends it with the worker;
-- a **Landlock domain** where the kernel has one (>= 5.13): no access to processes outside it, so neither
+- a **Landlock domain** where the kernel has ABI 2 (>= 5.19; ABI 1 refuses moving a file to another folder, which
+  compile caches do): no access to processes outside it, so neither
   ``/proc/<pid>/mem`` nor ``/proc/<pid>/fd`` of the parent, the referee or a neighbour; from Landlock ABI 6
   (Linux 6.12) no signal at all to a process outside it. It handles no file access a kernel needs.
 
@@ -169,23 +170,32 @@ def _own_process(index: int, pid: int, deny: int) -> list[tuple[int, int, int, i
 
 # --- Landlock --------------------------------------------------------------------------------------
 
-_LANDLOCK_CREATE, _LANDLOCK_RESTRICT = 444, 446  # the same on both ABIs
+_LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446  # the same on both ABIs
 _ACCESS_FS_MAKE_BLOCK = 1 << 11  # handled, and so denied: making block devices, which needs privileges anyway
+#: moving or linking a file to another folder: refused by every Landlock domain (EXDEV) unless a rule grants it,
+#: which ABI 1 cannot (Triton's and Inductor's caches move files into place: every compile failed there)
+_ACCESS_FS_REFER = 1 << 13
+_RULE_PATH_BENEATH = 1
 _SCOPE_SIGNAL = 1 << 1
 
 
 def _landlock() -> str:
     abi = _libc().syscall(_LANDLOCK_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
-    if abi < 1:
+    if abi < 2:
         return ""
-    scoped = _SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("QQQ", _ACCESS_FS_MAKE_BLOCK, 0, scoped) if scoped else struct.pack("Q", _ACCESS_FS_MAKE_BLOCK)
+    handled, scoped = _ACCESS_FS_MAKE_BLOCK | _ACCESS_FS_REFER, _SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("QQQ", handled, 0, scoped) if scoped else struct.pack("Q", handled)
     ruleset = _libc().syscall(_LANDLOCK_CREATE, ctypes.c_char_p(attr), len(attr), 0)
     if ruleset < 0:
         return ""
+    root = os.open("/", os.O_PATH | os.O_CLOEXEC)
     try:
+        beneath = struct.pack("<Qi", _ACCESS_FS_REFER, root)  # struct landlock_path_beneath_attr (packed)
+        if _libc().syscall(_LANDLOCK_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.c_char_p(beneath), 0) != 0:
+            return ""
         if _libc().syscall(_LANDLOCK_RESTRICT, ruleset, 0) != 0:
             return ""
     finally:
+        os.close(root)
         os.close(ruleset)
     return f"landlock (ABI {abi}{', signals scoped' if scoped else ''})"
