@@ -69,6 +69,7 @@ HACKS = (
     "patch_elapsed",
     "thread_deferred",
     "incremental",
+    "sparse_update",
     "sabotage_stop",
     "sabotage_affinity",
     "child_hog",
