@@ -108,9 +108,9 @@ class FreshInputs:
         # on the device once per slot: a copy from the host inside the loop would wait for the batch before it
         self.scales = {p: torch.as_tensor(table, dtype=s.dtype).to(s.device) for p, s in self.stacks.items()}
 
-    def _teeth(self, position: int, chunk: tuple[int, int] | int, rows: torch.Tensor) -> torch.Tensor:
-        """The elements the slot's chunk covers in ``rows`` (flat copies, the last dimension is the element's)."""
-        return comb(rows, self.base[position], chunk[0] if isinstance(chunk, tuple) else chunk)
+    def _teeth(self, position: int, place: int, rows: torch.Tensor) -> torch.Tensor:
+        """The elements the chunk at ``place`` covers in ``rows`` (flat copies, the last dimension is the element's)."""
+        return comb(rows, self.base[position], place)
 
     def _base_flat(self, position: int) -> torch.Tensor:
         return self.base[position].reshape(1, -1)
@@ -133,10 +133,11 @@ class FreshInputs:
                     continue
                 base = self._base_flat(position)
                 if held[begin] >= 0 and held[begin] != self.chunk[0]:
-                    place = int(held[begin])
-                    self._teeth(position, place, stack[rows]).copy_(self._teeth(position, place, base))
+                    old = int(held[begin])
+                    self._teeth(position, old, stack[rows]).copy_(self._teeth(position, old, base))
                 scales = self.scales[position][lo + begin : lo + end].view(-1, 1, 1)
-                self._teeth(position, self.chunk, stack[rows]).copy_(self._teeth(position, self.chunk, base) * scales)
+                place = self.chunk[0]
+                self._teeth(position, place, stack[rows]).copy_(self._teeth(position, place, base) * scales)
         self.held[index] = self.chunk[0]
 
     def values(self, seed: int, factor: float) -> list[Any]:
@@ -149,7 +150,7 @@ class FreshInputs:
                 continue
             flat = value.reshape(1, -1).clone()
             scale = torch.as_tensor([factor], dtype=flat.dtype).to(flat.device)
-            teeth = self._teeth(position, chunk, flat)
+            teeth = self._teeth(position, chunk[0], flat)
             teeth.copy_(teeth * scale)
             out.append(flat.reshape(value.shape))
         return out
