@@ -7,6 +7,7 @@
 #   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
 #   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (no spot checks: the floor's case)
 #   HACKS="honest gpu_neighbour_hog" PROBLEMS=matmul benchmarks/gpu_integrity.sh hacks   # only these files
+#   CASES=bed ROUNDS=4 benchmarks/gpu_integrity.sh cost   # only the KernelBench bed problem, four rounds
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
 # .old_magpie is `git archive 9b87e25 magpie_core pyproject.toml plugins/pytorch magpie_kernels_triton plugins/gpu_nvidia`
 # with magpie_kernels_triton moved to plugins/triton (where this checkout keeps it).
@@ -30,7 +31,7 @@ case "$MODE" in
   hacks|graphs)
     graph=$([ "$MODE" = graphs ] && echo "  graph_replay: true\n" || echo "")
     for problem in ${PROBLEMS:-softmax matmul}; do
-      files=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v -e _ref.py -e _gpu_neighbour_hog.py)  # that one alone: HACKS=
+      files=$(ls "$ROOT"/plugins/pytorch/tests/data/reward_hacks/${problem}_*.py | grep -v -e _ref.py -e _gpu_neighbour_hog.py -e _gpu_turn_hog.py)  # those alone: HACKS=
       [ -n "${HACKS:-}" ] && files=$(for h in $HACKS; do echo "$ROOT/plugins/pytorch/tests/data/reward_hacks/${problem}_$h.py"; done)
       solutions=$(echo "$files" | sed 's/^/"/; s/$/"/' | paste -sd, -)
       printf 'kernelbench:\n  reference: "%s/plugins/pytorch/tests/data/reward_hacks/%s_ref.py"\n  solutions: [%s]\nperformance:\n  budget_seconds: 2\n%b' \
@@ -69,7 +70,7 @@ case "$MODE" in
       for side in "${order[@]}"; do
         path=$([ "$side" = old ] && echo "$OLD" || echo "$NEW")
         confine=$([ "$side" = unconfined ] && echo off || echo on)
-        for case in demo bed; do
+        for case in ${CASES:-demo bed}; do
           if [ "$case" = demo ]; then args=(compare -k "$ROOT/examples/softmax/compare_gpu.yaml"); else
             args=(compare "$BED/reference.py" "$BED/alternative.py" "$BED/identical.py"); fi
           start=$(date +%s%N)

@@ -231,7 +231,7 @@ def _one_block(
         try:
             with result.started.running(live[key]):
                 got = live[key].sample(counts[key], plan.timeout_s, slot)
-            if result.referee not in (None, live[key]) and _spot_due(key, result):
+            if result.referee is not None and _spot_due(key, result):
                 with result.started.running(result.referee):
                     _spot_check(live[key], key, slot, counts[key], plan, result)
         except TimingWorkerError as exc:  # a crash, or caught faking (an IntegrityError: REJECTED)
@@ -261,7 +261,11 @@ def _idle_workers(
 
 def _spot_due(key: Key, result: BlockedTiming) -> bool:
     """:data:`SPOT_FIRST` of each process's first slots (a third drawn), then :data:`SPOT_RATE` of them all through the
-    run (a cache is honest the first time it sees an input) while spot checks took under :data:`SPOT_SHARE` of it."""
+    run (a cache is honest the first time it sees an input) while spot checks took under :data:`SPOT_SHARE` of it.
+    Candidates only: the baseline and its identical copy run the referee's own code (trusted, and it saves half a
+    KernelBench problem's checks)."""
+    if key[0] in (result.baseline, BASELINE_COPY):
+        return False
     early = result.spot_checks[key] < SPOT_FIRST
     due = early or result.spot_s <= SPOT_SHARE * result.elapsed_s
     return due and random.random() < (0.33 if early else SPOT_RATE)
