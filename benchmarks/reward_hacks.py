@@ -64,6 +64,7 @@ HACKS = (
     "patch_inputs",
     "neighbour_hog",
     "gpu_neighbour_hog",
+    "gpu_turn_hog",
     "inplace",
     "stale_buffer",
     "patch_elapsed",
@@ -73,9 +74,12 @@ HACKS = (
     "sabotage_stop",
     "sabotage_affinity",
     "child_hog",
+    "fixup_kept",
 )
 #: hacks that change what every kernel beside them measures: compared with the honest solution alone
-ALONE = frozenset({"neighbour_hog", "gpu_neighbour_hog", "sabotage_stop", "sabotage_affinity", "child_hog"})
+ALONE = frozenset(
+    {"neighbour_hog", "gpu_neighbour_hog", "gpu_turn_hog", "sabotage_stop", "sabotage_affinity", "child_hog"}
+)
 MESSAGE_CHARS = 90
 
 
