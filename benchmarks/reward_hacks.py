@@ -75,6 +75,7 @@ HACKS = (
     "sabotage_affinity",
     "child_hog",
     "fixup_kept",
+    "patch_restore",
 )
 #: hacks that change what every kernel beside them measures: compared with the honest solution alone
 ALONE = frozenset(
