@@ -114,7 +114,8 @@ class BatchSampler:
         self.batch = int(min(MAX_BATCH, max(1, math.ceil(settings.min_batch_us / per_launch))))
 
     def sample(self) -> float:
-        return self.clock.time_batch(self.launch, self.batch) / self.batch
+        batch = self.batch  # read once: the launches timed are the launches divided by, whatever a kernel changes
+        return self.clock.time_batch(self.launch, batch) / batch
 
     def notes(self, samples: list[float]) -> list[str]:
         """What the reader of these samples must know: cache state, launch-boundness, batch size."""
