@@ -43,9 +43,9 @@ WRONG_WHEN_TIMED = (
 )
 #: caches that return a right answer for inputs seen before: fresh values per batch make their answers wrong
 CACHES = ("cache_id", "cache_ptr", "cache_fingerprint")
-#: patches the live timing objects once they exist (not the classes): seen before its first timed answer; or only
-#: during each slot, undone before the answer: seen before the next timed batch
-LIVE_PATCHES = ("patch_live_clock", "patch_restore")
+#: patches the live timing objects once they exist (not the classes) or their data: seen before its first timed
+#: answer; or only during each slot, undone before the answer: seen before the next timed batch
+LIVE_PATCHES = ("patch_live_clock", "patch_restore", "patch_clock_data")
 
 
 def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool) -> dict[str, dict]:

@@ -70,6 +70,7 @@ from magpie_kernels_pytorch.timers import clock_info, per_call_us, write_floor_u
 KEPT_LAUNCHES = 12
 _KEEP_ALL = 1 << 16
 _urandom = os.urandom  # bound before any kernel is imported (integrity.Tamper watches it)
+_GONE = object()
 
 
 def _watched() -> dict[str, Callable[[], Any]]:
@@ -581,6 +582,7 @@ class HarnessSession(SamplerSession):
         self.launched = 0  # launches of the latest slot so far
         self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
         self.problems: list[str] = []
+        self.timing_data: list[tuple[Any, dict[str, Any]]] = []  # the sampler's and clock's data as magpie made them
         self.write_floor_us: float | None = None  # the referee's: the fastest this device writes the outputs
         self.measure_floor: Callable[[], float | None] = lambda: None
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
@@ -751,7 +753,10 @@ class HarnessSession(SamplerSession):
             if int.from_bytes(_urandom(2), "little") < self.keep_below:
                 kept[n] = out
 
-        return BatchSampler(clock, launch, settings, fresh.copies)
+        self.timing_data = [(clock, dict(vars(clock)))]  # as made: their data is checked with the code, before every
+        sampler = BatchSampler(clock, launch, settings, fresh.copies)  # timed batch (a clock's idle tail set huge
+        self.timing_data.append((sampler, dict(vars(sampler))))  # would leave side-stream work uncounted)
+        return sampler
 
     def sample(self, count: int, slot: int | None = None) -> list[float]:
         """``count`` samples on fresh input values: a chunk of every copy a batch uses is rewritten before it."""
@@ -808,8 +813,8 @@ class HarnessSession(SamplerSession):
         live = [(self, HarnessSession)]
         if self._sampler is not None:
             live += [(self._sampler, BatchSampler), (self._sampler.clock, self.clock_class)]
-        changed = self.tamper.changes() + self.tamper.overridden(*live)
-        if changed:
+        changed = [*self.tamper.changes(), *self.tamper.overridden(*live), *_data_changes(self.timing_data)]
+        if changed := list(dict.fromkeys(changed)):  # a method set on a live object is also new data there
             return f"the kernel replaced magpie's clock or reply code: {', '.join(changed)}"
         return self.problems[0] if self.problems else None
 
@@ -831,6 +836,17 @@ class HarnessSession(SamplerSession):
                 f"fresh input values for every batch{kept}; timed launches spot-checked",
             ]
         return info
+
+
+def _data_changes(made: list[tuple[Any, dict[str, Any]]]) -> list[str]:
+    """Data of the live timing objects set since magpie made them (not the attributes a class says it changes)."""
+    changed = []
+    for obj, data in made:
+        now, own = vars(obj), getattr(type(obj), "changing", ())
+        for key in sorted(set(data) | set(now)):
+            if key not in own and now.get(key, _GONE) is not data.get(key, _GONE):
+                changed.append(f"{type(obj).__qualname__}.{key}")
+    return changed
 
 
 def _judge_inputs(expected: list[Any], after: list[Any], output_args: list[int], when: str) -> None:
