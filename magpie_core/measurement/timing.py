@@ -30,7 +30,8 @@ Launch = Callable[[int], Any]
 
 
 class BatchClock(Protocol):
-    """What a timer plugin must provide."""
+    """What a timer plugin must provide. A harness may watch a live clock's attributes for changes made by the code it
+    times: a clock that updates some of its own names them in a ``changing`` class attribute (a tuple of names)."""
 
     #: bytes of the cache that cold-cache timing must defeat (LLC / L2)
     cache_bytes: int
