@@ -77,6 +77,7 @@ HACKS = (
     "fixup_kept",
     "patch_restore",
     "patch_clock_data",
+    "reset_counter",
 )
 #: hacks that change what every kernel beside them measures: compared with the honest solution alone
 ALONE = frozenset(

@@ -582,7 +582,8 @@ class HarnessSession(SamplerSession):
         self.launched = 0  # launches of the latest slot so far
         self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
         self.problems: list[str] = []
-        self.timing_data: list[tuple[Any, dict[str, Any]]] = []  # the sampler's and clock's data as magpie made them
+        self.timing_data: list[tuple[Any, dict[str, Any], bool]] = []  # the timing objects' data as magpie made them
+        self.launcher: Callable[[int, int], Callable[[int], None]] | None = None  # a batch's launches (_make_sampler)
         self.write_floor_us: float | None = None  # the referee's: the fastest this device writes the outputs
         self.measure_floor: Callable[[], float | None] = lambda: None
         timer_name = get_plugin_manager().get("timer", self.loaded.device.type).name
@@ -741,21 +742,36 @@ class HarnessSession(SamplerSession):
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
         fn, fresh, kept, output_args = loaded.fn, self.fresh, self.kept, loaded.prepared.output_args
 
-        def launch(_: int) -> None:
+        def warm_up(_: int) -> None:  # the sampler's own launches (warm-up, batch size): rotating copies, none kept
             n = self.launched
             self.launched += 1
-            out = _call(fn, fresh.sets[(self.slot[1] + n) % fresh.copies], output_args)
-            if out.__class__ is not torch.Tensor and not isinstance(out, (tuple, list)) and out is not None:
-                self.problems.append(f"a timed launch returned a {type(out).__qualname__}, not a plain torch.Tensor")
-            # kept or not is drawn after the kernel returned, from the OS: it cannot know which of its launches a
-            # spot check can reach; the others' outputs are freed at once, as before (the allocator hands the
-            # next launch the same, warm buffer: keeping every output made a 2 MiB CPU softmax 2x slower)
-            if int.from_bytes(_urandom(2), "little") < self.keep_below:
-                kept[n] = out
+            _call(fn, fresh.sets[n % fresh.copies], output_args)
 
-        self.timing_data = [(clock, dict(vars(clock)))]  # as made: their data is checked with the code, before every
-        sampler = BatchSampler(clock, launch, settings, fresh.copies)  # timed batch (a clock's idle tail set huge
-        self.timing_data.append((sampler, dict(vars(sampler))))  # would leave side-stream work uncounted)
+        def launcher(first: int, base: int) -> Callable[[int], None]:
+            """A slot's launches ``base``, ``base + 1``, ... on their copies (from ``first``): bound in the closure,
+            not read from the session, so that a kernel resetting a count cannot give every launch the same copy
+            while the launches kept for a spot check still name the copies they should have had."""
+
+            def launch(i: int) -> None:
+                n = base + i
+                self.launched += 1
+                out = _call(fn, fresh.sets[(first + n) % fresh.copies], output_args)
+                if out.__class__ is not torch.Tensor and not isinstance(out, (tuple, list)) and out is not None:
+                    self.problems.append(f"a timed launch returned a {type(out).__qualname__}, not a plain tensor")
+                # kept or not is drawn after the kernel returned, from the OS: it cannot know which of its launches a
+                # spot check can reach; the others' outputs are freed at once, as before (the allocator hands the
+                # next launch the same, warm buffer: keeping every output made a 2 MiB CPU softmax 2x slower)
+                if int.from_bytes(_urandom(2), "little") < self.keep_below:
+                    kept[n] = out
+
+            return launch
+
+        self.launcher = launcher
+        # as made: their data is checked with the code, before every timed batch (a clock's idle tail set huge would
+        # leave side-stream work uncounted; a launcher of the kernel's own would choose the copies)
+        self.timing_data = [(clock, dict(vars(clock)), True), (self, {"launcher": launcher}, False)]
+        sampler = BatchSampler(clock, warm_up, settings, fresh.copies)
+        self.timing_data.append((sampler, dict(vars(sampler)), True))
         return sampler
 
     def sample(self, count: int, slot: int | None = None) -> list[float]:
@@ -771,7 +787,7 @@ class HarnessSession(SamplerSession):
         self.keep_below = _KEEP_ALL if self.slot[2] <= KEPT_LAUNCHES else _KEEP_ALL * KEPT_LAUNCHES // self.slot[2]
         # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
         fresh.refresh(first, 0, self.slot[2] if once else 1)
-        sampler.clock.time_batch(sampler.launch, 1)  # untimed: after its wait the device queue and threads are cold
+        sampler.clock.time_batch(self.launcher(first, 0), 1)  # untimed: after its wait the device and threads are cold
         got = []
         for k in range(max(1, count)):
             if found := self.integrity():  # before every timed batch: a patch undone before the answer shows here
@@ -780,7 +796,7 @@ class HarnessSession(SamplerSession):
                 break
             if not once:
                 fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
-            got.append(sampler.sample())
+            got.append(sampler.clock.time_batch(self.launcher(first, 1 + k * batch), batch) / batch)
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got
 
@@ -838,12 +854,13 @@ class HarnessSession(SamplerSession):
         return info
 
 
-def _data_changes(made: list[tuple[Any, dict[str, Any]]]) -> list[str]:
-    """Data of the live timing objects set since magpie made them (not the attributes a class says it changes)."""
+def _data_changes(made: list[tuple[Any, dict[str, Any], bool]]) -> list[str]:
+    """Data of the live timing objects set since magpie made them: the names kept (and, ``whole``, any new name), but
+    for those a class says it updates itself."""
     changed = []
-    for obj, data in made:
+    for obj, data, whole in made:
         now, own = vars(obj), getattr(type(obj), "changing", ())
-        for key in sorted(set(data) | set(now)):
+        for key in sorted(set(data) | (set(now) if whole else set())):
             if key not in own and now.get(key, _GONE) is not data.get(key, _GONE):
                 changed.append(f"{type(obj).__qualname__}.{key}")
     return changed
