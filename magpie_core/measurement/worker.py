@@ -8,8 +8,9 @@ the exit status and the log.
 (:meth:`~magpie_core.interfaces.KernelBackend.open_timing`) and answers one JSON line per command line on stdin:
 ``{"check": true}`` -> ``{"checked": <EvaluationOutcome>}`` (correctness, in this process: the worker that checks a
 kernel is the one that times it); ``{"prepare": true}`` -> ``{"ready": {...}}`` (inputs placed, warmed up, batch
-chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}``; ``{"handover": {...}}`` -> ``{"handed": FILE}``
-and ``{"verify": {...}}`` -> ``{"verified": ...}`` (a compare's referee, :mod:`magpie_core.pipelines.instances`);
+chosen); ``{"samples": N, "slot": SEED}`` -> ``{"samples_us": [...]}``, after the ``{"captured": {...}}`` lines
+a backend sends mid-request (:func:`tell`, :attr:`~magpie_core.interfaces.KernelBackend.captures_launches`);
+``{"verify": {...}}`` -> ``{"verified": ...}`` (a compare's referee, :mod:`magpie_core.pipelines.instances`);
 ``{"stop": true}`` -> ``{"info": {...}}`` and exit. It first says ``{"loaded": {...}}``; ``{"error": "..."}`` whenever
 something fails, ``{"integrity": "..."}`` instead of an answer when the session's ``integrity()`` saw tampering.
 Everything the kernel itself prints goes to stderr (the worker log), never into the protocol."""
@@ -34,6 +35,7 @@ EXIT_EXCEPTION = 3
 #: the pipe, and that this fd still does (:meth:`~magpie_core.measurement.worker_client.TimingWorker.ask`)
 PROTOCOL_FD = 200
 _dumps = json.dumps  # the reply path as magpie loaded it, before any kernel
+_protocol: IO[str] | None = None  # a session worker's protocol stream, set before its kernel is loaded
 
 
 def main(argv: list[str]) -> int:
@@ -69,9 +71,17 @@ def _say(stream: IO[str], message: dict[str, Any]) -> None:
     stream.flush()
 
 
+def tell(message: dict[str, Any]) -> None:
+    """Send ``message`` to the parent now, in the middle of a request: gone before any more kernel code runs."""
+    if _protocol is not None:
+        _say(_protocol, message)
+
+
 def serve_session(task_path: Path) -> int:
     """Open a timing session for the task's kernel and sample it on command until told to stop."""
+    global _protocol
     out, say = _protocol_stream(), _say  # bound before the kernel is imported: a patched module global changes nothing
+    _protocol = out
     try:
         task = EvaluationTask.model_validate_json(task_path.read_text())
         session = get_plugin_manager().get("kernel_backend", task.kernel_type).open_timing(task)
@@ -105,8 +115,6 @@ def _answer(session: Any, command: dict[str, Any]) -> dict[str, Any]:
         return {"verified": session.verify(command["verify"]).model_dump(mode="json")}
     if "call_times" in command:  # KernelBench's clock: single synchronized calls
         return {"call_us": session.call_times(int(command["call_times"]))}
-    if "handover" in command:
-        return {"handed": session.handover(command["handover"]) if hasattr(session, "handover") else ""}
     slot = [int(command["slot"])] if "slot" in command else []  # the seed of the slot's fresh input values
     return {"samples_us": session.sample(int(command["samples"]), *slot)}
 

@@ -77,6 +77,9 @@ class TimingWorker:
         self._log = self.log_path.open("ab")
         self._turn = threading.Lock()  # one request and its answer at a time (the referee serves many threads)
         self.turn_cpu_s = 0.0  # CPU seconds its process used while answering
+        self.captures = _captures_launches(task.kernel_type)  # the parent's word, not the worker's
+        self.captured: list[Any] = []  # what it captured in its latest slot, one a timed batch
+        self._unread = bytearray()  # what it wrote after the line read last
         self.proc: subprocess.Popen[bytes] | ForkedWorker
         if fork and fork_server_usable():
             self.proc = ForkedWorker(task_path, cwd, env, self.log_path)
@@ -118,7 +121,7 @@ class TimingWorker:
 
     def sample(self, count: int, timeout_s: float, slot: int | None = None) -> list[float]:
         """``count`` per-launch times (µs) taken now (``slot``: the secret seed of their fresh input values)."""
-        began = time.perf_counter()
+        began, self.captured = time.perf_counter(), []
         samples = self.ask({"samples": count} | ({} if slot is None else {"slot": slot}), timeout_s, "samples_us")
         wall_us = (time.perf_counter() - began) * 1e6
         if not isinstance(samples, list) or not samples or not all(isinstance(x, (int, float)) for x in samples):
@@ -128,6 +131,11 @@ class TimingWorker:
         if timed_us > 1.05 * wall_us + 1000:  # more time inside the timed intervals than passed: not a measurement
             self.stop()
             raise IntegrityError(f"REJECTED (integrity: it reported {timed_us:.0f} us timed in {wall_us:.0f} us)")
+        if self.captures and len(self.captured) != len(samples):
+            self.stop()
+            raise IntegrityError(
+                f"REJECTED (integrity: {len(self.captured)} captures for {len(samples)} timed batches)"
+            )
         return [float(x) for x in samples]
 
     def close(self, timeout_s: float = 30) -> dict[str, Any]:
@@ -200,16 +208,21 @@ class TimingWorker:
             raise
 
     def _answer(self, timeout_s: float, key: str) -> Any:
-        try:
-            line = _readline(self.proc.stdout, timeout_s)
-        except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
-            raise self._ended("timing worker ended") from None
-        if line is None:
-            raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
-        try:
-            message = json.loads(line)
-        except ValueError:
-            raise self._failure(f"timing worker wrote something that is not the protocol: {line[:200]!r}") from None
+        deadline = time.monotonic() + timeout_s
+        while True:  # the captures it sent during the request come first
+            try:
+                line = _readline(self.proc.stdout, deadline - time.monotonic(), self._unread)
+            except EOFError:  # its output closed: it is exiting, and its status says how (not a hang)
+                raise self._ended("timing worker ended") from None
+            if line is None:
+                raise self._failure(f"timing worker gave no answer within {timeout_s:g} s (hung)")
+            try:
+                message = json.loads(line)
+            except ValueError:
+                raise self._failure(f"timing worker wrote something that is not the protocol: {line[:200]!r}") from None
+            if not (isinstance(message, dict) and "captured" in message):
+                break
+            self.captured.append(message["captured"])
         if "error" in message:
             raise self._failure(str(message["error"]))
         if "integrity" in message:
@@ -234,6 +247,15 @@ class TimingWorker:
         return TimingWorkerError(f"{what}\n{log}".rstrip())
 
 
+def _captures_launches(kernel_type: str) -> bool:
+    from magpie_core.plugins import UnknownComponentError, get_plugin_manager
+
+    try:
+        return bool(get_plugin_manager().get("kernel_backend", kernel_type).captures_launches)
+    except UnknownComponentError:  # its worker says so as it starts
+        return False
+
+
 def _link(fd: Path) -> str:
     try:
         return os.readlink(fd)
@@ -241,24 +263,24 @@ def _link(fd: Path) -> str:
         return ""
 
 
-def _readline(stream: IO[bytes] | None, timeout_s: float) -> str | None:
-    """One line from ``stream`` within ``timeout_s``, or None (timeout); EOFError at the end of the stream."""
+def _readline(stream: IO[bytes] | None, timeout_s: float, unread: bytearray) -> str | None:
+    """One line from ``stream`` within ``timeout_s`` (what came after it stays in ``unread``), or None (timeout);
+    EOFError at the end of the stream."""
     if stream is None:
         raise EOFError
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout_s
-        buffer = b""
-        while True:
+        while (end := unread.find(b"\n")) < 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not selector.select(remaining):
                 return None
-            chunk = os.read(stream.fileno(), 1 << 16)
-            if not chunk:
+            if not (chunk := os.read(stream.fileno(), 1 << 16)):
                 raise EOFError
-            buffer += chunk
-            if buffer.endswith(b"\n"):  # the worker writes one whole line per answer and then waits
-                return buffer.decode(errors="replace").strip()
+            unread += chunk
+        line = bytes(unread[:end])
+        del unread[: end + 1]
+        return line.decode(errors="replace").strip()
 
 
 # --- the fork server ---------------------------------------------------------------------------------

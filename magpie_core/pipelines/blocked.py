@@ -100,7 +100,6 @@ class BlockedTiming:
     decided: dict[int, int] = field(default_factory=dict)
     spot_checks: Counter[Key] = field(default_factory=Counter)  # timed launches judged by the referee, per process
     spot_s: float = 0.0  # the wall time they took
-    spot_empty: Counter[Key] = field(default_factory=Counter)  # spot checks that found no kept launch, per process
     idle_cpu_s: Counter[Key] = field(default_factory=Counter)  # CPU each process used outside its own turns
     referee: TimingWorker | None = None  # the baseline's first worker, which judges the spot checks
     started: Started = field(default_factory=lambda: Started())  # what the workers started, stopped outside their turns
@@ -272,21 +271,21 @@ def _spot_due(key: Key, result: BlockedTiming) -> bool:
 
 
 def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
-    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker kept (by chance, after each ran)."""
+    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker captured in this slot (one a batch,
+    drawn once the batch was timed and sent out before the kernel ran again: no later call could mend it)."""
     began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
-    pick = {"most": SPOT_LAUNCHES, "sample": secrets.randbits(62)}
-    if not (file := worker.ask({"handover": pick}, plan.timeout_s, "handed")):
-        return  # a backend whose sessions cannot hand launches over (magpie's harness always can: it is watched)
+    if not (captures := [c for c in worker.captured if c]):
+        return  # a backend that captures none (magpie's harness captures every batch: the worker counts them)
     try:
-        request = {"file": file, "slot": slot, "launches": 1 + max(1, count) * batch, "batch": batch, **pick}
+        picked = random.sample(captures, min(len(captures), SPOT_LAUNCHES))
+        request = {"captures": picked, "slot": slot, "launches": 1 + max(1, count) * batch, "batch": batch}
         verdict = result.referee.verify(request, plan.timeout_s)  # type: ignore[union-attr]
     except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
         result.referee = None
         return
     result.spot_checks[key], result.spot_s = result.spot_checks[key] + 1, result.spot_s + time.monotonic() - began
-    result.spot_empty[key] += not verdict.trials  # an honest worker keeps none of a slot's launches once in ~160,000
-    if (failed := verdict.status.value != "passed") or result.spot_empty[key] >= 2:
-        raise IntegrityError(verdict.message if failed else "REJECTED (integrity: no kept launch in two spot checks)")
+    if verdict.status.value != "passed":
+        raise IntegrityError(verdict.message)
 
 
 def reject_below_floor(result: BlockedTiming, floor_us: float | None) -> None:

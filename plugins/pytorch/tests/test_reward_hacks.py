@@ -46,8 +46,9 @@ CACHES = ("cache_id", "cache_ptr", "cache_fingerprint")
 #: patches the live timing objects once they exist (not the classes) or their data: seen before its first timed
 #: answer; or only during each slot, undone before the answer: seen before the next timed batch
 LIVE_PATCHES = ("patch_live_clock", "patch_restore", "patch_clock_data")
-#: rewrites the session's own state (its launch count, which chose the inputs): gains nothing
-SESSION_STATE = ("reset_counter",)
+#: rewrites the session's own state (its launch count, which chose the inputs; the outputs held for a capture, before
+#: or after being drawn) or writes captures of its own into the reply pipe: gains nothing
+SESSION_STATE = ("reset_counter", "fixup_kept", "drop_held", "forge_capture")
 
 
 def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool) -> dict[str, dict]:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from magpie_core.config.kernel import CorrectnessConfig, KernelConfig, PerformanceConfig
+from magpie_core.measurement import worker
 from magpie_core.measurement.stats import sample_until_stable, summarize
 from magpie_core.measurement.timing import BatchSampler, SamplerSession, TimingSettings, input_copies
 from magpie_core.pipelines.blocked import FLOOR_MARGIN
@@ -51,8 +52,7 @@ from magpie_kernels_pytorch.integrity import (
     IntegrityError,
     Tamper,
     clone,
-    last_use,
-    launch_copy,
+    from_wire,
     load_handover,
     plain_problems,
     refreshed_by,
@@ -60,16 +60,14 @@ from magpie_kernels_pytorch.integrity import (
     sampled,
     save_handover,
     slot_factors,
+    to_wire,
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
 from magpie_kernels_pytorch.loading import LoadError, module_of, resolve
 from magpie_kernels_pytorch.timers import clock_info, per_call_us, write_floor_us
 
-#: a slot keeps about this many of its launches' outputs (each drawn after the launch) for a spot check: none kept
-#: in a slot happens once in e^12 (160,000) slots, and twice for one process rejects it
-KEPT_LAUNCHES = 12
-_KEEP_ALL = 1 << 16
 _urandom = os.urandom  # bound before any kernel is imported (integrity.Tamper watches it)
+_tell = worker.tell  # the same
 _GONE = object()
 
 
@@ -80,8 +78,11 @@ def _watched() -> dict[str, Callable[[], Any]]:
     return {
         "harness.compare_outputs": lambda: own["compare_outputs"],
         "HarnessSession.sample": lambda: own["HarnessSession"].sample,
-        "HarnessSession.handover": lambda: own["HarnessSession"].handover,
+        "HarnessSession.capture": lambda: own["HarnessSession"].capture,
+        "harness.sampled": lambda: own["sampled"],
+        "harness.to_wire": lambda: own["to_wire"],
         "harness._urandom": lambda: own["_urandom"],
+        "harness._tell": lambda: own["_tell"],
     }
 
 
@@ -577,9 +578,8 @@ class HarnessSession(SamplerSession):
         self.fresh: FreshInputs | None = None
         self.expected: list[dict[str, Any]] = []  # the referee's: input sets and expected outputs, in memory only
         self.stochastic = False  # the expected outputs depend on the random state: spot checks compare types only
-        self.kept: dict[int, Any] = {}  # outputs of the latest slot's launches kept for a spot check, by launch
-        self.keep_below = 0  # a launch's output is kept when a fresh 16-bit random number is below this (slots only)
-        self.launched = 0  # launches of the latest slot so far
+        self.held: list[tuple[Any, int]] = []  # the latest batch's outputs and the copies they were made from
+        self.launched = 0  # launches of the latest slot so far (the warm-up rotates the copies by it)
         self.slot = (0, 0, 0)  # (seed, first copy, launches) of the latest slot
         self.problems: list[str] = []
         self.timing_data: list[tuple[Any, dict[str, Any], bool]] = []  # the timing objects' data as magpie made them
@@ -653,14 +653,13 @@ class HarnessSession(SamplerSession):
         return CorrectnessResult(status=StageStatus.NOT_RUN, method="referee", trials=len(trials), handover=file)
 
     def verify(self, request: dict[str, Any]) -> CorrectnessResult:
-        """The referee's judgement of another process's handover: the check's input sets, or one timed launch."""
+        """The referee's judgement of another process's check (its handover file) or of timed launches it captured."""
         if not self.expected:
             return _no_expected()
         try:
-            data = load_handover(str(request["file"]))
-            if "slot" in request:
-                return self._judge_launch(data, request)
-            return self._judge_trials(data)
+            if "captures" in request:
+                return self._judge_captures(request)
+            return self._judge_trials(load_handover(str(request["file"])))
         except IntegrityError as exc:
             return rejected(str(exc))
 
@@ -684,34 +683,28 @@ class HarnessSession(SamplerSession):
         message = f"{n} input sets matched ({method}, judged by the referee; {tol}; outputs poisoned: {poisoned})"
         return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
 
-    def _judge_launch(self, data: dict[str, Any], request: dict[str, Any]) -> CorrectnessResult:
-        """Timed launches kept by the worker: each one's inputs rebuilt from the slot's seed, its output (the elements
-        drawn from ``sample``) against the reference's for those inputs; its copy's inputs as the copy's last launch
-        of the slot must have left them."""
+    def _judge_captures(self, request: dict[str, Any]) -> CorrectnessResult:
+        """Timed launches captured by the worker (:meth:`capture`): each one's inputs rebuilt from the slot's seed,
+        its output (the elements drawn with it) against the reference's for those inputs, its input copy unchanged."""
         assert self.fresh is not None and self.loaded.prepared is not None
-        seed, draw, copies = int(request["slot"]), int(request["sample"]), self.fresh.copies
+        seed, copies = int(request["slot"]), self.fresh.copies
         total, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
-        launches = data["launches"]
-        if len(data["outputs"]) != len(launches) or len(set(launches)) != len(launches):
-            raise IntegrityError("its handover of timed launches does not match its own list of them")
-        if any(not isinstance(n, int) or not 0 <= n < total for n in launches):
-            raise IntegrityError(f"it handed over launches that its slot of {total} did not have")
         factors = slot_factors(seed, total)
-
-        def inputs_of(launch: int) -> list[Any]:  # the values launch ``launch`` saw
-            return self.fresh.values(seed, float(factors[refreshed_by(first, launch, batch, copies)]))  # type: ignore[union-attr]
-
-        for n, (launch, out, after) in enumerate(zip(launches, data["outputs"], data["inputs_after"], strict=True)):
-            inputs = inputs_of(launch)
-            left = inputs_of(last_use(first, launch, total, copies))
-            _judge_inputs(sampled(left, draw + n), after, self.loaded.prepared.output_args, "a timed launch")
-            expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw + n)
-            problems = compare_outputs(expected, out, self.loaded.tol)
+        for capture in request["captures"]:
+            if not isinstance(capture, dict) or not isinstance(n := capture.get("launch"), int) or not 0 < n < total:
+                raise IntegrityError(f"it captured a launch its slot of {total} did not have: {str(capture)[:80]}")
+            draw = int(capture["draw"])
+            inputs = self.fresh.values(seed, float(factors[refreshed_by(first, n, batch, copies)]))
+            after = from_wire(capture["inputs"])
+            _judge_inputs(sampled(inputs, draw), after, self.loaded.prepared.output_args, "a timed launch")
+            expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw)
+            problems = compare_outputs(expected, from_wire(capture["output"]), self.loaded.tol)
             if self.stochastic:  # the reference draws random numbers: only what does not depend on them is compared
                 problems = [p for p in problems if "mismatch at" not in p]
             if problems:
                 raise IntegrityError(f"a timed launch's output is wrong although its check passed: {problems[0]}")
-        return CorrectnessResult(status=StageStatus.PASSED, method="referee: timed launches", trials=len(launches))
+        method = "referee: captured timed launches"
+        return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=len(request["captures"]))
 
     def _has_reference(self) -> bool:
         return self.loaded.prepared is not None and self.loaded.prepared.reference is not None
@@ -740,29 +733,28 @@ class HarnessSession(SamplerSession):
             self.measure_floor = lambda: write_floor_us(floor_clock, nbytes, loaded.device)
             self.write_floor_us = self.measure_floor()
         self.fresh = FreshInputs(list(inputs), input_copies(_tensor_bytes(inputs), clock.cache_bytes, settings))
-        fn, fresh, kept, output_args = loaded.fn, self.fresh, self.kept, loaded.prepared.output_args
+        fn, fresh, held, output_args = loaded.fn, self.fresh, self.held, loaded.prepared.output_args
 
-        def warm_up(_: int) -> None:  # the sampler's own launches (warm-up, batch size): rotating copies, none kept
+        def warm_up(_: int) -> None:  # the sampler's own launches (warm-up, batch size): rotating copies, none held
             n = self.launched
             self.launched += 1
             _call(fn, fresh.sets[n % fresh.copies], output_args)
 
         def launcher(first: int, base: int) -> Callable[[int], None]:
-            """A slot's launches ``base``, ``base + 1``, ... on their copies (from ``first``): bound in the closure,
-            not read from the session, so that a kernel resetting a count cannot give every launch the same copy
-            while the launches kept for a spot check still name the copies they should have had."""
+            """A batch's launches ``base``, ``base + 1``, ... of a slot on their copies (from ``first``): bound in the
+            closure, not read from the session, so that a kernel resetting a count cannot give every launch the same
+            copy. Every output of the batch is held until the batch is timed and one of them captured: a kernel
+            cannot tell which one a capture will take, nor mend any later (no kernel code runs before the capture)."""
 
             def launch(i: int) -> None:
-                n = base + i
+                copy = (first + base + i) % fresh.copies
                 self.launched += 1
-                out = _call(fn, fresh.sets[(first + n) % fresh.copies], output_args)
+                out = _call(fn, fresh.sets[copy], output_args)
                 if out.__class__ is not torch.Tensor and not isinstance(out, (tuple, list)) and out is not None:
                     self.problems.append(f"a timed launch returned a {type(out).__qualname__}, not a plain tensor")
-                # kept or not is drawn after the kernel returned, from the OS: it cannot know which of its launches a
-                # spot check can reach; the others' outputs are freed at once, as before (the allocator hands the
-                # next launch the same, warm buffer: keeping every output made a 2 MiB CPU softmax 2x slower)
-                if int.from_bytes(_urandom(2), "little") < self.keep_below:
-                    kept[n] = out
+                if i == 0:  # a new batch (a graph's launches run only as it is captured: theirs stay, replayed)
+                    held.clear()
+                held.append((out, copy))
 
             return launch
 
@@ -782,40 +774,60 @@ class HarnessSession(SamplerSession):
         first, batch = seed % fresh.copies, sampler.batch
         self.slot = (seed, first, 1 + max(1, count) * batch)
         fresh.start_slot(seed, self.slot[2])
-        self.kept.clear()
         self.launched, once = 0, self.slot[2] <= fresh.copies
-        self.keep_below = _KEEP_ALL if self.slot[2] <= KEPT_LAUNCHES else _KEEP_ALL * KEPT_LAUNCHES // self.slot[2]
         # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
         fresh.refresh(first, 0, self.slot[2] if once else 1)
         sampler.clock.time_batch(self.launcher(first, 0), 1)  # untimed: after its wait the device and threads are cold
-        got = []
+        got: list[float] = []
         for k in range(max(1, count)):
-            if found := self.integrity():  # before every timed batch: a patch undone before the answer shows here
-                if found not in self.problems:
-                    self.problems.insert(0, found)  # what the answer says, even once the patch is undone
+            # before every timed batch and every capture (no kernel code runs between the two): a patch undone
+            # before the answer, or one that changes a capture, shows here
+            if self._tampered():
+                break
+            if k and not self.capture(first, 1 + (k - 1) * batch, batch):
                 break
             if not once:
                 fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
             got.append(sampler.clock.time_batch(self.launcher(first, 1 + k * batch), batch) / batch)
+        if not self._tampered():
+            self.capture(first, 1 + (len(got) - 1) * batch, batch)
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got
 
-    def handover(self, request: dict[str, Any]) -> str:
-        """Write what the referee compares of the latest slot: up to ``request["most"]`` of its kept launches
-        (drawn from ``request["sample"]``), each one's output and its input copy, at the elements drawn from that
-        seed (+ n)."""
-        assert self.fresh is not None
-        first = self.slot[1]
-        draw = int(request["sample"])
-        chosen = sorted(random.Random(draw).sample(sorted(self.kept), min(len(self.kept), int(request["most"]))))
-        outputs, inputs = [], []
-        for n, launch in enumerate(chosen):
-            if problems := plain_problems(out := self.kept[launch]):
-                self.problems.append(problems[0])  # said instead of the answer (integrity())
-                return ""
-            outputs.append(sampled(out, draw + n))
-            inputs.append(sampled(list(self.fresh.sets[launch_copy(first, launch, self.fresh.copies)]), draw + n))
-        return save_handover(self.loaded.task.workspace, "slot", outputs, inputs, chosen)
+    def _tampered(self) -> bool:
+        if (found := self.integrity()) and found not in self.problems:
+            self.problems.insert(0, found)  # what the answer says, even once the patch is undone
+        return found is not None
+
+    def capture(self, first: int, lo: int, batch: int) -> bool:
+        """Send one launch of the batch just timed (``lo`` .. ``lo + batch - 1``) out at once, through the reply pipe:
+        drawn from the OS, its output and its input copy at elements drawn too (:func:`~.integrity.sampled`), named by
+        the launch of the batch whose copy and values it read (a replayed graph reads the copies it was captured with).
+        False when its output is not plain or the record of the batch was changed (the answer says so)."""
+        if self.fresh is None:
+            return True
+        copies, held = self.fresh.copies, self.held
+        if not getattr(self.sampler.clock, "graph_replay", False):  # launch lo + i made held[i], from its copy
+            if [copy for _, copy in held] != [(first + lo + i) % copies for i in range(batch)]:
+                self.problems.append("the kernel changed magpie's record of a batch's outputs")
+                return False
+            reads = [(out, lo + i) for i, (out, _) in enumerate(held)]
+        else:  # a replayed graph reads the copies it was captured with, rewritten by this batch's launches
+            reads = [(out, lo + (copy - first - lo) % copies) for out, copy in held]
+            reads = [(out, n) for out, n in reads if n < lo + batch]  # a copy this batch did not rewrite: stale
+        if not reads:
+            _tell({"captured": {}})
+            return True
+        out, n = reads[int.from_bytes(_urandom(8), "little") % len(reads)]
+        if problems := plain_problems(out):
+            self.problems.append(problems[0])
+            return False
+        draw = int.from_bytes(_urandom(8), "little") >> 2
+        inputs = sampled(list(self.fresh.sets[(first + n) % copies]), draw)
+        _tell(
+            {"captured": {"launch": n, "draw": draw, "output": to_wire(sampled(out, draw)), "inputs": to_wire(inputs)}}
+        )
+        return True
 
     def call_times(self, trials: int) -> list[float]:
         """KernelBench's clock (``performance.call_trials``): single synchronized calls on the original inputs."""

@@ -25,6 +25,7 @@ class HarnessBackend(KernelBackend):
     #: still spans the gaps inside a batch of launches. On the 2-core machine, 9 candidates: the spread between
     #: processes 5-16 % -> 2-2.5 %, per-process block noise halved (2026-12-02, one run each).
     worker_env: ClassVar[dict[str, str]] = {"GOMP_SPINCOUNT": "10000"}
+    captures_launches = True  # HarnessSession.capture
 
     def harness_options(self, task: EvaluationTask) -> HarnessOptions:
         """How this backend loads and describes a kernel (runs in the worker process)."""
