@@ -51,7 +51,9 @@ LIVE_PATCHES = ("patch_live_clock", "patch_restore", "patch_clock_data")
 SESSION_STATE = ("reset_counter", "fixup_kept", "drop_held", "forge_capture")
 
 
-def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool) -> dict[str, dict]:
+def _compare(
+    run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool, copy_mib: int = 16
+) -> dict[str, dict]:
     files = [DATA / f"{problem}_ref.py", DATA / f"{problem}_honest.py"]
     files += [DATA / f"{problem}_{hack}.py" for hack in hacks if (DATA / f"{problem}_{hack}.py").exists()]
     config = tmp_path / f"{problem}.yaml"
@@ -59,7 +61,7 @@ def _compare(run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], p
     # a short budget and few input copies: this is about verdicts, and the 2-core CI machine is shared
     config.write_text(
         f"kernelbench:\n  reference: {json.dumps(str(files[0]))}\n  solutions: [{solutions}]\n"
-        "performance:\n  budget_seconds: 1.5\n  copy_memory_mib: 16\n  processes: 2\n"
+        f"performance:\n  budget_seconds: 1.5\n  copy_memory_mib: {copy_mib}\n  processes: 2\n"
     )
     args = ["-o", str(tmp_path / "out"), "compare", "-k", str(config), "--json", "--no-html"]
     result = run_magpie(args + ([] if perf else ["--no-perf"]), cwd=tmp_path, timeout=900)
@@ -107,6 +109,15 @@ def test_hacks_that_cheat_once_timed_are_rejected_and_never_faster(run_magpie, t
             assert row["correctness"]["status"] != "passed", (hack, row)
         if hack in LIVE_PATCHES:
             assert _rejected(row), (hack, row)
+
+
+def test_a_cache_emptied_at_each_batch_gains_nothing_where_copies_are_few(run_magpie, tmp_path: Path) -> None:
+    """With 1 MiB for the copies of two 256 KiB inputs (2 copies) a batch of 4-5 launches used each copy twice with the
+    same values: a cache emptied at each batch was right and FASTER 2.13x. Now a batch never has more launches than
+    copies (more copies where the memory allows)."""
+    rows = _compare(run_magpie, tmp_path, "matmul", ("cache_in_batch",), perf=True, copy_mib=1)
+    assert rows["matmul_honest"]["correctness"]["status"] == "passed", rows["matmul_honest"]
+    assert rows["matmul_cache_in_batch"]["verdict"] != "FASTER", rows["matmul_cache_in_batch"]
 
 
 def test_hacks_on_the_other_processes_are_ended_or_come_to_nothing(run_magpie, tmp_path: Path) -> None:

@@ -763,6 +763,15 @@ class HarnessSession(SamplerSession):
         # leave side-stream work uncounted; a launcher of the kernel's own would choose the copies)
         self.timing_data = [(clock, dict(vars(clock)), True), (self, {"launcher": launcher}, False)]
         sampler = BatchSampler(clock, warm_up, settings, fresh.copies)
+        if fresh.active and 1 < fresh.copies < sampler.batch:
+            # no two launches of a batch on one copy (values change between batches only: a cache emptied at each
+            # batch was right on every launch after a copy's first): more copies where memory allows, else fewer
+            # launches a batch (warm-cache timing, one copy, repeats it: the operator's choice, for trusted code)
+            nbytes = max(1, _tensor_bytes(inputs))
+            room = settings.max_copy_bytes // nbytes if settings.max_copy_bytes else sampler.batch
+            if (more := min(sampler.batch, settings.max_input_copies, room)) > fresh.copies:
+                self.fresh = fresh = FreshInputs(list(inputs), more)
+            sampler.batch, sampler.copies = min(sampler.batch, fresh.copies), fresh.copies
         self.timing_data.append((sampler, dict(vars(sampler)), True))
         return sampler
 
@@ -774,23 +783,26 @@ class HarnessSession(SamplerSession):
         first, batch = seed % fresh.copies, sampler.batch
         self.slot = (seed, first, 1 + max(1, count) * batch)
         fresh.start_slot(seed, self.slot[2])
-        self.launched, once = 0, self.slot[2] <= fresh.copies
+        replay = bool(getattr(sampler.clock, "graph_replay", False))
+        self.launched, once = 0, self.slot[2] <= fresh.copies and not replay
         # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
         fresh.refresh(first, 0, self.slot[2] if once else 1)
         sampler.clock.time_batch(self.launcher(first, 0), 1)  # untimed: after its wait the device and threads are cold
         got: list[float] = []
+        at = first  # launch n of a batch reads copy (at + n) % copies: a replayed graph, the ones it was captured with
         for k in range(max(1, count)):
             # before every timed batch and every capture (no kernel code runs between the two): a patch undone
             # before the answer, or one that changes a capture, shows here
-            if self._tampered():
+            if self._tampered() or (k and not self.capture(at, 1 + (k - 1) * batch, batch)):
                 break
-            if k and not self.capture(first, 1 + (k - 1) * batch, batch):
-                break
+            lo = 1 + k * batch
+            if replay and len(self.held) == batch:  # captured: the copies its launches read are rewritten
+                at = (self.held[0][1] - lo) % fresh.copies
             if not once:
-                fresh.refresh(first, 1 + k * batch, 1 + (k + 1) * batch)
-            got.append(sampler.clock.time_batch(self.launcher(first, 1 + k * batch), batch) / batch)
+                fresh.refresh(at, lo, lo + batch)
+            got.append(sampler.clock.time_batch(self.launcher(at, lo), batch) / batch)
         if not self._tampered():
-            self.capture(first, 1 + (len(got) - 1) * batch, batch)
+            self.capture(at, 1 + (len(got) - 1) * batch, batch)
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got
 
@@ -802,23 +814,16 @@ class HarnessSession(SamplerSession):
     def capture(self, first: int, lo: int, batch: int) -> bool:
         """Send one launch of the batch just timed (``lo`` .. ``lo + batch - 1``) out at once, through the reply pipe:
         drawn from the OS, its output and its input copy at elements drawn too (:func:`~.integrity.sampled`), named by
-        the launch of the batch whose copy and values it read (a replayed graph reads the copies it was captured with).
+        its place in the slot (launch n read copy ``(first + n) % copies``; :meth:`sample` keeps that so for a graph).
         False when its output is not plain or the record of the batch was changed (the answer says so)."""
         if self.fresh is None:
             return True
         copies, held = self.fresh.copies, self.held
-        if not getattr(self.sampler.clock, "graph_replay", False):  # launch lo + i made held[i], from its copy
-            if [copy for _, copy in held] != [(first + lo + i) % copies for i in range(batch)]:
-                self.problems.append("the kernel changed magpie's record of a batch's outputs")
-                return False
-            reads = [(out, lo + i) for i, (out, _) in enumerate(held)]
-        else:  # a replayed graph reads the copies it was captured with, rewritten by this batch's launches
-            reads = [(out, lo + (copy - first - lo) % copies) for out, copy in held]
-            reads = [(out, n) for out, n in reads if n < lo + batch]  # a copy this batch did not rewrite: stale
-        if not reads:
-            _tell({"captured": {}})
-            return True
-        out, n = reads[int.from_bytes(_urandom(8), "little") % len(reads)]
+        if [copy for _, copy in held] != [(first + lo + i) % copies for i in range(batch)]:  # launch lo + i's
+            self.problems.append("the kernel changed magpie's record of a batch's outputs")
+            return False
+        i = int.from_bytes(_urandom(8), "little") % batch
+        out, n = held[i][0], lo + i
         if problems := plain_problems(out):
             self.problems.append(problems[0])
             return False
