@@ -763,6 +763,8 @@ class HarnessSession(SamplerSession):
         # leave side-stream work uncounted; a launcher of the kernel's own would choose the copies)
         self.timing_data = [(clock, dict(vars(clock)), True), (self, {"launcher": launcher}, False)]
         sampler = BatchSampler(clock, warm_up, settings, fresh.copies)
+        if forget := getattr(clock, "forget_graphs", None):  # a graph of the warm-up's launches holds no batch's
+            forget()
         if fresh.active and 1 < fresh.copies < sampler.batch:
             # no two launches of a batch on one copy (values change between batches only: a cache emptied at each
             # batch was right on every launch after a copy's first): more copies where memory allows, else fewer

@@ -150,6 +150,10 @@ class CudaClock:
     def host_overhead_us(self) -> float | None:
         return None if self.graph_replay else self._host_per_launch_us
 
+    def forget_graphs(self) -> None:
+        """Capture the next batches afresh (the graphs replay the launches they were captured with, by batch size)."""
+        self._graphs.clear()
+
 
 def per_call_us(device: torch.device, call: Callable[[], Any], trials: int) -> list[float]:
     """KernelBench's clock: ``trials`` single calls, each followed by a synchronize (CUDA/HIP events around it on a
