@@ -290,8 +290,7 @@ def _check_and_time_in_blocks(
         )
         if progress:
             progress(f"{len(instances.workers)} worker process(es) ready; running blocks for up to {plan.budget_s:g} s")
-        referee = None if perf.graph_replay else instances.referee  # a replayed graph's launches are fixed
-        outcome = time_in_blocks(dict(instances.workers), anchor, plan, referee)
+        outcome = time_in_blocks(dict(instances.workers), anchor, plan, instances.referee)
         per_call = _per_call(instances, outcome, perf) if perf.call_trials else {}
         infos = instances.close_all()
     finally:

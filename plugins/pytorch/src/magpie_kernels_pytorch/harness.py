@@ -687,14 +687,13 @@ class HarnessSession(SamplerSession):
         """Timed launches captured by the worker (:meth:`capture`): each one's inputs rebuilt from the slot's seed,
         its output (the elements drawn with it) against the reference's for those inputs, its input copy unchanged."""
         assert self.fresh is not None and self.loaded.prepared is not None
-        seed, copies = int(request["slot"]), self.fresh.copies
-        total, batch, first = int(request["launches"]), max(1, int(request["batch"])), seed % copies
+        seed, total, batch = int(request["slot"]), int(request["launches"]), max(1, int(request["batch"]))
         factors = slot_factors(seed, total)
         for capture in request["captures"]:
             if not isinstance(capture, dict) or not isinstance(n := capture.get("launch"), int) or not 0 < n < total:
                 raise IntegrityError(f"it captured a launch its slot of {total} did not have: {str(capture)[:80]}")
-            draw = int(capture["draw"])
-            inputs = self.fresh.values(seed, float(factors[refreshed_by(first, n, batch, copies)]))
+            draw, copies = int(capture["draw"]), max(1, int(capture["copies"]))  # its copies: as many as it needed
+            inputs = self.fresh.values(seed, float(factors[refreshed_by(seed % copies, n, batch, copies)]))
             after = from_wire(capture["inputs"])
             _judge_inputs(sampled(inputs, draw), after, self.loaded.prepared.output_args, "a timed launch")
             expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw)
@@ -832,7 +831,15 @@ class HarnessSession(SamplerSession):
         draw = int.from_bytes(_urandom(8), "little") >> 2
         inputs = sampled(list(self.fresh.sets[(first + n) % copies]), draw)
         _tell(
-            {"captured": {"launch": n, "draw": draw, "output": to_wire(sampled(out, draw)), "inputs": to_wire(inputs)}}
+            {
+                "captured": {
+                    "launch": n,
+                    "copies": copies,
+                    "draw": draw,
+                    "output": to_wire(sampled(out, draw)),
+                    "inputs": to_wire(inputs),
+                }
+            }
         )
         return True
 
