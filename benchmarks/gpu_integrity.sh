@@ -5,7 +5,7 @@
 #   benchmarks/gpu_integrity.sh cost     # compare wall time: .old_magpie (git archive 9b87e25) vs this checkout
 #   SIDES="old new unconfined" ROUNDS=2 benchmarks/gpu_integrity.sh cost   # and this checkout with the confinement off
 #   benchmarks/gpu_integrity.sh kbrule   # the same catalogue under KernelBench's own rule (benchmarks/kernelbench_rule.py)
-#   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (no spot checks: the floor's case)
+#   benchmarks/gpu_integrity.sh graphs   # the catalogue with performance.graph_replay (spot-checked since 2026-12-06 afternoon)
 #   HACKS="honest gpu_neighbour_hog" PROBLEMS=matmul benchmarks/gpu_integrity.sh hacks   # only these files
 #   CASES=bed ROUNDS=4 benchmarks/gpu_integrity.sh cost   # only the KernelBench bed problem, four rounds
 # Packages the device image lacks travel as wheels in .whl/ (pydantic, msgspec: docs/benchmarks/reward_hacks.md);
