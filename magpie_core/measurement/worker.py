@@ -157,7 +157,9 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # as the imported module, whose protocol stream a backend's tell() reaches, not __main__
+    from magpie_core.measurement import worker
+
     if sys.argv[1:2] == ["--session"]:
-        _leave(serve_session(Path(sys.argv[2])))
-    sys.exit(main(sys.argv[1:]))
+        worker._leave(worker.serve_session(Path(sys.argv[2])))
+    sys.exit(worker.main(sys.argv[1:]))
