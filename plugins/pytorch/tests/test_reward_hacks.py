@@ -52,7 +52,7 @@ SESSION_STATE = ("reset_counter", "fixup_kept", "drop_held", "forge_capture")
 
 
 def _compare(
-    run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool, copy_mib: int = 16
+    run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool, copy_mib: int = 16, env=None
 ) -> dict[str, dict]:
     files = [DATA / f"{problem}_ref.py", DATA / f"{problem}_honest.py"]
     files += [DATA / f"{problem}_{hack}.py" for hack in hacks if (DATA / f"{problem}_{hack}.py").exists()]
@@ -64,7 +64,7 @@ def _compare(
         f"performance:\n  budget_seconds: 1.5\n  copy_memory_mib: {copy_mib}\n  processes: 2\n"
     )
     args = ["-o", str(tmp_path / "out"), "compare", "-k", str(config), "--json", "--no-html"]
-    result = run_magpie(args + ([] if perf else ["--no-perf"]), cwd=tmp_path, timeout=900)
+    result = run_magpie(args + ([] if perf else ["--no-perf"]), cwd=tmp_path, timeout=900, env=env)
     assert result.returncode in (0, 1), result.stderr[-3000:]
     report = json.loads(result.stdout)
     verdicts = {e["kernel_id"]: e["verdict"] for e in report["ranking"]}
@@ -118,6 +118,16 @@ def test_a_cache_emptied_at_each_batch_gains_nothing_where_copies_are_few(run_ma
     rows = _compare(run_magpie, tmp_path, "matmul", ("cache_in_batch",), perf=True, copy_mib=1)
     assert rows["matmul_honest"]["correctness"]["status"] == "passed", rows["matmul_honest"]
     assert rows["matmul_cache_in_batch"]["verdict"] != "FASTER", rows["matmul_cache_in_batch"]
+
+
+def test_workers_started_afresh_send_their_captures(run_magpie, tmp_path: Path) -> None:
+    """A kernel with environment variables of its own gets a worker started afresh (``python -m``, no fork server):
+    its captures reach the parent as a forked worker's do (they once went to the ``__main__`` module's stream: 0
+    captures, every candidate of a Ray compare REJECTED)."""
+    rows = _compare(run_magpie, tmp_path, "matmul", ("counter",), perf=True, env={"MAGPIE_FORK_WORKERS": "0"})
+    honest = rows["matmul_honest"]
+    assert honest["correctness"]["status"] == "passed" and honest["verdict"] is not None, honest
+    assert rows["matmul_counter"]["verdict"] != "FASTER", rows["matmul_counter"]
 
 
 def test_hacks_on_the_other_processes_are_ended_or_come_to_nothing(run_magpie, tmp_path: Path) -> None:
