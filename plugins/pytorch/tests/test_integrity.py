@@ -135,3 +135,42 @@ def test_fresh_values_reach_every_row_and_column_and_no_whole_row(shape: tuple[i
             assert bool(rows.any(dim=1).all()), "a row the comb missed"
         if len(shape) == 2 and shape[-1] >= 61 and shape[0] >= 61:
             assert bool(rows.any(dim=0).all()), "a column the comb missed"
+
+
+OUTER = """
+import torch
+import torch.nn as nn
+
+
+class {name}(nn.Module):
+    def forward(self, a, b):
+        return {body}
+
+
+def get_inputs():
+    return [torch.randn(2048), torch.randn(2048)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_batch_holds_no_more_outputs_than_the_copy_memory(tmp_path: Path) -> None:
+    """Every output of a batch is held until the batch is captured: an outer product's 16 MiB output and 40 MiB for
+    the copies allow 2 launches a batch (the copies' memory again, at most), and the verdicts stand."""
+    from magpie_core.pipelines.compare import compare
+    from magpie_core.pipelines.kernel_files import load_kernel_file, prepare_kernel_file
+
+    (tmp_path / "ref.py").write_text(OUTER.format(name="Model", body="torch.outer(a, b)"))
+    (tmp_path / "new.py").write_text(OUTER.format(name="ModelNew", body="a[:, None] * b[None, :]"))
+    config = tmp_path / "compare.yaml"
+    config.write_text(
+        "kernelbench:\n  reference: ref.py\n  solutions: [new.py]\n"
+        "performance:\n  budget_seconds: 1\n  copy_memory_mib: 40\n  processes: 2\n"
+    )
+    file = prepare_kernel_file(load_kernel_file(config), tmp_path, config)
+    report = compare(file, config_dir=tmp_path, output_dir=tmp_path / "out")
+    for row in report.results.kernel_results:
+        assert row.correctness.status.value == "passed", row.correctness
+        assert 1 <= (row.performance.batch_size or 0) <= 2, (row.kernel_id, row.performance.batch_size)

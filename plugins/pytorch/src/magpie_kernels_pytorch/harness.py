@@ -773,6 +773,9 @@ class HarnessSession(SamplerSession):
             if (more := min(sampler.batch, settings.max_input_copies, room)) > fresh.copies:
                 self.fresh = fresh = FreshInputs(list(inputs), more)
             sampler.batch, sampler.copies = min(sampler.batch, fresh.copies), fresh.copies
+        if settings.max_copy_bytes and not output_args:  # a batch's outputs are held until it is captured: within
+            held_bytes = _tensor_bytes(_call(fn, fresh.sets[0], output_args))  # the copies' memory again, at most
+            sampler.batch = max(1, min(sampler.batch, settings.max_copy_bytes // max(1, held_bytes)))
         self.timing_data.append((sampler, dict(vars(sampler)), True))
         return sampler
 
