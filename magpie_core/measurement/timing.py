@@ -114,9 +114,10 @@ class BatchSampler:
         per_launch = max(min(clock.time_batch(launch, 4) / 4 for _ in range(3)), 1e-3)
         self.batch = int(min(MAX_BATCH, max(1, math.ceil(settings.min_batch_us / per_launch))))
 
-    def sample(self) -> float:
+    def sample(self, launch: Launch | None = None) -> float:
+        """One batch's time per launch (``launch``: this batch's own launches, else the sampler's)."""
         batch = self.batch  # read once: the launches timed are the launches divided by, whatever a kernel changes
-        return self.clock.time_batch(self.launch, batch) / batch
+        return self.clock.time_batch(launch or self.launch, batch) / batch
 
     def notes(self, samples: list[float]) -> list[str]:
         """What the reader of these samples must know: cache state, launch-boundness, batch size."""

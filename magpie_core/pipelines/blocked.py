@@ -274,7 +274,7 @@ def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: Blo
     """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker captured in this slot (one a batch,
     drawn once the batch was timed and sent out before the kernel ran again: no later call could mend it)."""
     began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
-    if not (captures := [c for c in worker.captured if c]):
+    if not (captures := worker.captured):
         return  # a backend that captures none (magpie's harness captures every batch: the worker counts them)
     try:
         picked = random.sample(captures, min(len(captures), SPOT_LAUNCHES))

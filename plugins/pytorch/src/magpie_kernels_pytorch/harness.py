@@ -804,7 +804,7 @@ class HarnessSession(SamplerSession):
                 at = (self.held[0][1] - lo) % fresh.copies
             if not once:
                 fresh.refresh(at, lo, lo + batch)
-            got.append(sampler.clock.time_batch(self.launcher(at, lo), batch) / batch)
+            got.append(sampler.sample(self.launcher(at, lo)))
         if not self._tampered():
             self.capture(at, 1 + (len(got) - 1) * batch, batch)
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
@@ -820,8 +820,7 @@ class HarnessSession(SamplerSession):
         drawn from the OS, its output and its input copy at elements drawn too (:func:`~.integrity.sampled`), named by
         its place in the slot (launch n read copy ``(first + n) % copies``; :meth:`sample` keeps that so for a graph).
         False when its output is not plain or the record of the batch was changed (the answer says so)."""
-        if self.fresh is None:
-            return True
+        assert self.fresh is not None  # made with the sampler, before any slot
         copies, held = self.fresh.copies, self.held
         if [copy for _, copy in held] != [(first + lo + i) % copies for i in range(batch)]:  # launch lo + i's
             self.problems.append("the kernel changed magpie's record of a batch's outputs")

@@ -266,10 +266,12 @@ def from_wire(value: Any) -> Any:
             raw = bytearray(base64.b64decode(data, validate=True))
             flat = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
             return flat.view(dtype).reshape([int(d) for d in shape])
-        if kind in ("list", "dict", "value"):
-            items = body.items() if kind == "dict" else enumerate(body) if kind == "list" else ()
-            rebuilt = {k: from_wire(v) for k, v in items}
-            return body if kind == "value" else rebuilt if kind == "dict" else list(rebuilt.values())
+        if kind == "list":
+            return [from_wire(v) for v in body]
+        if kind == "dict":
+            return {k: from_wire(v) for k, v in body.items()}
+        if kind == "value":
+            return body
         raise ValueError(f"unknown kind {kind!r}")
     except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
         raise IntegrityError(f"a capture that is not what magpie's harness sends ({exc})") from None
