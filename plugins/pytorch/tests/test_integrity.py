@@ -93,7 +93,7 @@ def test_only_plain_dense_tensors_are_outputs(tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match="not plain tensors"):
         load_handover(str(file))
     written = save_handover(str(tmp_path), "check", [torch.randn(2)], [torch.randn(2)])
-    assert set(load_handover(written)) == {"outputs", "inputs_after"}
+    assert set(load_handover(written)) == {"outputs", "inputs_after", "reused"}
     assert not Path(written).exists()  # the referee removes what it read
 
 
@@ -174,3 +174,39 @@ def test_a_batch_holds_no_more_outputs_than_the_copy_memory(tmp_path: Path) -> N
     for row in report.results.kernel_results:
         assert row.correctness.status.value == "passed", row.correctness
         assert 1 <= (row.performance.batch_size or 0) <= 2, (row.kernel_id, row.performance.batch_size)
+
+
+KEPT_OUTPUT = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = None
+
+    def forward(self, a, b):
+        if self.out is None:
+            self.out = torch.empty(a.shape[0], b.shape[0])
+        return torch.mul(a[:, None], b[None, :], out=self.out)  # right when returned; the next call writes over it
+"""
+
+
+def test_an_output_buffer_kept_across_calls_fails_the_check_and_says_why(tmp_path: Path) -> None:
+    """A solution that returns one buffer from every call (as a CUDA graph's static output is) has every earlier
+    output overwritten by the time the referee reads them: it fails, and the message says why (it once read as a
+    plain mismatch on trial 0, each output having been right when returned)."""
+    from magpie_core.pipelines.compare import compare
+    from magpie_core.pipelines.kernel_files import load_kernel_file, prepare_kernel_file
+
+    (tmp_path / "ref.py").write_text(OUTER.format(name="Model", body="torch.outer(a, b)"))
+    (tmp_path / "kept.py").write_text(KEPT_OUTPUT)
+    config = tmp_path / "compare.yaml"
+    config.write_text("kernelbench:\n  reference: ref.py\n  solutions: [kept.py]\n")
+    file = prepare_kernel_file(load_kernel_file(config), tmp_path, config)
+    report = compare(file, config_dir=tmp_path, output_dir=tmp_path / "out", measure_performance=False)
+    row = next(r for r in report.results.kernel_results if r.kernel_id == "kept")
+    assert row.correctness.status.value == "failed", row.correctness
+    assert "REJECTED" not in row.correctness.message  # honest arithmetic, a broken contract: failed, not a cheat
+    assert "share memory: a later call wrote over an earlier call's output" in row.correctness.message

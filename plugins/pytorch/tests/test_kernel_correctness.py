@@ -40,8 +40,11 @@ def _pt(name: str, **extra) -> dict:
 
 def test_correctness_gates_catch_each_fault(tmp_path):
     names = ["good", "wrong_values", "partial_write", "nan_output", "wrong_shape", "wrong_dtype", "raises"]
-    results = _analyze(tmp_path, [_pt(n) for n in names], workers=2)
+    names.append("kept_buffer")
+    zeros = _pt("kept_zeros", reference="faulty.py:zeros_reference")
+    results = _analyze(tmp_path, [*map(_pt, names), zeros], workers=2)
     assert results["good"].correctness.status == StageStatus.PASSED
+    assert results["kept_zeros"].correctness.status == StageStatus.PASSED  # one tensor every call, never overwritten
     assert results["good"].correctness.trials == 3
     msg = {n: results[n].correctness.message for n in names}
     for name in names[1:]:
@@ -56,6 +59,8 @@ def test_correctness_gates_catch_each_fault(tmp_path):
     assert "shape mismatch: expected (64, 128), got (64, 64)" in msg["wrong_shape"]
     assert "dtype mismatch: expected torch.float32, got torch.float64" in msg["wrong_dtype"]
     assert "RuntimeError: kernel bug: bad launch config" in msg["raises"] and "faulty.py" in msg["raises"]
+    # right when returned, overwritten by the next call: said so, not only "mismatch"
+    assert "outputs of trials 0 and 1 share memory" in msg["kept_buffer"], msg["kept_buffer"]
 
 
 def test_inplace_output_arguments_are_poisoned(tmp_path):

@@ -52,7 +52,14 @@ SESSION_STATE = ("reset_counter", "fixup_kept", "drop_held", "forge_capture")
 
 
 def _compare(
-    run_magpie, tmp_path: Path, problem: str, hacks: tuple[str, ...], perf: bool, copy_mib: int = 16, env=None
+    run_magpie,
+    tmp_path: Path,
+    problem: str,
+    hacks: tuple[str, ...],
+    perf: bool,
+    copy_mib: int = 16,
+    env=None,
+    processes: int = 2,
 ) -> dict[str, dict]:
     files = [DATA / f"{problem}_ref.py", DATA / f"{problem}_honest.py"]
     files += [DATA / f"{problem}_{hack}.py" for hack in hacks if (DATA / f"{problem}_{hack}.py").exists()]
@@ -61,7 +68,7 @@ def _compare(
     # a short budget and few input copies: this is about verdicts, and the 2-core CI machine is shared
     config.write_text(
         f"kernelbench:\n  reference: {json.dumps(str(files[0]))}\n  solutions: [{solutions}]\n"
-        f"performance:\n  budget_seconds: 1.5\n  copy_memory_mib: {copy_mib}\n  processes: 2\n"
+        f"performance:\n  budget_seconds: 1.5\n  copy_memory_mib: {copy_mib}\n  processes: {processes}\n"
     )
     args = ["-o", str(tmp_path / "out"), "compare", "-k", str(config), "--json", "--no-html"]
     result = run_magpie(args + ([] if perf else ["--no-perf"]), cwd=tmp_path, timeout=900, env=env)
@@ -123,8 +130,9 @@ def test_a_cache_emptied_at_each_batch_gains_nothing_where_copies_are_few(run_ma
 def test_workers_started_afresh_send_their_captures(run_magpie, tmp_path: Path) -> None:
     """A kernel with environment variables of its own gets a worker started afresh (``python -m``, no fork server):
     its captures reach the parent as a forked worker's do (they once went to the ``__main__`` module's stream: 0
-    captures, every candidate of a Ray compare REJECTED)."""
-    rows = _compare(run_magpie, tmp_path, "matmul", ("counter",), perf=True, env={"MAGPIE_FORK_WORKERS": "0"})
+    captures, every candidate of a Ray compare REJECTED). One process a kernel: each starts afresh (~4 s of imports)."""
+    env = {"MAGPIE_FORK_WORKERS": "0"}
+    rows = _compare(run_magpie, tmp_path, "matmul", ("counter",), perf=True, env=env, processes=1)
     honest = rows["matmul_honest"]
     assert honest["correctness"]["status"] == "passed" and honest["verdict"] is not None, honest
     assert rows["matmul_counter"]["verdict"] != "FASTER", rows["matmul_counter"]

@@ -36,6 +36,24 @@ def nan_output(x):
     return out
 
 
+_KEPT = {}
+
+
+def kept_buffer(x):
+    """Right when returned, in one buffer kept across calls: the next call overwrites it."""
+    out = _KEPT.setdefault("relu", torch.empty_like(x))
+    return torch.clamp_min(x, 0.0, out=out)
+
+
+def zeros_reference(x):
+    return torch.zeros(x.shape[0], 1)
+
+
+def kept_zeros(x):
+    """One cached tensor returned by every call: shared, and still right (nothing overwrites it)."""
+    return _KEPT.setdefault("zeros", torch.zeros(x.shape[0], 1))
+
+
 def wrong_shape(x):
     return torch.relu(x)[:, :64]
 

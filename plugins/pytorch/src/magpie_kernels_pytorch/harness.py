@@ -56,6 +56,7 @@ from magpie_kernels_pytorch.integrity import (
     load_handover,
     plain_problems,
     refreshed_by,
+    reused_output,
     same,
     sampled,
     save_handover,
@@ -434,6 +435,7 @@ def _check(
         method = "self (no reference: outputs must be fully written and finite)"
     details: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
+    outputs: list[Any] = []
     first_inputs: Any = None
     for t, stored in enumerate(trials):
         seed = corr.seed + t
@@ -476,6 +478,13 @@ def _check(
                 "expected": to_device(expected if expected is not None else actual, torch.device("cpu")),
             }
         )
+        outputs.append(actual)
+    if (reused := reused_output(outputs)) and (
+        problems := compare_outputs(to_device(saved[reused[0]]["expected"], device), outputs[reused[0]], tol)
+    ):  # right when returned, then written over by a later call (as the referee sees it in a compare)
+        msg = f"trial {reused[0]} (seed {corr.seed + reused[0]}): {problems[0]}{_reuse_hint(reused)}"
+        result = CorrectnessResult(status=StageStatus.FAILED, method=method, trials=len(trials), message=msg)
+        return result, first_inputs, []
     tol_text = _tolerance_text(tol)
     return (
         CorrectnessResult(
@@ -649,7 +658,13 @@ class HarnessSession(SamplerSession):
                 return CorrectnessResult(status=StageStatus.FAILED, method="referee", trials=t + 1, message=msg)
             if problems := plain_problems(handed[-1][0]):
                 return rejected(problems[0])
-        file = save_handover(loaded.task.workspace, "check", [out for out, _ in handed], [args for _, args in handed])
+        outputs = [out for out, _ in handed]
+        reused = reused_output(outputs)
+        try:
+            file = save_handover(loaded.task.workspace, "check", outputs, [a for _, a in handed], reused)
+        except RuntimeError as exc:  # torch.compile's CUDA graphs refuse to read an output a later call overwrote
+            msg = f"its outputs could not be read after its calls: {_error_text(exc)}{_reuse_hint(reused)}"
+            return CorrectnessResult(status=StageStatus.FAILED, method="referee", trials=len(trials), message=msg)
         return CorrectnessResult(status=StageStatus.NOT_RUN, method="referee", trials=len(trials), handover=file)
 
     def verify(self, request: dict[str, Any]) -> CorrectnessResult:
@@ -674,7 +689,7 @@ class HarnessSession(SamplerSession):
             problems = compare_outputs(to_device(trial["expected"], on), to_device(out, on), loaded.tol)
             details.append({"trial": t, "seed": loaded.corr.seed + t, "ok": not problems, "problems": problems[:5]})
             if problems:
-                msg = f"trial {t} (seed {loaded.corr.seed + t}): {problems[0]}"
+                msg = f"trial {t} (seed {loaded.corr.seed + t}): {problems[0]}{_reuse_hint(data['reused'])}"
                 return CorrectnessResult(
                     status=StageStatus.FAILED, method=method, trials=t + 1, message=msg, details=details
                 )
@@ -892,6 +907,18 @@ def _data_changes(made: list[tuple[Any, dict[str, Any], bool]]) -> list[str]:
             if key not in own and now.get(key, _GONE) is not data.get(key, _GONE):
                 changed.append(f"{type(obj).__qualname__}.{key}")
     return changed
+
+
+def _reuse_hint(reused: list[int] | None) -> str:
+    """Why outputs that were right when returned come out wrong: a later call wrote over an earlier one's."""
+    if reused is None:
+        return ""
+    i, j = reused
+    return (
+        f" (its outputs of trials {i} and {j} share memory: a later call wrote over an earlier call's output, in a"
+        " buffer kept across calls or a CUDA graph's static output; every call must return a tensor of its own:"
+        " clone it)"
+    )
 
 
 def _judge_inputs(expected: list[Any], after: list[Any], output_args: list[int], when: str) -> None:

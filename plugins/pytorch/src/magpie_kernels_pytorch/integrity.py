@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils._pytree import tree_leaves
 
 #: a prime, so a chunk never lines up with whole rows of a power-of-two shape (a row scaled as a whole leaves a
 #: normalisation's output unchanged, and a stale cached output would then still be right)
@@ -288,11 +289,27 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def save_handover(workspace: str, name: str, outputs: Any, inputs_after: list[Any]) -> str:
-    """Write what the trusted side judges of a check (its outputs and the inputs after the calls, on the host) into
-    the worker's folder; the file (the referee removes it once read)."""
+def reused_output(outputs: list[Any]) -> list[int] | None:
+    """The first two calls ``[i, j]`` whose outputs share memory, if any: a buffer kept across calls (or a CUDA
+    graph's static output) holds only the last call's values by the time anyone reads the first's."""
+    first_use: dict[int, int] = {}
+    for j, out in enumerate(outputs):
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and tensor.numel():
+                i = first_use.setdefault(tensor.untyped_storage().data_ptr(), j)
+                if i != j:
+                    return [i, j]
+    return None
+
+
+def save_handover(
+    workspace: str, name: str, outputs: list[Any], inputs_after: list[Any], reused: list[int] | None = None
+) -> str:
+    """Write what the trusted side judges of a check (its outputs and the inputs after the calls, on the host, and
+    :func:`reused_output`'s finding: a hint for a failure's message, never a verdict) into the worker's folder; the
+    file (the referee removes it once read)."""
     file = Path(workspace) / f"handover_{name}.pt"
-    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after)}, file)
+    torch.save({"outputs": _to_cpu(outputs), "inputs_after": _to_cpu(inputs_after), "reused": reused}, file)
     return str(file)
 
 
@@ -304,7 +321,10 @@ def load_handover(path: str) -> dict[str, Any]:
         raise IntegrityError(f"its outputs are not plain tensors ({type(exc).__name__}: {str(exc)[:160]})") from None
     finally:
         Path(path).unlink(missing_ok=True)
-    if not isinstance(data, dict) or set(data) != {"outputs", "inputs_after"}:
+    if not isinstance(data, dict) or set(data) != {"outputs", "inputs_after", "reused"}:
+        raise IntegrityError("its handover file is not what magpie's harness writes")
+    reused = data["reused"]
+    if reused is not None and not (isinstance(reused, list) and [type(i) for i in reused] == [int, int]):
         raise IntegrityError("its handover file is not what magpie's harness writes")
     return data
 
