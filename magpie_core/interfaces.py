@@ -52,8 +52,8 @@ class KernelBackend(Component):
     #: Environment variables this backend's worker processes start with where the user set none (read as a
     #: runtime library loads: they reach the fork server as it starts, and every worker started afresh).
     worker_env: ClassVar[dict[str, str]] = {}
-    #: Its timing sessions send one ``{"captured": ...}`` line a timed batch (:func:`~.measurement.worker.tell`),
-    #: which its referee's ``verify`` judges: the parent rejects a process that sends another number.
+    #: Its timing sessions send one ``{"captured": ...}`` line a timed batch and one before the first
+    #: (:func:`~.measurement.worker.tell`), which its referee's ``verify`` judges: the parent rejects another number.
     captures_launches: ClassVar[bool] = False
 
     def worker_preload_for(self, kernel: KernelConfig) -> tuple[str, ...]:

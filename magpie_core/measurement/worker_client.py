@@ -78,7 +78,7 @@ class TimingWorker:
         self._turn = threading.Lock()  # one request and its answer at a time (the referee serves many threads)
         self.turn_cpu_s = 0.0  # CPU seconds its process used while answering
         self.captures = _captures_launches(task.kernel_type)  # the parent's word, not the worker's
-        self.captured: list[Any] = []  # what it captured in its latest slot, one a timed batch
+        self.captured: list[Any] = []  # what it sent in its latest slot: one record a timed batch, and one before
         self._unread = bytearray()  # what it wrote after the line read last
         self.proc: subprocess.Popen[bytes] | ForkedWorker
         if fork and fork_server_usable():
@@ -120,7 +120,7 @@ class TimingWorker:
         self.info = self.ask({"prepare": True}, timeout_s, "ready")
 
     def sample(self, count: int, timeout_s: float, slot: int | None = None) -> list[float]:
-        """``count`` per-launch times (µs) taken now (``slot``: the secret seed of their fresh input values)."""
+        """``count`` per-launch times (µs) taken now (``slot``: a number the backend may start its inputs from)."""
         began, self.captured = time.perf_counter(), []
         samples = self.ask({"samples": count} | ({} if slot is None else {"slot": slot}), timeout_s, "samples_us")
         wall_us = (time.perf_counter() - began) * 1e6
@@ -131,11 +131,9 @@ class TimingWorker:
         if timed_us > 1.05 * wall_us + 1000:  # more time inside the timed intervals than passed: not a measurement
             self.stop()
             raise IntegrityError(f"REJECTED (integrity: it reported {timed_us:.0f} us timed in {wall_us:.0f} us)")
-        if self.captures and len(self.captured) != len(samples):
+        if self.captures and len(self.captured) != len(samples) + 1:
             self.stop()
-            raise IntegrityError(
-                f"REJECTED (integrity: {len(self.captured)} captures for {len(samples)} timed batches)"
-            )
+            raise IntegrityError(f"REJECTED (integrity: {len(self.captured)} records for {len(samples)} timed batches)")
         return [float(x) for x in samples]
 
     def close(self, timeout_s: float = 30) -> dict[str, Any]:

@@ -226,13 +226,13 @@ def _one_block(
     for key in order:
         if key not in live:  # its candidate failed earlier in this block
             continue
-        slot = secrets.randbits(62)  # the seed of this slot's fresh input values: unknown to the kernel until now
+        slot = secrets.randbits(62)  # where its input copies start (their values are drawn batch by batch there)
         try:
             with result.started.running(live[key]):
                 got = live[key].sample(counts[key], plan.timeout_s, slot)
             if result.referee is not None and _spot_due(key, result):
                 with result.started.running(result.referee):
-                    _spot_check(live[key], key, slot, counts[key], plan, result)
+                    _spot_check(live[key], key, plan, result)
         except TimingWorkerError as exc:  # a crash, or caught faking (an IntegrityError: REJECTED)
             _drop(live, key[0], str(exc), result)
             continue
@@ -270,15 +270,14 @@ def _spot_due(key: Key, result: BlockedTiming) -> bool:
     return due and random.random() < (0.33 if early else SPOT_RATE)
 
 
-def _spot_check(worker: TimingWorker, key: Key, slot: int, count: int, plan: BlockPlan, result: BlockedTiming) -> None:
-    """The referee judges up to :data:`SPOT_LAUNCHES` of the launches the worker captured in this slot (one a batch,
-    drawn once the batch was timed and sent out before the kernel ran again: no later call could mend it)."""
-    began, batch = time.monotonic(), int(worker.info.get("batch_size") or 1)
-    if not (captures := worker.captured):
+def _spot_check(worker: TimingWorker, key: Key, plan: BlockPlan, result: BlockedTiming) -> None:
+    """The referee judges up to :data:`SPOT_LAUNCHES` launches it draws from what the worker sent in this slot (each
+    batch's values before it ran, a launch of it captured once it was timed: no later call could mend it)."""
+    began = time.monotonic()
+    if not (records := worker.captured):
         return  # a backend that captures none (magpie's harness captures every batch: the worker counts them)
     try:
-        picked = random.sample(captures, min(len(captures), SPOT_LAUNCHES))
-        request = {"captures": picked, "slot": slot, "launches": 1 + max(1, count) * batch, "batch": batch}
+        request = {"records": records, "judge": SPOT_LAUNCHES}
         verdict = result.referee.verify(request, plan.timeout_s)  # type: ignore[union-attr]
     except TimingWorkerError:  # the referee's own process failed (the baseline's: its next slot says so): no more
         result.referee = None

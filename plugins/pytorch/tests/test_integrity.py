@@ -8,6 +8,7 @@ clock or a lazy output is seen.
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 
@@ -20,43 +21,37 @@ from magpie_kernels_pytorch.integrity import (
     Tamper,
     load_handover,
     plain_problems,
-    refreshed_by,
     same,
     sampled,
     save_handover,
-    slot_factors,
 )
 
 
-@pytest.mark.parametrize(("copies", "batch", "count"), [(8, 3, 5), (4, 9, 2), (1, 4, 3), (16, 1, 20)])
+@pytest.mark.parametrize(("copies", "batch", "count"), [(8, 3, 5), (9, 9, 2), (1, 4, 3), (16, 1, 20)])
 def test_the_referee_rebuilds_exactly_what_every_timed_launch_saw(copies: int, batch: int, count: int) -> None:
-    """As HarnessSession.sample drives it: for every launch of a slot, the values its copy held when it ran (and
-    still holds when the batch is captured, at its end) are what FreshInputs.values rebuilds from the seed alone."""
+    """As HarnessSession.sample drives it: for every timed launch of a slot, the values its copy held when it ran
+    (and still holds when the batch is captured, at its end) are what FreshInputs.rebuilt makes of the refresh sent
+    before its batch, alone; a launch the refresh did not cover is refused."""
     torch.manual_seed(0)
     inputs = [torch.randn(6, 97), torch.arange(12), 3]
     fresh, seen = FreshInputs(inputs, copies), {}
-    for seed in (11, 12345):
-        total = 1 + count * batch
-        fresh.start_slot(seed, total)
-        first = seed % copies
-        for k in range(count + 1):
-            lo, hi = (0, 1) if k == 0 else (1 + (k - 1) * batch, 1 + k * batch)
-            fresh.refresh(first, lo, hi)
+    for slot in (11, 12345):
+        first = slot % copies
+        for k in range(count):
+            lo, hi = 1 + k * batch, 1 + (k + 1) * batch
+            refresh = fresh.refresh(secrets.randbits(62), first, lo, hi)
             for launch in range(lo, hi):
                 seen[launch] = [
                     v.clone() if isinstance(v, torch.Tensor) else v for v in fresh.sets[(first + launch) % copies]
                 ]
-        factors = slot_factors(seed, total)
-        for launch in range(total):
-            rebuilt = fresh.values(seed, float(factors[refreshed_by(first, launch, batch, copies)]))
-            assert same(rebuilt, seen[launch]), (seed, launch)
-            # a capture names the first launch of the batch that read the same copy (a replayed graph's launch reads
-            # the copy it was captured with): the same values
-            lo = integrity.batch_start(launch, batch)
-            named = lo + ((first + launch) % copies - first - lo) % copies
-            assert named <= launch and same(fresh.values(seed, float(factors[named])), seen[launch]), (seed, launch)
+            for launch in range(lo, hi):
+                assert same(fresh.rebuilt(refresh, launch), seen[launch]), (slot, launch)
+            for outside in (lo - 1, hi):
+                with pytest.raises(IntegrityError, match="did not cover"):
+                    fresh.rebuilt(refresh, outside)
+        total = 1 + count * batch
         changed = ~torch.isclose(seen[total - 1][0], inputs[0])
-        assert 0 < int(changed.sum()) <= inputs[0].numel() // integrity.CHUNK_DIVISOR  # a chunk, not everything
+        assert 0 < int(changed.sum()) <= -(-inputs[0].numel() // integrity.CHUNK_DIVISOR)  # a chunk, not everything
         assert torch.equal(seen[total - 1][1], inputs[1])  # integers keep their values
 
 
@@ -125,8 +120,7 @@ def test_fresh_values_reach_every_row_and_column_and_no_whole_row(shape: tuple[i
     x = torch.randn(shape)
     fresh = FreshInputs([x], 3)
     for seed in (1, 12345, 2**40 + 7):
-        fresh.start_slot(seed, 4)
-        fresh.refresh(0, 0, 3)
+        fresh.refresh(seed, 0, 0, 3)
         changed = fresh.sets[1][0] != x
         rows = changed.reshape(-1, shape[-1])
         assert 0 < int(changed.sum()) <= max(1, x.numel() // 61) + 16

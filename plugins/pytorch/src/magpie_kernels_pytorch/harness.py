@@ -55,12 +55,10 @@ from magpie_kernels_pytorch.integrity import (
     from_wire,
     load_handover,
     plain_problems,
-    refreshed_by,
     reused_output,
     same,
     sampled,
     save_handover,
-    slot_factors,
     to_wire,
 )
 from magpie_kernels_pytorch.layout import Layout, fix_host_allocator
@@ -69,6 +67,13 @@ from magpie_kernels_pytorch.timers import clock_info, per_call_us, write_floor_u
 
 _urandom = os.urandom  # bound before any kernel is imported (integrity.Tamper watches it)
 _tell = worker.tell  # the same
+
+
+def _drawn() -> int:
+    """A number from the OS, unknown to any code until drawn."""
+    return int.from_bytes(_urandom(8), "little") >> 2
+
+
 _GONE = object()
 
 
@@ -672,7 +677,7 @@ class HarnessSession(SamplerSession):
         if not self.expected:
             return _no_expected()
         try:
-            if "captures" in request:
+            if "records" in request:
                 return self._judge_captures(request)
             return self._judge_trials(load_handover(str(request["file"])))
         except IntegrityError as exc:
@@ -699,16 +704,22 @@ class HarnessSession(SamplerSession):
         return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=n, message=message, details=details)
 
     def _judge_captures(self, request: dict[str, Any]) -> CorrectnessResult:
-        """Timed launches captured by the worker (:meth:`capture`): each one's inputs rebuilt from the slot's seed,
-        its output (the elements drawn with it) against the reference's for those inputs, its input copy unchanged."""
+        """Up to ``judge`` timed launches, drawn here from a slot's ``records`` (what the worker sent, in order: the
+        values of each batch before it ran, then a launch of it captured once it was timed, :meth:`sample`): each
+        one's inputs rebuilt from the refresh before its batch, its output (the elements drawn with it) against the
+        reference's for those inputs, its input copy unchanged."""
         assert self.fresh is not None and self.loaded.prepared is not None
-        seed, total, batch = int(request["slot"]), int(request["launches"]), max(1, int(request["batch"]))
-        factors = slot_factors(seed, total)
-        for capture in request["captures"]:
-            if not isinstance(capture, dict) or not isinstance(n := capture.get("launch"), int) or not 0 < n < total:
-                raise IntegrityError(f"it captured a launch its slot of {total} did not have: {str(capture)[:80]}")
-            draw, copies = int(capture["draw"]), max(1, int(capture["copies"]))  # its copies: as many as it needed
-            inputs = self.fresh.values(seed, float(factors[refreshed_by(seed % copies, n, batch, copies)]))
+        captures, refresh = [], None
+        for record in request["records"]:
+            if not isinstance(record, dict):
+                raise IntegrityError(f"its record of a batch is not magpie's: {str(record)[:80]}")
+            if "launch" in record:  # the batch timed last: its values are those of the refresh before it
+                captures.append((record, refresh))
+            refresh = record.get("refresh")
+        picked = random.sample(captures, min(len(captures), int(request["judge"])))
+        for capture, refresh in picked:
+            inputs = self.fresh.rebuilt(refresh, capture["launch"])
+            draw = int(capture["draw"])
             after = from_wire(capture["inputs"])
             _judge_inputs(sampled(inputs, draw), after, self.loaded.prepared.output_args, "a timed launch")
             expected = sampled(self._expected_for(inputs, self.loaded.corr.seed, host=False), draw)
@@ -718,7 +729,7 @@ class HarnessSession(SamplerSession):
             if problems:
                 raise IntegrityError(f"a timed launch's output is wrong although its check passed: {problems[0]}")
         method = "referee: captured timed launches"
-        return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=len(request["captures"]))
+        return CorrectnessResult(status=StageStatus.PASSED, method=method, trials=len(picked))
 
     def _has_reference(self) -> bool:
         return self.loaded.prepared is not None and self.loaded.prepared.reference is not None
@@ -795,33 +806,38 @@ class HarnessSession(SamplerSession):
         return sampler
 
     def sample(self, count: int, slot: int | None = None) -> list[float]:
-        """``count`` samples on fresh input values: a chunk of every copy a batch uses is rewritten before it."""
+        """``count`` samples on fresh input values: a chunk of every copy a batch uses is rewritten just before it,
+        with values drawn then (``slot``, the parent's, only picks the first copy). Sent out, in order: each batch's
+        values before it runs, then one launch of it captured once it was timed (one record more than batches)."""
         sampler, fresh = self.sampler, self.fresh
         assert fresh is not None
         seed = secrets.randbits(62) if slot is None else slot
         first, batch = seed % fresh.copies, sampler.batch
         self.slot = (seed, first, 1 + max(1, count) * batch)
-        fresh.start_slot(seed, self.slot[2])
         replay = bool(getattr(sampler.clock, "graph_replay", False))
-        self.launched, once = 0, self.slot[2] <= fresh.copies and not replay
-        # every launch of the slot on a copy of its own: all rewritten at once (the same values as batch by batch)
-        fresh.refresh(first, 0, self.slot[2] if once else 1)
-        sampler.clock.time_batch(self.launcher(first, 0), 1)  # untimed: after its wait the device and threads are cold
+        self.launched = 0
+        # untimed, on the values its copy held (after its wait the device and threads are cold): no batch's values
+        # exist yet, so it cannot work ahead on them
+        sampler.clock.time_batch(self.launcher(first, 0), 1)
         got: list[float] = []
         at = first  # launch n of a batch reads copy (at + n) % copies: a replayed graph, the ones it was captured with
         for k in range(max(1, count)):
             # before every timed batch and every capture (no kernel code runs between the two): a patch undone
             # before the answer, or one that changes a capture, shows here
-            if self._tampered() or (k and not self.capture(at, 1 + (k - 1) * batch, batch)):
+            if self._tampered():
+                break
+            record = self.capture(at, 1 + (k - 1) * batch, batch) if k else {}
+            if record is None:
                 break
             lo = 1 + k * batch
             if replay and len(self.held) == batch:  # captured: the copies its launches read are rewritten
                 at = (self.held[0][1] - lo) % fresh.copies
-            if not once:
-                fresh.refresh(at, lo, lo + batch)
+            # the batch's values: drawn now, after the kernel last ran, and sent out before it runs again
+            record["refresh"] = fresh.refresh(_drawn(), at, lo, lo + batch)
+            _tell({"captured": record})
             got.append(sampler.sample(self.launcher(at, lo)))
-        if not self._tampered():
-            self.capture(at, 1 + (len(got) - 1) * batch, batch)
+        if not self._tampered() and (record := self.capture(at, 1 + (len(got) - 1) * batch, batch)) is not None:
+            _tell({"captured": record})
         self.taken.extend(got[: max(0, 64 - len(self.taken))])
         return got
 
@@ -830,35 +846,24 @@ class HarnessSession(SamplerSession):
             self.problems.insert(0, found)  # what the answer says, even once the patch is undone
         return found is not None
 
-    def capture(self, first: int, lo: int, batch: int) -> bool:
-        """Send one launch of the batch just timed (``lo`` .. ``lo + batch - 1``) out at once, through the reply pipe:
-        drawn from the OS, its output and its input copy at elements drawn too (:func:`~.integrity.sampled`), named by
-        its place in the slot (launch n read copy ``(first + n) % copies``; :meth:`sample` keeps that so for a graph).
-        False when its output is not plain or the record of the batch was changed (the answer says so)."""
+    def capture(self, first: int, lo: int, batch: int) -> dict[str, Any] | None:
+        """One launch of the batch just timed (``lo`` .. ``lo + batch - 1``), to send out at once through the reply
+        pipe: drawn from the OS, its output and its input copy at elements drawn too (:func:`~.integrity.sampled`),
+        named by its place in the slot (launch n read copy ``(first + n) % copies``; :meth:`sample` keeps that so for
+        a graph). None when its output is not plain or the record of the batch was changed (the answer says so)."""
         assert self.fresh is not None  # made with the sampler, before any slot
         copies, held = self.fresh.copies, self.held
         if [copy for _, copy in held] != [(first + lo + i) % copies for i in range(batch)]:  # launch lo + i's
             self.problems.append("the kernel changed magpie's record of a batch's outputs")
-            return False
-        i = int.from_bytes(_urandom(8), "little") % batch
+            return None
+        i = _drawn() % batch
         out, n = held[i][0], lo + i
         if problems := plain_problems(out):
             self.problems.append(problems[0])
-            return False
-        draw = int.from_bytes(_urandom(8), "little") >> 2
+            return None
+        draw = _drawn()
         inputs = sampled(list(self.fresh.sets[(first + n) % copies]), draw)
-        _tell(
-            {
-                "captured": {
-                    "launch": n,
-                    "copies": copies,
-                    "draw": draw,
-                    "output": to_wire(sampled(out, draw)),
-                    "inputs": to_wire(inputs),
-                }
-            }
-        )
-        return True
+        return {"launch": n, "draw": draw, "output": to_wire(sampled(out, draw)), "inputs": to_wire(inputs)}
 
     def call_times(self, trials: int) -> list[float]:
         """KernelBench's clock (``performance.call_trials``): single synchronized calls on the original inputs."""

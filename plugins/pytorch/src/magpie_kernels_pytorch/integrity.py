@@ -5,19 +5,20 @@ process that times it, where it can read and patch anything Python can. So nothi
 there (docs/kernel-evaluation.md, "Threat model"):
 
 * **Fresh values for every batch** (:class:`FreshInputs`): the rotating input copies live in one stacked buffer per
-  input; before each batch of timed launches a chunk of every copy the batch will use (~1/61 of the elements, as
-  teeth of a comb through every row (:func:`comb`), at a place drawn for the slot) is rewritten as the original
-  values times a factor in [0.75, 1) drawn per copy and batch from the slot's secret seed, which the parent sends
-  with the request. A result cache keyed on
-  ``id()``, ``data_ptr()`` or a cheap fingerprint either misses (and the kernel does the work) or returns an output
-  that is wrong on that chunk. Inputs whose structure a perturbation could break (integers, symmetric matrices,
-  rows that sum to one) keep their values.
+  input; just before each batch of timed launches a chunk of every copy the batch will use (~1/61 of the elements,
+  as teeth of a comb through every row (:func:`comb`), at a place drawn for the batch) is rewritten as the original
+  values times a factor in [0.75, 1) drawn per copy, all from a seed the worker draws from the OS then, after the
+  kernel last ran, and sends out at once (a seed known earlier, the slot's, let a kernel rebuild a whole slot's
+  values in its untimed first launch and time only copies: ``precompute_slot`` in the catalogue). A result cache
+  keyed on ``id()``, ``data_ptr()`` or a cheap fingerprint either misses (and the kernel does the work) or returns
+  an output that is wrong on that chunk. Inputs whose structure a perturbation could break (integers, symmetric
+  matrices, rows that sum to one) keep their values.
 * **Timed launches are checked launches**: every output of a batch of timed launches is held until the batch is
   timed; then, before the kernel runs again, a launch of it drawn from the OS is captured (:func:`to_wire`: its
   output and its input copy at elements drawn then) and sent out through the reply pipe at once, where no later
   call can mend it. The parent spot-checks up to 8 of a slot's captures: the trusted process that holds the expected
-  values (the baseline's first worker, which never loads a candidate) rebuilds each launch's inputs from the slot's
-  seed (:meth:`FreshInputs.values`), runs the reference on them and compares.
+  values (the baseline's first worker, which never loads a candidate) rebuilds each launch's inputs from the seed
+  the worker sent before its batch (:meth:`FreshInputs.rebuilt`), runs the reference on them and compares.
 * **Plain outputs** (:func:`plain_problems`): an output must be a dense ``torch.Tensor`` of exactly that type, so a
   lazy subclass that defers its work until read is rejected before it is ever timed as fast.
 * **Unchanged clocks** (:class:`Tamper`): the timer functions, device events and magpie's own timing and reply code,
@@ -97,19 +98,24 @@ class FreshInputs:
             else:
                 for c in range(self.copies):
                     self.sets[c].append(clone(value))
-        self.chunk: tuple[int, int] | None = None  # (place, seed) of this slot's chunk
+        self.chunk: tuple[int, int] | None = None  # (place, seed) of this batch's chunk
         self.held = np.full(self.copies, -1, dtype=np.int64)  # the place of the chunk each copy holds (-1: none)
 
     @property
     def active(self) -> bool:
         return any(self.fresh)
 
-    def start_slot(self, seed: int, launches: int) -> None:
-        """Place this slot's chunk and draw its factors (one per launch); copies change only when a batch uses them."""
+    def refresh(self, seed: int, first: int, lo: int, hi: int) -> dict[str, int]:
+        """Before launches ``lo``..``hi - 1`` of a slot (a batch; copy of launch j: ``(first + j) % copies``): the
+        chunk of every copy they use, at a place drawn from ``seed``, rewritten with a factor drawn from it too, after
+        the chunk it held before is put back. What the referee needs to rebuild them (:meth:`rebuilt`)."""
+        n = min(hi - lo, self.copies)
         self.chunk = _chunk(seed)
-        table = slot_factors(seed, launches)
-        # on the device once per slot: a copy from the host inside the loop would wait for the batch before it
-        self.scales = {p: torch.as_tensor(table, dtype=s.dtype).to(s.device) for p, s in self.stacks.items()}
+        table = factors(seed, n)
+        if self.active:  # the device idles between batches (each one ends waiting for it): a copy waits for nothing
+            self.scales = {p: torch.as_tensor(table, dtype=s.dtype).to(s.device) for p, s in self.stacks.items()}
+            self._rewrite(first, lo, n)
+        return {"seed": seed, "lo": lo, "launches": hi - lo, "copies": n}
 
     def _teeth(self, position: int, place: int, rows: torch.Tensor) -> torch.Tensor:
         """The elements the chunk at ``place`` covers in ``rows`` (flat copies, the last dimension is the element's)."""
@@ -118,13 +124,9 @@ class FreshInputs:
     def _base_flat(self, position: int) -> torch.Tensor:
         return self.base[position].reshape(1, -1)
 
-    def refresh(self, first: int, lo: int, hi: int) -> None:
-        """Before launches ``lo``..``hi - 1`` of the slot (a batch; copy of launch j: ``(first + j) % copies``): the
-        chunk of every copy they use rewritten with the factor of the first launch that uses it, after the chunk it
-        held from an earlier slot is put back (only the copies used: a slot's cost follows its launches)."""
-        if self.chunk is None or not self.active:
-            return
-        n = min(hi - lo, self.copies)
+    def _rewrite(self, first: int, lo: int, n: int) -> None:
+        """The ``n`` copies from launch ``lo``'s on: copy ``k`` of them with factor ``k`` (only the copies used)."""
+        assert self.chunk is not None
         index = (first + lo + np.arange(n)) % self.copies
         held = self.held[index]
         # runs of copies that are contiguous in the buffer and held the same chunk: one slice each
@@ -138,13 +140,27 @@ class FreshInputs:
                 if held[begin] >= 0 and held[begin] != self.chunk[0]:
                     old = int(held[begin])
                     self._teeth(position, old, stack[rows]).copy_(self._teeth(position, old, base))
-                scales = self.scales[position][lo + begin : lo + end].view(-1, 1, 1)
+                scales = self.scales[position][begin:end].view(-1, 1, 1)
                 place = self.chunk[0]
                 self._teeth(position, place, stack[rows]).copy_(self._teeth(position, place, base) * scales)
         self.held[index] = self.chunk[0]
 
+    def rebuilt(self, refresh: Any, launch: int) -> list[Any]:
+        """The inputs launch ``launch`` read, rewritten by ``refresh`` (what :meth:`refresh` returned before its
+        batch, as the worker sent it): rebuilt on the trusted side. IntegrityError for a refresh that did not cover
+        that launch."""
+        try:
+            seed, lo, copies = int(refresh["seed"]), int(refresh["lo"]), int(refresh["copies"])
+            k = (launch - lo) % max(1, copies)
+            covered = 0 <= launch - lo < int(refresh["launches"]) and 0 < copies <= 1 << 16
+        except (TypeError, KeyError, ValueError):
+            covered = False
+        if not covered:
+            raise IntegrityError(f"it captured launch {launch}, which the refresh before it did not cover: {refresh}")
+        return self.values(seed, float(factors(seed, copies)[k]))
+
     def values(self, seed: int, factor: float) -> list[Any]:
-        """The inputs of a copy refreshed with ``factor`` in the slot with ``seed`` (rebuilt on the trusted side)."""
+        """The inputs of a copy refreshed with ``factor`` by the refresh with ``seed``."""
         chunk = _chunk(seed)
         out: list[Any] = []
         for position, value in enumerate(self.base):
@@ -181,24 +197,13 @@ def comb(rows: torch.Tensor, like: torch.Tensor, place: int) -> torch.Tensor:
 
 
 def _chunk(seed: int) -> tuple[int, int]:
-    """(place, seed) of the chunk a slot rewrites: the same for the worker and the referee."""
+    """(place, seed) of the chunk a refresh rewrites: the same for the worker and the referee."""
     return int(np.random.default_rng([seed, 1]).integers(1 << 30)), seed
 
 
-def slot_factors(seed: int, launches: int) -> np.ndarray:
-    """The factor of each launch of a slot (the copy it uses is rewritten with it when its batch begins)."""
-    return np.random.default_rng([seed, 2]).uniform(FACTOR_LOW, FACTOR_HIGH, max(1, launches))
-
-
-def batch_start(launch: int, batch: int) -> int:
-    """The first launch of the batch ``launch`` is in (launch 0 is a batch of its own: the untimed one)."""
-    return 0 if launch == 0 else 1 + (launch - 1) // batch * batch
-
-
-def refreshed_by(first: int, launch: int, batch: int, copies: int) -> int:
-    """The launch whose factor the copy of ``launch`` holds: the first launch of its batch that uses that copy."""
-    lo = batch_start(launch, batch)
-    return lo + (launch - lo) % copies
+def factors(seed: int, copies: int) -> np.ndarray:
+    """The factor of each copy a refresh rewrites (in the order the batch's launches use them)."""
+    return np.random.default_rng([seed, 2]).uniform(FACTOR_LOW, FACTOR_HIGH, max(1, copies))
 
 
 def _stacked(value: torch.Tensor, copies: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
