@@ -682,6 +682,8 @@ class HarnessSession(SamplerSession):
             return self._judge_trials(load_handover(str(request["file"])))
         except IntegrityError as exc:
             return rejected(str(exc))
+        except Exception as exc:  # what it sent broke the judge: rejected (an error here would end the spot checks)
+            return rejected(f"what it sent could not be judged: {_error_text(exc)}")
 
     def _judge_trials(self, data: dict[str, Any]) -> CorrectnessResult:
         loaded, method = self.loaded, "reference" if self._has_reference() else "baseline outputs"

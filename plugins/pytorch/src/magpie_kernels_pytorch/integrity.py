@@ -156,7 +156,8 @@ class FreshInputs:
         except (TypeError, KeyError, ValueError):
             covered = False
         if not covered:
-            raise IntegrityError(f"it captured launch {launch}, which the refresh before it did not cover: {refresh}")
+            why = f"it captured launch {launch}, which the refresh before it did not cover: {str(refresh)[:120]}"
+            raise IntegrityError(why)
         return self.values(seed, float(factors(seed, copies)[k]))
 
     def values(self, seed: int, factor: float) -> list[Any]:
