@@ -52,19 +52,18 @@ def test_aa_is_within_noise(vllm_aa_reports: list[Path]) -> None:
 
 
 def test_max_num_seqs_1_regresses_throughput(vllm_server, tiny_llama_model: Path, tmp_path: Path) -> None:
-    # concurrency 16: batching is what --max-num-seqs 1 takes away (32 requests at 32: 3.3x the throughput here,
-    # 2026-12-06); 16 requests. Interleaved rounds, each side against its own server: the machine's load moving
-    # between rounds hits both sides of a round alike, and the rounds' spread is the noise the verdict's interval
-    # is built on (4 rounds: a 3x change is far outside it; 6 rounds of 32 requests cost ~35 s more)
+    # concurrency 32: batching is what --max-num-seqs 1 takes away (about 3-5x throughput here); 32 requests.
+    # Interleaved rounds, each side against its own server: the machine's load moving between rounds hits both
+    # sides of a round alike, and the rounds' spread is the noise the verdict's interval is built on
     block = benchmark_block(tiny_llama_model, run_mode="external")
-    block["envs"] = {**block["envs"], "CONC": 16, "NUM_PROMPTS": 16}
+    block["envs"] = {**block["envs"], "CONC": 32, "NUM_PROMPTS": 32}
     with running_vllm(tiny_llama_model, tmp_path, ["--max-num-seqs", "1"]) as one_seq_url:
         default, one_seq = run_interleaved_cli(
-            {**block, "base_url": vllm_server.url}, {**block, "base_url": one_seq_url}, tmp_path, "--repeats", "4"
+            {**block, "base_url": vllm_server.url}, {**block, "base_url": one_seq_url}, tmp_path, "--repeats", "6"
         )
     code, result = _compare(default, one_seq)
     assert code == 0 and result["comparable"], result["reasons"]
-    assert result["noise"] == "interleaved" and result["rounds"] == 4
+    assert result["noise"] == "interleaved" and result["rounds"] == 6
     verdicts = _verdicts(result)
     assert verdicts["request_throughput"] == "REGRESSED" and verdicts["output_throughput"] == "REGRESSED", result
     assert result["verdict"] == "REGRESSED"
