@@ -35,7 +35,7 @@ demo: setup
 
 # The test machines' setup steps are independent: they run side by side (their downloads overlap); the suite runs
 # in TEST_JOBS pytest-xdist workers (a test file's tests stay in one worker: conftest.py), then the tests marked
-# `alone` (timing that wants the machine to itself) one after the other.
+# `alone` (timing that wants the machine to itself, or a test that needs a pytest process of its own) one after the other.
 TEST_JOBS ?= 2
 test: test-setup
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m "not alone"

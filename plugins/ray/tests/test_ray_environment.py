@@ -160,6 +160,11 @@ def _until(path: Path, seconds: float) -> bool:
     return path.exists()
 
 
+# in a pytest process of its own (`make test` runs `alone` tests after the parallel part): in this session's two full
+# parallel runs (2026-12-06 evening) the cancelled task never cleaned up within a minute, while the file alone, the
+# file beside three CPU hogs, and this test after the in-process compares of test_integrity.py passed; what in a
+# shared pytest-xdist worker stops Ray's cancellation from reaching the task is not found
+@pytest.mark.alone
 def test_an_interrupted_run_stops_the_tasks_it_started(cluster, tmp_path):
     """Ctrl-C while a task runs on the cluster: the task is cancelled (and cleans up), not left running."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
